@@ -1,0 +1,47 @@
+# memq — the two commands: `make run` (build and start memqd) and `make test` (build and run every test).
+# Each target first installs any missing Debian package (as root), or prints the one apt-get line to run.
+
+BUILD_DIR ?= build
+BUILD_TYPE ?= RelWithDebInfo
+PREFIX ?= /usr/local
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CTEST_TIMEOUT ?= 600
+
+DEB_PACKAGES := build-essential cmake ninja-build ccache pkg-config git python3 xz-utils \
+  libsqlite3-dev libsqlitecpp-dev nlohmann-json3-dev libasio-dev libgit2-dev libspdlog-dev \
+  libgtest-dev libgmock-dev
+
+.PHONY: all build run test clean deps configure install package test-asan test-tsan fuzz
+
+all: build
+
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "Installing missing packages: $$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else \
+	    echo "Missing Debian packages. Run:"; echo "  sudo apt-get install -y $$missing"; exit 1; \
+	  fi; \
+	fi
+
+$(BUILD_DIR)/build.ninja: | deps
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCMAKE_INSTALL_PREFIX=$(PREFIX)
+
+configure: deps $(BUILD_DIR)/build.ninja
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+run: build
+	$(BUILD_DIR)/bin/memqd --foreground
+
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure --timeout $(CTEST_TIMEOUT) -j $(JOBS)
+
+install: build
+	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
+
+clean:
+	rm -rf $(BUILD_DIR) build-asan build-tsan

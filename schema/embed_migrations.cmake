@@ -1,0 +1,13 @@
+# Writes a C++ source holding every migration as a raw string, numbered by its file name prefix.
+set(body "// Generated from schema/migrations/*.sql by schema/embed_migrations.cmake. Do not edit.\n")
+string(APPEND body "#include \"embedded_migrations.h\"\n\nnamespace memq {\n\nconst std::vector<Migration>& embeddedMigrations() {\n")
+string(APPEND body "  static const std::vector<Migration> kMigrations = {\n")
+foreach(f ${FILES})
+  get_filename_component(name ${f} NAME_WE)
+  string(REGEX MATCH "^[0-9]+" num ${name})
+  math(EXPR num "${num}")
+  file(READ ${f} sql)
+  string(APPEND body "    {${num}, \"${name}\", R\"memqsql(${sql})memqsql\"},\n")
+endforeach()
+string(APPEND body "  };\n  return kMigrations;\n}\n\n}  // namespace memq\n")
+file(WRITE ${OUT} "${body}")
