@@ -1,6 +1,6 @@
 // Status and Result<T>: the error path inside memq (no exceptions cross a layer boundary).
-// A Status carries an ErrorCode from protocol/error_code.h, a human message, and optional JSON `data`
-// (for InvalidParams, data.field names the offending field). The dispatcher turns it into a JSON-RPC error once.
+// A Status carries an ErrorCode, a human message, and optional JSON `data` (for InvalidParams, data.field names
+// the offending field). Daemon and client share it; the daemon turns it into a JSON-RPC error exactly once.
 #pragma once
 
 #include <nlohmann/json.hpp>
