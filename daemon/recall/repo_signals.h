@@ -1,0 +1,32 @@
+// RepoSignals: what recall needs from the repository, behind an interface so recall works (with those lanes
+// empty) where there is no git, and so tests can use a fake. daemon/git implements it with libgit2.
+// Thread-safety: implementations must be safe to call from several threads at once.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace memq {
+
+struct CoChangeNeighbor {
+  std::string path;   // relative to the project root, POSIX separators
+  int count = 0;      // commits (within the window) that changed both files
+  double strength = 0;  // normalised: count / sqrt(changes(a) * changes(b)), in (0, 1]
+};
+
+// Per referenced file: is it unchanged, changed (stale), or gone (dead) since the memory recorded its blob id?
+enum class FileFreshness { kUnknown, kFresh, kChanged, kMissing };
+
+class RepoSignals {
+ public:
+  virtual ~RepoSignals() = default;
+  // Strongest co-change partners of `path` (project-root relative), best first, at most `limit`.
+  virtual std::vector<CoChangeNeighbor> cochangeNeighbors(const std::string& path, size_t limit) = 0;
+  // Number of tracked files that depend on `path` through include/import statements (0 when unknown).
+  virtual int blastRadius(const std::string& path) = 0;
+  // Blob id (40-hex) of `path` in the work tree (or at HEAD when the work tree has no such file); nullopt if absent.
+  virtual std::optional<std::string> currentBlobId(const std::string& path) = 0;
+};
+
+}  // namespace memq
