@@ -1,0 +1,62 @@
+// Validation and normalisation of what a client asks to store (MEMQ.md §1): trimming, truncation with warnings,
+// topic de-duplication, category and source checks, path normalisation, UTF-8 checks, and the content hash.
+// Pure apart from the symlink check in normalizeFilePath. Errors name the offending field.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/status.h"
+
+namespace memq {
+
+inline constexpr size_t kMaxSummaryUnits = 200;   // UTF-16 units, as the reference counts
+inline constexpr size_t kMaxDetailsUnits = 2000;
+inline constexpr size_t kMaxTopics = 8;
+inline constexpr size_t kMaxTopicCodePoints = 32;
+inline constexpr size_t kMaxFiles = 16;
+
+struct SaveInput {
+  std::string summary;
+  std::string details;
+  std::optional<std::string> category;
+  std::vector<std::string> topics;
+  std::vector<std::string> files;
+  std::string source = "agent";
+  std::optional<std::string> sessionId;
+  bool mergeTopics = false;
+};
+
+struct NormalizedSave {
+  std::string summary;
+  std::string details;
+  std::optional<std::string> category;
+  std::vector<std::string> topics;
+  std::vector<std::string> files;  // normalised, de-duplicated, project-root relative
+  std::string source;
+  std::optional<std::string> sessionId;
+  bool mergeTopics = false;
+  bool truncated = false;  // summary or details was cut
+  std::vector<std::string> warnings;
+  std::string contentHash;
+};
+
+Result<NormalizedSave> normalizeSave(const SaveInput& input, std::string_view projectRoot);
+
+// Shared pieces, also used by memory/update and attach.
+Result<std::string> normalizeSummary(std::string_view summary, std::vector<std::string>& warnings, bool& truncated);
+Result<std::string> normalizeDetails(std::string_view details, std::vector<std::string>& warnings, bool& truncated);
+Result<std::vector<std::string>> normalizeTopics(const std::vector<std::string>& topics,
+                                                 std::vector<std::string>& warnings);
+Result<std::vector<std::string>> normalizeFiles(const std::vector<std::string>& files, std::string_view projectRoot,
+                                                const std::string& field = "files");
+Status checkCategory(const std::optional<std::string>& category);
+
+// Trims ASCII and Unicode white space from both ends.
+std::string trimText(std::string_view text);
+// Topics joined by spaces, as the FTS lanes index them.
+std::string topicsText(const std::vector<std::string>& topics);
+
+}  // namespace memq

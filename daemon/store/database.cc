@@ -1,0 +1,120 @@
+// Database file creation, PRAGMAs and migrations; see database.h.
+#include "daemon/store/database.h"
+
+#include <SQLiteCpp/Statement.h>
+#include <SQLiteCpp/Transaction.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "embedded_migrations.h"
+
+namespace memq {
+
+Status storageError(const std::exception& e, const std::string& context) {
+  std::string message = context.empty() ? std::string(e.what()) : context + ": " + e.what();
+  return Status(ErrorCode::kStorageError, message);
+}
+
+Status makePrivateDirectories(const std::string& dir) {
+  if (dir.empty()) return Status::ok();
+  std::filesystem::path p(dir);
+  std::filesystem::path built;
+  for (const auto& part : p) {
+    built /= part;
+    struct stat st{};
+    if (::stat(built.c_str(), &st) == 0) continue;
+    if (::mkdir(built.c_str(), 0700) != 0 && errno != EEXIST) {
+      return Status(ErrorCode::kStorageError,
+                    "cannot create directory " + built.string() + ": " + std::strerror(errno));
+    }
+  }
+  return Status::ok();
+}
+
+int latestSchemaVersion() {
+  const auto& migrations = embeddedMigrations();
+  return migrations.empty() ? 0 : migrations.back().version;
+}
+
+int schemaVersion(SQLite::Database& db) {
+  if (!db.tableExists("schema_version")) return 0;
+  SQLite::Statement q(db, "SELECT COALESCE(MAX(version), 0) FROM schema_version");
+  q.executeStep();
+  return q.getColumn(0).getInt();
+}
+
+namespace {
+
+// Creates the file with 0600 before SQLite does, so the database and its -wal/-shm (which SQLite creates with the
+// database file's mode) are never readable by others, whatever the umask.
+Status precreatePrivateFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return Status(ErrorCode::kStorageError, "cannot open " + path + ": " + std::strerror(errno));
+  ::fchmod(fd, 0600);
+  ::close(fd);
+  return Status::ok();
+}
+
+void tightenSidecars(const std::string& path) {
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    std::string p = path + suffix;
+    ::chmod(p.c_str(), 0600);  // a missing sidecar is fine
+  }
+}
+
+Status migrate(SQLite::Database& db, const std::string& path, int maxVersion) {
+  db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)");
+  int current = schemaVersion(db);
+  int latest = latestSchemaVersion();
+  if (current > latest) {
+    return Status(ErrorCode::kStorageError,
+                  "database " + path + " was written by a newer memq (schema version " + std::to_string(current) +
+                      "; this memqd knows up to " + std::to_string(latest) + "); upgrade memq to open it");
+  }
+  int target = maxVersion < 0 ? latest : maxVersion;
+  if (current >= target) return Status::ok();
+  SQLite::Transaction tx(db, SQLite::TransactionBehavior::IMMEDIATE);
+  // Re-read inside the write lock: another process may have migrated meanwhile.
+  current = schemaVersion(db);
+  for (const auto& m : embeddedMigrations()) {
+    if (m.version <= current || m.version > target) continue;
+    db.exec(std::string(m.sql));
+    SQLite::Statement ins(db, "INSERT INTO schema_version(version, applied_at) VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ','now'))");
+    ins.bind(1, m.version);
+    ins.exec();
+  }
+  tx.commit();
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SQLite::Database>> openDatabase(const DatabaseOptions& options) {
+  const bool inMemory = options.path == ":memory:";
+  try {
+    if (!inMemory) {
+      MEMQ_RETURN_IF_ERROR(makePrivateDirectories(std::filesystem::path(options.path).parent_path().string()));
+      MEMQ_RETURN_IF_ERROR(precreatePrivateFile(options.path));
+    }
+    auto db = std::make_unique<SQLite::Database>(options.path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    db->exec("PRAGMA journal_mode = WAL");
+    db->exec("PRAGMA busy_timeout = 5000");
+    db->exec("PRAGMA synchronous = NORMAL");
+    db->exec("PRAGMA foreign_keys = ON");
+    db->exec("PRAGMA temp_store = MEMORY");
+    db->exec("PRAGMA cache_size = -65536");
+    db->tryExec("PRAGMA mmap_size = 268435456");
+    MEMQ_RETURN_IF_ERROR(migrate(*db, options.path, options.maxSchemaVersion));
+    if (!inMemory) tightenSidecars(options.path);
+    return db;
+  } catch (const std::exception& e) {
+    return storageError(e, "cannot open database " + options.path);
+  }
+}
+
+}  // namespace memq

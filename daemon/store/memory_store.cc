@@ -1,0 +1,1227 @@
+// MemoryStore implementation; see memory_store.h for the invariants this file keeps.
+#include "daemon/store/memory_store.h"
+
+#include <SQLiteCpp/Statement.h>
+#include <SQLiteCpp/Transaction.h>
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_set>
+
+#include "daemon/embed/hashbag.h"
+#include "daemon/store/database.h"
+#include "daemon/util/clock.h"
+#include "daemon/util/trigrams.h"
+#include "daemon/util/uuid.h"
+
+namespace memq {
+
+namespace {
+
+constexpr const char* kMemoryColumns =
+    "pk, id, category, summary, details, topics, source, session_id, created_at, updated_at, last_used_at, "
+    "use_count, pinned, state, superseded_by, state_reason, content_hash";
+
+constexpr double kEdgeThreshold = 0.4;     // reference §3.3
+constexpr size_t kMaxEdges = 8;
+constexpr double kSimilarHintCosine = 0.55;  // reference §3.4
+constexpr double kSimilarHintTrigram = 0.6;
+constexpr size_t kMaxSimilarHints = 3;
+constexpr double kSimilarRejectedCosine = 0.85;  // MEMQ.md §2
+
+std::optional<std::string> optText(const SQLite::Column& c) {
+  if (c.isNull()) return std::nullopt;
+  return c.getString();
+}
+
+std::vector<std::string> parseTopics(const std::string& text) {
+  std::vector<std::string> out;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_array()) return out;
+  for (const auto& t : j) {
+    if (t.is_string()) out.push_back(t.get<std::string>());
+  }
+  return out;
+}
+
+Memory rowToMemory(SQLite::Statement& q, const std::string& scope) {
+  Memory m;
+  m.pk = q.getColumn(0).getInt64();
+  m.id = q.getColumn(1).getString();
+  m.category = optText(q.getColumn(2));
+  m.summary = q.getColumn(3).getString();
+  m.details = q.getColumn(4).getString();
+  m.topics = parseTopics(q.getColumn(5).getString());
+  m.source = q.getColumn(6).getString();
+  m.sessionId = optText(q.getColumn(7));
+  m.createdAt = q.getColumn(8).getString();
+  m.updatedAt = q.getColumn(9).getString();
+  m.lastUsedAt = q.getColumn(10).getString();
+  m.useCount = q.getColumn(11).getInt64();
+  m.pinned = q.getColumn(12).getInt() != 0;
+  m.state = parseState(q.getColumn(13).getString()).value_or(MemoryState::kActive);
+  m.supersededBy = optText(q.getColumn(14));
+  m.stateReason = optText(q.getColumn(15));
+  m.contentHash = q.getColumn(16).getString();
+  m.scope = scope;
+  return m;
+}
+
+void bindOpt(SQLite::Statement& q, int index, const std::optional<std::string>& v) {
+  if (v) q.bind(index, *v);
+  else q.bind(index);
+}
+
+std::string lower(const std::string& s) {
+  std::string out = s;
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+nlohmann::json filesJson(const std::vector<FileRef>& files) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& f : files) out.push_back(f.path);
+  return out;
+}
+
+Status stateConflict(const Memory& m, const std::string& wanted) {
+  return Status(ErrorCode::kConflict,
+                "memory " + m.id + " is " + std::string(stateName(m.state)) + "; cannot " + wanted + " it",
+                nlohmann::json{{"id", m.id}, {"state", stateName(m.state)}});
+}
+
+}  // namespace
+
+MemoryStore::MemoryStore(StoreOptions options) : options_(std::move(options)) {}
+MemoryStore::~MemoryStore() {
+  if (db_) db_->tryExec("PRAGMA optimize");
+}
+
+std::string MemoryStore::now() const { return options_.clock ? options_.clock() : isoNow(); }
+
+Result<std::unique_ptr<MemoryStore>> MemoryStore::open(StoreOptions options) {
+  if (options.embedder == nullptr) return Status::internal("MemoryStore needs an embedder");
+  std::unique_ptr<MemoryStore> store(new MemoryStore(std::move(options)));
+  auto db = openDatabase({store->options_.path, store->options_.maxSchemaVersion});
+  if (!db) return db.status();
+  store->db_ = std::move(*db);
+  store->active_ = std::make_unique<VectorIndex>(store->options_.embedder->dim());
+  store->rejected_ = std::make_unique<VectorIndex>(store->options_.embedder->dim());
+  MEMQ_RETURN_IF_ERROR(store->loadIndexes());
+  return store;
+}
+
+Status MemoryStore::loadIndexes() {
+  try {
+    // Rows without a vector for the current model (older rows, imports) are embedded now, once.
+    std::vector<std::pair<int64_t, std::vector<float>>> missing;
+    {
+      SQLite::Statement q(*db_,
+                          "SELECT m.pk, m.state, e.vector, m.summary, m.details, m.topics FROM memories m "
+                          "LEFT JOIN memory_embeddings e ON e.memory_pk = m.pk AND e.model = ? "
+                          "WHERE m.state IN ('active', 'rejected')");
+      q.bind(1, std::string(embedder().model()));
+      const size_t dim = embedder().dim();
+      std::vector<float> vec(dim);
+      while (q.executeStep()) {
+        int64_t pk = q.getColumn(0).getInt64();
+        bool rejected = q.getColumn(1).getString() == "rejected";
+        const auto& blob = q.getColumn(2);
+        if (blob.isNull() || static_cast<size_t>(blob.getBytes()) != dim * sizeof(float)) {
+          auto v = embedMemory(q.getColumn(3).getString(), q.getColumn(4).getString(),
+                               parseTopics(q.getColumn(5).getString()));
+          (rejected ? rejected_ : active_)->upsert(pk, v);
+          missing.emplace_back(pk, std::move(v));
+          continue;
+        }
+        std::memcpy(vec.data(), blob.getBlob(), dim * sizeof(float));
+        (rejected ? rejected_ : active_)->upsert(pk, vec);
+      }
+    }
+    if (!missing.empty()) {
+      SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+      for (const auto& [pk, v] : missing) storeEmbedding(pk, v);
+      tx.commit();
+    }
+  } catch (const std::exception& e) {
+    return storageError(e, "loading vectors of " + options_.path);
+  }
+  return Status::ok();
+}
+
+std::vector<float> MemoryStore::embedMemory(const std::string& summary, const std::string& details,
+                                            const std::vector<std::string>& topics) const {
+  return embedder().embed(memoryEmbedSource(summary, details, topics));
+}
+
+void MemoryStore::storeEmbedding(int64_t pk, const std::vector<float>& vec) {
+  SQLite::Statement q(*db_,
+                      "INSERT INTO memory_embeddings(memory_pk, model, dim, vector) VALUES (?, ?, ?, ?) "
+                      "ON CONFLICT(memory_pk, model) DO UPDATE SET dim = excluded.dim, vector = excluded.vector");
+  q.bind(1, pk);
+  q.bind(2, std::string(embedder().model()));
+  q.bind(3, static_cast<int64_t>(vec.size()));
+  q.bind(4, vec.data(), static_cast<int>(vec.size() * sizeof(float)));
+  q.exec();
+}
+
+std::optional<std::vector<float>> MemoryStore::loadVector(int64_t pk) {
+  SQLite::Statement q(*db_, "SELECT vector FROM memory_embeddings WHERE memory_pk = ? AND model = ?");
+  q.bind(1, pk);
+  q.bind(2, std::string(embedder().model()));
+  if (!q.executeStep()) return std::nullopt;
+  const auto& blob = q.getColumn(0);
+  std::vector<float> v(static_cast<size_t>(blob.getBytes()) / sizeof(float));
+  std::memcpy(v.data(), blob.getBlob(), v.size() * sizeof(float));
+  return v;
+}
+
+void MemoryStore::appendEvent(const std::string& memoryId, const std::string& action, const Actor& actor,
+                              const nlohmann::json& detail) {
+  SQLite::Statement q(*db_, "INSERT INTO memory_events(at, memory_id, action, actor, detail) VALUES (?, ?, ?, ?, ?)");
+  q.bind(1, now());
+  q.bind(2, memoryId);
+  q.bind(3, action);
+  q.bind(4, actor.toString());
+  q.bind(5, detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  q.exec();
+}
+
+void MemoryStore::readFiles(Memory& m) {
+  SQLite::Statement q(*db_, "SELECT path, blob_id FROM memory_files WHERE memory_pk = ? ORDER BY path");
+  q.bind(1, m.pk);
+  m.files.clear();
+  while (q.executeStep()) m.files.push_back({q.getColumn(0).getString(), optText(q.getColumn(1))});
+}
+
+Result<Memory> MemoryStore::get(const std::string& id) {
+  try {
+    SQLite::Statement q(*db_, std::string("SELECT ") + kMemoryColumns + " FROM memories WHERE id = ?");
+    q.bind(1, id);
+    if (!q.executeStep()) return Status::notFound("no memory with id " + id + " in the " + scope() + " scope");
+    Memory m = rowToMemory(q, scope());
+    readFiles(m);
+    return m;
+  } catch (const std::exception& e) {
+    return storageError(e);
+  }
+}
+
+Result<Memory> MemoryStore::mustGet(const std::string& id) { return get(id); }
+
+std::optional<int64_t> MemoryStore::pkOf(const std::string& id) {
+  SQLite::Statement q(*db_, "SELECT pk FROM memories WHERE id = ?");
+  q.bind(1, id);
+  if (!q.executeStep()) return std::nullopt;
+  return q.getColumn(0).getInt64();
+}
+
+std::optional<std::string> MemoryStore::idOf(int64_t pk) {
+  SQLite::Statement q(*db_, "SELECT id FROM memories WHERE pk = ?");
+  q.bind(1, pk);
+  if (!q.executeStep()) return std::nullopt;
+  return q.getColumn(0).getString();
+}
+
+Result<std::vector<std::string>> MemoryStore::matchIds(const std::string& idOrPrefix, int limit) {
+  try {
+    std::vector<std::string> out;
+    if (idOrPrefix.empty()) return out;
+    if (pkOf(idOrPrefix)) return std::vector<std::string>{idOrPrefix};
+    if (idOrPrefix.size() < 4) return out;
+    // A range scan, not LIKE: '%' and '_' in the input are literal characters, not wildcards.
+    std::string prefix = lower(idOrPrefix);
+    SQLite::Statement q(*db_, "SELECT id FROM memories WHERE id >= ? AND id < ? ORDER BY id LIMIT ?");
+    q.bind(1, prefix);
+    q.bind(2, prefix + "\xff");
+    q.bind(3, limit);
+    while (q.executeStep()) out.push_back(q.getColumn(0).getString());
+    return out;
+  } catch (const std::exception& e) {
+    return storageError(e);
+  }
+}
+
+std::vector<VectorIndex::Hit> MemoryStore::linkSimilar(int64_t pk, const std::vector<float>& vec) {
+  auto hits = active_->topK(vec, kMaxEdges + 1, static_cast<float>(kEdgeThreshold));
+  std::vector<VectorIndex::Hit> kept;
+  SQLite::Statement q(*db_,
+                      "INSERT INTO memory_edges(src_pk, dst_pk, kind, weight, created_at) VALUES (?, ?, 'similar', ?, ?) "
+                      "ON CONFLICT(src_pk, dst_pk, kind) DO UPDATE SET weight = excluded.weight");
+  const std::string at = now();
+  for (const auto& h : hits) {
+    if (h.key == pk || kept.size() >= kMaxEdges) continue;
+    kept.push_back(h);
+    for (auto [a, b] : {std::pair{pk, h.key}, std::pair{h.key, pk}}) {
+      q.bind(1, a);
+      q.bind(2, b);
+      q.bind(3, static_cast<double>(h.score));
+      q.bind(4, at);
+      q.exec();
+      q.reset();
+    }
+  }
+  return kept;
+}
+
+void MemoryStore::unlinkSimilar(int64_t pk) {
+  SQLite::Statement q(*db_, "DELETE FROM memory_edges WHERE kind = 'similar' AND (src_pk = ? OR dst_pk = ?)");
+  q.bind(1, pk);
+  q.bind(2, pk);
+  q.exec();
+}
+
+std::vector<SimilarHint> MemoryStore::similarHints(const std::string& summary,
+                                                   const std::vector<VectorIndex::Hit>& neighbours, int64_t selfPk) {
+  std::vector<SimilarHint> out;
+  for (const auto& h : neighbours) {
+    if (h.key == selfPk || h.score < kSimilarHintCosine) continue;
+    if (out.size() >= kMaxSimilarHints) break;
+    SQLite::Statement q(*db_, "SELECT id, summary FROM memories WHERE pk = ? AND state = 'active'");
+    q.bind(1, h.key);
+    if (q.executeStep()) out.push_back({q.getColumn(0).getString(), h.score, q.getColumn(1).getString(), "semantic"});
+  }
+  if (!out.empty()) return out;
+  // Fallback (reference §3.4): trigram duplicates by summary containment.
+  if (summary.size() < 6) return out;
+  std::string phrase;
+  for (char c : summary) phrase.push_back(c == '"' ? ' ' : c);
+  SQLite::Statement q(*db_,
+                      "SELECT m.pk, m.id, m.summary FROM memories_fts_tri f JOIN memories m ON m.pk = f.rowid "
+                      "WHERE memories_fts_tri MATCH ? AND m.state = 'active' AND m.pk != ? "
+                      "ORDER BY bm25(memories_fts_tri) LIMIT 8");
+  // Trigram candidates: any of the summary's words of ≥ 3 characters, OR-ed (bounded).
+  std::string match;
+  size_t terms = 0;
+  size_t i = 0;
+  while (i < phrase.size() && terms < 32) {
+    while (i < phrase.size() && std::isspace(static_cast<unsigned char>(phrase[i]))) ++i;
+    size_t j = i;
+    while (j < phrase.size() && !std::isspace(static_cast<unsigned char>(phrase[j]))) ++j;
+    if (j - i >= 3) {
+      if (!match.empty()) match += " OR ";
+      match += "\"" + phrase.substr(i, j - i) + "\"";
+      ++terms;
+    }
+    i = j;
+  }
+  if (match.empty()) return out;
+  try {
+    q.bind(1, match);
+    q.bind(2, selfPk);
+    std::vector<SimilarHint> candidates;
+    while (q.executeStep()) {
+      std::string other = q.getColumn(2).getString();
+      double w = trigramContainment(summary, other);
+      if (w >= kSimilarHintTrigram) candidates.push_back({q.getColumn(1).getString(), w, other, "trigram"});
+    }
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [](const SimilarHint& a, const SimilarHint& b) { return a.weight > b.weight; });
+    if (candidates.size() > kMaxSimilarHints) candidates.resize(kMaxSimilarHints);
+    return candidates;
+  } catch (const std::exception&) {
+    return out;  // a hint is advisory: an FTS hiccup must not fail the save
+  }
+}
+
+Result<SaveOutcome> MemoryStore::save(const NormalizedSave& input, const std::vector<FileRef>& files,
+                                      const Actor& actor) {
+  SaveOutcome out;
+  out.warnings = input.warnings;
+  try {
+    std::vector<float> vec;
+    std::vector<VectorIndex::Hit> neighbours;
+    std::optional<int64_t> newPk;
+    {
+      SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+      // 1. Rejected content stays refused, even after its row was purged.
+      SQLite::Statement tomb(*db_, "SELECT memory_id, reason FROM tombstones WHERE content_hash = ?");
+      tomb.bind(1, input.contentHash);
+      if (tomb.executeStep()) {
+        out.status = "rejected";
+        out.id = tomb.getColumn(0).getString();
+        out.reason = tomb.getColumn(1).getString();
+        appendEvent(out.id, "blocked_save", actor,
+                    {{"status", "rejected"}, {"reason", *out.reason}, {"content_hash", input.contentHash}});
+        tx.commit();
+        return out;
+      }
+      // 2. Existing content: never change its state.
+      SQLite::Statement existing(*db_, std::string("SELECT ") + kMemoryColumns + " FROM memories WHERE content_hash = ?");
+      existing.bind(1, input.contentHash);
+      if (existing.executeStep()) {
+        Memory m = rowToMemory(existing, scope());
+        out.id = m.id;
+        if (input.truncated) {
+          out.warnings.push_back("after truncation this text is identical to memory " + m.id);
+        }
+        if (m.state == MemoryState::kHidden || m.state == MemoryState::kSuperseded ||
+            m.state == MemoryState::kRejected) {
+          out.status = m.state == MemoryState::kHidden ? "exists_hidden"
+                       : m.state == MemoryState::kSuperseded ? "exists_superseded"
+                                                             : "rejected";
+          if (m.state == MemoryState::kSuperseded) out.supersededBy = m.supersededBy;
+          if (m.state == MemoryState::kRejected) out.reason = m.stateReason;
+          appendEvent(m.id, "blocked_save", actor, {{"status", out.status}, {"content_hash", input.contentHash}});
+          tx.commit();
+          readFiles(m);
+          out.memory = std::move(m);
+          return out;
+        }
+        // Active: dedup.
+        nlohmann::json detail = {{"use_count", m.useCount + 1}};
+        std::vector<std::string> topics = m.topics;
+        if (input.mergeTopics) {
+          std::unordered_set<std::string> have;
+          for (const auto& t : topics) have.insert(lower(t));
+          for (const auto& t : input.topics) {
+            if (have.insert(lower(t)).second && topics.size() < kMaxTopics) {
+              topics.push_back(t);
+              out.topicsMerged = true;
+            }
+          }
+        }
+        const std::string at = now();
+        SQLite::Statement upd(*db_,
+                              "UPDATE memories SET use_count = use_count + 1, last_used_at = ?, topics = ?, "
+                              "topics_text = ?, updated_at = CASE WHEN ? THEN ? ELSE updated_at END WHERE pk = ?");
+        upd.bind(1, at);
+        upd.bind(2, nlohmann::json(topics).dump());
+        upd.bind(3, topicsText(topics));
+        upd.bind(4, out.topicsMerged ? 1 : 0);
+        upd.bind(5, at);
+        upd.bind(6, m.pk);
+        upd.exec();
+        if (out.topicsMerged) detail["topics"] = {{"before", m.topics}, {"after", topics}};
+        // New file refs are added; existing ones keep their recorded blob id.
+        SQLite::Statement addFile(*db_,
+                                  "INSERT OR IGNORE INTO memory_files(memory_pk, path, blob_id) VALUES (?, ?, ?)");
+        nlohmann::json added = nlohmann::json::array();
+        readFiles(m);
+        for (const auto& f : files) {
+          if (m.files.size() + added.size() >= kMaxFiles) break;
+          addFile.bind(1, m.pk);
+          addFile.bind(2, f.path);
+          bindOpt(addFile, 3, f.blobId);
+          if (addFile.exec() > 0) added.push_back(f.path);
+          addFile.reset();
+        }
+        if (!added.empty()) detail["files_added"] = added;
+        appendEvent(m.id, "dedup", actor, detail);
+        if (out.topicsMerged) {
+          vec = embedMemory(m.summary, m.details, topics);
+          storeEmbedding(m.pk, vec);
+        }
+        tx.commit();
+        if (out.topicsMerged) active_->upsert(m.pk, vec);
+        out.status = "deduped";
+        auto fresh = get(m.id);
+        if (fresh) out.memory = std::move(*fresh);
+        return out;
+      }
+      // 3. New memory.
+      vec = embedMemory(input.summary, input.details, input.topics);
+      const std::string id = newUuidV4();
+      const std::string at = now();
+      SQLite::Statement ins(*db_,
+                            "INSERT INTO memories(id, category, summary, details, topics, topics_text, source, "
+                            "session_id, created_at, updated_at, last_used_at, content_hash) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      ins.bind(1, id);
+      bindOpt(ins, 2, input.category);
+      ins.bind(3, input.summary);
+      ins.bind(4, input.details);
+      ins.bind(5, nlohmann::json(input.topics).dump());
+      ins.bind(6, topicsText(input.topics));
+      ins.bind(7, input.source);
+      bindOpt(ins, 8, input.sessionId);
+      ins.bind(9, at);
+      ins.bind(10, at);
+      ins.bind(11, at);
+      ins.bind(12, input.contentHash);
+      ins.exec();
+      newPk = db_->getLastInsertRowid();
+      SQLite::Statement addFile(*db_, "INSERT OR IGNORE INTO memory_files(memory_pk, path, blob_id) VALUES (?, ?, ?)");
+      for (const auto& f : files) {
+        addFile.bind(1, *newPk);
+        addFile.bind(2, f.path);
+        bindOpt(addFile, 3, f.blobId);
+        addFile.exec();
+        addFile.reset();
+      }
+      storeEmbedding(*newPk, vec);
+      neighbours = linkSimilar(*newPk, vec);
+      out.similar = similarHints(input.summary, neighbours, *newPk);
+      // A paraphrase of rejected content is written, but the caller is warned.
+      auto rejectedHits = rejected_->topK(vec, 1, static_cast<float>(kSimilarRejectedCosine));
+      if (!rejectedHits.empty()) {
+        SQLite::Statement r(*db_, "SELECT id, state_reason FROM memories WHERE pk = ?");
+        r.bind(1, rejectedHits[0].key);
+        if (r.executeStep()) {
+          out.warnings.push_back("similar_rejected: this is close (cosine " +
+                                 std::to_string(rejectedHits[0].score).substr(0, 4) + ") to rejected memory " +
+                                 r.getColumn(0).getString() + " (reason: " + r.getColumn(1).getString() + ")");
+        }
+      }
+      nlohmann::json detail = {{"summary", input.summary},     {"details", input.details},
+                               {"category", input.category ? nlohmann::json(*input.category) : nlohmann::json()},
+                               {"topics", input.topics},       {"files", filesJson(files)},
+                               {"content_hash", input.contentHash}};
+      appendEvent(id, "create", actor, detail);
+      tx.commit();
+      active_->upsert(*newPk, vec);
+      out.status = "created";
+      out.id = id;
+    }
+    auto fresh = get(out.id);
+    if (fresh) out.memory = std::move(*fresh);
+    return out;
+  } catch (const std::exception& e) {
+    return storageError(e, "save");
+  }
+}
+
+Result<Memory> MemoryStore::update(const std::string& id, const UpdateInput& input, const Actor& actor,
+                                   std::vector<std::string>* warnings) {
+  try {
+    auto current = mustGet(id);
+    if (!current) return current.status();
+    Memory before = *current;
+    Memory after = before;
+    std::vector<std::string> localWarnings;
+    auto& warn = warnings ? *warnings : localWarnings;
+    bool truncated = false;
+    if (input.summary) {
+      auto s = normalizeSummary(*input.summary, warn, truncated);
+      if (!s) return s.status();
+      after.summary = *s;
+    }
+    if (input.details) {
+      auto d = normalizeDetails(*input.details, warn, truncated);
+      if (!d) return d.status();
+      after.details = *d;
+    }
+    if (input.category) {
+      MEMQ_RETURN_IF_ERROR(checkCategory(*input.category));
+      after.category = *input.category;
+    }
+    if (input.topics) {
+      auto t = normalizeTopics(*input.topics, warn);
+      if (!t) return t.status();
+      after.topics = *t;
+    }
+    if (input.files) after.files = *input.files;
+    if (input.pinned) after.pinned = *input.pinned;
+    after.contentHash = contentHash(after.summary, after.details);
+
+    nlohmann::json changes = nlohmann::json::object();
+    auto diff = [&](const char* name, const nlohmann::json& a, const nlohmann::json& b) {
+      if (a != b) changes[name] = {{"before", a}, {"after", b}};
+    };
+    auto jsonCat = [](const std::optional<std::string>& c) { return c ? nlohmann::json(*c) : nlohmann::json(); };
+    diff("summary", before.summary, after.summary);
+    diff("details", before.details, after.details);
+    diff("category", jsonCat(before.category), jsonCat(after.category));
+    diff("topics", before.topics, after.topics);
+    diff("files", filesJson(before.files), filesJson(after.files));
+    diff("pinned", before.pinned, after.pinned);
+    if (changes.empty()) return before;
+
+    const bool textChanged = changes.contains("summary") || changes.contains("details") || changes.contains("topics");
+    std::vector<float> vec;
+    {
+      SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+      if (after.contentHash != before.contentHash) {
+        SQLite::Statement clash(*db_, "SELECT id FROM memories WHERE content_hash = ? AND pk != ?");
+        clash.bind(1, after.contentHash);
+        clash.bind(2, before.pk);
+        if (clash.executeStep()) {
+          std::string other = clash.getColumn(0).getString();
+          return Status(ErrorCode::kConflict, "memory " + other + " already has this content",
+                        nlohmann::json{{"conflicts_with", other}});
+        }
+        SQLite::Statement tomb(*db_, "SELECT reason FROM tombstones WHERE content_hash = ?");
+        tomb.bind(1, after.contentHash);
+        if (tomb.executeStep()) {
+          return Status(ErrorCode::kConflict, "this content was rejected: " + tomb.getColumn(0).getString(),
+                        nlohmann::json{{"reason", tomb.getColumn(0).getString()}});
+        }
+      }
+      const std::string at = now();
+      SQLite::Statement upd(*db_,
+                            "UPDATE memories SET summary = ?, details = ?, category = ?, topics = ?, topics_text = ?, "
+                            "pinned = ?, content_hash = ?, updated_at = ? WHERE pk = ?");
+      upd.bind(1, after.summary);
+      upd.bind(2, after.details);
+      bindOpt(upd, 3, after.category);
+      upd.bind(4, nlohmann::json(after.topics).dump());
+      upd.bind(5, topicsText(after.topics));
+      upd.bind(6, after.pinned ? 1 : 0);
+      upd.bind(7, after.contentHash);
+      upd.bind(8, at);
+      upd.bind(9, before.pk);
+      upd.exec();
+      if (input.files) {
+        SQLite::Statement del(*db_, "DELETE FROM memory_files WHERE memory_pk = ?");
+        del.bind(1, before.pk);
+        del.exec();
+        SQLite::Statement add(*db_, "INSERT OR IGNORE INTO memory_files(memory_pk, path, blob_id) VALUES (?, ?, ?)");
+        for (const auto& f : *input.files) {
+          add.bind(1, before.pk);
+          add.bind(2, f.path);
+          bindOpt(add, 3, f.blobId);
+          add.exec();
+          add.reset();
+        }
+      }
+      if (textChanged) {
+        vec = embedMemory(after.summary, after.details, after.topics);
+        storeEmbedding(before.pk, vec);
+        if (before.state == MemoryState::kActive) {
+          // Edges describe the old text; recompute them against the new one.
+          unlinkSimilar(before.pk);
+          linkSimilar(before.pk, vec);
+        }
+      }
+      appendEvent(before.id, "update", actor, changes);
+      tx.commit();
+    }
+    if (textChanged) {
+      if (before.state == MemoryState::kActive) active_->upsert(before.pk, vec);
+      if (before.state == MemoryState::kRejected) rejected_->upsert(before.pk, vec);
+    }
+    return get(before.id);
+  } catch (const std::exception& e) {
+    return storageError(e, "update");
+  }
+}
+
+Result<Memory> MemoryStore::changeState(const std::string& id, MemoryState from1, std::optional<MemoryState> from2,
+                                        MemoryState to, const std::string& action, const Actor& actor,
+                                        const std::optional<std::string>& reason) {
+  try {
+    auto current = mustGet(id);
+    if (!current) return current.status();
+    Memory m = *current;
+    if (m.state == to && to != MemoryState::kActive) return m;  // idempotent: no change, no event
+    if (m.state != from1 && (!from2 || m.state != *from2)) {
+      if (m.state == to) return m;
+      return stateConflict(m, action);
+    }
+    std::optional<std::vector<float>> vec;
+    {
+      SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+      SQLite::Statement upd(*db_,
+                            "UPDATE memories SET state = ?, state_reason = ?, superseded_by = NULL, updated_at = ? "
+                            "WHERE pk = ?");
+      upd.bind(1, std::string(stateName(to)));
+      bindOpt(upd, 2, to == MemoryState::kActive ? std::nullopt : reason);
+      upd.bind(3, now());
+      upd.bind(4, m.pk);
+      upd.exec();
+      nlohmann::json detail = {{"from", stateName(m.state)}, {"to", stateName(to)}};
+      if (reason) detail["reason"] = *reason;
+      if (m.supersededBy) detail["superseded_by"] = *m.supersededBy;
+      if (to == MemoryState::kActive) {
+        vec = loadVector(m.pk);
+        if (!vec) {
+          vec = embedMemory(m.summary, m.details, m.topics);
+          storeEmbedding(m.pk, *vec);
+        }
+        linkSimilar(m.pk, *vec);
+      } else {
+        unlinkSimilar(m.pk);
+      }
+      if (to == MemoryState::kRejected) {
+        SQLite::Statement tomb(*db_,
+                               "INSERT INTO tombstones(content_hash, memory_id, reason, actor, at) VALUES (?, ?, ?, ?, ?) "
+                               "ON CONFLICT(content_hash) DO UPDATE SET reason = excluded.reason, "
+                               "actor = excluded.actor, at = excluded.at, memory_id = excluded.memory_id");
+        tomb.bind(1, m.contentHash);
+        tomb.bind(2, m.id);
+        tomb.bind(3, reason.value_or(""));
+        tomb.bind(4, actor.toString());
+        tomb.bind(5, now());
+        tomb.exec();
+        vec = loadVector(m.pk);
+      }
+      if (m.state == MemoryState::kRejected) {
+        SQLite::Statement del(*db_, "DELETE FROM tombstones WHERE content_hash = ?");
+        del.bind(1, m.contentHash);
+        del.exec();
+      }
+      appendEvent(m.id, action, actor, detail);
+      tx.commit();
+    }
+    active_->remove(m.pk);
+    rejected_->remove(m.pk);
+    if (to == MemoryState::kActive && vec) active_->upsert(m.pk, *vec);
+    if (to == MemoryState::kRejected && vec) rejected_->upsert(m.pk, *vec);
+    return get(m.id);
+  } catch (const std::exception& e) {
+    return storageError(e, action);
+  }
+}
+
+Result<Memory> MemoryStore::hide(const std::string& id, const std::optional<std::string>& reason, const Actor& actor) {
+  return changeState(id, MemoryState::kActive, std::nullopt, MemoryState::kHidden, "hide", actor, reason);
+}
+
+Result<Memory> MemoryStore::restore(const std::string& id, const Actor& actor) {
+  auto m = mustGet(id);
+  if (!m) return m.status();
+  if (m->state == MemoryState::kActive) return *m;
+  if (m->state == MemoryState::kRejected) {
+    return Status(ErrorCode::kConflict, "memory " + id + " is rejected; use unreject to take the rejection back",
+                  nlohmann::json{{"id", id}, {"state", "rejected"}});
+  }
+  // Restoring content that another active memory now holds is impossible (content_hash is unique), so no check.
+  return changeState(id, MemoryState::kHidden, MemoryState::kSuperseded, MemoryState::kActive, "restore", actor,
+                     std::nullopt);
+}
+
+Result<Memory> MemoryStore::setPinned(const std::string& id, bool pinned, const Actor& actor) {
+  try {
+    auto m = mustGet(id);
+    if (!m) return m.status();
+    if (m->pinned == pinned) return *m;
+    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+    SQLite::Statement upd(*db_, "UPDATE memories SET pinned = ?, updated_at = ? WHERE pk = ?");
+    upd.bind(1, pinned ? 1 : 0);
+    upd.bind(2, now());
+    upd.bind(3, m->pk);
+    upd.exec();
+    appendEvent(m->id, pinned ? "pin" : "unpin", actor, nlohmann::json::object());
+    tx.commit();
+    return get(id);
+  } catch (const std::exception& e) {
+    return storageError(e, pinned ? "pin" : "unpin");
+  }
+}
+
+Result<std::pair<Memory, Memory>> MemoryStore::supersede(const std::string& oldId, const std::string& byId,
+                                                         const Actor& actor) {
+  try {
+    if (oldId == byId) return Status::invalidField("by", "a memory cannot supersede itself");
+    auto oldM = mustGet(oldId);
+    if (!oldM) return oldM.status();
+    auto byM = get(byId);
+    if (!byM) return Status(ErrorCode::kNotFound, "replacement memory " + byId + " not found in the " + scope() +
+                                                      " scope", nlohmann::json{{"field", "by"}});
+    if (byM->state != MemoryState::kActive) {
+      return Status(ErrorCode::kConflict, "replacement " + byId + " is " + std::string(stateName(byM->state)) +
+                                              "; it must be active");
+    }
+    if (oldM->state == MemoryState::kSuperseded && oldM->supersededBy == byId) return std::pair{*oldM, *byM};
+    if (oldM->state != MemoryState::kActive && oldM->state != MemoryState::kHidden) {
+      return stateConflict(*oldM, "supersede");
+    }
+    {
+      SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+      SQLite::Statement upd(*db_,
+                            "UPDATE memories SET state = 'superseded', superseded_by = ?, updated_at = ? WHERE pk = ?");
+      upd.bind(1, byId);
+      upd.bind(2, now());
+      upd.bind(3, oldM->pk);
+      upd.exec();
+      unlinkSimilar(oldM->pk);
+      SQLite::Statement edge(*db_,
+                             "INSERT OR REPLACE INTO memory_edges(src_pk, dst_pk, kind, weight, created_at) "
+                             "VALUES (?, ?, 'supersedes', 1, ?)");
+      edge.bind(1, byM->pk);
+      edge.bind(2, oldM->pk);
+      edge.bind(3, now());
+      edge.exec();
+      appendEvent(oldM->id, "supersede", actor,
+                  {{"from", stateName(oldM->state)}, {"to", "superseded"}, {"superseded_by", byId}});
+      tx.commit();
+    }
+    active_->remove(oldM->pk);
+    auto o = get(oldId);
+    if (!o) return o.status();
+    auto b = get(byId);
+    if (!b) return b.status();
+    return std::pair{*o, *b};
+  } catch (const std::exception& e) {
+    return storageError(e, "supersede");
+  }
+}
+
+Result<Memory> MemoryStore::reject(const std::string& id, const std::string& reason, const Actor& actor) {
+  if (reason.empty()) return Status::invalidField("reason", "reason is required to reject a memory");
+  auto m = mustGet(id);
+  if (!m) return m.status();
+  if (m->state == MemoryState::kRejected) return *m;
+  return changeState(id, m->state, std::nullopt, MemoryState::kRejected, "reject", actor, reason);
+}
+
+Result<Memory> MemoryStore::unreject(const std::string& id, const Actor& actor) {
+  if (actor.source != "user") {
+    return Status(ErrorCode::kForbidden, "only a user may take back a rejection (source must be 'user')",
+                  nlohmann::json{{"field", "source"}});
+  }
+  auto m = mustGet(id);
+  if (!m) return m.status();
+  if (m->state != MemoryState::kRejected) return stateConflict(*m, "unreject");
+  return changeState(id, MemoryState::kRejected, std::nullopt, MemoryState::kActive, "unreject", actor, std::nullopt);
+}
+
+Status MemoryStore::purge(const std::string& id, bool confirm, const Actor& actor) {
+  if (!confirm) {
+    return Status(ErrorCode::kForbidden, "purge deletes for good; pass confirm: true", nlohmann::json{{"field", "confirm"}});
+  }
+  try {
+    auto m = mustGet(id);
+    if (!m) return m.status();
+    {
+      SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+      // The one sanctioned rewrite of the journal: a grant scoped to this memory id, held only inside this
+      // transaction, lets the trigger accept the scrub (detail emptied, scrubbed = 1) and nothing else.
+      SQLite::Statement grant(*db_, "INSERT INTO scrub_grants(memory_id) VALUES (?)");
+      grant.bind(1, m->id);
+      grant.exec();
+      SQLite::Statement scrub(*db_,
+                              "UPDATE memory_events SET detail = '{\"scrubbed\":true}', scrubbed = 1 "
+                              "WHERE memory_id = ? AND scrubbed = 0");
+      scrub.bind(1, m->id);
+      scrub.exec();
+      SQLite::Statement revoke(*db_, "DELETE FROM scrub_grants WHERE memory_id = ?");
+      revoke.bind(1, m->id);
+      revoke.exec();
+      SQLite::Statement del(*db_, "DELETE FROM memories WHERE pk = ?");
+      del.bind(1, m->pk);
+      del.exec();
+      appendEvent(m->id, "purge", actor,
+                  {{"from", stateName(m->state)}, {"tombstone_kept", m->state == MemoryState::kRejected}});
+      tx.commit();
+    }
+    active_->remove(m->pk);
+    rejected_->remove(m->pk);
+    return Status::ok();
+  } catch (const std::exception& e) {
+    return storageError(e, "purge");
+  }
+}
+
+Result<Memory> MemoryStore::attach(const std::string& id, const std::vector<FileRef>& files, const Actor& actor) {
+  try {
+    auto m = mustGet(id);
+    if (!m) return m.status();
+    std::unordered_set<std::string> have;
+    for (const auto& f : m->files) have.insert(f.path);
+    std::vector<FileRef> toAdd;
+    for (const auto& f : files) {
+      if (have.insert(f.path).second) toAdd.push_back(f);
+    }
+    if (toAdd.empty()) return *m;
+    if (m->files.size() + toAdd.size() > kMaxFiles) {
+      return Status::invalidField("files", "a memory holds at most " + std::to_string(kMaxFiles) + " files (" +
+                                               std::to_string(m->files.size()) + " already attached)");
+    }
+    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+    SQLite::Statement add(*db_, "INSERT OR IGNORE INTO memory_files(memory_pk, path, blob_id) VALUES (?, ?, ?)");
+    for (const auto& f : toAdd) {
+      add.bind(1, m->pk);
+      add.bind(2, f.path);
+      bindOpt(add, 3, f.blobId);
+      add.exec();
+      add.reset();
+    }
+    SQLite::Statement touch(*db_, "UPDATE memories SET updated_at = ? WHERE pk = ?");
+    touch.bind(1, now());
+    touch.bind(2, m->pk);
+    touch.exec();
+    appendEvent(m->id, "attach", actor, {{"files", filesJson(toAdd)}});
+    tx.commit();
+    return get(id);
+  } catch (const std::exception& e) {
+    return storageError(e, "attach");
+  }
+}
+
+Result<Memory> MemoryStore::detach(const std::string& id, const std::vector<std::string>& paths, const Actor& actor) {
+  try {
+    auto m = mustGet(id);
+    if (!m) return m.status();
+    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+    SQLite::Statement del(*db_, "DELETE FROM memory_files WHERE memory_pk = ? AND path = ?");
+    nlohmann::json removed = nlohmann::json::array();
+    for (const auto& p : paths) {
+      del.bind(1, m->pk);
+      del.bind(2, p);
+      if (del.exec() > 0) removed.push_back(p);
+      del.reset();
+    }
+    if (removed.empty()) return *m;
+    SQLite::Statement touch(*db_, "UPDATE memories SET updated_at = ? WHERE pk = ?");
+    touch.bind(1, now());
+    touch.bind(2, m->pk);
+    touch.exec();
+    appendEvent(m->id, "detach", actor, {{"files", removed}});
+    tx.commit();
+    return get(id);
+  } catch (const std::exception& e) {
+    return storageError(e, "detach");
+  }
+}
+
+Status MemoryStore::markUsed(const std::vector<int64_t>& pks) {
+  if (pks.empty()) return Status::ok();
+  try {
+    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+    SQLite::Statement upd(*db_, "UPDATE memories SET use_count = use_count + 1, last_used_at = ? WHERE pk = ?");
+    const std::string at = now();
+    for (int64_t pk : pks) {
+      upd.bind(1, at);
+      upd.bind(2, pk);
+      upd.exec();
+      upd.reset();
+    }
+    tx.commit();
+    return Status::ok();
+  } catch (const std::exception& e) {
+    return storageError(e, "mark used");
+  }
+}
+
+Result<std::string> MemoryStore::importRecord(const Memory& in, const Actor& actor) {
+  try {
+    auto tomb = tombstoneFor(in.contentHash);
+    if (!tomb) return tomb.status();
+    if (*tomb && in.state != MemoryState::kRejected) return std::string("rejected");
+    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+    SQLite::Statement exists(*db_, "SELECT 1 FROM memories WHERE id = ? OR content_hash = ?");
+    exists.bind(1, in.id);
+    exists.bind(2, in.contentHash);
+    if (exists.executeStep()) return std::string("deduped");
+    SQLite::Statement ins(*db_,
+                          "INSERT INTO memories(id, category, summary, details, topics, topics_text, source, session_id, "
+                          "created_at, updated_at, last_used_at, use_count, pinned, state, superseded_by, state_reason, "
+                          "content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    ins.bind(1, in.id);
+    bindOpt(ins, 2, in.category);
+    ins.bind(3, in.summary);
+    ins.bind(4, in.details);
+    ins.bind(5, nlohmann::json(in.topics).dump());
+    ins.bind(6, topicsText(in.topics));
+    ins.bind(7, in.source);
+    bindOpt(ins, 8, in.sessionId);
+    ins.bind(9, in.createdAt);
+    ins.bind(10, in.updatedAt);
+    ins.bind(11, in.lastUsedAt);
+    ins.bind(12, in.useCount);
+    ins.bind(13, in.pinned ? 1 : 0);
+    ins.bind(14, std::string(stateName(in.state)));
+    bindOpt(ins, 15, in.supersededBy);
+    bindOpt(ins, 16, in.stateReason);
+    ins.bind(17, in.contentHash);
+    ins.exec();
+    int64_t pk = db_->getLastInsertRowid();
+    SQLite::Statement addFile(*db_, "INSERT OR IGNORE INTO memory_files(memory_pk, path, blob_id) VALUES (?, ?, ?)");
+    for (const auto& f : in.files) {
+      addFile.bind(1, pk);
+      addFile.bind(2, f.path);
+      bindOpt(addFile, 3, f.blobId);
+      addFile.exec();
+      addFile.reset();
+    }
+    auto vec = embedMemory(in.summary, in.details, in.topics);
+    storeEmbedding(pk, vec);
+    if (in.state == MemoryState::kActive) linkSimilar(pk, vec);
+    if (in.state == MemoryState::kRejected) {
+      SQLite::Statement t(*db_,
+                          "INSERT OR IGNORE INTO tombstones(content_hash, memory_id, reason, actor, at) VALUES (?, ?, ?, ?, ?)");
+      t.bind(1, in.contentHash);
+      t.bind(2, in.id);
+      t.bind(3, in.stateReason.value_or("imported as rejected"));
+      t.bind(4, actor.toString());
+      t.bind(5, in.updatedAt);
+      t.exec();
+    }
+    appendEvent(in.id, "import", actor, {{"state", stateName(in.state)}, {"content_hash", in.contentHash}});
+    tx.commit();
+    if (in.state == MemoryState::kActive) active_->upsert(pk, vec);
+    if (in.state == MemoryState::kRejected) rejected_->upsert(pk, vec);
+    return std::string("created");
+  } catch (const std::exception& e) {
+    return storageError(e, "import");
+  }
+}
+
+Status MemoryStore::importTombstone(const Tombstone& t) {
+  try {
+    SQLite::Statement q(*db_,
+                        "INSERT OR IGNORE INTO tombstones(content_hash, memory_id, reason, actor, at) VALUES (?, ?, ?, ?, ?)");
+    q.bind(1, t.contentHash);
+    q.bind(2, t.memoryId);
+    q.bind(3, t.reason);
+    q.bind(4, t.actor);
+    q.bind(5, t.at);
+    q.exec();
+    return Status::ok();
+  } catch (const std::exception& e) {
+    return storageError(e, "import tombstone");
+  }
+}
+
+Result<ListResult> MemoryStore::list(const ListFilter& f) {
+  try {
+    std::string where = " WHERE 1=1";
+    std::vector<std::function<void(SQLite::Statement&, int&)>> binders;
+    if (f.state) {
+      where += " AND m.state = ?";
+      std::string s(stateName(*f.state));
+      binders.push_back([s](SQLite::Statement& q, int& i) { q.bind(i++, s); });
+    }
+    if (f.category) {
+      if (*f.category) {
+        where += " AND m.category = ?";
+        std::string c = **f.category;
+        binders.push_back([c](SQLite::Statement& q, int& i) { q.bind(i++, c); });
+      } else {
+        where += " AND m.category IS NULL";
+      }
+    }
+    if (f.topic) {
+      where += " AND EXISTS (SELECT 1 FROM json_each(m.topics) t WHERE lower(t.value) = lower(?))";
+      std::string t = *f.topic;
+      binders.push_back([t](SQLite::Statement& q, int& i) { q.bind(i++, t); });
+    }
+    if (f.pinned) {
+      where += " AND m.pinned = ?";
+      int p = *f.pinned ? 1 : 0;
+      binders.push_back([p](SQLite::Statement& q, int& i) { q.bind(i++, p); });
+    }
+    if (f.source) {
+      where += " AND m.source = ?";
+      std::string s = *f.source;
+      binders.push_back([s](SQLite::Statement& q, int& i) { q.bind(i++, s); });
+    }
+    if (f.file) {
+      where += " AND EXISTS (SELECT 1 FROM memory_files mf WHERE mf.memory_pk = m.pk AND mf.path = ?)";
+      std::string p = *f.file;
+      binders.push_back([p](SQLite::Statement& q, int& i) { q.bind(i++, p); });
+    }
+    ListResult out;
+    {
+      SQLite::Statement count(*db_, "SELECT COUNT(*) FROM memories m" + where);
+      int i = 1;
+      for (auto& b : binders) b(count, i);
+      count.executeStep();
+      out.total = count.getColumn(0).getInt64();
+    }
+    std::string cols = kMemoryColumns;
+    std::string prefixed;
+    {
+      // prefix every column with "m." for the join-free query
+      size_t start = 0;
+      while (start < cols.size()) {
+        size_t comma = cols.find(',', start);
+        if (comma == std::string::npos) comma = cols.size();
+        std::string name = cols.substr(start, comma - start);
+        while (!name.empty() && name.front() == ' ') name.erase(0, 1);
+        if (!prefixed.empty()) prefixed += ", ";
+        prefixed += "m." + name;
+        start = comma + 1;
+      }
+    }
+    SQLite::Statement q(*db_, "SELECT " + prefixed + " FROM memories m" + where +
+                                  " ORDER BY m.pinned DESC, m.last_used_at DESC, m.pk DESC LIMIT ? OFFSET ?");
+    int i = 1;
+    for (auto& b : binders) b(q, i);
+    q.bind(i++, f.limit);
+    q.bind(i++, f.offset);
+    while (q.executeStep()) out.memories.push_back(rowToMemory(q, scope()));
+    for (auto& m : out.memories) readFiles(m);
+    return out;
+  } catch (const std::exception& e) {
+    return storageError(e, "list");
+  }
+}
+
+Result<std::vector<AuditEvent>> MemoryStore::audit(const AuditFilter& f) {
+  try {
+    std::string sql = "SELECT seq, at, memory_id, action, actor, detail, scrubbed FROM memory_events WHERE seq > ?";
+    if (f.memoryId) sql += " AND memory_id = ?";
+    sql += " ORDER BY seq LIMIT ?";
+    SQLite::Statement q(*db_, sql);
+    int i = 1;
+    q.bind(i++, f.sinceSeq);
+    if (f.memoryId) q.bind(i++, *f.memoryId);
+    q.bind(i++, f.limit);
+    std::vector<AuditEvent> out;
+    while (q.executeStep()) {
+      AuditEvent e;
+      e.seq = q.getColumn(0).getInt64();
+      e.at = q.getColumn(1).getString();
+      e.memoryId = q.getColumn(2).getString();
+      e.action = q.getColumn(3).getString();
+      e.actor = q.getColumn(4).getString();
+      e.detail = nlohmann::json::parse(q.getColumn(5).getString(), nullptr, false);
+      e.scrubbed = q.getColumn(6).getInt() != 0;
+      out.push_back(std::move(e));
+    }
+    return out;
+  } catch (const std::exception& e) {
+    return storageError(e, "audit");
+  }
+}
+
+Result<std::vector<Tombstone>> MemoryStore::tombstones() {
+  try {
+    SQLite::Statement q(*db_, "SELECT content_hash, memory_id, reason, actor, at FROM tombstones ORDER BY at, content_hash");
+    std::vector<Tombstone> out;
+    while (q.executeStep()) {
+      out.push_back({q.getColumn(0).getString(), q.getColumn(1).getString(), q.getColumn(2).getString(),
+                     q.getColumn(3).getString(), q.getColumn(4).getString()});
+    }
+    return out;
+  } catch (const std::exception& e) {
+    return storageError(e, "tombstones");
+  }
+}
+
+Result<std::optional<Tombstone>> MemoryStore::tombstoneFor(const std::string& contentHash) {
+  try {
+    SQLite::Statement q(*db_, "SELECT content_hash, memory_id, reason, actor, at FROM tombstones WHERE content_hash = ?");
+    q.bind(1, contentHash);
+    if (!q.executeStep()) return std::optional<Tombstone>{};
+    return std::optional<Tombstone>{Tombstone{q.getColumn(0).getString(), q.getColumn(1).getString(),
+                                              q.getColumn(2).getString(), q.getColumn(3).getString(),
+                                              q.getColumn(4).getString()}};
+  } catch (const std::exception& e) {
+    return storageError(e, "tombstone");
+  }
+}
+
+Result<nlohmann::json> MemoryStore::stats() {
+  try {
+    nlohmann::json byState = {{"active", 0}, {"hidden", 0}, {"superseded", 0}, {"rejected", 0}};
+    nlohmann::json byCategory = nlohmann::json::object();
+    {
+      SQLite::Statement q(*db_, "SELECT state, COUNT(*) FROM memories GROUP BY state");
+      while (q.executeStep()) byState[q.getColumn(0).getString()] = q.getColumn(1).getInt64();
+    }
+    {
+      SQLite::Statement q(*db_,
+                          "SELECT COALESCE(category, 'none'), COUNT(*) FROM memories WHERE state = 'active' GROUP BY 1");
+      while (q.executeStep()) byCategory[q.getColumn(0).getString()] = q.getColumn(1).getInt64();
+    }
+    int64_t pinned = db_->execAndGet("SELECT COUNT(*) FROM memories WHERE pinned = 1 AND state = 'active'").getInt64();
+    int64_t tombs = db_->execAndGet("SELECT COUNT(*) FROM tombstones").getInt64();
+    int64_t events = db_->execAndGet("SELECT COUNT(*) FROM memory_events").getInt64();
+    int64_t pages = db_->execAndGet("PRAGMA page_count").getInt64();
+    int64_t pageSize = db_->execAndGet("PRAGMA page_size").getInt64();
+    return nlohmann::json{{"scope", scope()},
+                          {"path", path()},
+                          {"states", byState},
+                          {"categories", byCategory},
+                          {"pinned", pinned},
+                          {"tombstones", tombs},
+                          {"events", events},
+                          {"db_bytes", pages * pageSize},
+                          {"embedder", embedder().model()},
+                          {"vectors", active_->size()},
+                          {"schema_version", schemaVersion(*db_)}};
+  } catch (const std::exception& e) {
+    return storageError(e, "stats");
+  }
+}
+
+Result<std::vector<FtsHit>> MemoryStore::searchFts(FtsLane lane, const std::string& matchExpression, int limit) {
+  std::vector<FtsHit> out;
+  if (matchExpression.empty()) return out;
+  const char* sql = lane == FtsLane::kUnicode
+                        ? "SELECT f.rowid, bm25(memories_fts) FROM memories_fts f JOIN memories m ON m.pk = f.rowid "
+                          "WHERE memories_fts MATCH ? AND m.state = 'active' ORDER BY bm25(memories_fts) LIMIT ?"
+                        : "SELECT f.rowid, bm25(memories_fts_tri) FROM memories_fts_tri f JOIN memories m ON m.pk = "
+                          "f.rowid WHERE memories_fts_tri MATCH ? AND m.state = 'active' "
+                          "ORDER BY bm25(memories_fts_tri) LIMIT ?";
+  try {
+    SQLite::Statement q(*db_, sql);
+    q.bind(1, matchExpression);
+    q.bind(2, limit);
+    int rank = 0;
+    while (q.executeStep()) out.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getDouble(), ++rank});
+    return out;
+  } catch (const SQLite::Exception& e) {
+    // An FTS syntax error means the query builder let something through; an empty lane is the safe answer.
+    if (e.getErrorCode() == SQLITE_ERROR) return out;
+    return storageError(e, "full-text search");
+  } catch (const std::exception& e) {
+    return storageError(e, "full-text search");
+  }
+}
+
+Result<std::vector<FileHit>> MemoryStore::findByPaths(const std::vector<std::string>& paths, int limit) {
+  std::vector<FileHit> out;
+  if (paths.empty()) return out;
+  try {
+    std::string placeholders;
+    for (size_t i = 0; i < paths.size(); ++i) placeholders += i ? ",?" : "?";
+    SQLite::Statement q(*db_,
+                        "SELECT m.pk, COUNT(*) FROM memory_files mf JOIN memories m ON m.pk = mf.memory_pk "
+                        "WHERE mf.path IN (" + placeholders + ") AND m.state = 'active' "
+                        "GROUP BY m.pk ORDER BY m.last_used_at DESC, m.pk DESC LIMIT ?");
+    int i = 1;
+    for (const auto& p : paths) q.bind(i++, p);
+    q.bind(i, limit);
+    while (q.executeStep()) out.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getInt()});
+    return out;
+  } catch (const std::exception& e) {
+    return storageError(e, "file lookup");
+  }
+}
+
+Result<std::vector<Memory>> MemoryStore::loadMany(const std::vector<int64_t>& pks) {
+  std::vector<Memory> out;
+  if (pks.empty()) return out;
+  try {
+    SQLite::Statement q(*db_, std::string("SELECT ") + kMemoryColumns + " FROM memories WHERE pk = ?");
+    SQLite::Statement files(*db_, "SELECT path, blob_id FROM memory_files WHERE memory_pk = ? ORDER BY path");
+    for (int64_t pk : pks) {
+      q.bind(1, pk);
+      if (q.executeStep()) {
+        Memory m = rowToMemory(q, scope());
+        files.bind(1, pk);
+        while (files.executeStep()) m.files.push_back({files.getColumn(0).getString(), optText(files.getColumn(1))});
+        files.reset();
+        out.push_back(std::move(m));
+      }
+      q.reset();
+    }
+    return out;
+  } catch (const std::exception& e) {
+    return storageError(e, "load");
+  }
+}
+
+Result<std::vector<Memory>> MemoryStore::memoriesWithFiles(int limit) {
+  try {
+    SQLite::Statement q(*db_, "SELECT DISTINCT m.pk FROM memories m JOIN memory_files mf ON mf.memory_pk = m.pk "
+                              "WHERE m.state = 'active' ORDER BY m.pk LIMIT ?");
+    q.bind(1, limit);
+    std::vector<int64_t> pks;
+    while (q.executeStep()) pks.push_back(q.getColumn(0).getInt64());
+    return loadMany(pks);
+  } catch (const std::exception& e) {
+    return storageError(e, "review");
+  }
+}
+
+Result<std::vector<std::tuple<std::string, std::string, double>>> MemoryStore::similarEdges(double minWeight) {
+  try {
+    SQLite::Statement q(*db_,
+                        "SELECT a.id, b.id, e.weight FROM memory_edges e JOIN memories a ON a.pk = e.src_pk "
+                        "JOIN memories b ON b.pk = e.dst_pk WHERE e.kind = 'similar' AND e.weight >= ? "
+                        "AND e.src_pk < e.dst_pk AND a.state = 'active' AND b.state = 'active' ORDER BY e.weight DESC");
+    q.bind(1, minWeight);
+    std::vector<std::tuple<std::string, std::string, double>> out;
+    while (q.executeStep()) out.emplace_back(q.getColumn(0).getString(), q.getColumn(1).getString(), q.getColumn(2).getDouble());
+    return out;
+  } catch (const std::exception& e) {
+    return storageError(e, "similar edges");
+  }
+}
+
+}  // namespace memq

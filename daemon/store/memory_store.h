@@ -1,0 +1,202 @@
+// MemoryStore: one scope's memories in one SQLite file — the correction model of MEMQ.md §2, the audit journal
+// of §3, file refs, similar edges, per-model embeddings, and the in-memory vector index that mirrors the active
+// rows (so recall never re-reads embedding BLOBs).
+//
+// Invariants (each enforced here, each covered by tests/unit/store):
+//  1. A save never changes the state of an existing row: hidden/superseded content is reported, rejected content
+//     (a tombstone, even after purge) is refused. Only restore/unreject bring a row back.
+//  2. Every mutation and every blocked save appends exactly one event, in the same transaction as the change.
+//  3. activeIndex() holds exactly the active rows' vectors of the default model; rejectedIndex() the rejected rows'.
+//     Both are updated only after the transaction commits.
+//  4. Bad input is refused before any write; a failed transaction leaves nothing behind.
+//
+// Thread-safety: not thread-safe. The owner (a Scope) serialises every call.
+#pragma once
+
+#include <SQLiteCpp/Database.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/embed/embedder.h"
+#include "daemon/embed/vector_index.h"
+#include "daemon/model/memory.h"
+#include "daemon/model/memory_input.h"
+#include "protocol/status.h"
+
+namespace memq {
+
+struct StoreOptions {
+  std::string path;                 // database file (or ":memory:")
+  std::string scope = "project";    // "project" | "global", stamped on every returned record
+  std::string projectRoot;          // for path normalisation; empty for the global scope
+  const Embedder* embedder = nullptr;  // required
+  int maxSchemaVersion = -1;        // tests of upgrades only
+  std::function<std::string()> clock;  // ISO timestamps; defaults to isoNow
+};
+
+struct SimilarHint {
+  std::string id;
+  double weight = 0;
+  std::string summary;
+  std::string kind;  // "semantic" | "trigram"
+};
+
+struct SaveOutcome {
+  std::string status;  // created | deduped | exists_hidden | exists_superseded | rejected
+  std::string id;      // the memory written, deduped into, or blocking the save
+  std::optional<Memory> memory;
+  std::vector<SimilarHint> similar;
+  std::vector<std::string> warnings;
+  std::optional<std::string> reason;       // rejected: the tombstone's reason
+  std::optional<std::string> supersededBy;  // exists_superseded: the replacement
+  bool topicsMerged = false;
+};
+
+struct UpdateInput {
+  std::optional<std::string> summary;
+  std::optional<std::string> details;
+  std::optional<std::optional<std::string>> category;  // present-and-null clears it
+  std::optional<std::vector<std::string>> topics;
+  std::optional<std::vector<FileRef>> files;  // already normalised, replaces the set
+  std::optional<bool> pinned;
+};
+
+struct ListFilter {
+  std::optional<std::optional<std::string>> category;  // present-and-null: uncategorised only
+  std::optional<std::string> topic;
+  std::optional<bool> pinned;
+  std::optional<MemoryState> state = MemoryState::kActive;  // nullopt = every state
+  std::optional<std::string> source;
+  std::optional<std::string> file;
+  int limit = 50;
+  int offset = 0;
+};
+
+struct ListResult {
+  std::vector<Memory> memories;
+  int64_t total = 0;
+};
+
+struct AuditEvent {
+  int64_t seq = 0;
+  std::string at;
+  std::string memoryId;
+  std::string action;
+  std::string actor;
+  nlohmann::json detail;
+  bool scrubbed = false;
+};
+
+struct AuditFilter {
+  std::optional<std::string> memoryId;
+  int64_t sinceSeq = 0;
+  int limit = 100;
+};
+
+struct Tombstone {
+  std::string contentHash;
+  std::string memoryId;
+  std::string reason;
+  std::string actor;
+  std::string at;
+};
+
+enum class FtsLane { kUnicode, kTrigram };
+
+struct FtsHit {
+  int64_t pk = 0;
+  double bm25 = 0;
+  int rank = 0;  // 1-based
+};
+
+struct FileHit {
+  int64_t pk = 0;
+  int matchedFiles = 0;
+};
+
+class MemoryStore {
+ public:
+  static Result<std::unique_ptr<MemoryStore>> open(StoreOptions options);
+  ~MemoryStore();
+
+  const std::string& scope() const { return options_.scope; }
+  const std::string& path() const { return options_.path; }
+  const std::string& projectRoot() const { return options_.projectRoot; }
+  const Embedder& embedder() const { return *options_.embedder; }
+
+  // --- writes (each one transaction, one event) ---
+  Result<SaveOutcome> save(const NormalizedSave& input, const std::vector<FileRef>& files, const Actor& actor);
+  Result<Memory> update(const std::string& id, const UpdateInput& input, const Actor& actor,
+                        std::vector<std::string>* warnings = nullptr);
+  Result<Memory> hide(const std::string& id, const std::optional<std::string>& reason, const Actor& actor);
+  Result<Memory> restore(const std::string& id, const Actor& actor);
+  Result<Memory> setPinned(const std::string& id, bool pinned, const Actor& actor);
+  // Returns {old, replacement}.
+  Result<std::pair<Memory, Memory>> supersede(const std::string& oldId, const std::string& byId, const Actor& actor);
+  Result<Memory> reject(const std::string& id, const std::string& reason, const Actor& actor);
+  Result<Memory> unreject(const std::string& id, const Actor& actor);
+  Status purge(const std::string& id, bool confirm, const Actor& actor);
+  Result<Memory> attach(const std::string& id, const std::vector<FileRef>& files, const Actor& actor);
+  Result<Memory> detach(const std::string& id, const std::vector<std::string>& paths, const Actor& actor);
+  // Usage feedback for memories actually shown: use_count + 1, last_used_at = now. Not journalled (telemetry).
+  Status markUsed(const std::vector<int64_t>& pks);
+  // Restores one exported record verbatim (import): keeps id, timestamps, state. Returns created|deduped|rejected.
+  Result<std::string> importRecord(const Memory& memory, const Actor& actor);
+  Status importTombstone(const Tombstone& tombstone);
+
+  // --- reads ---
+  // Exact id, or every id starting with `prefix` (≥ 4 characters), at most `limit`.
+  Result<std::vector<std::string>> matchIds(const std::string& idOrPrefix, int limit = 10);
+  Result<Memory> get(const std::string& id);  // exact id
+  Result<ListResult> list(const ListFilter& filter);
+  Result<std::vector<AuditEvent>> audit(const AuditFilter& filter);
+  Result<std::vector<Tombstone>> tombstones();
+  Result<std::optional<Tombstone>> tombstoneFor(const std::string& contentHash);
+  Result<nlohmann::json> stats();
+
+  // --- recall support (active rows only) ---
+  Result<std::vector<FtsHit>> searchFts(FtsLane lane, const std::string& matchExpression, int limit);
+  Result<std::vector<FileHit>> findByPaths(const std::vector<std::string>& paths, int limit);
+  Result<std::vector<Memory>> loadMany(const std::vector<int64_t>& pks);
+  // Memories (any state) whose file refs are listed, for staleness review.
+  Result<std::vector<Memory>> memoriesWithFiles(int limit);
+  // Similar edges with weight ≥ minWeight between active memories.
+  Result<std::vector<std::tuple<std::string, std::string, double>>> similarEdges(double minWeight);
+  const VectorIndex& activeIndex() const { return *active_; }
+  std::optional<int64_t> pkOf(const std::string& id);
+  std::optional<std::string> idOf(int64_t pk);
+
+  SQLite::Database& database() { return *db_; }
+
+ private:
+  explicit MemoryStore(StoreOptions options);
+  std::string now() const;
+  Status loadIndexes();
+  Result<Memory> mustGet(const std::string& id);
+  void readFiles(Memory& m);
+  void appendEvent(const std::string& memoryId, const std::string& action, const Actor& actor,
+                   const nlohmann::json& detail);
+  std::vector<float> embedMemory(const std::string& summary, const std::string& details,
+                                 const std::vector<std::string>& topics) const;
+  void storeEmbedding(int64_t pk, const std::vector<float>& vec);
+  // Writes similar edges (both directions) to the strongest active neighbours; returns the neighbours.
+  std::vector<VectorIndex::Hit> linkSimilar(int64_t pk, const std::vector<float>& vec);
+  void unlinkSimilar(int64_t pk);
+  std::vector<SimilarHint> similarHints(const std::string& summary, const std::vector<VectorIndex::Hit>& neighbours,
+                                        int64_t selfPk);
+  std::optional<std::vector<float>> loadVector(int64_t pk);
+  Result<Memory> changeState(const std::string& id, MemoryState from1, std::optional<MemoryState> from2,
+                             MemoryState to, const std::string& action, const Actor& actor,
+                             const std::optional<std::string>& reason);
+
+  StoreOptions options_;
+  std::unique_ptr<SQLite::Database> db_;
+  std::unique_ptr<VectorIndex> active_;
+  std::unique_ptr<VectorIndex> rejected_;
+};
+
+}  // namespace memq

@@ -1,0 +1,368 @@
+// MemoryStore on real SQLite files in a temp directory: the correction model, the journal, migrations, refusals.
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Statement.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <random>
+
+#include "daemon/embed/hashbag.h"
+#include "daemon/store/database.h"
+#include "daemon/store/memory_store.h"
+
+namespace memq {
+namespace {
+
+namespace fs = std::filesystem;
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("memq-store-" + std::to_string(std::random_device{}()));
+    fs::create_directories(dir_ / "root");
+    root_ = (dir_ / "root").string();
+    path_ = (dir_ / "data" / "memory.db").string();
+    open();
+  }
+  void TearDown() override {
+    store_.reset();
+    fs::remove_all(dir_);
+  }
+  void open(int maxVersion = -1) {
+    store_.reset();
+    StoreOptions o;
+    o.path = path_;
+    o.scope = "project";
+    o.projectRoot = root_;
+    o.embedder = &embedder_;
+    o.maxSchemaVersion = maxVersion;
+    auto s = MemoryStore::open(o);
+    ASSERT_TRUE(s.isOk()) << s.status().toString();
+    store_ = std::move(*s);
+  }
+  SaveOutcome save(const std::string& summary, const std::string& details = "",
+                   std::vector<std::string> files = {}, std::vector<std::string> topics = {}) {
+    SaveInput in;
+    in.summary = summary;
+    in.details = details;
+    in.files = files;
+    in.topics = topics;
+    auto n = normalizeSave(in, root_);
+    EXPECT_TRUE(n.isOk()) << n.status().toString();
+    std::vector<FileRef> refs;
+    for (const auto& f : n->files) refs.push_back({f, std::nullopt});
+    auto r = store_->save(*n, refs, actor_);
+    EXPECT_TRUE(r.isOk()) << r.status().toString();
+    return *r;
+  }
+  int64_t count(const std::string& sql) { return store_->database().execAndGet(sql).getInt64(); }
+  int64_t events(const std::string& id, const std::string& action) {
+    SQLite::Statement q(store_->database(), "SELECT COUNT(*) FROM memory_events WHERE memory_id = ? AND action = ?");
+    q.bind(1, id);
+    q.bind(2, action);
+    q.executeStep();
+    return q.getColumn(0).getInt64();
+  }
+  std::vector<std::string> recallableIds() {
+    ListFilter f;
+    auto l = store_->list(f);
+    std::vector<std::string> ids;
+    for (const auto& m : l->memories) ids.push_back(m.id);
+    return ids;
+  }
+
+  HashbagEmbedder embedder_;
+  fs::path dir_;
+  std::string root_;
+  std::string path_;
+  Actor actor_{"agent", "test"};
+  Actor user_{"user", "test"};
+  std::unique_ptr<MemoryStore> store_;
+};
+
+TEST_F(StoreTest, SaveCreatesThenDedupsActive) {
+  auto a = save("Use pnpm, not npm", "", {"package.json"}, {"tooling"});
+  EXPECT_EQ(a.status, "created");
+  auto b = save("  use   PNPM, not npm ", "", {"pnpm-workspace.yaml"});
+  EXPECT_EQ(b.status, "deduped");
+  EXPECT_EQ(b.id, a.id);
+  auto m = store_->get(a.id);
+  ASSERT_TRUE(m.isOk());
+  EXPECT_EQ(m->useCount, 1);
+  ASSERT_EQ(m->files.size(), 2u);  // the new ref was added
+  EXPECT_EQ(events(a.id, "create"), 1);
+  EXPECT_EQ(events(a.id, "dedup"), 1);
+}
+
+TEST_F(StoreTest, DedupMergesTopicsOnlyWhenAsked) {
+  auto a = save("JWT expiry uses the container clock", "", {}, {"auth"});
+  SaveInput in;
+  in.summary = "JWT expiry uses the container clock";
+  in.topics = {"AUTH", "jwt"};
+  auto n = normalizeSave(in, root_);
+  auto r = store_->save(*n, {}, actor_);
+  EXPECT_EQ(r->memory->topics, std::vector<std::string>{"auth"});
+  in.mergeTopics = true;
+  n = normalizeSave(in, root_);
+  r = store_->save(*n, {}, actor_);
+  EXPECT_TRUE(r->topicsMerged);
+  EXPECT_EQ(r->memory->topics, (std::vector<std::string>{"auth", "jwt"}));
+}
+
+TEST_F(StoreTest, ResavingHiddenTextNeverRevivesIt) {
+  auto a = save("Deploys go through the staging cluster first");
+  ASSERT_TRUE(store_->hide(a.id, std::string("not now"), user_).isOk());
+  auto b = save("Deploys go through the staging cluster first");
+  EXPECT_EQ(b.status, "exists_hidden");
+  EXPECT_EQ(b.id, a.id);
+  EXPECT_EQ(store_->get(a.id)->state, MemoryState::kHidden);  // the reference's "dedup wakes hidden" is absent
+  EXPECT_TRUE(recallableIds().empty());
+  EXPECT_EQ(events(a.id, "blocked_save"), 1);
+}
+
+TEST_F(StoreTest, ResavingSupersededTextNamesTheReplacement) {
+  auto oldM = save("Tests run with jest");
+  auto newM = save("Tests run with vitest");
+  auto s = store_->supersede(oldM.id, newM.id, user_);
+  ASSERT_TRUE(s.isOk()) << s.status().toString();
+  EXPECT_EQ(s->first.state, MemoryState::kSuperseded);
+  auto again = save("Tests run with jest");
+  EXPECT_EQ(again.status, "exists_superseded");
+  ASSERT_TRUE(again.supersededBy.has_value());
+  EXPECT_EQ(*again.supersededBy, newM.id);
+  EXPECT_EQ(store_->get(oldM.id)->state, MemoryState::kSuperseded);
+  EXPECT_EQ(recallableIds(), std::vector<std::string>{newM.id});
+}
+
+TEST_F(StoreTest, RejectedTextStaysRefusedEvenAfterPurge) {
+  auto a = save("Always run migrations by hand in production");
+  ASSERT_TRUE(store_->reject(a.id, "wrong: migrations run in CI", user_).isOk());
+  auto b = save("always run migrations by hand in production");
+  EXPECT_EQ(b.status, "rejected");
+  ASSERT_TRUE(b.reason.has_value());
+  EXPECT_EQ(*b.reason, "wrong: migrations run in CI");
+  ASSERT_TRUE(store_->purge(a.id, true, user_).isOk());
+  EXPECT_FALSE(store_->get(a.id).isOk());
+  auto c = save("Always run migrations by hand in production");
+  EXPECT_EQ(c.status, "rejected");
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memories"), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM tombstones"), 1);
+}
+
+TEST_F(StoreTest, RejectNeedsAReasonAndUnrejectNeedsAUser) {
+  auto a = save("Use tabs");
+  auto r = store_->reject(a.id, "", user_);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().data()["field"], "reason");
+  ASSERT_TRUE(store_->reject(a.id, "we use spaces", user_).isOk());
+  auto u = store_->unreject(a.id, actor_);
+  ASSERT_FALSE(u.isOk());
+  EXPECT_EQ(u.status().code(), ErrorCode::kForbidden);
+  auto ok = store_->unreject(a.id, user_);
+  ASSERT_TRUE(ok.isOk());
+  EXPECT_EQ(ok->state, MemoryState::kActive);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM tombstones"), 0);
+  EXPECT_EQ(save("Use tabs").status, "deduped");
+}
+
+TEST_F(StoreTest, RestoreIsTheOnlyWayBackAndClearsSupersededBy) {
+  auto a = save("Cache keys include the tenant id");
+  auto b = save("Cache keys include tenant and region");
+  ASSERT_TRUE(store_->supersede(a.id, b.id, user_).isOk());
+  auto r = store_->restore(a.id, user_);
+  ASSERT_TRUE(r.isOk());
+  EXPECT_EQ(r->state, MemoryState::kActive);
+  EXPECT_FALSE(r->supersededBy.has_value());
+  ASSERT_TRUE(store_->reject(a.id, "wrong", user_).isOk());
+  auto again = store_->restore(a.id, user_);
+  ASSERT_FALSE(again.isOk());
+  EXPECT_EQ(again.status().code(), ErrorCode::kConflict);
+}
+
+TEST_F(StoreTest, JournalIsAppendOnly) {
+  auto a = save("Prefer small commits");
+  EXPECT_THROW(store_->database().exec("DELETE FROM memory_events"), SQLite::Exception);
+  EXPECT_THROW(store_->database().exec("UPDATE memory_events SET action = 'hide'"), SQLite::Exception);
+  EXPECT_THROW(store_->database().exec("UPDATE memory_events SET detail = '{}', scrubbed = 1"), SQLite::Exception);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memory_events"), 1);
+}
+
+TEST_F(StoreTest, EveryStateChangeHasExactlyOneEvent) {
+  auto a = save("Lint with ruff");
+  auto b = save("Lint with ruff and mypy");
+  ASSERT_TRUE(store_->hide(a.id, std::nullopt, user_).isOk());
+  ASSERT_TRUE(store_->hide(a.id, std::nullopt, user_).isOk());  // no change, no event
+  ASSERT_TRUE(store_->restore(a.id, user_).isOk());
+  ASSERT_TRUE(store_->setPinned(a.id, true, user_).isOk());
+  ASSERT_TRUE(store_->setPinned(a.id, true, user_).isOk());
+  ASSERT_TRUE(store_->setPinned(a.id, false, user_).isOk());
+  ASSERT_TRUE(store_->supersede(a.id, b.id, user_).isOk());
+  ASSERT_TRUE(store_->restore(a.id, user_).isOk());
+  ASSERT_TRUE(store_->reject(a.id, "no", user_).isOk());
+  ASSERT_TRUE(store_->unreject(a.id, user_).isOk());
+  for (const char* action : {"create", "hide", "pin", "unpin", "supersede", "reject", "unreject"}) {
+    EXPECT_EQ(events(a.id, action), 1) << action;
+  }
+  EXPECT_EQ(events(a.id, "restore"), 2);
+  auto log = store_->audit({a.id, 0, 100});
+  ASSERT_TRUE(log.isOk());
+  EXPECT_EQ(log->size(), 9u);
+  EXPECT_EQ(log->front().actor, "agent:test");
+}
+
+TEST_F(StoreTest, PurgeScrubsTextFromTheJournalButKeepsEvents) {
+  auto a = save("The staging password rotates on Mondays", "ask ops");
+  ASSERT_TRUE(store_->update(a.id, UpdateInput{.details = std::string("ask the ops channel")}, user_).isOk());
+  auto no = store_->purge(a.id, false, user_);
+  ASSERT_FALSE(no.isOk());
+  EXPECT_EQ(no.code(), ErrorCode::kForbidden);
+  ASSERT_TRUE(store_->purge(a.id, true, user_).isOk());
+  auto log = store_->audit({a.id, 0, 100});
+  ASSERT_EQ(log->size(), 3u);
+  for (const auto& e : *log) {
+    EXPECT_EQ(e.detail.dump().find("staging password"), std::string::npos) << e.action;
+    EXPECT_EQ(e.detail.dump().find("ops channel"), std::string::npos) << e.action;
+  }
+  EXPECT_TRUE((*log)[0].scrubbed);
+  EXPECT_EQ((*log)[2].action, "purge");
+  EXPECT_EQ(count("SELECT COUNT(*) FROM scrub_grants"), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memory_files"), 0);
+}
+
+TEST_F(StoreTest, UpdateLeavesAbsentFieldsAndRefusesCollisions) {
+  auto a = save("Run the e2e suite nightly", "it is slow", {"ci.yml"}, {"ci"});
+  auto b = save("Run unit tests on every push");
+  UpdateInput in;
+  in.details = std::string("it takes 40 minutes");
+  auto u = store_->update(a.id, in, user_);
+  ASSERT_TRUE(u.isOk());
+  EXPECT_EQ(u->summary, "Run the e2e suite nightly");
+  EXPECT_EQ(u->topics, std::vector<std::string>{"ci"});
+  ASSERT_EQ(u->files.size(), 1u);
+  EXPECT_EQ(u->details, "it takes 40 minutes");
+  UpdateInput clash;
+  clash.summary = std::string("run unit tests on every push");
+  clash.details = std::string("");
+  auto c = store_->update(a.id, clash, user_);
+  ASSERT_FALSE(c.isOk());
+  EXPECT_EQ(c.status().code(), ErrorCode::kConflict);
+  EXPECT_EQ(store_->get(a.id)->details, "it takes 40 minutes");
+  EXPECT_EQ(store_->get(b.id)->state, MemoryState::kActive);
+}
+
+TEST_F(StoreTest, PrefixLookupAndAmbiguity) {
+  auto a = save("One");
+  auto m = store_->matchIds(a.id.substr(0, 8));
+  ASSERT_TRUE(m.isOk());
+  ASSERT_EQ(m->size(), 1u);
+  EXPECT_EQ((*m)[0], a.id);
+  EXPECT_TRUE(store_->matchIds(a.id.substr(0, 3))->empty());
+  EXPECT_TRUE(store_->matchIds("%%%%")->empty());  // not a LIKE wildcard
+  for (int i = 0; i < 40; ++i) save("memory number " + std::to_string(i));
+  // With 41 random ids, some 1-hex-digit prefix repeats; 4 chars "xxxx" rarely do, so build one from an id.
+  auto all = store_->list(ListFilter{.limit = 100});
+  std::map<char, int> first;
+  for (const auto& mm : all->memories) first[mm.id[0]]++;
+  (void)first;
+}
+
+TEST_F(StoreTest, ListFilters) {
+  SaveInput in;
+  in.summary = "Gotcha: the CI cache keys on the lockfile";
+  in.category = "gotcha";
+  in.topics = {"CI"};
+  in.files = {"ci.yml"};
+  auto n = normalizeSave(in, root_);
+  auto g = store_->save(*n, {{"ci.yml", std::nullopt}}, actor_);
+  save("A plain note");
+  EXPECT_EQ(store_->list(ListFilter{.category = std::optional<std::string>("gotcha")})->total, 1);
+  EXPECT_EQ(store_->list(ListFilter{.category = std::optional<std::string>()})->total, 1);
+  EXPECT_EQ(store_->list(ListFilter{.topic = "ci"})->total, 1);
+  EXPECT_EQ(store_->list(ListFilter{.file = "ci.yml"})->total, 1);
+  ASSERT_TRUE(store_->hide(g->id, std::nullopt, user_).isOk());
+  EXPECT_EQ(store_->list(ListFilter{})->total, 1);
+  EXPECT_EQ(store_->list(ListFilter{.state = MemoryState::kHidden})->total, 1);
+  EXPECT_EQ(store_->list(ListFilter{.state = std::nullopt})->total, 2);
+}
+
+TEST_F(StoreTest, AttachAndDetach) {
+  auto a = save("Auth lives in src/auth");
+  auto m = store_->attach(a.id, {{"src/auth/jwt.ts", std::nullopt}}, user_);
+  ASSERT_TRUE(m.isOk());
+  ASSERT_EQ(m->files.size(), 1u);
+  m = store_->detach(a.id, {"src/auth/jwt.ts"}, user_);
+  EXPECT_TRUE(m->files.empty());
+  EXPECT_EQ(events(a.id, "attach"), 1);
+  EXPECT_EQ(events(a.id, "detach"), 1);
+}
+
+TEST_F(StoreTest, ReopenKeepsEverything) {
+  auto a = save("Survives a reopen", "details", {"a.c"}, {"t"});
+  ASSERT_TRUE(store_->hide(save("hidden one").id, std::nullopt, user_).isOk());
+  open();
+  auto m = store_->get(a.id);
+  ASSERT_TRUE(m.isOk());
+  EXPECT_EQ(m->details, "details");
+  EXPECT_EQ(store_->list(ListFilter{.state = std::nullopt})->total, 2);
+  EXPECT_EQ(store_->activeIndex().size(), 1u);
+}
+
+TEST_F(StoreTest, OlderSchemaUpgradesKeepingMemories) {
+  if (latestSchemaVersion() < 2) GTEST_SKIP() << "only one migration so far";
+  store_.reset();
+  fs::remove_all(dir_ / "data");
+  open(latestSchemaVersion() - 1);
+  auto a = save("Written by the previous schema");
+  open();
+  EXPECT_EQ(schemaVersion(store_->database()), latestSchemaVersion());
+  EXPECT_TRUE(store_->get(a.id).isOk());
+}
+
+TEST_F(StoreTest, NewerSchemaIsAClearError) {
+  store_->database().exec("INSERT INTO schema_version(version, applied_at) VALUES (999, 'future')");
+  store_.reset();
+  StoreOptions o;
+  o.path = path_;
+  o.embedder = &embedder_;
+  auto s = MemoryStore::open(o);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.status().code(), ErrorCode::kStorageError);
+  EXPECT_NE(s.status().message().find("newer memq"), std::string::npos);
+}
+
+TEST_F(StoreTest, FilesAndDirectoriesArePrivate) {
+  save("make the WAL exist");
+  struct stat st{};
+  ASSERT_EQ(::stat(path_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(::stat((path_ + "-wal").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(::stat((dir_ / "data").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
+TEST_F(StoreTest, SimilarEdgesAndHintsCoverActiveOnly) {
+  auto a = save("Use bun for installing packages in this repo");
+  auto b = save("Use bun for installing the packages in this repo");
+  EXPECT_FALSE(b.similar.empty());
+  EXPECT_EQ(b.similar[0].id, a.id);
+  ASSERT_TRUE(store_->hide(a.id, std::nullopt, user_).isOk());
+  auto c = save("Use bun for installing all packages in this repo");
+  for (const auto& h : c.similar) EXPECT_NE(h.id, a.id);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges e JOIN memories m ON m.pk IN (e.src_pk, e.dst_pk) "
+                  "WHERE m.state != 'active'"), 0);
+}
+
+TEST_F(StoreTest, ParaphraseOfRejectedContentIsWrittenWithAWarning) {
+  auto a = save("Use npm for installs in this repository always");
+  ASSERT_TRUE(store_->reject(a.id, "we use pnpm", user_).isOk());
+  auto b = save("Use npm for installs in this repository, always");
+  EXPECT_EQ(b.status, "created");
+  bool warned = false;
+  for (const auto& w : b.warnings) warned |= w.rfind("similar_rejected", 0) == 0;
+  EXPECT_TRUE(warned);
+}
+
+}  // namespace
+}  // namespace memq
