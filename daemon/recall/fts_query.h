@@ -1,0 +1,37 @@
+// Building FTS5 MATCH expressions from free text (reference §5, with MEMQ.md §6's fixes).
+// Every token ends up inside double quotes, so FTS5 operators in the input are literal; inputs are bounded so a
+// pasted log can never build a huge MATCH. Pure functions.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace memq {
+
+inline constexpr size_t kMaxQueryTokens = 64;
+// The reference ranker keeps the reference's rules (no stop words, 1-character tokens kept), with a looser cap.
+inline constexpr size_t kMaxReferenceQueryTokens = 256;
+// Inputs longer than this are cut (at a UTF-8 boundary) before tokenising.
+inline constexpr size_t kMaxQueryBytes = 16 * 1024;
+
+struct FtsQueryOptions {
+  bool dropStopWords = true;     // MEMQ.md §6: the unicode lane drops stop words ...
+  bool dropSingleChars = true;   // ... and 1-character tokens
+  bool dedupe = true;            // repeated tokens add nothing to an OR query
+  size_t maxTokens = kMaxQueryTokens;
+};
+
+// Whitespace-split tokens after replacing the FTS5 specials `" ( ) * :` by spaces.
+std::vector<std::string> ftsTokens(std::string_view query, size_t maxTokens);
+
+// Unicode lane: `"t1"* OR "t2"* ...`; "" when nothing is left.
+std::string unicodeMatch(std::string_view query, const FtsQueryOptions& options = {});
+// Trigram lane: tokens of ≥ 3 code points as `"t"` OR-ed, else the whole string when ≥ 3 code points; "" otherwise.
+std::string trigramMatch(std::string_view query, size_t maxTokens = kMaxQueryTokens);
+// Trigram+bigram fallback: 2-code-point tokens become `" t"` and `"t "`.
+std::string trigramBigramMatch(std::string_view query, size_t maxTokens = kMaxQueryTokens);
+
+bool isQueryStopWord(std::string_view lowercaseToken);
+
+}  // namespace memq

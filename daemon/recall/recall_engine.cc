@@ -1,0 +1,221 @@
+// Recall lanes, scoring and selection; see recall_engine.h.
+#include "daemon/recall/recall_engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "daemon/embed/hashbag.h"
+#include "daemon/util/clock.h"
+#include "daemon/util/utf8.h"
+
+namespace memq {
+
+PreparedQuery prepareQuery(const RecallRequest& request, const Embedder& embedder, RepoSignals* repo) {
+  PreparedQuery q;
+  if (!request.query.empty()) {
+    FtsQueryOptions opts;
+    if (request.ranker == Ranker::kReference) {
+      opts.dropStopWords = false;
+      opts.dropSingleChars = false;
+      opts.dedupe = false;
+      opts.maxTokens = kMaxReferenceQueryTokens;
+    }
+    q.unicodeMatch = unicodeMatch(request.query, opts);
+    q.trigramMatch = trigramMatch(request.query, opts.maxTokens);
+    q.bigramMatch = trigramBigramMatch(request.query, opts.maxTokens);
+    if (request.useSemantic) {
+      // The query is embedded like a memory with only a summary (reference §4.2), so it is tripled too.
+      q.vector = embedder.embed(memoryEmbedSource(request.query, "", {}));
+    }
+  }
+  if (repo != nullptr && request.useFileSignals && !request.files.empty()) {
+    // The strongest neighbours overall, at most kCochangePerFile per queried file, kCochangeTotal in all.
+    std::unordered_set<std::string> seen(request.files.begin(), request.files.end());
+    struct Tagged {
+      CoChangeNeighbor n;
+      size_t source;
+    };
+    std::vector<Tagged> all;
+    for (size_t i = 0; i < request.files.size() && i < 64; ++i) {
+      for (auto& n : repo->cochangeNeighbors(request.files[i], 8)) all.push_back({std::move(n), i});
+    }
+    std::stable_sort(all.begin(), all.end(), [](const Tagged& a, const Tagged& b) {
+      return a.n.strength != b.n.strength ? a.n.strength > b.n.strength : a.n.count > b.n.count;
+    });
+    std::unordered_map<size_t, size_t> perSource;
+    for (auto& t : all) {
+      if (q.cochange.size() >= kCochangeTotal) break;
+      if (perSource[t.source] >= kCochangePerFile || !seen.insert(t.n.path).second) continue;
+      ++perSource[t.source];
+      q.cochange.push_back(std::move(t.n));
+    }
+  }
+  return q;
+}
+
+Result<std::vector<Candidate>> gatherCandidates(MemoryStore& store, const RecallRequest& request,
+                                                const PreparedQuery& query, RepoSignals* repo) {
+  std::unordered_map<int64_t, Signals> signals;
+  std::vector<int64_t> order;
+  auto at = [&](int64_t pk) -> Signals& {
+    auto [it, inserted] = signals.try_emplace(pk);
+    if (inserted) order.push_back(pk);
+    return it->second;
+  };
+
+  if (!query.unicodeMatch.empty() || !query.trigramMatch.empty()) {
+    auto u = store.searchFts(FtsLane::kUnicode, query.unicodeMatch, kFtsCandidateLimit);
+    if (!u) return u.status();
+    auto t = store.searchFts(FtsLane::kTrigram, query.trigramMatch, kFtsCandidateLimit);
+    if (!t) return t.status();
+    if (u->empty() && t->empty() && !query.bigramMatch.empty()) {
+      t = store.searchFts(FtsLane::kTrigram, query.bigramMatch, kFtsCandidateLimit);
+      if (!t) return t.status();
+    }
+    for (const auto& h : *u) {
+      auto& s = at(h.pk);
+      if (!s.ftsUnicode) {
+        s.ftsUnicode = h.rank;
+        s.bm25Unicode = h.bm25;
+      }
+    }
+    for (const auto& h : *t) {
+      auto& s = at(h.pk);
+      if (!s.ftsTrigram) {
+        s.ftsTrigram = h.rank;
+        s.bm25Trigram = h.bm25;
+      }
+    }
+  }
+  if (request.useFileSignals && !request.files.empty()) {
+    auto direct = store.findByPaths(request.files, kFileCandidateLimit);
+    if (!direct) return direct.status();
+    std::unordered_set<int64_t> directPks;
+    for (const auto& h : *direct) {
+      auto& s = at(h.pk);
+      s.fileAffinity = true;
+      s.matchedFiles = h.matchedFiles;
+      directPks.insert(h.pk);
+    }
+    for (const auto& n : query.cochange) {
+      auto hits = store.findByPaths({n.path}, kFileCandidateLimit);
+      if (!hits) return hits.status();
+      for (const auto& h : *hits) {
+        if (directPks.count(h.pk)) continue;
+        auto& s = at(h.pk);
+        s.cochangeAffinity = true;
+        s.cochangeStrength = std::max(s.cochangeStrength, n.strength);
+      }
+    }
+  }
+  if (request.useSemantic && !query.vector.empty()) {
+    auto hits = store.activeIndex().topK(query.vector, kSemanticTopK, kSemanticMinCosine);
+    int rank = 0;
+    for (const auto& h : hits) {
+      auto& s = at(h.key);
+      s.semantic = h.score;
+      s.semanticRank = ++rank;
+    }
+  }
+
+  auto memories = store.loadMany(order);
+  if (!memories) return memories.status();
+  const int64_t nowMs =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  std::vector<Candidate> out;
+  out.reserve(memories->size());
+  std::unordered_map<std::string, int> blastCache;
+  for (auto& m : *memories) {
+    if (m.state != MemoryState::kActive) continue;  // defensive: every lane already reads active rows only
+    Signals s = signals[m.pk];
+    s.useCount = m.useCount;
+    s.pinned = m.pinned;
+    int64_t used = parseIsoUtcMillis(m.lastUsedAt);
+    s.ageDays = used < 0 ? 0 : std::max(0.0, static_cast<double>(nowMs - used) / 86400000.0);
+    if (repo != nullptr) {
+      for (const auto& f : m.files) {
+        auto it = blastCache.find(f.path);
+        int r = it != blastCache.end() ? it->second : (blastCache[f.path] = repo->blastRadius(f.path));
+        s.blastRadius = std::max(s.blastRadius, r);
+      }
+    }
+    out.push_back({std::move(m), s});
+  }
+  return out;
+}
+
+std::vector<RecallHit> rankAndSelect(std::vector<Candidate> candidates, const RecallRequest& request) {
+  RankContext ctx;
+  ctx.queriedFiles = request.files.size();
+  for (const auto& c : candidates) {
+    if (c.signals.bm25Unicode) ctx.bestBm25Unicode = std::min(ctx.bestBm25Unicode, *c.signals.bm25Unicode);
+    if (c.signals.bm25Trigram) ctx.bestBm25Trigram = std::min(ctx.bestBm25Trigram, *c.signals.bm25Trigram);
+  }
+  std::vector<RecallHit> scored;
+  scored.reserve(candidates.size());
+  for (auto& c : candidates) {
+    RecallHit h;
+    h.breakdown = request.ranker == Ranker::kReference ? referenceScore(c.signals) : defaultScore(c.signals, ctx);
+    h.score = h.breakdown.score;
+    h.signals = c.signals;
+    h.memory = std::move(c.memory);
+    scored.push_back(std::move(h));
+  }
+  // Stable: ties keep scope order (project first) and lane order, as the reference does.
+  std::stable_sort(scored.begin(), scored.end(), [](const RecallHit& a, const RecallHit& b) { return a.score > b.score; });
+  const double top = scored.empty() ? 0 : scored.front().score;
+  const double threshold = request.threshold.value_or(defaultThreshold(request.ranker));
+  std::vector<RecallHit> out;
+  size_t budget = request.maxChars;
+  for (auto& h : scored) {
+    if (out.size() >= request.limit) break;
+    if (h.score <= 0 || h.score < threshold) break;  // sorted: nothing after this passes either
+    size_t cost = utf16Length(h.memory.summary) + utf16Length(h.memory.details);
+    if (cost > budget) continue;  // skip, not stop: a smaller memory further down may still fit
+    budget -= cost;
+    h.normalizedScore = top > 0 ? std::min(1.0, h.score / top) : 0;
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+void annotateStaleness(std::vector<RecallHit>& hits, RepoSignals& repo) {
+  for (auto& h : hits) {
+    for (const auto& f : h.memory.files) {
+      if (!f.blobId) continue;
+      auto current = repo.currentBlobId(f.path);
+      if (!current) {
+        h.missingFiles.push_back(f.path);
+      } else if (*current != *f.blobId) {
+        h.changedFiles.push_back(f.path);
+      }
+    }
+    h.stale = !h.changedFiles.empty() || !h.missingFiles.empty();
+  }
+}
+
+nlohmann::json recallHitToJson(const RecallHit& hit, bool explain) {
+  nlohmann::json j = memoryToJson(hit.memory);
+  j["score"] = hit.score;
+  j["normalized_score"] = hit.normalizedScore;
+  nlohmann::json fired = nlohmann::json::array();
+  const auto& s = hit.signals;
+  if (s.fileAffinity) fired.push_back("file");
+  if (s.cochangeAffinity && !s.fileAffinity) fired.push_back("cochange");
+  if (s.semanticRank) fired.push_back("semantic");
+  if (s.ftsUnicode) fired.push_back("fts");
+  if (s.ftsTrigram) fired.push_back("trigram");
+  if (s.pinned) fired.push_back("pinned");
+  j["signals"] = fired;
+  j["stale"] = hit.stale;
+  if (!hit.changedFiles.empty()) j["changed_files"] = hit.changedFiles;
+  if (!hit.missingFiles.empty()) j["missing_files"] = hit.missingFiles;
+  if (explain) j["explain"] = {{"signals", s.toJson()}, {"terms", hit.breakdown.terms}};
+  return j;
+}
+
+}  // namespace memq

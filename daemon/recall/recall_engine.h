@@ -1,0 +1,78 @@
+// Recall (MEMQ.md §7): candidate lanes per scope (unicode FTS, trigram FTS with the bigram fallback, file affinity,
+// co-change affinity, semantic), scoring by the chosen ranker, and selection (threshold, limit, max_chars).
+//
+// Usage, per request: prepareQuery() once; gatherCandidates() for each readable scope while holding that scope's
+// lock; rankAndSelect() over all candidates (no lock); then the caller marks the returned ids used.
+// Hidden, superseded and rejected memories never become candidates: every lane reads active rows only.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/embed/embedder.h"
+#include "daemon/model/memory.h"
+#include "daemon/recall/rankers.h"
+#include "daemon/recall/repo_signals.h"
+#include "daemon/recall/signals.h"
+#include "daemon/store/memory_store.h"
+
+namespace memq {
+
+inline constexpr int kFtsCandidateLimit = 30;       // reference FTS_CANDIDATE_LIMIT
+inline constexpr int kFileCandidateLimit = 30;
+inline constexpr size_t kSemanticTopK = 20;
+inline constexpr float kSemanticMinCosine = 0.18f;
+inline constexpr size_t kCochangeTotal = 6;         // reference §6.7 caps
+inline constexpr size_t kCochangePerFile = 2;
+
+struct RecallRequest {
+  std::string query;
+  std::vector<std::string> files;  // project-root relative
+  size_t limit = 3;
+  size_t maxChars = 2400;
+  std::optional<double> threshold;
+  Ranker ranker = Ranker::kDefault;
+  bool explain = false;
+  bool useFileSignals = true;  // memory/search: false
+  bool useSemantic = true;
+};
+
+struct PreparedQuery {
+  std::string unicodeMatch;
+  std::string trigramMatch;
+  std::string bigramMatch;
+  std::vector<float> vector;  // empty when the query is empty
+  std::vector<CoChangeNeighbor> cochange;  // neighbours of the queried files, strongest first
+};
+
+struct Candidate {
+  Memory memory;
+  Signals signals;
+};
+
+struct RecallHit {
+  Memory memory;
+  double score = 0;
+  double normalizedScore = 0;
+  Signals signals;
+  ScoreBreakdown breakdown;
+  bool stale = false;
+  std::vector<std::string> changedFiles;
+  std::vector<std::string> missingFiles;
+};
+
+PreparedQuery prepareQuery(const RecallRequest& request, const Embedder& embedder, RepoSignals* repo);
+
+// One scope's candidates with their signals. `repo` gives blast radius (may be null).
+Result<std::vector<Candidate>> gatherCandidates(MemoryStore& store, const RecallRequest& request,
+                                                const PreparedQuery& query, RepoSignals* repo);
+
+std::vector<RecallHit> rankAndSelect(std::vector<Candidate> candidates, const RecallRequest& request);
+
+// Marks hits whose referenced files changed (stale) or vanished since the memory recorded them.
+void annotateStaleness(std::vector<RecallHit>& hits, RepoSignals& repo);
+
+nlohmann::json recallHitToJson(const RecallHit& hit, bool explain);
+
+}  // namespace memq

@@ -1,0 +1,47 @@
+// The evidence recall gathers for one candidate memory, and the score terms a ranker derives from it.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace memq {
+
+struct Signals {
+  std::optional<int> ftsUnicode;   // 1-based rank in the unicode lane
+  std::optional<double> bm25Unicode;  // raw bm25 (lower is better)
+  std::optional<int> ftsTrigram;   // 1-based rank in the trigram lane
+  std::optional<double> bm25Trigram;
+  bool fileAffinity = false;       // attached to a queried file
+  int matchedFiles = 0;            // how many queried files it is attached to
+  bool cochangeAffinity = false;   // attached to a co-change neighbour of a queried file (and not a direct hit)
+  double cochangeStrength = 0;     // strongest neighbour strength in (0, 1]
+  std::optional<double> semantic;  // cosine
+  std::optional<int> semanticRank;
+  int blastRadius = 0;             // max over the memory's files
+  double ageDays = 0;              // since last_used_at
+  int64_t useCount = 0;
+  bool pinned = false;
+
+  bool directional() const {
+    return ftsUnicode || ftsTrigram || fileAffinity || cochangeAffinity || semanticRank;
+  }
+  nlohmann::json toJson() const;
+};
+
+// Per-query context rankers may normalise against.
+struct RankContext {
+  double bestBm25Unicode = 0;  // most negative bm25 among candidates (0 when none)
+  double bestBm25Trigram = 0;
+  size_t queriedFiles = 0;
+  double blastP95 = 0;         // a repository's typical hub size, for damping (0 = unknown)
+};
+
+struct ScoreBreakdown {
+  double score = 0;
+  nlohmann::json terms = nlohmann::json::object();  // each term of the score, for `explain`
+};
+
+}  // namespace memq
