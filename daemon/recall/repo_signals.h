@@ -18,9 +18,23 @@ struct CoChangeNeighbor {
 // Per referenced file: is it unchanged, changed (stale), or gone (dead) since the memory recorded its blob id?
 enum class FileFreshness { kUnknown, kFresh, kChanged, kMissing };
 
+struct RepoRefreshInfo {
+  int walkedCommits = 0;  // commits read by this refresh (0 when HEAD had not moved)
+  int totalCommits = 0;   // commits the co-change counts now cover
+  int pairs = 0;          // co-change pairs kept (count >= 2)
+  std::string head;       // HEAD the signals describe ("" without history)
+  double elapsedMs = 0;
+  bool rebuilt = false;   // HEAD moved somewhere that is not a descendant: counts rebuilt from scratch
+};
+
 class RepoSignals {
  public:
   virtual ~RepoSignals() = default;
+  // Brings the co-change counts up to HEAD (incrementally when HEAD moved forward).
+  virtual RepoRefreshInfo refresh() { return {}; }
+  virtual std::string head() { return ""; }
+  // Tracked files that depend on `path` (for repo/blast_radius).
+  virtual std::vector<std::string> dependents(const std::string& path) { return {}; }
   // Strongest co-change partners of `path` (project-root relative), best first, at most `limit`.
   virtual std::vector<CoChangeNeighbor> cochangeNeighbors(const std::string& path, size_t limit) = 0;
   // Number of tracked files that depend on `path` through include/import statements (0 when unknown).

@@ -1,0 +1,73 @@
+// Inline hints on an agent's tool results (MEMQ.md §9; reference §8 with its faults fixed).
+// HintState is one connection's ("tab's") memory of what it has been shown; selectHints is the pure policy:
+// per-turn dedup, a 10-turn cooldown counted in real turns (hints/turn), budgets (60 per tab, 10 per subagent)
+// that pinned/gotcha/pref slip through, at most 3 lines plus "+N more", one category order everywhere, a volume
+// line at most once per turn, and silence for the rest of a turn after the agent acted on memory itself.
+// Thread-safety: a HintState is guarded by its owner (ClientState::mutex).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace memq {
+
+inline constexpr int kHintCooldownTurns = 10;
+inline constexpr int kTabHintBudget = 60;
+inline constexpr int kSubagentHintBudget = 10;
+inline constexpr size_t kMaxHintLines = 3;
+inline constexpr size_t kHintSummaryMax = 60;
+
+struct HintState {
+  int64_t turn = 0;
+  std::unordered_set<std::string> surfacedThisTurn;
+  std::unordered_map<std::string, int64_t> recentlySurfaced;  // id → turn it was last shown
+  // A subagent starts knowing what its parent saw; pinned and pref rules still reach it once.
+  std::unordered_set<std::string> inheritedFromParent;
+  int budgetUsed = 0;
+  int budgetLimit = kTabHintBudget;
+  bool actedThisTurn = false;
+  bool volumeLineShownThisTurn = false;
+  bool isSubagent = false;
+
+  // A real user turn begins.
+  void nextTurn();
+  // Everything this tab has been shown recently (what a subagent inherits).
+  std::unordered_set<std::string> seenSet() const;
+};
+
+struct HintCandidate {
+  std::string id;
+  std::string summary;
+  std::optional<std::string> category;
+  bool pinned = false;
+  bool directFile = false;  // attached to one of the tool's files
+};
+
+enum class HintContext { kRead, kEdit, kDiff, kCommit, kOther };
+
+HintContext hintContextForTool(const std::string& tool);
+
+struct HintLine {
+  std::string id;
+  std::string label;
+  std::string summary;
+  std::string text;
+};
+
+struct HintResult {
+  std::vector<HintLine> hints;
+  std::vector<std::string> lines;  // the text lines to append to the tool result (hint lines, "+N more", volume)
+  int more = 0;
+};
+
+// Category rank used everywhere (lower first): pinned first, then gotcha, pref, decision, context, none.
+int hintRank(const HintCandidate& c);
+
+// Applies the policy to `candidates` (already restricted to readable, active memories) and records what is shown.
+HintResult selectHints(HintState& state, std::vector<HintCandidate> candidates, HintContext context);
+
+}  // namespace memq

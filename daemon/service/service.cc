@@ -1,0 +1,967 @@
+// The transport-free service; see service.h.
+#include "daemon/service/service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "daemon/model/file_path.h"
+#include "daemon/util/clock.h"
+#include "daemon/util/uuid.h"
+
+namespace memq {
+
+namespace {
+
+constexpr const char* kServerVersion = "0.1.0";
+constexpr int kProtocolVersion = 1;
+
+bool narrows(ReadScope connection, ReadScope request) {
+  if (connection == ReadScope::kAll || request == ReadScope::kNone) return true;
+  return connection == request;
+}
+
+}  // namespace
+
+bool parseReadScope(const std::string& s, ReadScope& out) {
+  if (s == "project") out = ReadScope::kProject;
+  else if (s == "global") out = ReadScope::kGlobal;
+  else if (s == "all" || s == "both") out = ReadScope::kAll;
+  else if (s == "none") out = ReadScope::kNone;
+  else return false;
+  return true;
+}
+
+bool parseWriteScope(const std::string& s, WriteScope& out) {
+  if (s == "project") out = WriteScope::kProject;
+  else if (s == "global") out = WriteScope::kGlobal;
+  else if (s == "none") out = WriteScope::kNone;
+  else return false;
+  return true;
+}
+
+const char* readScopeName(ReadScope s) {
+  switch (s) {
+    case ReadScope::kProject: return "project";
+    case ReadScope::kGlobal: return "global";
+    case ReadScope::kAll: return "all";
+    case ReadScope::kNone: return "none";
+  }
+  return "all";
+}
+
+const char* writeScopeName(WriteScope s) {
+  switch (s) {
+    case WriteScope::kProject: return "project";
+    case WriteScope::kGlobal: return "global";
+    case WriteScope::kNone: return "none";
+  }
+  return "project";
+}
+
+Service::Service(ServiceOptions options)
+    : options_(std::move(options)),
+      registry_(ScopeRegistryOptions{options_.dataDir, options_.embedder, options_.repoFactory}) {}
+
+Service::~Service() = default;
+
+void Service::setChangeListener(std::function<void(const ChangeEvent&)> listener) {
+  std::lock_guard lock(listenerMutex_);
+  listener_ = std::move(listener);
+}
+
+void Service::emit(const Scope& scope, const std::string& id, const std::string& action) {
+  std::function<void(const ChangeEvent&)> listener;
+  {
+    std::lock_guard lock(listenerMutex_);
+    listener = listener_;
+  }
+  if (listener) listener({scope.name, scope.location.root, id, action});
+}
+
+Result<CallContext> Service::context(ClientState& client, const nlohmann::json& params) {
+  CallContext ctx;
+  ctx.client = &client;
+  {
+    std::lock_guard lock(client.mutex);
+    ctx.projectRoot = client.projectRoot;
+    ctx.readScope = client.readScope;
+    ctx.writeScope = client.writeScope;
+    ctx.actor = Actor{client.source, client.clientName};
+  }
+  if (!params.is_object()) return ctx;
+  if (auto it = params.find("project_root"); it != params.end() && it->is_string()) {
+    ctx.projectRoot = it->get<std::string>();
+  }
+  if (auto it = params.find("read_scope"); it != params.end() && it->is_string()) {
+    ReadScope r;
+    if (!parseReadScope(it->get<std::string>(), r)) {
+      return Status::invalidField("read_scope", "read_scope must be project, global, all or none");
+    }
+    if (!narrows(ctx.readScope, r)) {
+      return Status(ErrorCode::kScopeUnavailable,
+                    std::string("read_scope ") + readScopeName(r) + " is wider than this connection's (" +
+                        readScopeName(ctx.readScope) + ")",
+                    nlohmann::json{{"field", "read_scope"}});
+    }
+    ctx.readScope = r;
+  }
+  if (auto it = params.find("scope"); it != params.end() && it->is_string()) {
+    std::string s = it->get<std::string>();
+    if (s != "project" && s != "global") return Status::invalidField("scope", "scope must be project or global");
+    ctx.scopeOverride = s;
+  }
+  if (auto it = params.find("source"); it != params.end() && it->is_string()) {
+    std::string s = it->get<std::string>();
+    if (s != "user" && s != "agent") return Status::invalidField("source", "source must be user or agent");
+    ctx.actor.source = s;
+  }
+  return ctx;
+}
+
+Result<nlohmann::json> Service::initialize(ClientState& client, const nlohmann::json& params) {
+  std::string parentToken;
+  {
+    std::lock_guard lock(client.mutex);
+    client.clientName = params.value("client_name", std::string("anonymous"));
+    client.clientVersion = params.value("client_version", std::string());
+    if (params.contains("project_root") && params["project_root"].is_string()) {
+      client.projectRoot = params["project_root"].get<std::string>();
+    }
+    if (params.contains("read_scope")) {
+      if (!parseReadScope(params["read_scope"].get<std::string>(), client.readScope)) {
+        return Status::invalidField("read_scope", "read_scope must be project, global, all or none");
+      }
+    }
+    if (params.contains("write_scope")) {
+      if (!parseWriteScope(params["write_scope"].get<std::string>(), client.writeScope)) {
+        return Status::invalidField("write_scope", "write_scope must be project, global or none");
+      }
+    }
+    if (params.contains("source")) client.source = params["source"].get<std::string>();
+    parentToken = params.value("parent", std::string());
+  }
+  std::unordered_set<std::string> inherited;
+  bool isSubagent = false;
+  if (!parentToken.empty()) {
+    std::lock_guard reg(clientsMutex_);
+    auto it = clients_.find(parentToken);
+    if (it == clients_.end()) {
+      return Status(ErrorCode::kInvalidParams, "parent session " + parentToken + " is not connected",
+                    nlohmann::json{{"field", "parent"}});
+    }
+    std::lock_guard lock(it->second->mutex);
+    inherited = it->second->hints.seenSet();
+    isSubagent = true;
+  }
+  nlohmann::json project = nullptr;
+  std::string token;
+  {
+    std::lock_guard lock(client.mutex);
+    if (client.token.empty()) client.token = newUuidV4();
+    token = client.token;
+    client.initialized = true;
+    if (isSubagent) {
+      client.hints = HintState{};
+      client.hints.isSubagent = true;
+      client.hints.budgetLimit = kSubagentHintBudget;
+      client.hints.inheritedFromParent = std::move(inherited);
+    }
+  }
+  {
+    std::lock_guard reg(clientsMutex_);
+    clients_[token] = &client;
+  }
+  std::string root;
+  {
+    std::lock_guard lock(client.mutex);
+    root = client.projectRoot;
+  }
+  if (!root.empty()) {
+    auto loc = registry_.locate(root);
+    if (!loc) return loc.status();
+    project = {{"root", loc->root}, {"db_path", loc->dbPath}, {"in_git", loc->inGit}};
+  }
+  return nlohmann::json{{"server_version", kServerVersion},
+                        {"protocol_version", kProtocolVersion},
+                        {"capabilities",
+                         {{"framing", {"ndjson", "content-length"}},
+                          {"rankers", {"default", "reference"}},
+                          {"embedder", std::string(options_.embedder->model())},
+                          {"notifications", {"memory/changed"}}}},
+                        {"session", token},
+                        {"project", project}};
+}
+
+void Service::forget(ClientState& client) {
+  std::lock_guard reg(clientsMutex_);
+  for (auto it = clients_.begin(); it != clients_.end();) {
+    if (it->second == &client) it = clients_.erase(it);
+    else ++it;
+  }
+}
+
+Result<std::shared_ptr<Scope>> Service::projectScope(const CallContext& ctx) {
+  if (ctx.projectRoot.empty()) {
+    return Status(ErrorCode::kScopeUnavailable, "no project: pass project_root (or set it at initialize)",
+                  nlohmann::json{{"field", "project_root"}});
+  }
+  return registry_.project(ctx.projectRoot);
+}
+
+Result<std::vector<std::shared_ptr<Scope>>> Service::readScopes(const CallContext& ctx) {
+  std::vector<std::shared_ptr<Scope>> out;
+  ReadScope r = ctx.readScope;
+  if (ctx.scopeOverride) {
+    ReadScope wanted = *ctx.scopeOverride == "project" ? ReadScope::kProject : ReadScope::kGlobal;
+    if (!narrows(r, wanted)) {
+      return Status(ErrorCode::kScopeUnavailable, "scope " + *ctx.scopeOverride + " is not readable here",
+                    nlohmann::json{{"field", "scope"}});
+    }
+    r = wanted;
+  }
+  if (r == ReadScope::kProject || (r == ReadScope::kAll && !ctx.projectRoot.empty())) {
+    auto p = projectScope(ctx);
+    if (!p) return p.status();
+    out.push_back(*p);
+  }
+  if (r == ReadScope::kGlobal || r == ReadScope::kAll) {
+    auto g = registry_.global();
+    if (!g) return g.status();
+    out.push_back(*g);
+  }
+  return out;
+}
+
+Result<std::shared_ptr<Scope>> Service::writeScope(const CallContext& ctx) {
+  if (ctx.writeScope == WriteScope::kNone) {
+    return Status(ErrorCode::kScopeUnavailable, "writes are disabled for this connection (write_scope none)",
+                  nlohmann::json{{"field", "scope"}});
+  }
+  std::string target = ctx.scopeOverride.value_or(ctx.writeScope == WriteScope::kGlobal ? "global" : "project");
+  if (target == "global") return registry_.global();
+  return projectScope(ctx);
+}
+
+Result<Service::Resolved> Service::resolve(const CallContext& ctx, const std::string& idOrPrefix,
+                                           const std::string& field) {
+  if (idOrPrefix.empty()) return Status::invalidField(field, field + " must not be empty");
+  std::vector<std::shared_ptr<Scope>> scopes;
+  if (ctx.scopeOverride == std::optional<std::string>("global")) {
+    auto g = registry_.global();
+    if (!g) return g.status();
+    scopes.push_back(*g);
+  } else if (ctx.scopeOverride == std::optional<std::string>("project")) {
+    auto p = projectScope(ctx);
+    if (!p) return p.status();
+    scopes.push_back(*p);
+  } else {
+    if (!ctx.projectRoot.empty()) {
+      auto p = projectScope(ctx);
+      if (!p) return p.status();
+      scopes.push_back(*p);
+    }
+    auto g = registry_.global();
+    if (!g) return g.status();
+    scopes.push_back(*g);
+  }
+  std::vector<Resolved> found;
+  nlohmann::json candidates = nlohmann::json::array();
+  for (auto& scope : scopes) {
+    std::lock_guard lock(scope->mutex);
+    auto ids = scope->store->matchIds(idOrPrefix, 10);
+    if (!ids) return ids.status();
+    for (const auto& id : *ids) {
+      if (id == idOrPrefix) return Resolved{scope, id};  // an exact id wins outright
+      found.push_back({scope, id});
+      candidates.push_back({{"scope", scope->name}, {"id", id}});
+    }
+  }
+  if (found.empty()) {
+    if (idOrPrefix.size() < 4) {
+      return Status(ErrorCode::kNotFound, "no memory with id '" + idOrPrefix + "' (a prefix needs at least 4 characters)",
+                    nlohmann::json{{"field", field}});
+    }
+    return Status(ErrorCode::kNotFound, "no memory with id or prefix '" + idOrPrefix + "'",
+                  nlohmann::json{{"field", field}});
+  }
+  if (found.size() > 1) {
+    return Status(ErrorCode::kAmbiguous,
+                  "id prefix '" + idOrPrefix + "' matches " + std::to_string(found.size()) +
+                      " memories; use a longer prefix or the full id",
+                  nlohmann::json{{"field", field}, {"candidates", candidates}});
+  }
+  return found.front();
+}
+
+Result<std::vector<std::string>> Service::normalizePaths(const CallContext& ctx, Scope* scope,
+                                                         const std::vector<std::string>& paths,
+                                                         const std::string& field) {
+  std::string root = scope && scope->name == "project" ? scope->location.root : std::string();
+  if (!scope && !ctx.projectRoot.empty()) {
+    auto loc = registry_.locate(ctx.projectRoot);
+    if (loc) root = loc->root;
+  }
+  return normalizeFiles(paths, root, field);
+}
+
+std::vector<FileRef> Service::withBlobIds(Scope& scope, const std::vector<std::string>& paths) {
+  std::vector<FileRef> out;
+  for (const auto& p : paths) {
+    FileRef f{p, std::nullopt};
+    if (scope.repo) f.blobId = scope.repo->currentBlobId(p);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+Result<nlohmann::json> Service::save(const CallContext& ctx, const SaveInput& rawInput) {
+  auto scope = writeScope(ctx);
+  if (!scope) return scope.status();
+  SaveInput input = rawInput;
+  if (!rawInput.source.empty() && rawInput.source != ctx.actor.source && rawInput.source == "agent") {
+    input.source = ctx.actor.source;
+  }
+  auto normalized = normalizeSave(input, (*scope)->name == "project" ? (*scope)->location.root : "");
+  if (!normalized) return normalized.status();
+  auto files = withBlobIds(**scope, normalized->files);
+  Actor actor = ctx.actor;
+  actor.source = normalized->source;
+  Result<SaveOutcome> outcome = Status::internal("unreached");
+  {
+    std::lock_guard lock((*scope)->mutex);
+    outcome = (*scope)->store->save(*normalized, files, actor);
+  }
+  if (!outcome) return outcome.status();
+  if (outcome->status == "created") emit(**scope, outcome->id, "create");
+  if (outcome->status == "deduped") emit(**scope, outcome->id, "dedup");
+  nlohmann::json similar = nlohmann::json::array();
+  for (const auto& s : outcome->similar) {
+    similar.push_back({{"id", s.id}, {"weight", s.weight}, {"summary", s.summary}, {"kind", s.kind}});
+  }
+  nlohmann::json result = {{"id", outcome->id},
+                           {"scope", (*scope)->name},
+                           {"status", outcome->status},
+                           {"similar", similar},
+                           {"warnings", outcome->warnings},
+                           {"redactions", nlohmann::json::array()}};
+  if (outcome->memory) result["memory"] = memoryToJson(*outcome->memory);
+  if (outcome->reason) result["reason"] = *outcome->reason;
+  if (outcome->supersededBy) result["superseded_by"] = *outcome->supersededBy;
+  if (outcome->status == "exists_hidden") {
+    result["hint"] = "memory " + outcome->id + " holds this text but is hidden; restore it with memory/restore";
+  } else if (outcome->status == "exists_superseded") {
+    result["hint"] = "memory " + outcome->id + " holds this text but was superseded by " +
+                     outcome->supersededBy.value_or("?");
+  } else if (outcome->status == "rejected") {
+    result["hint"] = "this text was rejected (" + outcome->reason.value_or("") + "); it will not be stored";
+  }
+  if (outcome->topicsMerged) result["topics_merged"] = true;
+  return result;
+}
+
+Result<Memory> Service::get(const CallContext& ctx, const std::string& id) {
+  if (ctx.readScope == ReadScope::kNone) {
+    return Status(ErrorCode::kScopeUnavailable, "reads are disabled for this connection (read_scope none)");
+  }
+  auto r = resolve(ctx, id);
+  if (!r) return r.status();
+  std::lock_guard lock(r->scope->mutex);
+  auto m = r->scope->store->get(r->id);
+  if (m && ctx.client) {
+    std::lock_guard c(ctx.client->mutex);
+    ctx.client->hints.actedThisTurn = true;
+  }
+  return m;
+}
+
+Result<Memory> Service::mutate(const CallContext& ctx, const std::string& id, const std::string& action,
+                               const std::function<Result<Memory>(MemoryStore&, const std::string&)>& op) {
+  if (ctx.writeScope == WriteScope::kNone) {
+    return Status(ErrorCode::kScopeUnavailable, "writes are disabled for this connection (write_scope none)");
+  }
+  auto r = resolve(ctx, id);
+  if (!r) return r.status();
+  Result<Memory> out = Status::internal("unreached");
+  std::string before;
+  {
+    std::lock_guard lock(r->scope->mutex);
+    auto m = r->scope->store->get(r->id);
+    if (m) before = m->updatedAt;
+    out = op(*r->scope->store, r->id);
+  }
+  if (out && out->updatedAt != before) emit(*r->scope, r->id, action);
+  return out;
+}
+
+Result<Memory> Service::update(const CallContext& ctx, const std::string& id, const UpdateRequest& request) {
+  if (ctx.writeScope == WriteScope::kNone) {
+    return Status(ErrorCode::kScopeUnavailable, "writes are disabled for this connection (write_scope none)");
+  }
+  auto r = resolve(ctx, id);
+  if (!r) return r.status();
+  UpdateInput in;
+  in.summary = request.summary;
+  in.details = request.details;
+  in.category = request.category;
+  in.topics = request.topics;
+  in.pinned = request.pinned;
+  if (request.files) {
+    auto paths = normalizePaths(ctx, r->scope.get(), *request.files, "files");
+    if (!paths) return paths.status();
+    in.files = withBlobIds(*r->scope, *paths);
+  }
+  Result<Memory> out = Status::internal("unreached");
+  std::string before;
+  {
+    std::lock_guard lock(r->scope->mutex);
+    auto m = r->scope->store->get(r->id);
+    if (m) before = m->updatedAt;
+    out = r->scope->store->update(r->id, in, ctx.actor);
+  }
+  if (out && out->updatedAt != before) emit(*r->scope, r->id, "update");
+  return out;
+}
+
+Result<ListResult> Service::list(const CallContext& ctx, const ListFilter& filter) {
+  auto scopes = readScopes(ctx);
+  if (!scopes) return scopes.status();
+  ListResult out;
+  ListFilter f = filter;
+  // Page across scopes: fetch enough from each, then cut.
+  f.offset = 0;
+  f.limit = filter.offset + filter.limit;
+  if (f.file && !f.file->empty()) {
+    auto p = normalizePaths(ctx, scopes->empty() ? nullptr : scopes->front().get(), {*f.file}, "file");
+    if (!p) return p.status();
+    f.file = p->front();
+  }
+  for (auto& scope : *scopes) {
+    std::lock_guard lock(scope->mutex);
+    auto l = scope->store->list(f);
+    if (!l) return l.status();
+    out.total += l->total;
+    for (auto& m : l->memories) out.memories.push_back(std::move(m));
+  }
+  if (scopes->size() > 1) {
+    std::stable_sort(out.memories.begin(), out.memories.end(), [](const Memory& a, const Memory& b) {
+      if (a.pinned != b.pinned) return a.pinned > b.pinned;
+      return a.lastUsedAt > b.lastUsedAt;
+    });
+  }
+  size_t begin = std::min<size_t>(filter.offset, out.memories.size());
+  size_t end = std::min<size_t>(begin + filter.limit, out.memories.size());
+  out.memories = std::vector<Memory>(std::make_move_iterator(out.memories.begin() + begin),
+                                     std::make_move_iterator(out.memories.begin() + end));
+  if (ctx.client) {
+    std::lock_guard c(ctx.client->mutex);
+    ctx.client->hints.actedThisTurn = true;
+  }
+  return out;
+}
+
+Result<std::vector<RecallHit>> Service::search(const CallContext& ctx, RecallRequest request) {
+  request.useFileSignals = false;
+  request.files.clear();
+  auto hits = recall(ctx, std::move(request), false);
+  if (hits && ctx.client) {
+    std::lock_guard c(ctx.client->mutex);
+    ctx.client->hints.actedThisTurn = true;
+  }
+  return hits;
+}
+
+Result<std::vector<RecallHit>> Service::recall(const CallContext& ctx, RecallRequest request, bool markUsed) {
+  if (ctx.readScope == ReadScope::kNone) return std::vector<RecallHit>{};
+  auto scopes = readScopes(ctx);
+  if (!scopes) return scopes.status();
+  if (request.query.empty() && request.files.empty()) return std::vector<RecallHit>{};
+  std::shared_ptr<Scope> project;
+  for (auto& s : *scopes) {
+    if (s->name == "project") project = s;
+  }
+  if (!request.files.empty()) {
+    auto paths = normalizePaths(ctx, project.get(), request.files, "files");
+    if (!paths) return paths.status();
+    request.files = *paths;
+  }
+  PreparedQuery query = prepareQuery(request, *options_.embedder, project ? project->repo.get() : nullptr);
+  std::vector<Candidate> all;
+  for (auto& scope : *scopes) {
+    std::lock_guard lock(scope->mutex);
+    auto c = gatherCandidates(*scope->store, request, query, scope->name == "project" ? scope->repo.get() : nullptr);
+    if (!c) return c.status();
+    for (auto& cand : *c) all.push_back(std::move(cand));
+  }
+  auto hits = rankAndSelect(std::move(all), request);
+  if (project && project->repo) {
+    // Staleness only means something against the project's own repository.
+    for (auto& h : hits) {
+      if (h.memory.scope != "project") continue;
+      std::vector<RecallHit> single{std::move(h)};
+      annotateStaleness(single, *project->repo);
+      h = std::move(single.front());
+    }
+  }
+  if (markUsed && !hits.empty()) {
+    for (auto& scope : *scopes) {
+      std::vector<int64_t> pks;
+      for (const auto& h : hits) {
+        if (h.memory.scope == scope->name) pks.push_back(h.memory.pk);
+      }
+      if (pks.empty()) continue;
+      std::lock_guard lock(scope->mutex);
+      auto st = scope->store->markUsed(pks);
+      if (!st) spdlog::warn("could not record usage in {}: {}", scope->store->path(), st.message());
+    }
+  }
+  return hits;
+}
+
+Result<Memory> Service::hide(const CallContext& ctx, const std::string& id, const std::optional<std::string>& reason) {
+  return mutate(ctx, id, "hide", [&](MemoryStore& s, const std::string& full) { return s.hide(full, reason, ctx.actor); });
+}
+
+Result<Memory> Service::restore(const CallContext& ctx, const std::string& id) {
+  return mutate(ctx, id, "restore", [&](MemoryStore& s, const std::string& full) { return s.restore(full, ctx.actor); });
+}
+
+Result<Memory> Service::pin(const CallContext& ctx, const std::string& id, bool pinned) {
+  return mutate(ctx, id, pinned ? "pin" : "unpin",
+                [&](MemoryStore& s, const std::string& full) { return s.setPinned(full, pinned, ctx.actor); });
+}
+
+Result<std::pair<Memory, Memory>> Service::supersede(const CallContext& ctx, const std::string& id,
+                                                     const std::string& by) {
+  if (ctx.writeScope == WriteScope::kNone) {
+    return Status(ErrorCode::kScopeUnavailable, "writes are disabled for this connection (write_scope none)");
+  }
+  auto oldR = resolve(ctx, id, "id");
+  if (!oldR) return oldR.status();
+  auto byR = resolve(ctx, by, "by");
+  if (!byR) return byR.status();
+  if (oldR->scope != byR->scope) {
+    return Status(ErrorCode::kInvalidParams, "a memory can only be superseded by one in the same scope",
+                  nlohmann::json{{"field", "by"}});
+  }
+  Result<std::pair<Memory, Memory>> out = Status::internal("unreached");
+  {
+    std::lock_guard lock(oldR->scope->mutex);
+    out = oldR->scope->store->supersede(oldR->id, byR->id, ctx.actor);
+  }
+  if (out) emit(*oldR->scope, oldR->id, "supersede");
+  return out;
+}
+
+Result<Memory> Service::reject(const CallContext& ctx, const std::string& id, const std::string& reason) {
+  if (reason.empty()) return Status::invalidField("reason", "reason is required to reject a memory");
+  return mutate(ctx, id, "reject", [&](MemoryStore& s, const std::string& full) { return s.reject(full, reason, ctx.actor); });
+}
+
+Result<Memory> Service::unreject(const CallContext& ctx, const std::string& id) {
+  return mutate(ctx, id, "unreject", [&](MemoryStore& s, const std::string& full) { return s.unreject(full, ctx.actor); });
+}
+
+Status Service::purge(const CallContext& ctx, const std::string& id, bool confirm) {
+  if (!confirm) {
+    return Status(ErrorCode::kForbidden, "purge deletes for good; pass confirm: true", nlohmann::json{{"field", "confirm"}});
+  }
+  if (ctx.writeScope == WriteScope::kNone) {
+    return Status(ErrorCode::kScopeUnavailable, "writes are disabled for this connection (write_scope none)");
+  }
+  auto r = resolve(ctx, id);
+  if (!r) return r.status();
+  Status st;
+  {
+    std::lock_guard lock(r->scope->mutex);
+    st = r->scope->store->purge(r->id, true, ctx.actor);
+  }
+  if (st) emit(*r->scope, r->id, "purge");
+  return st;
+}
+
+Result<Memory> Service::attach(const CallContext& ctx, const std::string& id, const std::vector<std::string>& files) {
+  auto r = resolve(ctx, id);
+  if (!r) return r.status();
+  auto paths = normalizePaths(ctx, r->scope.get(), files, "files");
+  if (!paths) return paths.status();
+  auto refs = withBlobIds(*r->scope, *paths);
+  return mutate(ctx, r->id, "attach", [&](MemoryStore& s, const std::string& full) { return s.attach(full, refs, ctx.actor); });
+}
+
+Result<Memory> Service::detach(const CallContext& ctx, const std::string& id, const std::vector<std::string>& files) {
+  auto r = resolve(ctx, id);
+  if (!r) return r.status();
+  auto paths = normalizePaths(ctx, r->scope.get(), files, "files");
+  if (!paths) return paths.status();
+  return mutate(ctx, r->id, "detach", [&](MemoryStore& s, const std::string& full) { return s.detach(full, *paths, ctx.actor); });
+}
+
+Result<HintResult> Service::hintsForTool(const CallContext& ctx, const std::string& tool,
+                                         const std::vector<std::string>& rawFiles, const std::string& query) {
+  if (ctx.client == nullptr) return HintResult{};
+  if (ctx.readScope == ReadScope::kNone) return HintResult{};  // hints honour read_scope (reference §13.2 #27)
+  auto scopes = readScopes(ctx);
+  if (!scopes) return scopes.status();
+  std::shared_ptr<Scope> project;
+  for (auto& s : *scopes) {
+    if (s->name == "project") project = s;
+  }
+  std::vector<std::string> files;
+  if (!rawFiles.empty()) {
+    auto p = normalizePaths(ctx, project.get(), rawFiles, "files");
+    if (!p) return p.status();
+    files = *p;
+  }
+  const HintContext hintContext = hintContextForTool(tool);
+  std::vector<HintCandidate> candidates;
+  std::unordered_set<std::string> seen;
+  auto add = [&](const Memory& m, bool direct) {
+    if (m.state != MemoryState::kActive || !seen.insert(m.id).second) return;
+    candidates.push_back({m.id, m.summary, m.category, m.pinned, direct});
+  };
+  for (auto& scope : *scopes) {
+    std::lock_guard lock(scope->mutex);
+    if (!files.empty()) {
+      auto hits = scope->store->findByPaths(files, 100);
+      if (!hits) return hits.status();
+      std::vector<int64_t> pks;
+      for (const auto& h : *hits) pks.push_back(h.pk);
+      auto ms = scope->store->loadMany(pks);
+      if (!ms) return ms.status();
+      for (const auto& m : *ms) add(m, true);
+    }
+    if (hintContext == HintContext::kDiff || hintContext == HintContext::kCommit) {
+      ListFilter f;
+      f.topic = "git";
+      f.limit = 20;
+      auto l = scope->store->list(f);
+      if (l) {
+        for (const auto& m : l->memories) add(m, false);
+      }
+    }
+    if (!query.empty()) {
+      // A relevance floor: only strong text matches become hints (bm25 within half of the best hit).
+      auto hits = scope->store->searchFts(FtsLane::kUnicode, unicodeMatch(query), 5);
+      if (!hits) return hits.status();
+      double best = hits->empty() ? 0 : hits->front().bm25;
+      std::vector<int64_t> pks;
+      for (const auto& h : *hits) {
+        if (best < 0 && h.bm25 <= 0.5 * best) pks.push_back(h.pk);
+      }
+      auto ms = scope->store->loadMany(pks);
+      if (!ms) return ms.status();
+      for (const auto& m : *ms) add(m, false);
+    }
+  }
+  std::lock_guard lock(ctx.client->mutex);
+  return selectHints(ctx.client->hints, std::move(candidates), hintContext);
+}
+
+Result<int64_t> Service::hintsTurn(const CallContext& ctx) {
+  if (ctx.client == nullptr) return int64_t{0};
+  std::lock_guard lock(ctx.client->mutex);
+  ctx.client->hints.nextTurn();
+  return ctx.client->hints.turn;
+}
+
+Result<nlohmann::json> Service::repoCochange(const CallContext& ctx, const std::string& file, size_t limit) {
+  auto scope = projectScope(ctx);
+  if (!scope) return scope.status();
+  auto paths = normalizePaths(ctx, scope->get(), {file}, "file");
+  if (!paths) return paths.status();
+  nlohmann::json neighbors = nlohmann::json::array();
+  std::string head;
+  if ((*scope)->repo) {
+    for (const auto& n : (*scope)->repo->cochangeNeighbors(paths->front(), limit)) {
+      neighbors.push_back({{"path", n.path}, {"count", n.count}, {"strength", n.strength}});
+    }
+    head = (*scope)->repo->head();
+  }
+  return nlohmann::json{{"file", paths->front()}, {"neighbors", neighbors}, {"head", head}};
+}
+
+Result<nlohmann::json> Service::repoBlastRadius(const CallContext& ctx, const std::string& file) {
+  auto scope = projectScope(ctx);
+  if (!scope) return scope.status();
+  auto paths = normalizePaths(ctx, scope->get(), {file}, "file");
+  if (!paths) return paths.status();
+  int radius = 0;
+  std::vector<std::string> dependents;
+  if ((*scope)->repo) {
+    radius = (*scope)->repo->blastRadius(paths->front());
+    dependents = (*scope)->repo->dependents(paths->front());
+  }
+  return nlohmann::json{{"file", paths->front()}, {"radius", radius}, {"dependents", dependents}};
+}
+
+Result<nlohmann::json> Service::repoRefresh(const CallContext& ctx) {
+  auto scope = projectScope(ctx);
+  if (!scope) return scope.status();
+  RepoRefreshInfo info;
+  if ((*scope)->repo) info = (*scope)->repo->refresh();
+  return nlohmann::json{{"walked_commits", info.walkedCommits}, {"total_commits", info.totalCommits},
+                        {"pairs", info.pairs},                 {"head", info.head},
+                        {"elapsed_ms", info.elapsedMs},        {"rebuilt", info.rebuilt},
+                        {"in_git", (*scope)->repo != nullptr}};
+}
+
+Result<nlohmann::json> Service::reviewClusters(const CallContext& ctx, double minWeight) {
+  auto scopes = readScopes(ctx);
+  if (!scopes) return scopes.status();
+  nlohmann::json clusters = nlohmann::json::array();
+  for (auto& scope : *scopes) {
+    std::lock_guard lock(scope->mutex);
+    auto edges = scope->store->similarEdges(minWeight);
+    if (!edges) return edges.status();
+    // Union-find over strong similar edges: each component is one cluster to review.
+    std::unordered_map<std::string, std::string> parent;
+    std::function<std::string(const std::string&)> find = [&](const std::string& x) -> std::string {
+      auto it = parent.find(x);
+      if (it == parent.end() || it->second == x) return parent[x] = x;
+      return it->second = find(it->second);
+    };
+    std::unordered_map<std::string, double> maxWeight;
+    for (const auto& [a, b, w] : *edges) {
+      parent[find(a)] = find(b);
+    }
+    std::map<std::string, std::vector<std::string>> groups;
+    for (const auto& [id, p] : parent) groups[find(id)].push_back(id);
+    for (const auto& [a, b, w] : *edges) {
+      auto& m = maxWeight[find(a)];
+      m = std::max(m, w);
+    }
+    for (auto& [rootId, ids] : groups) {
+      if (ids.size() < 2) continue;
+      std::sort(ids.begin(), ids.end());
+      nlohmann::json members = nlohmann::json::array();
+      for (const auto& id : ids) {
+        auto m = scope->store->get(id);
+        if (m) members.push_back(memoryToJson(*m));
+      }
+      clusters.push_back({{"scope", scope->name}, {"weight", maxWeight[rootId]}, {"memories", members}});
+    }
+  }
+  return nlohmann::json{{"clusters", clusters}};
+}
+
+Result<nlohmann::json> Service::reviewStale(const CallContext& ctx, size_t limit) {
+  auto scope = projectScope(ctx);
+  if (!scope) return scope.status();
+  nlohmann::json out = nlohmann::json::array();
+  if (!(*scope)->repo) return nlohmann::json{{"memories", out}};
+  std::lock_guard lock((*scope)->mutex);
+  auto ms = (*scope)->store->memoriesWithFiles(100000);
+  if (!ms) return ms.status();
+  for (auto& m : *ms) {
+    if (out.size() >= limit) break;
+    RecallHit h;
+    h.memory = m;
+    std::vector<RecallHit> one{h};
+    annotateStaleness(one, *(*scope)->repo);
+    if (!one[0].changedFiles.empty()) {
+      auto j = memoryToJson(m);
+      j["changed_files"] = one[0].changedFiles;
+      out.push_back(j);
+    }
+  }
+  return nlohmann::json{{"memories", out}};
+}
+
+Result<nlohmann::json> Service::reviewDead(const CallContext& ctx, size_t limit) {
+  auto scope = projectScope(ctx);
+  if (!scope) return scope.status();
+  nlohmann::json out = nlohmann::json::array();
+  std::lock_guard lock((*scope)->mutex);
+  auto ms = (*scope)->store->memoriesWithFiles(100000);
+  if (!ms) return ms.status();
+  namespace fs = std::filesystem;
+  for (auto& m : *ms) {
+    if (out.size() >= limit) break;
+    std::vector<std::string> missing;
+    for (const auto& f : m.files) {
+      bool exists = (*scope)->repo ? (*scope)->repo->currentBlobId(f.path).has_value()
+                                   : fs::exists(fs::path((*scope)->location.root) / f.path);
+      if (!exists) missing.push_back(f.path);
+    }
+    if (!missing.empty()) {
+      auto j = memoryToJson(m);
+      j["missing_files"] = missing;
+      out.push_back(j);
+    }
+  }
+  return nlohmann::json{{"memories", out}};
+}
+
+Result<nlohmann::json> Service::auditList(const CallContext& ctx, const AuditFilter& filter) {
+  auto scopes = readScopes(ctx);
+  if (!scopes) return scopes.status();
+  AuditFilter f = filter;
+  nlohmann::json events = nlohmann::json::array();
+  for (auto& scope : *scopes) {
+    if (filter.memoryId) {
+      auto r = resolve(ctx, *filter.memoryId);
+      if (r && r->scope != scope) continue;
+      if (r) f.memoryId = r->id;
+    }
+    std::lock_guard lock(scope->mutex);
+    auto list = scope->store->audit(f);
+    if (!list) return list.status();
+    for (const auto& e : *list) {
+      events.push_back({{"seq", e.seq}, {"at", e.at}, {"scope", scope->name}, {"memory_id", e.memoryId},
+                        {"action", e.action}, {"actor", e.actor}, {"detail", e.detail}, {"scrubbed", e.scrubbed}});
+    }
+  }
+  return nlohmann::json{{"events", events}};
+}
+
+Result<std::string> Service::exportJsonl(const CallContext& ctx, std::optional<MemoryState> state, bool allStates) {
+  auto scopes = readScopes(ctx);
+  if (!scopes) return scopes.status();
+  std::string out;
+  for (auto& scope : *scopes) {
+    std::lock_guard lock(scope->mutex);
+    ListFilter f;
+    f.state = allStates ? std::nullopt : std::optional<MemoryState>(state.value_or(MemoryState::kActive));
+    f.limit = 1 << 30;
+    auto l = scope->store->list(f);
+    if (!l) return l.status();
+    // Export order is creation order so that export → import → export is byte-identical.
+    std::stable_sort(l->memories.begin(), l->memories.end(), [](const Memory& a, const Memory& b) {
+      return a.createdAt != b.createdAt ? a.createdAt < b.createdAt : a.id < b.id;
+    });
+    for (const auto& m : l->memories) {
+      nlohmann::json j = memoryToJson(m);
+      j["type"] = "memory";
+      nlohmann::json files = nlohmann::json::array();
+      for (const auto& fr : m.files) {
+        files.push_back({{"path", fr.path}, {"blob_id", fr.blobId ? nlohmann::json(*fr.blobId) : nlohmann::json()}});
+      }
+      j["files"] = files;
+      if (m.stateReason) j["state_reason"] = *m.stateReason;
+      out += j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    }
+    if (allStates || state == MemoryState::kRejected) {
+      auto tombs = scope->store->tombstones();
+      if (!tombs) return tombs.status();
+      for (const auto& t : *tombs) {
+        out += nlohmann::json{{"type", "tombstone"}, {"scope", scope->name}, {"content_hash", t.contentHash},
+                              {"memory_id", t.memoryId}, {"reason", t.reason}, {"actor", t.actor}, {"at", t.at}}
+                   .dump() +
+               "\n";
+      }
+    }
+  }
+  return out;
+}
+
+Result<ImportCounts> Service::importJsonl(const CallContext& ctx, const std::string& jsonl) {
+  auto scope = writeScope(ctx);
+  if (!scope) return scope.status();
+  ImportCounts counts;
+  std::vector<Memory> memories;
+  std::vector<Tombstone> tombstones;
+  size_t lineNo = 0;
+  size_t start = 0;
+  std::string root = (*scope)->name == "project" ? (*scope)->location.root : "";
+  while (start < jsonl.size()) {
+    size_t end = jsonl.find('\n', start);
+    if (end == std::string::npos) end = jsonl.size();
+    std::string line = jsonl.substr(start, end - start);
+    start = end + 1;
+    ++lineNo;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string field = "jsonl[line " + std::to_string(lineNo) + "]";
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object()) return Status::invalidField("jsonl", field + " is not a JSON object");
+    try {
+      if (j.value("type", "memory") == "tombstone") {
+        tombstones.push_back({j.at("content_hash").get<std::string>(), j.value("memory_id", ""),
+                              j.value("reason", ""), j.value("actor", ctx.actor.toString()), j.value("at", "")});
+        continue;
+      }
+      SaveInput in;
+      in.summary = j.at("summary").get<std::string>();
+      in.details = j.value("details", "");
+      if (j.contains("category") && j["category"].is_string()) in.category = j["category"].get<std::string>();
+      if (j.contains("topics")) in.topics = j["topics"].get<std::vector<std::string>>();
+      std::vector<std::optional<std::string>> blobs;
+      if (j.contains("files")) {
+        for (const auto& f : j["files"]) {
+          if (f.is_string()) {
+            in.files.push_back(f.get<std::string>());
+            blobs.push_back(std::nullopt);
+          } else {
+            in.files.push_back(f.at("path").get<std::string>());
+            blobs.push_back(f.contains("blob_id") && f["blob_id"].is_string()
+                                ? std::optional<std::string>(f["blob_id"].get<std::string>())
+                                : std::nullopt);
+          }
+        }
+      }
+      in.source = j.value("source", "agent");
+      auto n = normalizeSave(in, root);
+      if (!n) return Status::invalidField("jsonl", field + ": " + n.status().message());
+      Memory m;
+      m.id = j.value("id", newUuidV4());
+      m.category = n->category;
+      m.summary = n->summary;
+      m.details = n->details;
+      m.topics = n->topics;
+      for (size_t i = 0; i < n->files.size(); ++i) m.files.push_back({n->files[i], i < blobs.size() ? blobs[i] : std::nullopt});
+      m.source = n->source;
+      if (j.contains("session_id") && j["session_id"].is_string()) m.sessionId = j["session_id"].get<std::string>();
+      std::string now = isoNow();
+      m.createdAt = j.value("created_at", now);
+      m.updatedAt = j.value("updated_at", m.createdAt);
+      m.lastUsedAt = j.value("last_used_at", m.createdAt);
+      m.useCount = j.value("use_count", 0);
+      m.pinned = j.value("pinned", false);
+      auto st = parseState(j.value("state", "active"));
+      if (!st) return Status::invalidField("jsonl", field + ": unknown state");
+      m.state = *st;
+      if (j.contains("superseded_by") && j["superseded_by"].is_string()) m.supersededBy = j["superseded_by"].get<std::string>();
+      if (j.contains("state_reason") && j["state_reason"].is_string()) m.stateReason = j["state_reason"].get<std::string>();
+      m.contentHash = n->contentHash;
+      memories.push_back(std::move(m));
+    } catch (const std::exception& e) {
+      return Status::invalidField("jsonl", field + ": " + e.what());
+    }
+  }
+  {
+    std::lock_guard lock((*scope)->mutex);
+    for (const auto& t : tombstones) {
+      MEMQ_RETURN_IF_ERROR((*scope)->store->importTombstone(t));
+      ++counts.tombstones;
+    }
+    for (const auto& m : memories) {
+      auto r = (*scope)->store->importRecord(m, ctx.actor);
+      if (!r) return r.status();
+      if (*r == "created") ++counts.created;
+      else if (*r == "deduped") ++counts.deduped;
+      else ++counts.rejected;
+    }
+  }
+  if (counts.created > 0) emit(**scope, "", "import");
+  return counts;
+}
+
+Result<nlohmann::json> Service::stats(const CallContext& ctx) {
+  auto scopes = readScopes(ctx);
+  if (!scopes) return scopes.status();
+  nlohmann::json out = nlohmann::json::object();
+  for (auto& scope : *scopes) {
+    std::lock_guard lock(scope->mutex);
+    auto s = scope->store->stats();
+    if (!s) return s.status();
+    if (scope->repo) (*s)["cochange_head"] = scope->repo->head();
+    out[scope->name] = *s;
+  }
+  return nlohmann::json{{"scopes", out}};
+}
+
+}  // namespace memq

@@ -1,0 +1,139 @@
+// Service: memq's whole API without any transport — the thing handlers call and service tests drive directly.
+// It resolves scopes (lazily opening databases through ScopeRegistry), runs each operation under its scope's lock,
+// keeps per-connection state (initialize, hints), and reports every mutation to a change listener.
+// Thread-safety: thread-safe; blocking (SQLite, libgit2, embedding). Never call it on an I/O thread.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/embed/embedder.h"
+#include "daemon/hints/hint_engine.h"
+#include "daemon/recall/recall_engine.h"
+#include "daemon/service/client_state.h"
+#include "daemon/service/scope_registry.h"
+
+namespace memq {
+
+// The scopes and identity one request runs with: the connection's values narrowed by the request's own
+// `project_root`, `scope`, `read_scope` and `source`.
+struct CallContext {
+  ClientState* client = nullptr;
+  std::string projectRoot;
+  ReadScope readScope = ReadScope::kAll;
+  WriteScope writeScope = WriteScope::kProject;
+  std::optional<std::string> scopeOverride;  // "project" | "global": the request's `scope`
+  Actor actor;
+};
+
+struct ChangeEvent {
+  std::string scope;        // "project" | "global"
+  std::string projectRoot;  // for project scopes
+  std::string id;
+  std::string action;
+};
+
+struct ServiceOptions {
+  std::string dataDir;
+  const Embedder* embedder = nullptr;
+  RepoSignalsFactory repoFactory;
+  std::string secretsMode = "redact";  // redact | refuse
+};
+
+struct UpdateRequest {
+  std::optional<std::string> summary;
+  std::optional<std::string> details;
+  std::optional<std::optional<std::string>> category;
+  std::optional<std::vector<std::string>> topics;
+  std::optional<std::vector<std::string>> files;
+  std::optional<bool> pinned;
+};
+
+struct ImportCounts {
+  int created = 0;
+  int deduped = 0;
+  int rejected = 0;
+  int tombstones = 0;
+};
+
+class Service {
+ public:
+  explicit Service(ServiceOptions options);
+  ~Service();
+
+  // Builds the effective context of one request from its connection and its common params.
+  Result<CallContext> context(ClientState& client, const nlohmann::json& params);
+
+  Result<nlohmann::json> initialize(ClientState& client, const nlohmann::json& params);
+  void forget(ClientState& client);  // the connection closed
+
+  Result<nlohmann::json> save(const CallContext& ctx, const SaveInput& input);
+  Result<Memory> get(const CallContext& ctx, const std::string& id);
+  Result<Memory> update(const CallContext& ctx, const std::string& id, const UpdateRequest& request);
+  Result<ListResult> list(const CallContext& ctx, const ListFilter& filter);
+  Result<std::vector<RecallHit>> search(const CallContext& ctx, RecallRequest request);
+  Result<std::vector<RecallHit>> recall(const CallContext& ctx, RecallRequest request, bool markUsed);
+  Result<Memory> hide(const CallContext& ctx, const std::string& id, const std::optional<std::string>& reason);
+  Result<Memory> restore(const CallContext& ctx, const std::string& id);
+  Result<Memory> pin(const CallContext& ctx, const std::string& id, bool pinned);
+  Result<std::pair<Memory, Memory>> supersede(const CallContext& ctx, const std::string& id, const std::string& by);
+  Result<Memory> reject(const CallContext& ctx, const std::string& id, const std::string& reason);
+  Result<Memory> unreject(const CallContext& ctx, const std::string& id);
+  Status purge(const CallContext& ctx, const std::string& id, bool confirm);
+  Result<Memory> attach(const CallContext& ctx, const std::string& id, const std::vector<std::string>& files);
+  Result<Memory> detach(const CallContext& ctx, const std::string& id, const std::vector<std::string>& files);
+
+  Result<HintResult> hintsForTool(const CallContext& ctx, const std::string& tool,
+                                  const std::vector<std::string>& files, const std::string& query);
+  Result<int64_t> hintsTurn(const CallContext& ctx);
+
+  Result<nlohmann::json> repoCochange(const CallContext& ctx, const std::string& file, size_t limit);
+  Result<nlohmann::json> repoBlastRadius(const CallContext& ctx, const std::string& file);
+  Result<nlohmann::json> repoRefresh(const CallContext& ctx);
+
+  Result<nlohmann::json> reviewClusters(const CallContext& ctx, double minWeight);
+  Result<nlohmann::json> reviewStale(const CallContext& ctx, size_t limit);
+  Result<nlohmann::json> reviewDead(const CallContext& ctx, size_t limit);
+
+  Result<nlohmann::json> auditList(const CallContext& ctx, const AuditFilter& filter);
+  Result<std::string> exportJsonl(const CallContext& ctx, std::optional<MemoryState> state, bool allStates);
+  Result<ImportCounts> importJsonl(const CallContext& ctx, const std::string& jsonl);
+  Result<nlohmann::json> stats(const CallContext& ctx);
+
+  void setChangeListener(std::function<void(const ChangeEvent&)> listener);
+  ScopeRegistry& scopes() { return registry_; }
+  const Embedder& embedder() const { return *options_.embedder; }
+
+ private:
+  struct Resolved {
+    std::shared_ptr<Scope> scope;
+    std::string id;
+  };
+  // Readable scopes in order (project first).
+  Result<std::vector<std::shared_ptr<Scope>>> readScopes(const CallContext& ctx);
+  Result<std::shared_ptr<Scope>> writeScope(const CallContext& ctx);
+  Result<std::shared_ptr<Scope>> projectScope(const CallContext& ctx);
+  // Finds the memory an id or prefix names, across the scopes the request may touch.
+  Result<Resolved> resolve(const CallContext& ctx, const std::string& idOrPrefix, const std::string& field = "id");
+  std::vector<FileRef> withBlobIds(Scope& scope, const std::vector<std::string>& paths);
+  Result<std::vector<std::string>> normalizePaths(const CallContext& ctx, Scope* scope,
+                                                  const std::vector<std::string>& paths, const std::string& field);
+  void emit(const Scope& scope, const std::string& id, const std::string& action);
+  Result<Memory> mutate(const CallContext& ctx, const std::string& id, const std::string& action,
+                        const std::function<Result<Memory>(MemoryStore&, const std::string&)>& op);
+
+  ServiceOptions options_;
+  ScopeRegistry registry_;
+  std::mutex listenerMutex_;
+  std::function<void(const ChangeEvent&)> listener_;
+  std::mutex clientsMutex_;
+  std::map<std::string, ClientState*> clients_;  // token → live connection
+};
+
+}  // namespace memq
