@@ -1,0 +1,274 @@
+// VectorIndex storage, int8 quantisation, the SIMD scan and the bound-driven exact re-scoring (see vector_index.h).
+#include "daemon/embed/vector_index.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <queue>
+
+#include "daemon/embed/hashbag.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define MEMQ_VECTOR_INDEX_X86 1
+#endif
+
+namespace memq {
+
+namespace {
+
+constexpr size_t kLaneBytes = 32;    // one AVX2 register of int8 codes
+constexpr size_t kScanBlock = 256;   // rows per kernel call; the int32 results stay in L1
+constexpr int kMaxCode = 127;        // symmetric range: maddubs pair sums stay below INT16_MAX (2*127*127)
+// Covers the float rounding of cosine()'s result and of the scales relative to the real-valued bound.
+constexpr double kRelativeSlack = 1e-5;
+
+size_t roundUpToLane(size_t n) { return (n + kLaneBytes - 1) / kLaneBytes * kLaneBytes; }
+
+// The smallest float >= d, so a stored bound never understates the double it came from.
+float floatAtLeast(double d) {
+  float f = static_cast<float>(d);
+  if (static_cast<double>(f) < d) f = std::nextafter(f, std::numeric_limits<float>::infinity());
+  return f;
+}
+
+struct Quantised {
+  double scale = 0;     // exactly the float that dequantises the codes, widened
+  double residual = 0;  // || v - scale * codes ||
+  double norm = 0;      // || v ||
+  double dequantisedNorm = 0;  // || scale * codes ||
+};
+
+// Writes dim codes (and zero padding up to stride) and measures the error this quantisation introduces.
+Quantised quantise(std::span<const float> v, size_t stride, int8_t* codes) {
+  Quantised q;
+  double maxAbs = 0;
+  for (const float x : v) maxAbs = std::max(maxAbs, std::fabs(static_cast<double>(x)));
+  std::fill(codes, codes + stride, int8_t{0});
+  if (maxAbs == 0) return q;
+  const float scale = static_cast<float>(maxAbs / kMaxCode);
+  q.scale = scale;
+  double residual = 0;
+  double norm = 0;
+  double deq = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const double x = v[i];
+    const long code = std::clamp(std::lround(x / q.scale), -long{kMaxCode}, long{kMaxCode});
+    codes[i] = static_cast<int8_t>(code);
+    const double back = q.scale * static_cast<double>(code);
+    residual += (x - back) * (x - back);
+    norm += x * x;
+    deq += back * back;
+  }
+  q.residual = std::sqrt(residual);
+  q.norm = std::sqrt(norm);
+  q.dequantisedNorm = std::sqrt(deq);
+  return q;
+}
+
+// out[r] = sum_i row_r[i] * query[i] over `stride` int8 codes, for `rows` consecutive rows.
+using DotsKernel = void (*)(const int8_t* codes, size_t stride, size_t rows, const int8_t* query,
+                            const uint8_t* queryAbs, int32_t* out);
+
+// Portable kernel; written as a plain widening loop so compilers can vectorise it where they are allowed to.
+void dotsPortable(const int8_t* codes, size_t stride, size_t rows, const int8_t* query, const uint8_t* /*queryAbs*/,
+                  int32_t* out) {
+  for (size_t r = 0; r < rows; ++r) {
+    const int8_t* row = codes + r * stride;
+    int32_t sum = 0;
+    for (size_t i = 0; i < stride; ++i) sum += int32_t{row[i]} * int32_t{query[i]};
+    out[r] = sum;
+  }
+}
+
+#ifdef MEMQ_VECTOR_INDEX_X86
+// AVX2: maddubs multiplies unsigned by signed bytes, so it gets |q| and row * sign(q), whose products equal q * row.
+// With codes in [-127, 127] each pair sum fits int16 without saturating; madd by ones widens to int32.
+__attribute__((target("avx2"))) void dotsAvx2(const int8_t* codes, size_t stride, size_t rows, const int8_t* query,
+                                               const uint8_t* queryAbs, int32_t* out) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (size_t r = 0; r < rows; ++r) {
+    const int8_t* row = codes + r * stride;
+    __m256i acc = _mm256_setzero_si256();
+    for (size_t i = 0; i < stride; i += kLaneBytes) {
+      const __m256i rv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + i));
+      const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(query + i));
+      const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(queryAbs + i));
+      const __m256i pairs = _mm256_maddubs_epi16(av, _mm256_sign_epi8(rv, qv));
+      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, ones));
+    }
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    out[r] = _mm_cvtsi128_si32(s);
+  }
+}
+#endif
+
+DotsKernel bestKernel() {
+#ifdef MEMQ_VECTOR_INDEX_X86
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2")) return dotsAvx2;
+#endif
+  return dotsPortable;
+}
+
+std::atomic<bool> gForcePortable{false};
+
+DotsKernel activeKernel() {
+  static const DotsKernel kBest = bestKernel();
+  return gForcePortable.load(std::memory_order_relaxed) ? dotsPortable : kBest;
+}
+
+bool allFinite(std::span<const float> v) {
+  return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+}
+
+bool hitBefore(const VectorIndex::Hit& a, const VectorIndex::Hit& b) {
+  if (a.score != b.score) return a.score > b.score;
+  return a.key < b.key;
+}
+
+}  // namespace
+
+void VectorIndex::usePortableKernelForTesting(bool on) { gForcePortable.store(on, std::memory_order_relaxed); }
+
+VectorIndex::VectorIndex(size_t dim) : dim_(dim), stride_(roundUpToLane(dim)) {}
+
+void VectorIndex::reserve(size_t rows) {
+  keys_.reserve(rows);
+  rows_.reserve(rows * dim_);
+  codes_.reserve(rows * stride_);
+  meta_.reserve(rows);
+  slots_.reserve(rows);
+}
+
+void VectorIndex::clear() {
+  keys_.clear();
+  rows_.clear();
+  codes_.clear();
+  meta_.clear();
+  slots_.clear();
+}
+
+void VectorIndex::writeRow(size_t slot, std::span<const float> vec) {
+  std::copy(vec.begin(), vec.end(), rows_.begin() + static_cast<ptrdiff_t>(slot * dim_));
+  const Quantised q = quantise(vec, stride_, codes_.data() + slot * stride_);
+  meta_[slot] = RowMeta{static_cast<float>(q.scale), floatAtLeast(q.residual), floatAtLeast(q.norm)};
+}
+
+bool VectorIndex::upsert(int64_t key, std::span<const float> vec) {
+  if (vec.size() != dim_ || !allFinite(vec)) return false;
+  const auto it = slots_.find(key);
+  if (it != slots_.end()) {
+    writeRow(it->second, vec);
+    return true;
+  }
+  const size_t slot = keys_.size();
+  keys_.push_back(key);
+  rows_.resize(rows_.size() + dim_);
+  codes_.resize(codes_.size() + stride_);
+  meta_.push_back({});
+  slots_.emplace(key, static_cast<uint32_t>(slot));
+  writeRow(slot, vec);
+  return true;
+}
+
+bool VectorIndex::remove(int64_t key) {
+  const auto it = slots_.find(key);
+  if (it == slots_.end()) return false;
+  const size_t slot = it->second;
+  const size_t last = keys_.size() - 1;
+  slots_.erase(it);
+  if (slot != last) {
+    keys_[slot] = keys_[last];
+    std::copy_n(rows_.begin() + static_cast<ptrdiff_t>(last * dim_), dim_,
+                rows_.begin() + static_cast<ptrdiff_t>(slot * dim_));
+    std::copy_n(codes_.begin() + static_cast<ptrdiff_t>(last * stride_), stride_,
+                codes_.begin() + static_cast<ptrdiff_t>(slot * stride_));
+    meta_[slot] = meta_[last];
+    slots_[keys_[slot]] = static_cast<uint32_t>(slot);
+  }
+  keys_.pop_back();
+  rows_.resize(last * dim_);
+  codes_.resize(last * stride_);
+  meta_.pop_back();
+  return true;
+}
+
+std::span<const float> VectorIndex::vectorOf(int64_t key) const {
+  const auto it = slots_.find(key);
+  if (it == slots_.end()) return {};
+  return std::span<const float>(rows_).subspan(size_t{it->second} * dim_, dim_);
+}
+
+std::optional<float> VectorIndex::score(int64_t key, std::span<const float> query) const {
+  const auto it = slots_.find(key);
+  if (it == slots_.end() || query.size() != dim_) return std::nullopt;
+  return cosine(query, std::span<const float>(rows_).subspan(size_t{it->second} * dim_, dim_));
+}
+
+std::vector<VectorIndex::Hit> VectorIndex::topK(std::span<const float> query, size_t k, float minScore) const {
+  std::vector<Hit> hits;
+  const size_t n = keys_.size();
+  if (k == 0 || n == 0 || query.size() != dim_ || !allFinite(query)) return hits;
+
+  std::vector<int8_t> qCodes(stride_);
+  const Quantised q = quantise(query, stride_, qCodes.data());
+  std::vector<uint8_t> qAbs(stride_);
+  for (size_t i = 0; i < stride_; ++i) qAbs[i] = static_cast<uint8_t>(std::abs(int{qCodes[i]}));
+
+  // A row can be in the answer only if its upper bound reaches both minScore (less a hair for the float rounding of
+  // the final score) and the k-th largest lower bound seen so far: k rows are known to score at least that much.
+  const double minGate = static_cast<double>(minScore) - std::fabs(static_cast<double>(minScore)) * 1e-6 - 1e-9;
+  std::priority_queue<double, std::vector<double>, std::greater<>> bestLowers;  // the k largest lower bounds
+  double gate = minGate;
+  struct Candidate {
+    uint32_t slot;
+    double upper;
+  };
+  std::vector<Candidate> candidates;
+
+  const DotsKernel dots = activeKernel();
+  int32_t block[kScanBlock];
+  for (size_t base = 0; base < n; base += kScanBlock) {
+    const size_t rows = std::min(kScanBlock, n - base);
+    dots(codes_.data() + base * stride_, stride_, rows, qCodes.data(), qAbs.data(), block);
+    for (size_t r = 0; r < rows; ++r) {
+      const RowMeta& m = meta_[base + r];
+      const double approx = q.scale * static_cast<double>(m.scale) * static_cast<double>(block[r]);
+      // |q.row - approx| <= ||q~|| ||row - row~|| + ||q - q~|| ||row|| (q~, row~: dequantised), plus rounding slack.
+      const double bound = q.dequantisedNorm * m.residual + q.residual * m.norm + kRelativeSlack * q.norm * m.norm;
+      const double upper = approx + bound;
+      if (upper < gate) continue;
+      const double lower = approx - bound;
+      if (bestLowers.size() < k) {
+        bestLowers.push(lower);
+        if (bestLowers.size() == k) gate = std::max(minGate, bestLowers.top());
+      } else if (lower > bestLowers.top()) {
+        bestLowers.pop();
+        bestLowers.push(lower);
+        gate = std::max(minGate, bestLowers.top());
+      }
+      candidates.push_back({static_cast<uint32_t>(base + r), upper});
+    }
+  }
+
+  hits.reserve(std::min(candidates.size(), 4 * k + 16));
+  for (const Candidate& c : candidates) {
+    if (c.upper < gate) continue;  // the gate only rose during the scan
+    const float s = cosine(query, std::span<const float>(rows_).subspan(size_t{c.slot} * dim_, dim_));
+    if (s >= minScore) hits.push_back({keys_[c.slot], s});
+  }
+  if (hits.size() > k) {
+    std::partial_sort(hits.begin(), hits.begin() + static_cast<ptrdiff_t>(k), hits.end(), hitBefore);
+    hits.resize(k);
+  } else {
+    std::sort(hits.begin(), hits.end(), hitBefore);
+  }
+  return hits;
+}
+
+}  // namespace memq

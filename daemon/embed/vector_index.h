@@ -1,0 +1,84 @@
+// VectorIndex: the in-memory vectors of one scope for one embedder model (MEMQ.md §5: "contiguous, kept in sync on
+// every write"), so recall and similar-on-write never re-read and re-decode every BLOB.
+//
+// Search is exact, but cheap: every row is also kept int8-quantised (per-row scale), a query is scanned against the
+// int8 rows with SIMD, and each approximate score comes with a rigorous error bound (Cauchy-Schwarz on the
+// quantisation residuals, which are measured per row at insert time). Only rows whose upper bound can still reach the
+// k-th best lower bound (and minScore) are re-scored with the float32 rows, using the same double-precision dot
+// product as cosine() in hashbag.h. So the hits and scores are exactly what a brute-force cosine() scan would give,
+// not an approximation. On random unit vectors (the worst case: scores crowd together) the re-scored set stays in
+// the tens to hundreds of rows.
+//
+// Invariants: (1) keys_, rows_, codes_ and meta_ hold size() rows in the same slot order; (2) slots_ maps every key
+// to its slot and nothing else; (3) every stored vector has dim() finite components.
+//
+// Thread-safety: not thread-safe. The owner (the scope) serialises mutations against everything else. Const methods
+// touch no hidden mutable state, so several concurrent readers are fine while nobody writes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace memq {
+
+class VectorIndex {
+ public:
+  struct Hit {
+    int64_t key;
+    float score;
+  };
+
+  explicit VectorIndex(size_t dim);
+
+  size_t dim() const { return dim_; }
+  size_t size() const { return keys_.size(); }
+  bool contains(int64_t key) const { return slots_.contains(key); }
+
+  // Inserts or replaces the vector for `key`. Returns false (and changes nothing) when vec.size() != dim() or a
+  // component is not finite. Vectors need not be unit length; scores are plain dot products either way.
+  bool upsert(int64_t key, std::span<const float> vec);
+  // Returns whether the key was present. The last row moves into the freed slot, so storage stays contiguous.
+  bool remove(int64_t key);
+  void clear();
+  void reserve(size_t rows);
+
+  // The k best rows with score >= minScore, by descending score, ties by ascending key. Scores are
+  // cosine(query, row) exactly (see hashbag.h). Empty when k == 0 or the query has the wrong size or a non-finite
+  // component.
+  std::vector<Hit> topK(std::span<const float> query, size_t k, float minScore) const;
+  // cosine(query, row of key); nullopt when the key is absent or the query has the wrong size.
+  std::optional<float> score(int64_t key, std::span<const float> query) const;
+  // The stored vector, or an empty span when absent. Invalidated by any mutation.
+  std::span<const float> vectorOf(int64_t key) const;
+  // Keys in slot order (unspecified but stable between mutations).
+  const std::vector<int64_t>& keys() const { return keys_; }
+
+  // Tests only: makes every index use the portable scan instead of the SIMD one chosen at startup, so both paths
+  // are checked on machines that have AVX2. Process-wide.
+  static void usePortableKernelForTesting(bool on);
+
+ private:
+  // What the scan needs per row besides its int8 codes: the dequantisation scale, the L2 norm of the quantisation
+  // residual (row - scale * codes), and the row's own L2 norm, the last two already rounded up.
+  struct RowMeta {
+    float scale;
+    float residual;
+    float norm;
+  };
+
+  void writeRow(size_t slot, std::span<const float> vec);
+
+  size_t dim_;
+  size_t stride_;  // dim_ rounded up to a multiple of 32, so the SIMD kernel needs no tail loop
+  std::vector<int64_t> keys_;
+  std::vector<float> rows_;     // size() * dim_
+  std::vector<int8_t> codes_;   // size() * stride_, zero padded
+  std::vector<RowMeta> meta_;   // size()
+  std::unordered_map<int64_t, uint32_t> slots_;
+};
+
+}  // namespace memq
