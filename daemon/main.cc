@@ -1,0 +1,232 @@
+// memqd: parses the command line (CLI.md), sets up logging and the pid file, detaches unless --foreground, and runs
+// the server until SIGTERM/SIGINT or daemon/shutdown.
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stderr_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include "daemon/embed/hashbag.h"
+#include "daemon/git/git_repo_signals.h"
+#include "daemon/server/listener.h"
+#include "daemon/server/server.h"
+#include "daemon/store/database.h"
+#include "protocol/socket_path.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: memqd [--socket PATH] [--data-dir DIR] [--foreground] [--log-file PATH] [--log-level LEVEL]\n"
+    "             [--max-message-bytes N] [--idle-exit SECONDS] [--secrets redact|refuse] [--version]\n";
+
+std::string defaultDataDir() {
+  if (const char* d = std::getenv("MEMQ_DATA_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return std::string(x) + "/memq";
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : "/tmp") + "/.local/share/memq";
+}
+
+struct Flags {
+  std::string socket;
+  std::string dataDir;
+  bool foreground = false;
+  std::string logFile;
+  std::string logLevel = "info";
+  size_t maxMessageBytes = 1u << 20;
+  int idleExit = 0;
+  std::string secrets = "redact";
+};
+
+bool parseFlags(int argc, char** argv, Flags& f, std::string& error) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const char* name) -> const char* {
+      if (i + 1 >= argc) {
+        error = std::string(name) + " needs a value";
+        return nullptr;
+      }
+      return argv[++i];
+    };
+    const char* v = nullptr;
+    if (a == "--socket") {
+      if (!(v = value("--socket"))) return false;
+      f.socket = v;
+    } else if (a == "--data-dir") {
+      if (!(v = value("--data-dir"))) return false;
+      f.dataDir = v;
+    } else if (a == "--foreground") {
+      f.foreground = true;
+    } else if (a == "--log-file") {
+      if (!(v = value("--log-file"))) return false;
+      f.logFile = v;
+    } else if (a == "--log-level") {
+      if (!(v = value("--log-level"))) return false;
+      f.logLevel = v;
+    } else if (a == "--max-message-bytes") {
+      if (!(v = value("--max-message-bytes"))) return false;
+      char* end = nullptr;
+      long long n = std::strtoll(v, &end, 10);
+      if (*end != '\0' || n < 1024) {
+        error = "--max-message-bytes must be a number of at least 1024";
+        return false;
+      }
+      f.maxMessageBytes = static_cast<size_t>(n);
+    } else if (a == "--idle-exit") {
+      if (!(v = value("--idle-exit"))) return false;
+      char* end = nullptr;
+      long n = std::strtol(v, &end, 10);
+      if (*end != '\0' || n < 0) {
+        error = "--idle-exit must be a number of seconds";
+        return false;
+      }
+      f.idleExit = static_cast<int>(n);
+    } else if (a == "--secrets") {
+      if (!(v = value("--secrets"))) return false;
+      f.secrets = v;
+      if (f.secrets != "redact" && f.secrets != "refuse") {
+        error = "--secrets must be redact or refuse";
+        return false;
+      }
+    } else if (a.rfind("--secrets=", 0) == 0) {
+      f.secrets = a.substr(10);
+      if (f.secrets != "redact" && f.secrets != "refuse") {
+        error = "--secrets must be redact or refuse";
+        return false;
+      }
+    } else {
+      error = "unknown option: " + a;
+      return false;
+    }
+  }
+  return true;
+}
+
+// Detaches from the terminal; the parent exits once the child reports that it is listening (or why it failed).
+int daemonize(int& readyFd) {
+  int pipeFds[2];
+  if (::pipe(pipeFds) != 0) return -1;
+  pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid > 0) {
+    ::close(pipeFds[1]);
+    char buf[512];
+    ssize_t n = ::read(pipeFds[0], buf, sizeof buf - 1);
+    if (n > 0 && buf[0] == 'O') std::_Exit(0);
+    if (n > 1) {
+      buf[n] = '\0';
+      std::cerr << "memqd: " << (buf + 1) << "\n";
+    }
+    std::_Exit(1);
+  }
+  ::close(pipeFds[0]);
+  ::setsid();
+  readyFd = pipeFds[1];
+  return 0;
+}
+
+void report(int readyFd, bool ok, const std::string& message) {
+  if (readyFd < 0) return;
+  std::string text = (ok ? "O" : "E") + message;
+  (void)!::write(readyFd, text.data(), text.size());
+  ::close(readyFd);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (std::strcmp(argv[i], "--version") == 0) {
+      std::cout << "memqd 0.1.0\n";
+      return 0;
+    }
+  }
+  Flags flags;
+  std::string error;
+  if (!parseFlags(argc, argv, flags, error)) {
+    std::cerr << "memqd: " << error << "\n" << kUsage;
+    return 2;
+  }
+  if (flags.dataDir.empty()) flags.dataDir = defaultDataDir();
+  if (flags.socket.empty()) flags.socket = memq::defaultSocketPath();
+  ::umask(0077);
+
+  if (auto st = memq::makePrivateDirectories(flags.dataDir); !st) {
+    std::cerr << "memqd: " << st.message() << "\n";
+    return 1;
+  }
+  int readyFd = -1;
+  if (!flags.foreground) {
+    if (daemonize(readyFd) != 0) {
+      std::cerr << "memqd: cannot detach: " << std::strerror(errno) << "\n";
+      return 1;
+    }
+    if (flags.logFile.empty()) flags.logFile = flags.dataDir + "/memqd.log";
+  }
+  try {
+    std::shared_ptr<spdlog::logger> logger;
+    if (!flags.logFile.empty()) {
+      logger = spdlog::basic_logger_mt("memqd", flags.logFile);
+    } else {
+      logger = spdlog::stderr_color_mt("memqd");
+    }
+    logger->set_level(spdlog::level::from_str(flags.logLevel));
+    logger->flush_on(spdlog::level::info);
+    spdlog::set_default_logger(logger);
+  } catch (const std::exception& e) {
+    std::string m = std::string("cannot open log: ") + e.what();
+    report(readyFd, false, m);
+    std::cerr << "memqd: " << m << "\n";
+    return 1;
+  }
+  if (!flags.foreground) {
+    // stdin/stdout/stderr go nowhere once detached; the log file is the record.
+    int devnull = ::open("/dev/null", O_RDWR);
+    if (devnull >= 0) {
+      ::dup2(devnull, 0);
+      ::dup2(devnull, 1);
+      ::dup2(devnull, 2);
+      if (devnull > 2) ::close(devnull);
+    }
+  }
+
+  memq::HashbagEmbedder embedder;
+  memq::ServiceOptions so;
+  so.dataDir = flags.dataDir;
+  so.embedder = &embedder;
+  so.secretsMode = flags.secrets;
+  so.repoFactory = [](const memq::ProjectLocation& loc) -> std::shared_ptr<memq::RepoSignals> {
+    return std::make_shared<memq::GitRepoSignals>(loc);
+  };
+  memq::Service service(so);
+  memq::ServerOptions opts;
+  opts.socketPath = flags.socket;
+  opts.maxMessageBytes = flags.maxMessageBytes;
+  opts.idleExitSeconds = flags.idleExit;
+  memq::Server server(opts, service);
+  if (auto st = server.listen(); !st) {
+    spdlog::error("{}", st.message());
+    report(readyFd, false, st.message());
+    if (flags.foreground) std::cerr << "memqd: " << st.message() << "\n";
+    return 1;
+  }
+  const std::string pidFile = memq::pidFilePathFor(flags.socket);
+  {
+    std::ofstream out(pidFile, std::ios::trunc);
+    out << ::getpid() << "\n";
+  }
+  report(readyFd, true, "");
+  server.run();
+  ::unlink(pidFile.c_str());
+  return 0;
+}

@@ -1,0 +1,86 @@
+// The dispatcher; see dispatcher.h.
+#include "daemon/server/dispatcher.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "protocol/method_schemas.h"
+#include "protocol/schema_validator.h"
+
+namespace memq {
+
+Dispatcher::Dispatcher(Service& service, ServerHooks hooks, const MethodTable& table)
+    : service_(service), hooks_(std::move(hooks)), table_(table) {}
+
+Result<nlohmann::json> Dispatcher::invoke(ClientState& client, const Call& call) {
+  auto it = table_.find(call.method);
+  if (it == table_.end()) {
+    return Status(ErrorCode::kMethodNotFound, "method '" + call.method + "' does not exist",
+                  nlohmann::json{{"method", call.method}});
+  }
+  const MethodEntry& entry = it->second;
+  if (entry.needsInitialize) {
+    std::lock_guard lock(client.mutex);
+    if (!client.initialized) {
+      return Status(ErrorCode::kNotInitialized, call.method + " needs `initialize` first on this connection");
+    }
+  }
+  nlohmann::json params = call.params.is_null() ? nlohmann::json::object() : call.params;
+  if (!params.is_object()) {
+    return Status::invalidField("params", "params must be an object with named fields");
+  }
+  if (const MethodSchema* schema = findMethodSchema(call.method)) {
+    MEMQ_RETURN_IF_ERROR(validateParams(schema->params, params));
+  }
+  auto ctx = service_.context(client, params);
+  if (!ctx) return ctx.status();
+  HandlerEnv env{service_, client, hooks_};
+  return entry.handler(env, *ctx, params);
+}
+
+nlohmann::json Dispatcher::handleCall(ClientState& client, const Call& call, std::string* logLine) {
+  auto start = std::chrono::steady_clock::now();
+  Result<nlohmann::json> result = Status::internal("unreached");
+  try {
+    result = invoke(client, call);
+  } catch (const std::exception& e) {
+    // Last resort: a bug must cost one request, never the daemon.
+    spdlog::error("internal error in {}: {}", call.method, e.what());
+    result = Status(ErrorCode::kInternalError, std::string("internal error: ") + e.what());
+  } catch (...) {
+    spdlog::error("internal error in {}: unknown exception", call.method);
+    result = Status(ErrorCode::kInternalError, "internal error");
+  }
+  if (logLine) {
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    *logLine = fmt::format("{} id={} {:.2f}ms {}", call.method, call.id.is_null() ? std::string("-") : call.id.dump(), ms,
+                           result ? std::string("ok") : std::string(errorCodeName(result.status().code())) + ": " +
+                                                            result.status().message());
+  }
+  if (call.isNotification()) return nullptr;
+  return result ? makeResultReply(call.id, std::move(*result)) : makeErrorReply(call.id, result.status());
+}
+
+std::optional<std::string> Dispatcher::handleMessage(ClientState& client, std::string_view text,
+                                                     std::vector<std::string>* log) {
+  Envelope envelope = parseEnvelope(text);
+  nlohmann::json replies = nlohmann::json::array();
+  for (const auto& item : envelope.items) {
+    if (!item.call) {
+      replies.push_back(makeErrorReply(item.errorId, item.error));
+      if (log) log->push_back(std::string("<invalid> ") + std::string(errorCodeName(item.error.code())) + ": " +
+                              item.error.message());
+      continue;
+    }
+    std::string line;
+    nlohmann::json reply = handleCall(client, *item.call, log ? &line : nullptr);
+    if (log) log->push_back(std::move(line));
+    if (!reply.is_null()) replies.push_back(std::move(reply));
+  }
+  if (replies.empty()) return std::nullopt;
+  if (!envelope.batch) return serializeMessage(replies[0]);
+  return serializeMessage(replies);
+}
+
+}  // namespace memq

@@ -1,0 +1,64 @@
+// Dispatcher: the method table and the one place a JSON-RPC call becomes a reply.
+// For each call: find the method (MethodNotFound), check initialisation where required (NotInitialized), validate
+// params against schema/methods (InvalidParams naming the field), bind the request context, run the thin handler,
+// and turn its Status into an error object — exactly once per call, with a last-resort catch so nothing a client
+// sends can take the daemon down.
+// Thread-safety: thread-safe (stateless besides the table); runs on worker threads, never on the I/O thread.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/service/service.h"
+#include "protocol/envelope.h"
+
+namespace memq {
+
+// What handlers of the transport-level methods need from the server that runs them.
+struct ServerHooks {
+  std::function<nlohmann::json()> status;   // daemon/status
+  std::function<void()> shutdown;           // daemon/shutdown
+};
+
+struct HandlerEnv {
+  Service& service;
+  ClientState& client;
+  const ServerHooks& hooks;
+};
+
+using Handler = std::function<Result<nlohmann::json>(HandlerEnv&, const CallContext&, const nlohmann::json& params)>;
+
+struct MethodEntry {
+  Handler handler;
+  bool needsInitialize = false;  // hints/*: per-connection state needs an identified client
+  bool isMutation = false;
+};
+
+using MethodTable = std::map<std::string, MethodEntry, std::less<>>;
+
+// The table of every method memqd serves (daemon/server/handlers.cc).
+const MethodTable& methodTable();
+
+class Dispatcher {
+ public:
+  Dispatcher(Service& service, ServerHooks hooks, const MethodTable& table = methodTable());
+
+  // Handles one frame's text; returns the reply text to send, or nullopt when nothing is to be sent
+  // (notifications only). `outcome` receives one line per call for the request log.
+  std::optional<std::string> handleMessage(ClientState& client, std::string_view text,
+                                           std::vector<std::string>* log = nullptr);
+  // One call; returns the reply object (or null for a notification).
+  nlohmann::json handleCall(ClientState& client, const Call& call, std::string* logLine = nullptr);
+
+ private:
+  Result<nlohmann::json> invoke(ClientState& client, const Call& call);
+
+  Service& service_;
+  ServerHooks hooks_;
+  const MethodTable& table_;
+};
+
+}  // namespace memq

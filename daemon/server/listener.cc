@@ -1,0 +1,126 @@
+// The listening socket; see listener.h.
+#include "daemon/server/listener.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "daemon/store/database.h"
+
+namespace memq {
+
+namespace {
+
+bool fillAddress(const std::string& path, sockaddr_un& addr) {
+  std::memset(&addr, 0, sizeof addr);
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) return false;
+  std::memcpy(addr.sun_path, path.c_str(), path.size());
+  return true;
+}
+
+Status errnoStatus(const std::string& what) {
+  return Status(ErrorCode::kInternalError, what + ": " + std::strerror(errno));
+}
+
+std::string readPid(const std::string& socketPath) {
+  std::ifstream in(pidFilePathFor(socketPath));
+  std::string pid;
+  in >> pid;
+  return pid;
+}
+
+}  // namespace
+
+std::string pidFilePathFor(const std::string& socketPath) {
+  return (std::filesystem::path(socketPath).parent_path() / "memqd.pid").string();
+}
+
+bool socketIsLive(const std::string& path) {
+  sockaddr_un addr{};
+  if (!fillAddress(path, addr)) return false;
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  bool live = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  return live;
+}
+
+long peerUid(int fd) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return -1;
+  return static_cast<long>(cred.uid);
+}
+
+bool peerAllowed(long peer, uid_t self, std::string* why) {
+  if (peer == static_cast<long>(self)) return true;
+  if (why) {
+    *why = peer < 0 ? "the peer's credentials could not be read"
+                    : "peer uid " + std::to_string(peer) + " is not the daemon's uid " + std::to_string(self);
+  }
+  return false;
+}
+
+Result<ListeningSocket> openListeningSocket(const std::string& path) {
+  // systemd socket activation: fds start at 3 and LISTEN_PID names us.
+  if (const char* fds = std::getenv("LISTEN_FDS")) {
+    const char* pid = std::getenv("LISTEN_PID");
+    if (pid && std::atol(pid) == static_cast<long>(::getpid()) && std::atoi(fds) >= 1) {
+      ::unsetenv("LISTEN_FDS");
+      ::unsetenv("LISTEN_PID");
+      ::unsetenv("LISTEN_FDNAMES");
+      ::fcntl(3, F_SETFD, FD_CLOEXEC);
+      return ListeningSocket{3, path, true};
+    }
+  }
+  sockaddr_un addr{};
+  if (!fillAddress(path, addr)) {
+    return Status(ErrorCode::kInvalidParams, "socket path too long (" + std::to_string(path.size()) + " bytes): " + path);
+  }
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  MEMQ_RETURN_IF_ERROR(makePrivateDirectories(dir));
+  struct stat st{};
+  if (::stat(dir.c_str(), &st) != 0) return errnoStatus("cannot stat " + dir);
+  if (st.st_uid != ::geteuid()) {
+    return Status(ErrorCode::kForbidden, "socket directory " + dir + " belongs to another user; refusing to use it");
+  }
+  if ((st.st_mode & 077) != 0 && ::chmod(dir.c_str(), 0700) != 0) {
+    return errnoStatus("cannot make " + dir + " private");
+  }
+  if (::access(path.c_str(), F_OK) == 0) {
+    if (socketIsLive(path)) {
+      std::string pid = readPid(path);
+      return Status(ErrorCode::kConflict, "another memqd" + (pid.empty() ? std::string() : " (pid " + pid + ")") +
+                                              " is already serving " + path);
+    }
+    ::unlink(path.c_str());  // stale: nobody listens
+  }
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errnoStatus("socket");
+  mode_t old = ::umask(0177);  // the socket is born 0600: no window where others could connect
+  int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  ::umask(old);
+  if (rc != 0) {
+    Status s = errnoStatus("cannot bind " + path);
+    ::close(fd);
+    return s;
+  }
+  ::chmod(path.c_str(), 0600);
+  if (::listen(fd, 512) != 0) {
+    Status s = errnoStatus("listen");
+    ::close(fd);
+    return s;
+  }
+  return ListeningSocket{fd, path, false};
+}
+
+}  // namespace memq

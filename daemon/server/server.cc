@@ -1,0 +1,204 @@
+// memqd's runtime; see server.h.
+#include "daemon/server/server.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include "daemon/server/session.h"
+#include "protocol/envelope.h"
+
+namespace memq {
+
+Server::Server(ServerOptions options, Service& service)
+    : options_(std::move(options)),
+      service_(service),
+      work_(asio::make_work_guard(io_)),
+      workers_(options_.workerThreads),
+      housekeeping_(io_),
+      signals_(io_, SIGINT, SIGTERM),
+      dispatcher_(service, ServerHooks{[this] { return status(); }, [this] { requestShutdown(); }}) {
+  started_ = lastActivity_ = std::chrono::steady_clock::now();
+  service_.setChangeListener([this](const ChangeEvent& e) {
+    asio::post(io_, [this, e] { broadcast(e); });
+  });
+}
+
+Server::~Server() {
+  service_.setChangeListener(nullptr);
+  workers_.join();
+}
+
+Status Server::listen() {
+  auto sock = openListeningSocket(options_.socketPath);
+  if (!sock) return sock.status();
+  fromSystemd_ = sock->fromSystemd;
+  acceptor_.emplace(io_);
+  asio::error_code ec;
+  acceptor_->assign(asio::local::stream_protocol(), sock->fd, ec);
+  if (ec) return Status(ErrorCode::kInternalError, "cannot adopt the listening socket: " + ec.message());
+  spdlog::info("memqd {} listening on {}{}", getpid(), options_.socketPath, fromSystemd_ ? " (systemd)" : "");
+  return Status::ok();
+}
+
+void Server::run() {
+  signals_.async_wait([this](const asio::error_code& ec, int sig) {
+    if (!ec) {
+      spdlog::info("signal {}: draining and exiting", sig);
+      requestShutdown();
+    }
+  });
+  accept();
+  armHousekeeping();
+  io_.run();
+  workers_.join();
+  spdlog::info("memqd stopped after serving {} requests", requestsServed_.load());
+}
+
+void Server::accept() {
+  if (!acceptor_ || draining_) return;
+  acceptor_->async_accept([this](const asio::error_code& ec, asio::local::stream_protocol::socket socket) {
+    if (ec) {
+      if (ec != asio::error::operation_aborted) {
+        spdlog::warn("accept failed: {}", ec.message());
+        accept();
+      }
+      return;
+    }
+    std::string why;
+    if (!peerAllowed(peerUid(socket.native_handle()), ::geteuid(), &why)) {
+      spdlog::warn("refused a connection: {}", why);
+      asio::error_code ignored;
+      socket.close(ignored);
+      accept();
+      return;
+    }
+    auto session = std::make_shared<Session>(*this, std::move(socket), options_.maxMessageBytes, ++connectionsAccepted_);
+    sessions_.insert(session);
+    liveSessions_ = sessions_.size();
+    lastActivity_ = std::chrono::steady_clock::now();
+    session->start();
+    accept();
+  });
+}
+
+void Server::submit(std::shared_ptr<Session> session, std::string message) {
+  ++inFlight_;
+  lastActivity_ = std::chrono::steady_clock::now();
+  if (queuedJobs_.load() >= options_.maxQueuedJobs) {
+    // Load shedding: answer Busy without running anything. The reply carries the request's id when it has one.
+    auto env = parseEnvelope(message);
+    nlohmann::json id = env.items.size() == 1 && env.items[0].call ? env.items[0].call->id : nlohmann::json();
+    std::string reply = serializeMessage(
+        makeErrorReply(id, Status(ErrorCode::kBusy, "memqd is overloaded; retry shortly",
+                                  nlohmann::json{{"queued", queuedJobs_.load()}})));
+    asio::post(io_, [this, session, reply] {
+      --inFlight_;
+      session->finished(reply);
+      finishIfDrained();
+    });
+    return;
+  }
+  ++queuedJobs_;
+  asio::post(workers_, [this, session, message = std::move(message)] {
+    --queuedJobs_;
+    std::vector<std::string> log;
+    std::optional<std::string> reply = dispatcher_.handleMessage(session->client(), message, &log);
+    for (const auto& line : log) spdlog::info("[{}] {}", session->number(), line);
+    requestsServed_ += log.size();
+    asio::post(io_, [this, session, reply = std::move(reply)]() mutable {
+      --inFlight_;
+      session->finished(std::move(reply));
+      finishIfDrained();
+    });
+  });
+}
+
+void Server::sessionClosed(Session* session) {
+  service_.forget(session->client());
+  for (auto it = sessions_.begin(); it != sessions_.end(); ++it) {
+    if (it->get() == session) {
+      // Keep the object alive until the current handler returns.
+      asio::post(io_, [keep = *it] {});
+      sessions_.erase(it);
+      liveSessions_ = sessions_.size();
+      break;
+    }
+  }
+  lastActivity_ = std::chrono::steady_clock::now();
+  finishIfDrained();
+}
+
+void Server::broadcast(const ChangeEvent& e) {
+  nlohmann::json params = {{"scope", e.scope}, {"id", e.id}, {"action", e.action}};
+  if (!e.projectRoot.empty()) params["project_root"] = e.projectRoot;
+  std::string text = serializeMessage(makeNotification("memory/changed", params));
+  auto copy = sessions_;  // notify may close a slow session, which erases from sessions_
+  for (auto& s : copy) s->notify(e.scope, text);
+}
+
+void Server::requestShutdown() {
+  asio::post(io_, [this] {
+    if (draining_) return;
+    draining_ = true;
+    spdlog::info("shutting down: {} request(s) in flight", inFlight_);
+    asio::error_code ignored;
+    if (acceptor_) acceptor_->close(ignored);
+    if (!fromSystemd_) ::unlink(options_.socketPath.c_str());
+    signals_.cancel(ignored);
+    finishIfDrained();
+  });
+}
+
+void Server::finishIfDrained() {
+  if (!draining_ || inFlight_ > 0) return;
+  auto copy = sessions_;
+  for (auto& s : copy) s->closeWhenFlushed();
+  if (sessions_.empty()) {
+    housekeeping_.cancel();
+    work_.reset();
+    io_.stop();
+  } else {
+    // Give queued replies (the shutdown acknowledgement among them) a moment to reach their clients.
+    housekeeping_.expires_after(std::chrono::milliseconds(500));
+    housekeeping_.async_wait([this](const asio::error_code&) {
+      auto rest = sessions_;
+      for (auto& s : rest) s->close("shutdown");
+      work_.reset();
+      io_.stop();
+    });
+  }
+}
+
+void Server::armHousekeeping() {
+  if (draining_) return;
+  housekeeping_.expires_after(std::chrono::seconds(1));
+  housekeeping_.async_wait([this](const asio::error_code& ec) {
+    if (ec || draining_) return;
+    auto now = std::chrono::steady_clock::now();
+    if (options_.idleExitSeconds > 0 && sessions_.empty() && inFlight_ == 0 &&
+        now - lastActivity_ > std::chrono::seconds(options_.idleExitSeconds)) {
+      spdlog::info("idle for {} s: exiting", options_.idleExitSeconds);
+      requestShutdown();
+      return;
+    }
+    static int tick = 0;
+    if (++tick % 60 == 0) {
+      asio::post(workers_, [this] { service_.scopes().closeIdle(std::chrono::minutes(10)); });
+    }
+    armHousekeeping();
+  });
+}
+
+nlohmann::json Server::status() {
+  auto uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  return {{"version", "0.1.0"},
+          {"pid", ::getpid()},
+          {"uptime_s", uptime},
+          {"socket", options_.socketPath},
+          {"open_scopes", service_.scopes().openScopePaths()},
+          {"connections", liveSessions_.load()},
+          {"requests_served", requestsServed_.load()},
+          {"embedder", std::string(service_.embedder().model())}};
+}
+
+}  // namespace memq

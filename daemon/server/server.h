@@ -1,0 +1,77 @@
+// Server: memqd's runtime — the I/O thread (Asio), the worker pool that runs every blocking call, the listening
+// socket, the live sessions, change notifications fan-out, and orderly shutdown (drain in-flight requests, then exit).
+// Thread-safety: start/run on the main thread; requestShutdown() from any thread or a signal handler's Asio hook.
+#pragma once
+
+#include <asio.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "daemon/server/dispatcher.h"
+#include "daemon/server/listener.h"
+#include "daemon/service/service.h"
+
+namespace memq {
+
+class Session;
+
+struct ServerOptions {
+  std::string socketPath;
+  size_t maxMessageBytes = 1u << 20;
+  int idleExitSeconds = 0;   // 0 = never
+  size_t workerThreads = 2;
+  size_t maxQueuedJobs = 1024;  // past this, requests get Busy
+};
+
+class Server {
+ public:
+  Server(ServerOptions options, Service& service);
+  ~Server();
+
+  // Binds the socket (or adopts systemd's). Errors: another daemon is live, permissions, path.
+  Status listen();
+  // Serves until shutdown; returns when drained.
+  void run();
+  void requestShutdown();
+
+  // --- for sessions (I/O thread) ---
+  asio::io_context& io() { return io_; }
+  // Runs one message on a worker and calls `done(reply)` back on the I/O thread.
+  void submit(std::shared_ptr<Session> session, std::string message);
+  void sessionClosed(Session* session);
+  const std::string& socketPath() const { return options_.socketPath; }
+
+ private:
+  void accept();
+  void broadcast(const ChangeEvent& event);
+  void finishIfDrained();
+  void armHousekeeping();
+  nlohmann::json status();
+
+  ServerOptions options_;
+  Service& service_;
+  asio::io_context io_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  asio::thread_pool workers_;
+  std::optional<asio::local::stream_protocol::acceptor> acceptor_;
+  asio::steady_timer housekeeping_;
+  asio::signal_set signals_;
+  Dispatcher dispatcher_;
+  std::set<std::shared_ptr<Session>> sessions_;
+  std::atomic<size_t> queuedJobs_{0};
+  std::atomic<uint64_t> requestsServed_{0};
+  std::atomic<uint64_t> connectionsAccepted_{0};
+  std::atomic<size_t> liveSessions_{0};  // sessions_.size(), readable from workers
+  size_t inFlight_ = 0;  // I/O thread only
+  bool draining_ = false;
+  std::chrono::steady_clock::time_point started_;
+  std::chrono::steady_clock::time_point lastActivity_;
+  bool fromSystemd_ = false;
+};
+
+}  // namespace memq

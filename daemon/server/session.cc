@@ -1,0 +1,151 @@
+// One connection's I/O; see session.h.
+#include "daemon/server/session.h"
+
+#include <spdlog/spdlog.h>
+
+#include "daemon/server/server.h"
+#include "protocol/envelope.h"
+
+namespace memq {
+
+Session::Session(Server& server, asio::local::stream_protocol::socket socket, size_t maxMessageBytes, uint64_t number)
+    : server_(server),
+      socket_(std::move(socket)),
+      timer_(server.io()),
+      decoder_(maxMessageBytes),
+      client_(std::make_shared<ClientState>()),
+      number_(number) {}
+
+void Session::start() {
+  armTimer();
+  readMore();
+}
+
+void Session::armTimer() {
+  timer_.expires_after(std::chrono::seconds(1));
+  timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
+    if (ec || self->closed_) return;
+    auto now = std::chrono::steady_clock::now();
+    if (!self->sawBytes_ && now - self->partialSince_ > kSilentConnectionTimeout) {
+      self->close("sent nothing for " + std::to_string(kSilentConnectionTimeout.count()) + " s");
+      return;
+    }
+    if (self->decoder_.bufferedBytes() > 0 && !self->busy_ && now - self->partialSince_ > kPartialMessageTimeout) {
+      self->close("a partial message stalled for " + std::to_string(kPartialMessageTimeout.count()) + " s");
+      return;
+    }
+    self->armTimer();
+  });
+}
+
+void Session::readMore() {
+  if (closed_ || reading_) return;
+  // Back-pressure: while a message is being handled, hold at most a few messages' worth of unread input.
+  if (busy_ && decoder_.bufferedBytes() > 2 * decoder_.maxMessageBytes()) return;
+  reading_ = true;
+  socket_.async_read_some(asio::buffer(readBuffer_), [self = shared_from_this()](const asio::error_code& ec, size_t n) {
+    self->reading_ = false;
+    if (ec) {
+      self->close(ec == asio::error::eof ? "closed by peer" : ec.message());
+      return;
+    }
+    if (!self->sawBytes_ || self->decoder_.bufferedBytes() == 0) self->partialSince_ = std::chrono::steady_clock::now();
+    self->sawBytes_ = true;
+    self->decoder_.feed(std::string_view(self->readBuffer_.data(), n));
+    self->pump();
+    self->readMore();
+  });
+}
+
+void Session::pump() {
+  if (closed_ || busy_) return;
+  auto frame = decoder_.next();
+  if (!frame) return;
+  partialSince_ = std::chrono::steady_clock::now();
+  switch (frame->kind) {
+    case Frame::Kind::kFatal:
+      spdlog::warn("connection {}: cannot frame input ({}); closing", number_, frame->payload);
+      close("unframeable input");
+      return;
+    case Frame::Kind::kTooLarge:
+      enqueue(serializeMessage(makeErrorReply(nullptr, Status(ErrorCode::kInvalidRequest, frame->payload))));
+      pump();
+      return;
+    case Frame::Kind::kMessage:
+      busy_ = true;
+      server_.submit(shared_from_this(), std::move(frame->payload));
+      return;
+  }
+}
+
+void Session::finished(std::optional<std::string> reply) {
+  busy_ = false;
+  if (closed_) return;
+  if (reply) enqueue(std::move(*reply));
+  if (closeAfterFlush_) {
+    writeMore();
+    return;
+  }
+  pump();
+  readMore();
+}
+
+void Session::enqueue(std::string text) {
+  if (closed_) return;
+  std::string framed = encodeFrame(decoder_.framing(), text);
+  queuedBytes_ += framed.size();
+  if (queuedBytes_ > kMaxQueuedBytes) {
+    spdlog::warn("connection {}: {} bytes of replies unread; disconnecting the slow client", number_, queuedBytes_);
+    close("write queue over its bound");
+    return;
+  }
+  writeQueue_.push_back(std::move(framed));
+  writeMore();
+}
+
+void Session::writeMore() {
+  if (writing_ || writeQueue_.empty() || closed_) {
+    if (!writing_ && writeQueue_.empty() && closeAfterFlush_) close("shutdown");
+    return;
+  }
+  writing_ = true;
+  asio::async_write(socket_, asio::buffer(writeQueue_.front()),
+                    [self = shared_from_this()](const asio::error_code& ec, size_t) {
+                      self->writing_ = false;
+                      if (ec) {
+                        self->close("write failed: " + ec.message());
+                        return;
+                      }
+                      self->queuedBytes_ -= self->writeQueue_.front().size();
+                      self->writeQueue_.pop_front();
+                      self->writeMore();
+                    });
+}
+
+void Session::notify(const std::string& scope, const std::string& text) {
+  {
+    std::lock_guard lock(client_->mutex);
+    if (!client_->subscribed) return;
+    if (!client_->subscribedScopes.empty() && !client_->subscribedScopes.count(scope)) return;
+  }
+  enqueue(text);
+}
+
+void Session::closeWhenFlushed() {
+  closeAfterFlush_ = true;
+  if (!busy_) writeMore();
+}
+
+void Session::close(const std::string& why) {
+  if (closed_) return;
+  closed_ = true;
+  spdlog::debug("connection {} closed: {}", number_, why);
+  asio::error_code ignored;
+  timer_.cancel();
+  socket_.shutdown(asio::socket_base::shutdown_both, ignored);
+  socket_.close(ignored);
+  writeQueue_.clear();
+  server_.sessionClosed(this);
+}
+
+}  // namespace memq

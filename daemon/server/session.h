@@ -1,0 +1,75 @@
+// Session: one client connection on the I/O thread — reads bytes, frames them (FrameDecoder), hands one message at
+// a time to a worker, and writes replies and notifications through a bounded queue.
+//
+// Invariants:
+//  1. At most one message of a connection is being handled at a time, so a connection's requests are answered in
+//     order and its hint state needs no cross-request locking.
+//  2. Queued output is bounded (kMaxQueuedBytes): a client that stops reading is disconnected, never waited for.
+//  3. A partial message that stalls for kPartialMessageTimeout, or a connection that sends nothing for
+//     kSilentConnectionTimeout, is closed.
+// Thread-safety: every member function runs on the I/O thread, except that the worker job calls only
+// Dispatcher (thread-safe) and posts its result back.
+#pragma once
+
+#include <asio.hpp>
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "daemon/service/client_state.h"
+#include "protocol/framing.h"
+
+namespace memq {
+
+class Server;
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  static constexpr size_t kMaxQueuedBytes = 16u << 20;
+  static constexpr auto kPartialMessageTimeout = std::chrono::seconds(10);
+  static constexpr auto kSilentConnectionTimeout = std::chrono::seconds(60);
+
+  Session(Server& server, asio::local::stream_protocol::socket socket, size_t maxMessageBytes, uint64_t number);
+
+  void start();
+  void close(const std::string& why);
+  // Queues a notification if this connection subscribed to the scope.
+  void notify(const std::string& scope, const std::string& text);
+  // Stop after what is queued has been written.
+  void closeWhenFlushed();
+  // The worker finished the current message (I/O thread): send its reply, then take the next message.
+  void finished(std::optional<std::string> reply);
+
+  bool busy() const { return busy_; }
+  bool closed() const { return closed_; }
+  uint64_t number() const { return number_; }
+  ClientState& client() { return *client_; }
+
+ private:
+  void readMore();
+  void pump();
+  void enqueue(std::string text);
+  void writeMore();
+  void armTimer();
+
+  Server& server_;
+  asio::local::stream_protocol::socket socket_;
+  asio::steady_timer timer_;
+  FrameDecoder decoder_;
+  std::shared_ptr<ClientState> client_;
+  uint64_t number_;
+  std::array<char, 64 * 1024> readBuffer_{};
+  std::deque<std::string> writeQueue_;
+  size_t queuedBytes_ = 0;
+  bool writing_ = false;
+  bool reading_ = false;
+  bool busy_ = false;
+  bool closed_ = false;
+  bool closeAfterFlush_ = false;
+  bool sawBytes_ = false;
+  std::chrono::steady_clock::time_point partialSince_{};
+};
+
+}  // namespace memq
