@@ -1,0 +1,322 @@
+// memqd over its socket: every method reachable, errors per PROTOCOL.md, framing, batches, hints per connection,
+// notifications, concurrency, and the socket's ownership rules. A real daemon, a real socket, real SQLite files.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <atomic>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "daemon/server/listener.h"
+#include "memqd_fixture.h"
+#include "protocol/method_schemas.h"
+#include "protocol/schema_validator.h"
+
+namespace memq::testing {
+namespace {
+
+using json = nlohmann::json;
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = makeTempDir("d");
+    project_ = (dir_ / "proj").string();
+    fs::create_directories(project_ + "/src");
+    std::ofstream(project_ + "/src/jwt.ts") << "export const x = 1;\n";
+    daemon_ = std::make_unique<Memqd>(dir_);
+    ASSERT_TRUE(daemon_->start()) << daemon_->log();
+  }
+  void TearDown() override {
+    daemon_.reset();
+    fs::remove_all(dir_);
+  }
+  json save(RpcClient& c, const std::string& summary, json extra = json::object()) {
+    json p = {{"summary", summary}};
+    p.update(extra);
+    auto r = c.call("memory/save", p);
+    EXPECT_TRUE(r.isOk()) << r.status().toString();
+    return r ? *r : json();
+  }
+
+  fs::path dir_;
+  std::string project_;
+  std::unique_ptr<Memqd> daemon_;
+};
+
+void expectMatchesResultSchema(const std::string& method, const json& result) {
+  const MethodSchema* schema = findMethodSchema(method);
+  ASSERT_NE(schema, nullptr) << method;
+  Status st = validateParams(schema->result, result);
+  EXPECT_TRUE(st.isOk()) << method << ": " << st.message() << "\n" << result.dump();
+}
+
+TEST_F(DaemonTest, EveryMethodAnswersWithItsDocumentedResult) {
+  auto c = daemon_->client(project_);
+  json a = save(c, "JWT expiry uses the container clock", {{"files", {"src/jwt.ts"}}, {"category", "gotcha"}});
+  json b = save(c, "Use pnpm, not npm", {{"category", "pref"}});
+  expectMatchesResultSchema("memory/save", a);
+  std::string id = a["id"], idB = b["id"];
+  struct Step {
+    std::string method;
+    json params;
+  } steps[] = {
+      {"memory/get", {{"id", id.substr(0, 8)}}},
+      {"memory/update", {{"id", id}, {"details", "fix in src/jwt.ts"}}},
+      {"memory/list", json::object()},
+      {"memory/search", {{"query", "container clock"}}},
+      {"memory/recall", {{"query", "jwt expiry"}, {"files", {"src/jwt.ts"}}}},
+      {"memory/pin", {{"id", id}}},
+      {"memory/unpin", {{"id", id}}},
+      {"memory/attach", {{"id", idB}, {"files", {"package.json"}}}},
+      {"memory/detach", {{"id", idB}, {"files", {"package.json"}}}},
+      {"memory/hide", {{"id", idB}, {"reason", "test"}}},
+      {"memory/restore", {{"id", idB}}},
+      {"hints/turn", json::object()},
+      {"hints/for_tool", {{"tool", "read"}, {"files", {"src/jwt.ts"}}}},
+      {"repo/cochange", {{"file", "src/jwt.ts"}}},
+      {"repo/blast_radius", {{"file", "src/jwt.ts"}}},
+      {"repo/refresh", json::object()},
+      {"review/clusters", json::object()},
+      {"review/stale", json::object()},
+      {"review/dead", json::object()},
+      {"audit/list", {{"id", id}}},
+      {"export", {{"state", "all"}}},
+      {"stats", json::object()},
+      {"daemon/status", json::object()},
+      {"subscribe", json::object()},
+  };
+  std::set<std::string> covered = {"initialize", "memory/save"};
+  for (const auto& s : steps) {
+    auto r = c.call(s.method, s.params);
+    ASSERT_TRUE(r.isOk()) << s.method << ": " << r.status().toString();
+    expectMatchesResultSchema(s.method, *r);
+    covered.insert(s.method);
+  }
+  json c2 = save(c, "Tests run with vitest");
+  auto sup = c.call("memory/supersede", {{"id", idB}, {"by", c2["id"]}});
+  ASSERT_TRUE(sup.isOk()) << sup.status().toString();
+  expectMatchesResultSchema("memory/supersede", *sup);
+  auto rej = c.call("memory/reject", {{"id", c2["id"]}, {"reason", "we use jest"}});
+  ASSERT_TRUE(rej.isOk()) << rej.status().toString();
+  expectMatchesResultSchema("memory/reject", *rej);
+  auto unrej = c.call("memory/unreject", {{"id", c2["id"]}, {"source", "user"}});
+  ASSERT_TRUE(unrej.isOk()) << unrej.status().toString();
+  auto purge = c.call("memory/purge", {{"id", c2["id"]}, {"confirm", true}});
+  ASSERT_TRUE(purge.isOk()) << purge.status().toString();
+  expectMatchesResultSchema("memory/purge", *purge);
+  auto exported = c.call("export", {{"state", "all"}});
+  auto imp = c.call("import", {{"jsonl", (*exported)["jsonl"]}});
+  ASSERT_TRUE(imp.isOk()) << imp.status().toString();
+  expectMatchesResultSchema("import", *imp);
+  covered.insert({"memory/supersede", "memory/reject", "memory/unreject", "memory/purge", "import"});
+  auto down = c.call("daemon/shutdown", json::object());
+  ASSERT_TRUE(down.isOk());
+  covered.insert("daemon/shutdown");
+  EXPECT_EQ(daemon_->waitExit(), 0);
+  for (const auto& m : methodSchemas()) EXPECT_TRUE(covered.count(std::string(m.method))) << m.method;
+}
+
+TEST_F(DaemonTest, ProtocolErrorsAreDefinedAndTheConnectionSurvives) {
+  auto c = daemon_->client(project_);
+  auto unknown = c.call("memory/forget", json::object());
+  ASSERT_FALSE(unknown.isOk());
+  EXPECT_EQ(unknown.status().code(), ErrorCode::kMethodNotFound);
+  auto wrongType = c.call("memory/save", {{"summary", 42}});
+  ASSERT_FALSE(wrongType.isOk());
+  EXPECT_EQ(wrongType.status().code(), ErrorCode::kInvalidParams);
+  EXPECT_EQ(wrongType.status().data()["field"], "summary");
+  ASSERT_TRUE(c.sendRaw("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\n").isOk());
+  auto line = c.readRawLine(std::chrono::seconds(5));
+  ASSERT_TRUE(line.isOk());
+  EXPECT_EQ(json::parse(*line)["error"]["code"], -32700);
+  EXPECT_TRUE(c.call("stats", json::object()).isOk());  // the next line is still served
+  // Over the size limit: InvalidRequest, and the connection still works.
+  std::string big = "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"memory/save\",\"params\":{\"summary\":\"" +
+                    std::string(2 << 20, 'x') + "\"}}\n";
+  ASSERT_TRUE(c.sendRaw(big).isOk());
+  line = c.readRawLine(std::chrono::seconds(10));
+  ASSERT_TRUE(line.isOk());
+  EXPECT_EQ(json::parse(*line)["error"]["code"], -32600);
+  EXPECT_TRUE(c.call("stats", json::object()).isOk());
+  // Nothing was written by the rejected requests.
+  auto list = c.call("memory/list", json::object());
+  EXPECT_EQ((*list)["total"], 0);
+}
+
+TEST_F(DaemonTest, ABatchMixingGoodAndBadRequestsAnswersEach) {
+  auto c = daemon_->client(project_);
+  std::string batch =
+      R"([{"jsonrpc":"2.0","id":1,"method":"memory/save","params":{"summary":"batch one"}},)"
+      R"({"jsonrpc":"2.0","id":2,"method":"nope"},)"
+      R"({"jsonrpc":"2.0","id":3,"method":"memory/save","params":{"summary":""}},)"
+      R"({"jsonrpc":"2.0","method":"hints/turn"},)"
+      R"({"foo":"bar"},)"
+      R"({"jsonrpc":"2.0","id":"s","method":"stats"}])"
+      "\n";
+  ASSERT_TRUE(c.sendRaw(batch).isOk());
+  auto line = c.readRawLine(std::chrono::seconds(5));
+  ASSERT_TRUE(line.isOk());
+  json replies = json::parse(*line);
+  ASSERT_TRUE(replies.is_array());
+  ASSERT_EQ(replies.size(), 5u);  // the notification gets no reply
+  EXPECT_EQ(replies[0]["id"], 1);
+  EXPECT_TRUE(replies[0].contains("result"));
+  EXPECT_EQ(replies[1]["error"]["code"], -32601);
+  EXPECT_EQ(replies[2]["error"]["code"], -32602);
+  EXPECT_EQ(replies[3]["error"]["code"], -32600);
+  EXPECT_EQ(replies[4]["id"], "s");
+}
+
+TEST_F(DaemonTest, ContentLengthFramingIsAnsweredInKind) {
+  auto c = daemon_->connect();
+  std::string body = R"({"jsonrpc":"2.0","id":9,"method":"daemon/status"})";
+  ASSERT_TRUE(c.sendRaw("Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body).isOk());
+  auto header = c.readRawLine(std::chrono::seconds(5));
+  ASSERT_TRUE(header.isOk());
+  EXPECT_EQ(header->rfind("Content-Length: ", 0), 0u) << *header;
+}
+
+TEST_F(DaemonTest, HintStateIsPerConnectionAndSubagentsInherit) {
+  auto setup = daemon_->client(project_);
+  save(setup, "The JWT clock skew is 30 s", {{"files", {"src/jwt.ts"}}, {"category", "gotcha"}});
+  save(setup, "Token refresh lives in jwt.ts", {{"files", {"src/jwt.ts"}}, {"category", "context"}});
+  auto tabA = daemon_->client(project_, "tab-a");
+  std::string tokenA = daemon_->lastSession();
+  auto tabB = daemon_->client(project_, "tab-b");
+  json read = {{"tool", "read"}, {"files", {"src/jwt.ts"}}};
+  auto a1 = tabA.call("hints/for_tool", read);
+  ASSERT_TRUE(a1.isOk()) << a1.status().toString();
+  ASSERT_EQ((*a1)["hints"].size(), 1u);  // the gotcha is loud; the context note waits as "+1 more"
+  EXPECT_EQ((*a1)["more"], 1);
+  auto a2 = tabA.call("hints/for_tool", read);
+  EXPECT_TRUE((*a2)["hints"].empty());   // already surfaced this turn on this tab
+  auto b1 = tabB.call("hints/for_tool", read);
+  EXPECT_EQ((*b1)["hints"].size(), 1u);  // another tab has its own state
+  // A subagent of tab A starts from what A saw: the gotcha (not pinned, not pref) does not come back.
+  auto sub = daemon_->client(project_, "sub", {{"parent", tokenA}});
+  auto s1 = sub.call("hints/for_tool", read);
+  ASSERT_TRUE(s1.isOk());
+  for (const auto& h : (*s1)["hints"]) EXPECT_NE(h["label"], "gotcha");
+  // Cooldown counts real turns: not back after one turn, back after more than 10.
+  tabA.call("hints/turn", json::object());
+  auto a3 = tabA.call("hints/for_tool", read);
+  for (const auto& h : (*a3)["hints"]) EXPECT_NE(h["label"], "gotcha");
+  for (int i = 0; i < 11; ++i) tabA.call("hints/turn", json::object());
+  auto a4 = tabA.call("hints/for_tool", read);
+  ASSERT_FALSE((*a4)["hints"].empty());
+  EXPECT_EQ((*a4)["hints"][0]["label"], "gotcha");
+}
+
+TEST_F(DaemonTest, HintsNeedInitialize) {
+  auto c = daemon_->connect();
+  auto r = c.call("hints/turn", json::object());
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().code(), ErrorCode::kNotInitialized);
+}
+
+TEST_F(DaemonTest, AWriteReachesASubscriberWithinASecond) {
+  auto listener = daemon_->client(project_, "listener");
+  ASSERT_TRUE(listener.call("subscribe", json::object()).isOk());
+  auto writer = daemon_->client(project_, "writer");
+  json saved = save(writer, "Notifications reach subscribers");
+  auto start = std::chrono::steady_clock::now();
+  auto msg = listener.readMessage(std::chrono::seconds(1));
+  ASSERT_TRUE(msg.isOk()) << msg.status().toString();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  EXPECT_EQ((*msg)["method"], "memory/changed");
+  EXPECT_EQ((*msg)["params"]["id"], saved["id"]);
+  EXPECT_EQ((*msg)["params"]["action"], "create");
+}
+
+TEST_F(DaemonTest, ThirtyTwoClientsDoingMixedWorkLoseNothing) {
+  constexpr int kClients = 32, kCalls = 500;
+  std::atomic<int> errors{0};
+  std::vector<std::vector<std::string>> saved(kClients);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kClients; ++t) {
+    threads.emplace_back([&, t] {
+      auto c = RpcClient::connect(daemon_->socket(), std::chrono::seconds(5));
+      if (!c) {
+        errors += kCalls;
+        return;
+      }
+      c->call("initialize", {{"client_name", "load"}, {"project_root", project_}});
+      for (int i = 0; i < kCalls; ++i) {
+        Result<json> r = Status::internal("unset");
+        switch (i % 3) {
+          case 0:
+            r = c->call("memory/save", {{"summary", "client " + std::to_string(t) + " note " + std::to_string(i)}});
+            if (r) saved[t].push_back((*r)["id"]);
+            break;
+          case 1:
+            r = c->call("memory/recall", {{"query", "client note " + std::to_string(i)}});
+            break;
+          case 2:
+            r = saved[t].empty() ? c->call("stats", json::object()) : c->call("memory/get", {{"id", saved[t].back()}});
+            break;
+        }
+        if (!r) ++errors;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(errors.load(), 0);
+  auto c = daemon_->client(project_);
+  auto list = c.call("memory/list", {{"limit", 1}});
+  int expected = 0;
+  for (const auto& s : saved) expected += static_cast<int>(s.size());
+  EXPECT_EQ(expected, kClients * ((kCalls + 2) / 3));
+  EXPECT_EQ((*list)["total"], expected);
+}
+
+TEST_F(DaemonTest, ASecondDaemonOnTheSameSocketExitsNamingTheFirst) {
+  auto r = runCommand("'" + binDir() + "/memqd' --foreground --socket '" + daemon_->socket() + "' --data-dir '" +
+                      (dir_ / "data2").string() + "'");
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.err.find("already serving"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(std::to_string(daemon_->pid())), std::string::npos) << r.err;
+}
+
+TEST_F(DaemonTest, AStaleSocketFileIsReplaced) {
+  daemon_->kill9();  // leaves the socket file behind, with nobody listening
+  ASSERT_TRUE(fs::exists(daemon_->socket()));
+  Memqd again(dir_);
+  ASSERT_TRUE(again.start()) << again.log();
+  auto c = again.connect();
+  EXPECT_TRUE(c.call("daemon/status", json::object()).isOk());
+}
+
+TEST_F(DaemonTest, SocketAndDirectoryArePrivate) {
+  struct stat st{};
+  ASSERT_EQ(::stat(daemon_->socket().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(::stat(fs::path(daemon_->socket()).parent_path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0077, 0u);
+}
+
+TEST(PeerCheck, OnlyTheDaemonsOwnUidIsAllowed) {
+  std::string why;
+  EXPECT_TRUE(peerAllowed(1000, 1000, &why));
+  EXPECT_FALSE(peerAllowed(1001, 1000, &why));
+  EXPECT_NE(why.find("1001"), std::string::npos);
+  EXPECT_FALSE(peerAllowed(-1, 1000, &why));
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  EXPECT_EQ(peerUid(fds[0]), static_cast<long>(::geteuid()));
+  ::close(fds[0]);
+  ::close(fds[1]);
+}
+
+TEST_F(DaemonTest, ShutdownDrainsAndExitsZero) {
+  auto c = daemon_->client(project_);
+  save(c, "before shutdown");
+  EXPECT_EQ(daemon_->stop(), 0);
+  EXPECT_FALSE(fs::exists(daemon_->socket()));
+}
+
+}  // namespace
+}  // namespace memq::testing
