@@ -1,0 +1,59 @@
+// The socket location rule of PROTOCOL.md "Transport".
+#include "protocol/socket_path.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <optional>
+#include <string>
+
+namespace memq {
+namespace {
+
+TEST(SocketPath, MemqSocketWins) {
+  EXPECT_EQ(socketPathFor("/x/y.sock", "/run/user/1000", 1000), "/x/y.sock");
+}
+
+TEST(SocketPath, XdgRuntimeDirIsNext) {
+  EXPECT_EQ(socketPathFor(nullptr, "/run/user/1000", 1000), "/run/user/1000/memq/memqd.sock");
+  EXPECT_EQ(socketPathFor("", "/run/user/1000/", 1000), "/run/user/1000/memq/memqd.sock");
+}
+
+TEST(SocketPath, TmpWithUidIsTheFallback) {
+  EXPECT_EQ(socketPathFor(nullptr, nullptr, 1000), "/tmp/memq-1000/memqd.sock");
+  EXPECT_EQ(socketPathFor("", "", 0), "/tmp/memq-0/memqd.sock");
+}
+
+// Restores an environment variable when the test ends.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = ::getenv(name)) old_ = old;
+    if (value) ::setenv(name, value, 1); else ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_) ::setenv(name_, old_->c_str(), 1); else ::unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(SocketPath, DefaultReadsTheEnvironment) {
+  {
+    ScopedEnv socket("MEMQ_SOCKET", "/tmp/custom.sock");
+    EXPECT_EQ(defaultSocketPath(), "/tmp/custom.sock");
+  }
+  ScopedEnv socket("MEMQ_SOCKET", nullptr);
+  {
+    ScopedEnv runtime("XDG_RUNTIME_DIR", "/run/user/42");
+    EXPECT_EQ(defaultSocketPath(), "/run/user/42/memq/memqd.sock");
+  }
+  ScopedEnv runtime("XDG_RUNTIME_DIR", nullptr);
+  EXPECT_EQ(defaultSocketPath(), "/tmp/memq-" + std::to_string(::getuid()) + "/memqd.sock");
+}
+
+}  // namespace
+}  // namespace memq
