@@ -1,6 +1,6 @@
 // Benchmark (not a test): p50/p95 VectorIndex::topK latency over 10k and 100k random unit vectors of 384 floats, and
 // hashbag-v2 embed throughput on a ~300-character memory. Figures feed docs/performance.md.
-// Usage: memq_bench_vector_index [queries-per-size]
+// Usage: memq_bench_vector_index [queries-per-size] [--portable]   (--portable: time the non-SIMD scan kernel)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -78,6 +78,7 @@ void benchEmbed() {
 
 int main(int argc, char** argv) {
   const int queries = argc > 1 ? std::max(1, std::atoi(argv[1])) : 200;
+  if (argc > 2 && std::string(argv[2]) == "--portable") memq::VectorIndex::usePortableKernelForTesting(true);
   benchTopK(10000, queries);
   benchTopK(100000, queries);
   benchEmbed();
