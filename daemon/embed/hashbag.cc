@@ -75,6 +75,18 @@ inline void project(float* vec, const FeatureHasher& f, double weight) {
 bool isHighSurrogate(char16_t u) { return u >= 0xD800 && u <= 0xDBFF; }
 bool isLowSurrogate(char16_t u) { return u >= 0xDC00 && u <= 0xDFFF; }
 
+// Whether the code point starting at `i` is a letter or number; `len` receives its length in units. JavaScript's
+// /u regexes see code points, so a surrogate pair is classified as one character (a lone surrogate as itself).
+bool letterOrNumberAt(std::u16string_view s, size_t i, size_t& len) {
+  const char16_t u = s[i];
+  if (isHighSurrogate(u) && i + 1 < s.size() && isLowSurrogate(s[i + 1])) {
+    len = 2;
+    return isLetterOrNumber(0x10000 + ((char32_t(u) - 0xD800) << 10) + (char32_t(s[i + 1]) - 0xDC00));
+  }
+  len = 1;
+  return isLetterOrNumber(u);
+}
+
 struct Span {
   uint32_t begin;
   uint32_t length;
@@ -84,37 +96,18 @@ struct Span {
 // the stop-word filter and the stemmer (which only ever shortens, so a stem is still a span).
 void tokenize(std::u16string_view lower, std::vector<Span>& out) {
   out.clear();
-  size_t i = 0;
   const size_t n = lower.size();
+  size_t i = 0;
   while (i < n) {
-    // Skip separators.
-    size_t start = i;
-    for (;;) {
-      if (start >= n) return;
-      const char16_t u = lower[start];
-      char32_t cp = u;
-      size_t len = 1;
-      if (isHighSurrogate(u) && start + 1 < n && isLowSurrogate(lower[start + 1])) {
-        cp = 0x10000 + ((char32_t(u) - 0xD800) << 10) + (char32_t(lower[start + 1]) - 0xDC00);
-        len = 2;
-      }
-      if (isLetterOrNumber(cp)) break;
-      start += len;
+    size_t len = 0;
+    if (!letterOrNumberAt(lower, i, len)) {
+      i += len;
+      continue;
     }
-    size_t end = start;
-    while (end < n) {
-      const char16_t u = lower[end];
-      char32_t cp = u;
-      size_t len = 1;
-      if (isHighSurrogate(u) && end + 1 < n && isLowSurrogate(lower[end + 1])) {
-        cp = 0x10000 + ((char32_t(u) - 0xD800) << 10) + (char32_t(lower[end + 1]) - 0xDC00);
-        len = 2;
-      }
-      if (!isLetterOrNumber(cp)) break;
-      end += len;
-    }
-    i = end;
-    const std::u16string_view word = lower.substr(start, end - start);
+    const size_t start = i;
+    i += len;
+    while (i < n && letterOrNumberAt(lower, i, len)) i += len;
+    const std::u16string_view word = lower.substr(start, i - start);
     if (word.size() < kMinTokenUnits || isHashbagStopWord(word)) continue;
     out.push_back({static_cast<uint32_t>(start), static_cast<uint32_t>(hashbagStem(word).size())});
   }
