@@ -1,4 +1,5 @@
 # Writes a C++ source holding every migration as a raw string, numbered by its file name prefix.
+string(REPLACE "|" ";" FILES "${FILES}")
 set(body "// Generated from schema/migrations/*.sql by schema/embed_migrations.cmake. Do not edit.\n")
 string(APPEND body "#include \"embedded_migrations.h\"\n\nnamespace memq {\n\nconst std::vector<Migration>& embeddedMigrations() {\n")
 string(APPEND body "  static const std::vector<Migration> kMigrations = {\n")

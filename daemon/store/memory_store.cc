@@ -8,7 +8,10 @@
 #include <cstring>
 #include <unordered_set>
 
+#include <sqlite3.h>
+
 #include "daemon/embed/hashbag.h"
+#include "daemon/model/content_hash.h"
 #include "daemon/store/database.h"
 #include "daemon/util/clock.h"
 #include "daemon/util/trigrams.h"

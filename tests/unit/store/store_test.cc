@@ -8,6 +8,7 @@
 #include <random>
 
 #include "daemon/embed/hashbag.h"
+#include "daemon/model/content_hash.h"
 #include "daemon/store/database.h"
 #include "daemon/store/memory_store.h"
 
@@ -259,12 +260,35 @@ TEST_F(StoreTest, PrefixLookupAndAmbiguity) {
   EXPECT_EQ((*m)[0], a.id);
   EXPECT_TRUE(store_->matchIds(a.id.substr(0, 3))->empty());
   EXPECT_TRUE(store_->matchIds("%%%%")->empty());  // not a LIKE wildcard
-  for (int i = 0; i < 40; ++i) save("memory number " + std::to_string(i));
-  // With 41 random ids, some 1-hex-digit prefix repeats; 4 chars "xxxx" rarely do, so build one from an id.
-  auto all = store_->list(ListFilter{.limit = 100});
-  std::map<char, int> first;
-  for (const auto& mm : all->memories) first[mm.id[0]]++;
-  (void)first;
+  // Two ids sharing a prefix: both come back as candidates.
+  Memory x;
+  x.id = "abcd0000-0000-4000-8000-000000000001";
+  x.summary = "first of a pair";
+  x.contentHash = contentHash(x.summary, "");
+  x.createdAt = x.updatedAt = x.lastUsedAt = "2026-01-01T00:00:00.000Z";
+  ASSERT_EQ(*store_->importRecord(x, user_), "created");
+  x.id = "abcd0000-0000-4000-8000-000000000002";
+  x.summary = "second of a pair";
+  x.contentHash = contentHash(x.summary, "");
+  ASSERT_EQ(*store_->importRecord(x, user_), "created");
+  EXPECT_EQ(store_->matchIds("abcd0000")->size(), 2u);
+  EXPECT_EQ(store_->matchIds("ABCD0000")->size(), 2u);  // ids are lowercase; a prefix matches either case
+}
+
+TEST_F(StoreTest, UsageBumpsDoNotReindexFullText) {
+  auto a = save("Usage feedback must not rewrite the FTS index");
+  auto pk = store_->pkOf(a.id);
+  ASSERT_TRUE(pk.has_value());
+  // total_changes counts rows written by triggers too: a re-index would add FTS rows to the count.
+  int before = store_->database().getTotalChanges();
+  ASSERT_TRUE(store_->markUsed({*pk}).isOk());
+  EXPECT_EQ(store_->database().getTotalChanges() - before, 1);
+  before = store_->database().getTotalChanges();
+  ASSERT_TRUE(store_->setPinned(a.id, true, user_).isOk());
+  EXPECT_EQ(store_->database().getTotalChanges() - before, 2);  // the row and its event
+  before = store_->database().getTotalChanges();
+  ASSERT_TRUE(store_->update(a.id, UpdateInput{.details = std::string("now with details")}, user_).isOk());
+  EXPECT_GT(store_->database().getTotalChanges() - before, 4);  // text changed: both FTS lanes re-indexed
 }
 
 TEST_F(StoreTest, ListFilters) {
