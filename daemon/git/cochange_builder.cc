@@ -1,0 +1,270 @@
+// History walking and per-commit diffs for the co-change graph; see cochange_builder.h.
+#include "daemon/git/cochange_builder.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <queue>
+#include <unordered_map>
+
+#include "daemon/git/libgit2.h"
+
+namespace memq {
+
+std::string CoChangeOptions::fingerprint() const {
+  PathFilter filter(ignoreGlobs);
+  return "window=" + std::to_string(window) + ";max_files=" + std::to_string(maxFilesPerCommit) +
+         ";globs=" + filter.fingerprint();
+}
+
+CoChangeBuilder::CoChangeBuilder(git_repository* repo, const CoChangeOptions& options)
+    : repo_(repo), options_(options), filter_(options.ignoreGlobs) {}
+
+namespace {
+
+// A commit-date-ordered history walk that tolerates missing objects: libgit2 1.5's revwalk fails outright in a
+// shallow clone (it parses the parents of the boundary commit, which are not there), so this walk treats a
+// missing parent as the end of that line of history. With a `hide` commit it returns the commits reachable from
+// head but not from hide, painting hide's ancestry "uninteresting" like git's own limited walk, and reports
+// whether hide was reached (head descends from it).
+class HistoryWalk {
+ public:
+  explicit HistoryWalk(git_repository* repo) : repo_(repo) {}
+
+  // Non-merge commits, newest first. Without hide: at most `limit`. With hide: sawAll = false (and the list is
+  // incomplete) when there are more than `limit`.
+  void run(const git_oid& head, const git_oid* hide, size_t limit, std::vector<git_oid>& out, bool& sawAll,
+           bool& reachedHide) {
+    out.clear();
+    sawAll = true;
+    reachedHide = false;
+    if (hide != nullptr) hideKey_ = key(*hide);
+    enqueue(head, false);
+    if (hide != nullptr) enqueue(*hide, true);
+    std::vector<const git_oid*> candidates;
+    while (!queue_.empty()) {
+      if (hide != nullptr && interestingQueued_ == 0) break;  // only hide's ancestry is left
+      const Entry top = queue_.top();
+      queue_.pop();
+      // References into an unordered_map survive the insertions enqueue makes.
+      Node& node = nodes_.at(top.key);
+      node.queued = false;
+      if (!node.uninteresting) {
+        --interestingQueued_;
+        if (!node.merge) {
+          candidates.push_back(&node.oid);
+          // Without hide the window is full. With hide there are more new commits than the window holds.
+          if (candidates.size() > limit || (hide == nullptr && candidates.size() == limit)) {
+            sawAll = false;
+            break;
+          }
+        }
+      }
+      for (const git_oid& p : node.parents) {
+        if (hide != nullptr && !node.uninteresting && key(p) == hideKey_) reachedHide = true;
+        enqueue(p, node.uninteresting);
+      }
+    }
+    for (const git_oid* c : candidates) {
+      // A commit output early may have been reached from hide later (clock skew): drop it now.
+      if (!nodes_.at(key(*c)).uninteresting) out.push_back(*c);
+    }
+    if (hide != nullptr && nodes_.count(hideKey_) == 0) reachedHide = false;  // hide itself unreadable
+  }
+
+ private:
+  struct Node {
+    git_oid oid;
+    int64_t time = 0;
+    std::vector<git_oid> parents;
+    bool merge = false;
+    bool uninteresting = false;
+    bool queued = false;
+  };
+  struct Entry {
+    int64_t time;
+    uint64_t order;  // insertion order breaks ties in commit time, so the walk is deterministic
+    std::string key;
+    bool operator<(const Entry& o) const { return time != o.time ? time < o.time : order > o.order; }
+  };
+
+  static std::string key(const git_oid& oid) {
+    return std::string(reinterpret_cast<const char*>(oid.id), GIT_OID_RAWSZ);
+  }
+
+  void enqueue(const git_oid& oid, bool uninteresting) {
+    const std::string k = key(oid);
+    auto it = nodes_.find(k);
+    if (it != nodes_.end()) {
+      if (uninteresting) markUninteresting(k);
+      return;
+    }
+    git_commit* raw = nullptr;
+    // A missing commit (a shallow clone's boundary parent, a pruned object) ends this line of history.
+    if (git_commit_lookup(&raw, repo_, &oid) < 0) return;
+    CommitPtr commit(raw);
+    Node node;
+    node.oid = oid;
+    node.time = git_commit_time(commit.get());
+    const unsigned n = git_commit_parentcount(commit.get());
+    node.merge = n > 1;
+    for (unsigned i = 0; i < n; ++i) {
+      if (const git_oid* p = git_commit_parent_id(commit.get(), i)) node.parents.push_back(*p);
+    }
+    node.uninteresting = uninteresting;
+    node.queued = true;
+    if (!uninteresting) ++interestingQueued_;
+    queue_.push({node.time, order_++, k});
+    nodes_.emplace(k, std::move(node));
+  }
+
+  // Everything already seen below an uninteresting commit is uninteresting too.
+  void markUninteresting(const std::string& start) {
+    std::vector<std::string> stack{start};
+    while (!stack.empty()) {
+      auto it = nodes_.find(stack.back());
+      stack.pop_back();
+      if (it == nodes_.end() || it->second.uninteresting) continue;
+      it->second.uninteresting = true;
+      if (it->second.queued) --interestingQueued_;
+      for (const git_oid& p : it->second.parents) stack.push_back(key(p));
+    }
+  }
+
+  git_repository* repo_;
+  std::unordered_map<std::string, Node> nodes_;
+  std::priority_queue<Entry> queue_;
+  uint64_t order_ = 0;
+  size_t interestingQueued_ = 0;
+  std::string hideKey_;
+};
+
+}  // namespace
+
+bool CoChangeBuilder::commitFiles(git_commit* commit, std::vector<std::string>& files) {
+  files.clear();
+  git_tree* rawTree = nullptr;
+  if (git_commit_tree(&rawTree, commit) < 0) return false;
+  TreePtr tree(rawTree);
+  TreePtr parentTree;
+  if (git_commit_parentcount(commit) > 0) {
+    git_commit* rawParent = nullptr;
+    // Missing in a shallow clone: diffing against the empty tree would claim the commit touched every file.
+    if (git_commit_parent(&rawParent, commit, 0) < 0) return false;
+    CommitPtr parent(rawParent);
+    git_tree* rawParentTree = nullptr;
+    if (git_commit_tree(&rawParentTree, parent.get()) < 0) return false;
+    parentTree.reset(rawParentTree);
+  }
+  git_diff_options opts = GIT_DIFF_OPTIONS_INIT;
+  // Only paths are needed: never load blobs to sniff binary content.
+  opts.flags = GIT_DIFF_SKIP_BINARY_CHECK | GIT_DIFF_IGNORE_SUBMODULES;
+  git_diff* rawDiff = nullptr;
+  if (git_diff_tree_to_tree(&rawDiff, repo_, parentTree.get(), tree.get(), &opts) < 0) return false;
+  DiffPtr diff(rawDiff);
+  const size_t n = git_diff_num_deltas(diff.get());
+  for (size_t i = 0; i < n; ++i) {
+    const git_diff_delta* d = git_diff_get_delta(diff.get(), i);
+    if (d->new_file.mode == GIT_FILEMODE_COMMIT || d->old_file.mode == GIT_FILEMODE_COMMIT) continue;
+    const char* path = d->new_file.path != nullptr ? d->new_file.path : d->old_file.path;
+    if (path == nullptr || filter_.ignored(path)) continue;
+    files.emplace_back(path);
+  }
+  // A type change (file <-> symlink) appears as a deletion plus an addition of the same path.
+  std::sort(files.begin(), files.end());
+  files.erase(std::unique(files.begin(), files.end()), files.end());
+  if (files.size() > options_.maxFilesPerCommit) {
+    files.clear();
+    return false;
+  }
+  return true;
+}
+
+Result<CoChangeUpdate> CoChangeBuilder::rebuild(CoChangeCounts& counts, const git_oid& head) {
+  CoChangeUpdate update;
+  update.rebuilt = true;
+  counts.clear();
+  std::vector<git_oid> commits;
+  bool sawAll = false;
+  bool unused = false;
+  HistoryWalk(repo_).run(head, nullptr, options_.window, commits, sawAll, unused);
+  std::vector<std::string> files;
+  // Oldest first, so seq grows with recency like the incremental path appends.
+  int64_t seq = 0;
+  for (auto it = commits.rbegin(); it != commits.rend(); ++it) {
+    git_commit* raw = nullptr;
+    bool counted = false;
+    if (git_commit_lookup(&raw, repo_, &*it) == 0) {
+      CommitPtr commit(raw);
+      counted = commitFiles(commit.get(), files);
+      if (counted) counts.addCommit(files);
+    }
+    counts.window.push_back({seq++, oidHex(*it), counted});
+  }
+  update.walkedCommits = commits.size();
+  update.added.assign(counts.window.begin(), counts.window.end());
+  counts.head = oidHex(head);
+  return update;
+}
+
+Result<CoChangeUpdate> CoChangeBuilder::update(CoChangeCounts& counts, const git_oid& head) {
+  const std::string headHex = oidHex(head);
+  if (!counts.head.empty() && counts.head == headHex) return CoChangeUpdate{};
+  if (counts.head.empty()) return rebuild(counts, head);
+
+  git_oid old;
+  if (git_oid_fromstr(&old, counts.head.c_str()) < 0) return rebuild(counts, head);
+  std::vector<git_oid> fresh;
+  bool sawAll = false;
+  bool descends = false;
+  HistoryWalk(repo_).run(head, &old, options_.window, fresh, sawAll, descends);
+  if (!descends) {
+    // Moved sideways or back (rebase, reset, branch switch), or the old head was pruned: start over.
+    spdlog::info("memq: HEAD moved from {} to {} without descending from it; rebuilding co-change",
+                 counts.head.substr(0, 12), headHex.substr(0, 12));
+    return rebuild(counts, head);
+  }
+  // More new commits than the window holds: nothing of the old window would survive anyway.
+  if (!sawAll) return rebuild(counts, head);
+
+  CoChangeUpdate update;
+  std::vector<std::string> files;
+  // Evict first, so the window never holds more than `window` commits.
+  const size_t total = counts.window.size() + fresh.size();
+  const size_t evict = total > options_.window ? total - options_.window : 0;
+  for (size_t i = 0; i < evict && !counts.window.empty(); ++i) {
+    const WindowCommit& oldest = counts.window.front();
+    if (oldest.counted) {
+      git_oid oid;
+      git_commit* raw = nullptr;
+      if (git_oid_fromstr(&oid, oldest.commit.c_str()) < 0 || git_commit_lookup(&raw, repo_, &oid) < 0) {
+        return rebuild(counts, head);
+      }
+      CommitPtr commit(raw);
+      // The same diff and filter as when it was added (the settings fingerprint guarantees the same options).
+      if (commitFiles(commit.get(), files)) counts.removeCommit(files);
+    }
+    update.removedSeqs.push_back(oldest.seq);
+    counts.window.pop_front();
+    ++update.evictedCommits;
+  }
+
+  int64_t seq = counts.window.empty() ? 0 : counts.window.back().seq + 1;
+  if (!update.removedSeqs.empty()) seq = std::max(seq, update.removedSeqs.back() + 1);
+  for (auto it = fresh.rbegin(); it != fresh.rend(); ++it) {
+    git_commit* raw = nullptr;
+    bool counted = false;
+    if (git_commit_lookup(&raw, repo_, &*it) == 0) {
+      CommitPtr commit(raw);
+      counted = commitFiles(commit.get(), files);
+      if (counted) counts.addCommit(files);
+    }
+    counts.window.push_back({seq++, oidHex(*it), counted});
+    update.added.push_back(counts.window.back());
+  }
+  update.walkedCommits = fresh.size();
+  counts.head = headHex;
+  return update;
+}
+
+}  // namespace memq

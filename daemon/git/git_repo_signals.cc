@@ -1,0 +1,424 @@
+// Repository signals over libgit2; see git_repo_signals.h.
+#include "daemon/git/git_repo_signals.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace memq {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Project-root-relative path in canonical form ("a/b"), or nullopt for an absolute path, an empty one, or one
+// that climbs out of the root. Memories store normalised paths already; this guards the daemon against a
+// client sending something else.
+std::optional<std::string> cleanRelative(const std::string& path) {
+  if (path.empty() || path[0] == '/') return std::nullopt;
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t slash = path.find('/', start);
+    if (slash == std::string::npos) slash = path.size();
+    std::string part = path.substr(start, slash - start);
+    if (part == "..") {
+      if (parts.empty()) return std::nullopt;
+      parts.pop_back();
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(std::move(part));
+    }
+    start = slash + 1;
+  }
+  if (parts.empty()) return std::nullopt;
+  std::string out;
+  for (const std::string& p : parts) {
+    if (!out.empty()) out += '/';
+    out += p;
+  }
+  return out;
+}
+
+RepositoryPtr openRepository(const std::string& workTreeTop, Status& status) {
+  git_repository* raw = nullptr;
+  const int rc = git_repository_open_ext(&raw, workTreeTop.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr);
+  if (rc < 0) {
+    status = gitStatus(rc, "opening repository " + workTreeTop);
+    return nullptr;
+  }
+  return RepositoryPtr(raw);
+}
+
+// The worktree's name inside the common dir ("worktrees/x"), or "" for the main work tree.
+std::string worktreeKey(const ProjectLocation& loc) {
+  if (loc.gitDir == loc.gitCommonDir) return "";
+  const std::string prefix = loc.gitCommonDir + "/";
+  if (loc.gitDir.compare(0, prefix.size(), prefix) == 0) return loc.gitDir.substr(prefix.size());
+  return loc.gitDir;
+}
+
+double msSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+struct TreeFile {
+  std::string path;
+  git_oid oid;
+  SourceLanguage language;
+};
+
+int collectTreeFile(const char* root, const git_tree_entry* entry, void* payload) {
+  if (git_tree_entry_type(entry) != GIT_OBJECT_BLOB) return 0;  // trees are descended into, gitlinks skipped
+  const git_filemode_t mode = git_tree_entry_filemode(entry);
+  if (mode != GIT_FILEMODE_BLOB && mode != GIT_FILEMODE_BLOB_EXECUTABLE) return 0;  // symlinks hold no code
+  auto* files = static_cast<std::vector<TreeFile>*>(payload);
+  std::string path = std::string(root) + git_tree_entry_name(entry);
+  const SourceLanguage lang = languageOf(path);
+  files->push_back({std::move(path), *git_tree_entry_id(entry), lang});
+  return 0;
+}
+
+}  // namespace
+
+GitRepoSignals::GitRepoSignals(ProjectLocation location, GitSignalsOptions options)
+    : location_(std::move(location)), options_(std::move(options)) {
+  ensureLibgit2();
+  if (!location_.inGit) {
+    openStatus_ = Status::notFound(location_.root + " is not inside a git work tree");
+    spdlog::info("memq: {} is not in a git repository; co-change and blast radius stay empty", location_.root);
+    return;
+  }
+  walkRepo_ = openRepository(location_.gitWorkTreeTop, openStatus_);
+  if (walkRepo_) quickRepo_ = openRepository(location_.gitWorkTreeTop, openStatus_);
+  if (!openStatus_.isOk()) {
+    walkRepo_.reset();
+    quickRepo_.reset();
+    spdlog::warn("memq: repository signals disabled for {}: {}", location_.root, openStatus_.message());
+    return;
+  }
+  cache_ = std::make_unique<CoChangeCache>(location_.dbPath, worktreeKey(location_));
+}
+
+GitRepoSignals::~GitRepoSignals() = default;
+
+GitRepoSignals::HeadView GitRepoSignals::observeHead(bool force) {
+  std::lock_guard lock(quickMu_);
+  if (!quickRepo_) return {};
+  const auto now = Clock::now();
+  if (!force && headChecked_ && now - headCheckedAt_ < options_.headCheckInterval) return head_;
+  headChecked_ = true;
+  headCheckedAt_ = now;
+  git_oid oid;
+  // Resolves a symbolic HEAD and a detached one alike; an unborn branch is GIT_ENOTFOUND.
+  if (git_reference_name_to_id(&oid, quickRepo_.get(), "HEAD") < 0) {
+    head_ = {};
+    headTree_.reset();
+    return head_;
+  }
+  const std::string commit = oidHex(oid);
+  if (commit == head_.commit && headTree_) return head_;
+  git_commit* rawCommit = nullptr;
+  git_tree* rawTree = nullptr;
+  if (git_commit_lookup(&rawCommit, quickRepo_.get(), &oid) < 0) {
+    head_ = {};
+    headTree_.reset();
+    return head_;
+  }
+  CommitPtr c(rawCommit);
+  if (git_commit_tree(&rawTree, c.get()) < 0) {
+    head_ = {};
+    headTree_.reset();
+    return head_;
+  }
+  headTree_.reset(rawTree);
+  head_ = {commit, oidHex(*git_tree_id(rawTree))};
+  return head_;
+}
+
+std::string GitRepoSignals::head() { return observeHead(false).commit; }
+
+void GitRepoSignals::publishCochange(std::shared_ptr<const CoChangeSnapshot> snap) {
+  std::lock_guard lock(snapMu_);
+  cochange_ = std::move(snap);
+}
+
+RefreshStats GitRepoSignals::refreshDetailed() {
+  std::lock_guard lock(refreshMu_);
+  RefreshStats stats = refreshLocked();
+  // The next lookup should see the HEAD this refresh saw, not a view up to one interval old.
+  observeHead(true);
+  return stats;
+}
+
+RefreshStats GitRepoSignals::refreshLocked() {
+  const auto start = Clock::now();
+  RefreshStats stats;
+  auto giveUp = [&](Status why, std::string head, bool logAsWarning) {
+    if (why.message() != lastEmptyReason_) {
+      if (logAsWarning) {
+        spdlog::warn("memq: co-change for {} is empty: {}", location_.root, why.message());
+      } else {
+        spdlog::info("memq: co-change for {} is empty: {}", location_.root, why.message());
+      }
+      lastEmptyReason_ = why.message();
+    }
+    counts_.clear();
+    publishCochange(CoChangeSnapshot::empty(head));
+    stats.head = std::move(head);
+    stats.status = std::move(why);
+    stats.elapsedMs = msSince(start);
+    return stats;
+  };
+  if (!walkRepo_) return giveUp(openStatus_, "", location_.inGit);
+
+  git_oid headOid;
+  const int rc = git_reference_name_to_id(&headOid, walkRepo_.get(), "HEAD");
+  if (rc < 0) {
+    if (git_repository_head_unborn(walkRepo_.get()) == 1 || rc == GIT_ENOTFOUND) {
+      return giveUp(Status::notFound("the repository has no commits yet"), "", false);
+    }
+    return giveUp(gitStatus(rc, "reading HEAD"), "", true);
+  }
+
+  const std::string settings = options_.cochange.fingerprint();
+  if (!cacheLoaded_) {
+    cache_->load(settings, counts_);
+    cacheLoaded_ = true;
+  }
+  const std::string fromHead = counts_.head;
+  CoChangeBuilder builder(walkRepo_.get(), options_.cochange);
+  Result<CoChangeUpdate> update = builder.update(counts_, headOid);
+  if (!update.isOk()) return giveUp(update.status(), oidHex(headOid), true);
+  lastEmptyReason_.clear();
+
+  if (update->rebuilt) {
+    cache_->saveFull(settings, counts_);
+  } else if (update->walkedCommits > 0 || update->evictedCommits > 0) {
+    cache_->saveDelta(settings, fromHead, counts_, update->added, update->removedSeqs);
+  }
+  counts_.clearDirty();
+
+  // Partners deleted since they co-changed would only waste top-k slots: keep files present at HEAD.
+  TreePtr tree;
+  {
+    git_commit* rawCommit = nullptr;
+    git_tree* rawTree = nullptr;
+    if (git_commit_lookup(&rawCommit, walkRepo_.get(), &headOid) == 0) {
+      CommitPtr commit(rawCommit);
+      if (git_commit_tree(&rawTree, commit.get()) == 0) tree.reset(rawTree);
+    }
+  }
+  auto existsAtHead = [&tree](const std::string& repoPath) {
+    if (!tree) return true;
+    git_tree_entry* entry = nullptr;
+    if (git_tree_entry_bypath(&entry, tree.get(), repoPath.c_str()) < 0) return false;
+    git_tree_entry_free(entry);
+    return true;
+  };
+  auto snap = CoChangeSnapshot::build(counts_, location_.repoPrefix, options_.cochange.minCount, existsAtHead);
+
+  stats.walkedCommits = static_cast<int>(update->walkedCommits);
+  stats.evictedCommits = static_cast<int>(update->evictedCommits);
+  stats.rebuilt = update->rebuilt;
+  stats.totalCommits = static_cast<int>(counts_.window.size());
+  stats.pairs = static_cast<int>(snap->pairCount());
+  stats.head = counts_.head;
+  publishCochange(std::move(snap));
+  stats.elapsedMs = msSince(start);
+  spdlog::debug("memq: co-change refresh of {}: walked {} evicted {} window {} pairs {} in {:.1f} ms{}",
+                location_.root, stats.walkedCommits, stats.evictedCommits, stats.totalCommits, stats.pairs,
+                stats.elapsedMs, stats.rebuilt ? " (rebuilt)" : "");
+  return stats;
+}
+
+std::shared_ptr<const CoChangeSnapshot> GitRepoSignals::freshCochange() {
+  if (!location_.inGit || !quickRepo_) return nullptr;
+  const HeadView h = observeHead(false);
+  std::shared_ptr<const CoChangeSnapshot> current;
+  {
+    std::lock_guard lock(snapMu_);
+    current = cochange_;
+  }
+  if (current && current->head() == h.commit) return current;
+  std::unique_lock lock(refreshMu_, std::defer_lock);
+  if (current) {
+    // Someone is already refreshing: the previous graph is a fine answer for this lookup.
+    if (!lock.try_lock()) return current;
+  } else {
+    lock.lock();
+  }
+  {
+    std::lock_guard snapLock(snapMu_);
+    current = cochange_;
+  }
+  // Another thread may have refreshed while this one waited.
+  if (current && current->head() == h.commit) return current;
+  refreshLocked();
+  std::lock_guard snapLock(snapMu_);
+  return cochange_;
+}
+
+std::vector<CoChangeNeighbor> GitRepoSignals::cochangeNeighbors(const std::string& path, size_t limit) {
+  auto p = cleanRelative(path);
+  if (!p || limit == 0) return {};
+  auto snap = freshCochange();
+  return snap ? snap->neighbors(*p, limit) : std::vector<CoChangeNeighbor>{};
+}
+
+std::shared_ptr<const DependencyGraph> GitRepoSignals::buildDependenciesLocked(std::string& treeOut) {
+  const auto start = Clock::now();
+  treeOut.clear();
+  git_oid headOid;
+  git_commit* rawCommit = nullptr;
+  git_tree* rawTree = nullptr;
+  if (git_reference_name_to_id(&headOid, walkRepo_.get(), "HEAD") < 0 ||
+      git_commit_lookup(&rawCommit, walkRepo_.get(), &headOid) < 0) {
+    return DependencyGraph::build({}, {}, location_.repoPrefix);
+  }
+  CommitPtr commit(rawCommit);
+  if (git_commit_tree(&rawTree, commit.get()) < 0) return DependencyGraph::build({}, {}, location_.repoPrefix);
+  TreePtr tree(rawTree);
+  treeOut = oidHex(*git_tree_id(tree.get()));
+
+  std::vector<TreeFile> files;
+  Status walked = gitStatus(git_tree_walk(tree.get(), GIT_TREEWALK_PRE, collectTreeFile, &files), "listing HEAD");
+  if (!walked.isOk()) spdlog::warn("memq: blast radius for {}: {}", location_.root, walked.message());
+
+  std::vector<std::string> tracked;
+  std::vector<SourceImports> sources;
+  std::unordered_map<std::string, std::vector<ImportRef>> kept;
+  tracked.reserve(files.size());
+  size_t read = 0;
+  for (TreeFile& f : files) {
+    tracked.push_back(f.path);
+    if (f.language == SourceLanguage::kNone) continue;
+    std::string blobId = oidHex(f.oid);
+    auto cached = importsByBlob_.find(blobId);
+    std::vector<ImportRef> imports;
+    if (cached != importsByBlob_.end()) {
+      imports = cached->second;
+    } else {
+      git_blob* rawBlob = nullptr;
+      if (git_blob_lookup(&rawBlob, walkRepo_.get(), &f.oid) == 0) {
+        BlobPtr blob(rawBlob);
+        const auto size = git_blob_rawsize(blob.get());
+        if (size <= options_.maxSourceBytes && git_blob_is_binary(blob.get()) == 0) {
+          imports = scanImports(
+              f.language, std::string_view(static_cast<const char*>(git_blob_rawcontent(blob.get())), size));
+        }
+      }
+      ++read;
+    }
+    if (!imports.empty()) sources.push_back({f.path, imports});
+    kept.emplace(std::move(blobId), std::move(imports));
+  }
+  // Only this tree's blobs stay cached: the map cannot grow past one tree's worth.
+  importsByBlob_ = std::move(kept);
+  auto graph = DependencyGraph::build(tracked, sources, location_.repoPrefix);
+  spdlog::debug("memq: dependency graph of {} at tree {}: {} files, {} read, {} edges, p95 {} in {:.1f} ms",
+                location_.root, treeOut.substr(0, 12), tracked.size(), read, graph->edgeCount(),
+                graph->p95Radius(), msSince(start));
+  return graph;
+}
+
+std::shared_ptr<const DependencyGraph> GitRepoSignals::freshDependencies() {
+  if (!location_.inGit || !quickRepo_) return nullptr;
+  const HeadView h = observeHead(false);
+  std::shared_ptr<const DependencyGraph> current;
+  std::string currentTree;
+  {
+    std::lock_guard lock(snapMu_);
+    current = deps_;
+    currentTree = depsTree_;
+  }
+  if (current && currentTree == h.tree) return current;
+  std::unique_lock lock(refreshMu_, std::defer_lock);
+  if (current) {
+    if (!lock.try_lock()) return current;
+  } else {
+    lock.lock();
+  }
+  {
+    std::lock_guard snapLock(snapMu_);
+    if (deps_ && depsTree_ == h.tree) return deps_;
+  }
+  std::string tree;
+  auto graph = buildDependenciesLocked(tree);
+  std::lock_guard snapLock(snapMu_);
+  deps_ = graph;
+  depsTree_ = tree;
+  return graph;
+}
+
+int GitRepoSignals::blastRadius(const std::string& path) {
+  auto p = cleanRelative(path);
+  if (!p) return 0;
+  auto graph = freshDependencies();
+  return graph ? graph->radius(*p) : 0;
+}
+
+std::vector<std::string> GitRepoSignals::dependents(const std::string& path) {
+  auto p = cleanRelative(path);
+  if (!p) return {};
+  auto graph = freshDependencies();
+  return graph ? graph->dependents(*p) : std::vector<std::string>{};
+}
+
+double GitRepoSignals::blastDamped(int radius) {
+  auto graph = freshDependencies();
+  return graph ? graph->damped(radius) : dampBlastRadius(radius, 0);
+}
+
+std::optional<std::string> GitRepoSignals::blobIdAtHead(const std::string& path) {
+  auto p = cleanRelative(path);
+  if (!p || !location_.inGit) return std::nullopt;
+  observeHead(false);
+  std::lock_guard lock(quickMu_);
+  if (!headTree_) return std::nullopt;
+  const std::string repoPath = location_.repoPrefix.empty() ? *p : location_.repoPrefix + "/" + *p;
+  git_tree_entry* raw = nullptr;
+  if (git_tree_entry_bypath(&raw, headTree_.get(), repoPath.c_str()) < 0) return std::nullopt;
+  TreeEntryPtr entry(raw);
+  if (git_tree_entry_type(entry.get()) != GIT_OBJECT_BLOB) return std::nullopt;
+  return oidHex(*git_tree_entry_id(entry.get()));
+}
+
+std::optional<std::string> GitRepoSignals::workTreeBlobId(const std::string& path) {
+  auto p = cleanRelative(path);
+  if (!p) return std::nullopt;
+  const std::string full = location_.root + "/" + *p;
+  struct stat st {};
+  if (lstat(full.c_str(), &st) != 0) return std::nullopt;
+  git_oid oid;
+  if (S_ISLNK(st.st_mode)) {
+    // git stores a symlink as a blob of its target text, so hash that rather than what it points to.
+    std::string target(static_cast<size_t>(st.st_size > 0 ? st.st_size : 4096), '\0');
+    const ssize_t n = readlink(full.c_str(), target.data(), target.size());
+    if (n < 0) return std::nullopt;
+    target.resize(static_cast<size_t>(n));
+    if (git_odb_hash(&oid, target.data(), target.size(), GIT_OBJECT_BLOB) < 0) return std::nullopt;
+    return oidHex(oid);
+  }
+  if (!S_ISREG(st.st_mode)) return std::nullopt;
+  if (location_.inGit) {
+    std::lock_guard lock(quickMu_);
+    if (quickRepo_) {
+      // Through the repository so .gitattributes filters (eol conversion) apply: an unchanged file then hashes
+      // to the blob id git recorded, instead of looking stale on a CRLF checkout.
+      const std::string repoPath = location_.repoPrefix.empty() ? *p : location_.repoPrefix + "/" + *p;
+      if (git_repository_hashfile(&oid, quickRepo_.get(), full.c_str(), GIT_OBJECT_BLOB, repoPath.c_str()) == 0) {
+        return oidHex(oid);
+      }
+    }
+  }
+  if (git_odb_hashfile(&oid, full.c_str(), GIT_OBJECT_BLOB) < 0) return std::nullopt;
+  return oidHex(oid);
+}
+
+std::optional<std::string> GitRepoSignals::currentBlobId(const std::string& path) {
+  if (auto id = workTreeBlobId(path)) return id;
+  return blobIdAtHead(path);
+}
+
+}  // namespace memq

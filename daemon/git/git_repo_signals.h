@@ -1,0 +1,128 @@
+// GitRepoSignals: the libgit2 implementation of RepoSignals for one project (MEMQ.md §8): co-change neighbours
+// (CoChangeBuilder → CoChangeCounts, cached in the project database by CoChangeCache, served from an immutable
+// CoChangeSnapshot), blast radius (ImportScanner → DependencyGraph per HEAD tree), and blob ids for staleness.
+//
+// Freshness: nothing is computed at construction. The first co-change lookup refreshes (from the database cache
+// when it matches, else by walking history); later lookups re-read HEAD at most once per headCheckInterval and
+// refresh only when it moved. The dependency graph is built on the first blast-radius lookup for a HEAD tree.
+// Failures never throw: an unborn HEAD, a shallow or corrupt history, a missing database or a directory outside
+// git all give empty signals (radius 0, no neighbours) and a log line; refresh() reports the reason.
+//
+// Thread-safety: every public method may be called from any thread. libgit2 objects are not thread-safe, so the
+// class holds two repository handles: one for refreshes and graph builds (refreshMu_), one for the cheap
+// per-call work, HEAD checks and blob ids (quickMu_), so a lookup never waits behind a history walk. Snapshots
+// are immutable and swapped under snapMu_; a lookup that finds another thread refreshing answers from the
+// previous snapshot instead of blocking. Lock order: refreshMu_ → quickMu_ → snapMu_.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "daemon/git/cochange_builder.h"
+#include "daemon/git/cochange_cache.h"
+#include "daemon/git/cochange_counts.h"
+#include "daemon/git/cochange_snapshot.h"
+#include "daemon/git/dependency_graph.h"
+#include "daemon/git/libgit2.h"
+#include "daemon/git/repo_location.h"
+#include "daemon/recall/repo_signals.h"
+#include "protocol/status.h"
+
+namespace memq {
+
+struct GitSignalsOptions {
+  CoChangeOptions cochange;
+  // How stale a lookup's view of HEAD may be: a HEAD check costs a ref read, so at most one per interval.
+  std::chrono::milliseconds headCheckInterval{1000};
+  // Blobs larger than this are not scanned for imports (generated code, bundles, data).
+  size_t maxSourceBytes = 1 << 20;
+};
+
+// RepoRefreshInfo plus what only this implementation knows.
+struct RefreshStats : RepoRefreshInfo {
+  int evictedCommits = 0;  // commits that left the window (re-diffed to subtract them)
+  Status status;           // not ok when the signals are empty because of a problem (no repo, no commits)
+};
+
+class GitRepoSignals final : public RepoSignals {
+ public:
+  explicit GitRepoSignals(ProjectLocation location, GitSignalsOptions options = {});
+  ~GitRepoSignals() override;
+  GitRepoSignals(const GitRepoSignals&) = delete;
+  GitRepoSignals& operator=(const GitRepoSignals&) = delete;
+
+  // Brings the co-change graph to the current HEAD now (incremental when possible) and persists it.
+  // walkedCommits counts the non-merge commits newly walked and diffed; pairs those served (inside the root).
+  RepoRefreshInfo refresh() override { return refreshDetailed(); }
+  RefreshStats refreshDetailed();
+
+  // RepoSignals. Paths are project-root-relative, POSIX; a path that is absolute or escapes the root gets the
+  // empty answer.
+  std::vector<CoChangeNeighbor> cochangeNeighbors(const std::string& path, size_t limit) override;
+  int blastRadius(const std::string& path) override;
+  // Work tree first, else HEAD (so a sparse checkout still resolves); nullopt when neither has the file.
+  std::optional<std::string> currentBlobId(const std::string& path) override;
+
+  // The tracked files (root-relative, sorted) whose imports resolve to `path`, at HEAD.
+  std::vector<std::string> dependents(const std::string& path) override;
+  // The blast radius squashed into [0, 1] against this repository's 95th percentile (DependencyGraph::damped).
+  double blastDamped(int radius);
+
+  // Blob id (40-hex) of `path` in the HEAD tree; nullopt when absent or not a file.
+  std::optional<std::string> blobIdAtHead(const std::string& path);
+  // Blob id the file on disk would get if added now (git's filters applied when in a repository); nullopt when
+  // there is no regular file or symlink at that path.
+  std::optional<std::string> workTreeBlobId(const std::string& path);
+
+  // The HEAD commit (40-hex) as last observed (re-read at most once per headCheckInterval); "" when unborn or
+  // outside git.
+  std::string head() override;
+
+  const ProjectLocation& location() const { return location_; }
+
+ private:
+  struct HeadView {
+    std::string commit;  // "" when unborn / unreadable
+    std::string tree;
+  };
+
+  HeadView observeHead(bool force);
+  std::shared_ptr<const CoChangeSnapshot> freshCochange();
+  std::shared_ptr<const DependencyGraph> freshDependencies();
+  RefreshStats refreshLocked();                        // REQUIRES: refreshMu_ held
+  std::shared_ptr<const DependencyGraph> buildDependenciesLocked(std::string& treeOut);  // REQUIRES: refreshMu_
+  void publishCochange(std::shared_ptr<const CoChangeSnapshot> snap);
+
+  const ProjectLocation location_;
+  const GitSignalsOptions options_;
+  Status openStatus_;  // why the repository could not be opened (signals then stay empty)
+
+  std::mutex refreshMu_;
+  RepositoryPtr walkRepo_;  // guarded by refreshMu_
+  CoChangeCounts counts_;   // guarded by refreshMu_
+  std::unique_ptr<CoChangeCache> cache_;  // guarded by refreshMu_
+  bool cacheLoaded_ = false;              // guarded by refreshMu_
+  // Imports per blob id, kept between dependency-graph builds so a new HEAD re-reads only the changed blobs.
+  std::unordered_map<std::string, std::vector<ImportRef>> importsByBlob_;  // guarded by refreshMu_
+  std::string lastEmptyReason_;  // guarded by refreshMu_; so an unborn HEAD is logged once, not per refresh
+
+  std::mutex quickMu_;
+  RepositoryPtr quickRepo_;  // guarded by quickMu_
+  HeadView head_;            // guarded by quickMu_
+  TreePtr headTree_;         // guarded by quickMu_
+  std::chrono::steady_clock::time_point headCheckedAt_{};  // guarded by quickMu_
+  bool headChecked_ = false;                                // guarded by quickMu_
+
+  std::mutex snapMu_;
+  std::shared_ptr<const CoChangeSnapshot> cochange_;  // guarded by snapMu_
+  std::shared_ptr<const DependencyGraph> deps_;       // guarded by snapMu_
+  std::string depsTree_;                              // guarded by snapMu_
+};
+
+}  // namespace memq

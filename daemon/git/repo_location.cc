@@ -1,0 +1,85 @@
+// Project and repository discovery; see repo_location.h.
+#include "daemon/git/repo_location.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <system_error>
+
+#include "daemon/git/libgit2.h"
+
+namespace memq {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Canonical form without a trailing slash; libgit2 returns directories with one, and we compare paths textually.
+std::string canonicalDir(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::canonical(path, ec);
+  if (ec) p = fs::path(path).lexically_normal();
+  std::string s = p.generic_string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+ProjectLocation outsideGit(const std::string& root) {
+  ProjectLocation loc;
+  loc.root = root;
+  loc.dbPath = root + "/.memq/memory.db";
+  return loc;
+}
+
+}  // namespace
+
+Result<ProjectLocation> locateProject(const std::string& dir, bool exactRoot) {
+  ensureLibgit2();
+  std::error_code ec;
+  if (dir.empty() || !fs::is_directory(dir, ec)) {
+    return Status::notFound("project directory does not exist: " + dir);
+  }
+  const std::string canon = canonicalDir(dir);
+
+  git_buf found = GIT_BUF_INIT;
+  int rc = git_repository_discover(&found, canon.c_str(), /*across_fs=*/0, /*ceiling_dirs=*/nullptr);
+  if (rc == GIT_ENOTFOUND) return outsideGit(canon);
+  if (rc < 0) return gitStatus(rc, "discovering the repository of " + canon);
+  std::string gitPath(found.ptr, found.size);
+  git_buf_dispose(&found);
+
+  git_repository* raw = nullptr;
+  rc = git_repository_open(&raw, gitPath.c_str());
+  if (rc < 0) return gitStatus(rc, "opening repository " + gitPath);
+  RepositoryPtr repo(raw);
+
+  const char* workdir = git_repository_workdir(repo.get());
+  if (workdir == nullptr) {
+    // A bare repository has no work tree to hold project files; treat the directory as a plain one.
+    spdlog::info("memq: {} is inside a bare repository; treating it as outside git", canon);
+    return outsideGit(canon);
+  }
+  ProjectLocation loc;
+  loc.inGit = true;
+  loc.gitWorkTreeTop = canonicalDir(workdir);
+  loc.gitDir = canonicalDir(git_repository_path(repo.get()));
+  loc.gitCommonDir = canonicalDir(git_repository_commondir(repo.get()));
+  loc.dbPath = loc.gitCommonDir + "/memq/memory.db";
+
+  const std::string& top = loc.gitWorkTreeTop;
+  auto isUnder = [](const std::string& path, const std::string& base) {
+    return path == base || (path.size() > base.size() && path.compare(0, base.size(), base) == 0 &&
+                            (base == "/" || path[base.size()] == '/'));
+  };
+  if (exactRoot && canon != top && isUnder(canon, top) && !isUnder(canon, loc.gitDir) &&
+      !isUnder(canon, loc.gitCommonDir)) {
+    loc.root = canon;
+    loc.repoPrefix = canon.substr(top == "/" ? 1 : top.size() + 1);
+  } else {
+    // Either the caller wants the work tree top, or dir sits somewhere odd (inside the git dir itself);
+    // the work tree top is the only root whose paths mean something to git.
+    loc.root = top;
+  }
+  return loc;
+}
+
+}  // namespace memq
