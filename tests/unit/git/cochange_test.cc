@@ -1,0 +1,370 @@
+// Co-change over real repositories built with the git command line: exact neighbours and strengths, the
+// ignore list and the per-commit cap, incremental refresh, rebuild after a rewrite, window eviction, the
+// database cache, and a project root that is a subdirectory.
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Statement.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+
+#include "daemon/git/git_repo_signals.h"
+#include "daemon/git/repo_location.h"
+#include "unit/git/git_fixture.h"
+
+namespace memq {
+namespace {
+
+using testing::GitRepo;
+using testing::TempDir;
+
+ProjectLocation locate(const std::string& dir, bool exactRoot = false) {
+  auto loc = locateProject(dir, exactRoot);
+  EXPECT_TRUE(loc.isOk()) << loc.status().toString();
+  return loc.value();
+}
+
+// A repository plus its migrated project database, like a scope the store has opened.
+struct Project {
+  TempDir tmp;
+  GitRepo repo{tmp.path() + "/repo"};
+  ProjectLocation location() {
+    ProjectLocation loc = locate(repo.dir());
+    if (!std::filesystem::exists(loc.dbPath)) testing::createMigratedDatabase(loc.dbPath);
+    return loc;
+  }
+};
+
+struct Expected {
+  std::string path;
+  int count;
+  double strength;
+};
+
+void expectNeighbors(const std::vector<CoChangeNeighbor>& got, const std::vector<Expected>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].path, want[i].path) << "at " << i;
+    EXPECT_EQ(got[i].count, want[i].count) << want[i].path;
+    EXPECT_NEAR(got[i].strength, want[i].strength, 1e-12) << want[i].path;
+  }
+}
+
+// a: 4 changes, b: 3, c: 2, d: 1. Pairs: a-b 3, a-c 2, b-c 1 (below the floor).
+void buildKnownHistory(GitRepo& repo) {
+  repo.touch({"a.c", "b.c"});
+  repo.touch({"a.c", "b.c"});
+  repo.touch({"a.c", "c.c"});
+  repo.touch({"a.c", "b.c", "c.c"});
+  repo.touch({"d.c"});
+}
+
+TEST(CoChange, KnownHistoryGivesExactNeighboursAndStrengths) {
+  Project p;
+  buildKnownHistory(p.repo);
+  GitRepoSignals signals(p.location());
+  expectNeighbors(signals.cochangeNeighbors("a.c", 10),
+                  {{"b.c", 3, 3 / std::sqrt(4.0 * 3)}, {"c.c", 2, 2 / std::sqrt(4.0 * 2)}});
+  expectNeighbors(signals.cochangeNeighbors("b.c", 10), {{"a.c", 3, 3 / std::sqrt(4.0 * 3)}});
+  expectNeighbors(signals.cochangeNeighbors("c.c", 10), {{"a.c", 2, 2 / std::sqrt(4.0 * 2)}});
+  EXPECT_TRUE(signals.cochangeNeighbors("d.c", 10).empty());
+  EXPECT_TRUE(signals.cochangeNeighbors("unknown.c", 10).empty());
+  expectNeighbors(signals.cochangeNeighbors("a.c", 1), {{"b.c", 3, 3 / std::sqrt(4.0 * 3)}});
+  // Spellings of the same root-relative path; a path escaping the root gets nothing.
+  EXPECT_EQ(signals.cochangeNeighbors("./a.c", 10).size(), 2u);
+  EXPECT_TRUE(signals.cochangeNeighbors("../repo/a.c", 10).empty());
+  EXPECT_EQ(signals.head(), p.repo.rev("HEAD"));
+}
+
+TEST(CoChange, RenamesCountAsBothPathsAndDeletedPartnersAreDropped) {
+  Project p;
+  p.repo.touch({"x.c", "old.c"});
+  p.repo.touch({"x.c", "old.c"});
+  p.repo.touch({"x.c", "y.c"});
+  p.repo.touch({"x.c", "y.c"});
+  p.repo.git("mv old.c new.c");
+  p.repo.git("commit -q -m rename");
+  GitRepoSignals signals(p.location());
+  // old.c is gone at HEAD: serving it would waste a slot on a file nobody can open.
+  auto n = signals.cochangeNeighbors("x.c", 10);
+  ASSERT_EQ(n.size(), 1u);
+  EXPECT_EQ(n[0].path, "y.c");
+}
+
+TEST(CoChange, LockfilesAndGeneratedFilesAreNobodysNeighbour) {
+  Project p;
+  for (int i = 0; i < 4; ++i) {
+    p.repo.touch({"src/app.ts", "src/api.ts", "package-lock.json", "yarn.lock", "rust/Cargo.lock",
+                  "node_modules/left-pad/index.js", "dist/app.min.js", "go.sum"});
+  }
+  GitRepoSignals signals(p.location());
+  expectNeighbors(signals.cochangeNeighbors("src/app.ts", 10), {{"src/api.ts", 4, 1.0}});
+  for (const char* f : {"package-lock.json", "yarn.lock", "rust/Cargo.lock", "node_modules/left-pad/index.js",
+                        "dist/app.min.js", "go.sum"}) {
+    EXPECT_TRUE(signals.cochangeNeighbors(f, 10).empty()) << f;
+  }
+}
+
+TEST(CoChange, CustomIgnoreGlobsReplaceTheDefaults) {
+  Project p;
+  for (int i = 0; i < 2; ++i) p.repo.touch({"a.c", "b.c", "CHANGELOG.md", "yarn.lock"});
+  GitSignalsOptions opts;
+  opts.cochange.ignoreGlobs = {"*.md"};
+  GitRepoSignals signals(p.location(), opts);
+  auto n = signals.cochangeNeighbors("a.c", 10);
+  ASSERT_EQ(n.size(), 2u);
+  EXPECT_EQ(n[0].path, "b.c");
+  EXPECT_EQ(n[1].path, "yarn.lock");
+}
+
+TEST(CoChange, ACommitOfMoreThanThirtyFilesContributesNothing) {
+  Project p;
+  p.repo.touch({"a.c", "b.c"});
+  p.repo.touch({"a.c", "b.c"});
+  std::vector<std::string> big = {"a.c"};
+  for (int i = 0; i < 39; ++i) big.push_back("z" + std::to_string(i) + ".c");
+  p.repo.touch(big, "40 files");
+  p.repo.touch(big, "40 files again");
+  // 3 real files plus 40 ignored ones is a 3-file commit: the cap applies after the ignore list.
+  std::vector<std::string> vendored = {"a.c", "b.c", "c.c"};
+  for (int i = 0; i < 40; ++i) vendored.push_back("vendor/lib/v" + std::to_string(i) + ".go");
+  p.repo.touch(vendored, "vendor update");
+
+  GitRepoSignals signals(p.location());
+  // The 40-file commits add neither pairs nor changes: a changed 3 times (2 + the vendored commit), like b.
+  expectNeighbors(signals.cochangeNeighbors("a.c", 10), {{"b.c", 3, 1.0}});
+  EXPECT_TRUE(signals.cochangeNeighbors("z0.c", 10).empty());
+  RefreshStats s = signals.refreshDetailed();
+  EXPECT_EQ(s.totalCommits, 5);  // skipped commits still occupy their window slot
+}
+
+TEST(CoChange, OneNewCommitIsWalkedIncrementallyAndTheCacheSurvivesARestart) {
+  Project p;
+  buildKnownHistory(p.repo);
+  const ProjectLocation loc = p.location();
+  {
+    GitRepoSignals signals(loc);
+    RefreshStats first = signals.refreshDetailed();
+    EXPECT_TRUE(first.rebuilt);
+    EXPECT_EQ(first.walkedCommits, 5);
+    EXPECT_EQ(first.totalCommits, 5);
+    EXPECT_EQ(first.pairs, 2);
+    EXPECT_EQ(first.head, p.repo.rev("HEAD"));
+
+    p.repo.touch({"c.c", "d.c"});
+    p.repo.touch({"b.c", "c.c"});  // b-c reaches 2 now: the count-1 pair must have been kept
+    p.repo.touch({"c.c", "d.c"});
+    RefreshStats second = signals.refreshDetailed();
+    EXPECT_FALSE(second.rebuilt);
+    EXPECT_EQ(second.walkedCommits, 3);
+    EXPECT_EQ(second.totalCommits, 8);
+
+    p.repo.touch({"e.c"});
+    RefreshStats third = signals.refreshDetailed();
+    EXPECT_FALSE(third.rebuilt);
+    EXPECT_EQ(third.walkedCommits, 1);
+    EXPECT_EQ(third.head, p.repo.rev("HEAD"));
+    RefreshStats idle = signals.refreshDetailed();
+    EXPECT_EQ(idle.walkedCommits, 0);
+    EXPECT_FALSE(idle.rebuilt);
+  }
+  // c: 5 changes, a: 4, b: 4, d: 3. c-d 2, b-c 2, a-c 2, a-b 3.
+  std::vector<Expected> wantC = {{"d.c", 2, 2 / std::sqrt(5.0 * 3)},
+                                 {"a.c", 2, 2 / std::sqrt(5.0 * 4)},
+                                 {"b.c", 2, 2 / std::sqrt(5.0 * 4)}};
+  GitRepoSignals restarted(loc);
+  RefreshStats fromCache = restarted.refreshDetailed();
+  EXPECT_FALSE(fromCache.rebuilt);
+  EXPECT_EQ(fromCache.walkedCommits, 0);
+  EXPECT_EQ(fromCache.totalCommits, 9);
+  expectNeighbors(restarted.cochangeNeighbors("c.c", 10), wantC);
+
+  // The same answer as a cold build without any cache.
+  GitSignalsOptions opts;
+  ProjectLocation noDb = loc;
+  noDb.dbPath = p.tmp.path() + "/nowhere/memory.db";
+  GitRepoSignals cold(noDb, opts);
+  expectNeighbors(cold.cochangeNeighbors("c.c", 10), wantC);
+
+  SQLite::Database db(loc.dbPath);
+  SQLite::Statement q(db, "SELECT head FROM cochange_graphs WHERE worktree = ''");
+  ASSERT_TRUE(q.executeStep());
+  EXPECT_EQ(q.getColumn(0).getString(), p.repo.rev("HEAD"));
+}
+
+TEST(CoChange, HeadMovingSidewaysRebuilds) {
+  Project p;
+  p.repo.touch({"a.c", "b.c"});
+  p.repo.touch({"a.c", "b.c"});
+  const std::string base = p.repo.rev("HEAD");
+  p.repo.touch({"a.c", "x.c"});
+  p.repo.touch({"a.c", "x.c"});
+  GitRepoSignals signals(p.location());
+  EXPECT_EQ(signals.cochangeNeighbors("a.c", 10).size(), 2u);
+
+  p.repo.git("reset -q --hard " + base);
+  p.repo.touch({"a.c", "y.c"});
+  RefreshStats s = signals.refreshDetailed();
+  EXPECT_TRUE(s.rebuilt);
+  EXPECT_EQ(s.walkedCommits, 3);
+  EXPECT_EQ(s.totalCommits, 3);
+  // x.c's co-changes were on the abandoned line and must be gone; a changed 3 times, b twice, y once.
+  expectNeighbors(signals.cochangeNeighbors("a.c", 10), {{"b.c", 2, 2 / std::sqrt(3.0 * 2)}});
+  EXPECT_TRUE(signals.cochangeNeighbors("x.c", 10).empty());
+}
+
+TEST(CoChange, LookupsNoticeANewHeadWithoutAnExplicitRefresh) {
+  Project p;
+  p.repo.touch({"a.c", "b.c"});
+  GitSignalsOptions opts;
+  opts.headCheckInterval = std::chrono::milliseconds(0);
+  GitRepoSignals signals(p.location(), opts);
+  EXPECT_TRUE(signals.cochangeNeighbors("a.c", 10).empty());
+  p.repo.touch({"a.c", "b.c"});
+  EXPECT_EQ(signals.cochangeNeighbors("a.c", 10).size(), 1u);
+}
+
+TEST(CoChange, HeadChecksAreRateLimited) {
+  Project p;
+  p.repo.touch({"a.c", "b.c"});
+  GitSignalsOptions opts;
+  opts.headCheckInterval = std::chrono::hours(1);
+  GitRepoSignals signals(p.location(), opts);
+  EXPECT_TRUE(signals.cochangeNeighbors("a.c", 10).empty());
+  p.repo.touch({"a.c", "b.c"});
+  // Within the interval the lookup answers from what it has; an explicit refresh always looks.
+  EXPECT_TRUE(signals.cochangeNeighbors("a.c", 10).empty());
+  signals.refresh();
+  EXPECT_EQ(signals.cochangeNeighbors("a.c", 10).size(), 1u);
+}
+
+TEST(CoChange, WindowEvictsTheOldestCommitsIncrementally) {
+  Project p;
+  p.repo.touch({"a.c", "b.c"});  // falls out of a window of 4 after the next refresh
+  p.repo.touch({"a.c", "b.c"});
+  p.repo.touch({"a.c", "c.c"});
+  p.repo.touch({"a.c", "c.c"});
+  GitSignalsOptions opts;
+  opts.cochange.window = 4;
+  const ProjectLocation loc = p.location();
+  GitRepoSignals signals(loc, opts);
+  RefreshStats first = signals.refreshDetailed();
+  EXPECT_EQ(first.totalCommits, 4);
+  expectNeighbors(signals.cochangeNeighbors("a.c", 10),
+                  {{"b.c", 2, 2 / std::sqrt(4.0 * 2)}, {"c.c", 2, 2 / std::sqrt(4.0 * 2)}});
+
+  p.repo.touch({"c.c", "d.c"});
+  RefreshStats second = signals.refreshDetailed();
+  EXPECT_FALSE(second.rebuilt);
+  EXPECT_EQ(second.walkedCommits, 1);
+  EXPECT_EQ(second.evictedCommits, 1);
+  EXPECT_EQ(second.totalCommits, 4);
+  // a-b lost one co-change (count 1 now): no longer a neighbour.
+  std::vector<Expected> want = {{"c.c", 2, 2 / std::sqrt(3.0 * 3)}};
+  expectNeighbors(signals.cochangeNeighbors("a.c", 10), want);
+
+  // The incremental result equals a cold build of the same window, and the saved delta reloads the same.
+  ProjectLocation noDb = loc;
+  noDb.dbPath = p.tmp.path() + "/nowhere/memory.db";
+  GitRepoSignals cold(noDb, opts);
+  expectNeighbors(cold.cochangeNeighbors("a.c", 10), want);
+  expectNeighbors(cold.cochangeNeighbors("c.c", 10), {{"a.c", 2, 2 / std::sqrt(3.0 * 3)}});
+  GitRepoSignals reloaded(loc, opts);
+  EXPECT_EQ(reloaded.refreshDetailed().walkedCommits, 0);
+  expectNeighbors(reloaded.cochangeNeighbors("a.c", 10), want);
+
+  // More new commits than the window holds: start over.
+  for (int i = 0; i < 5; ++i) p.repo.touch({"e.c", "f.c"});
+  RefreshStats third = signals.refreshDetailed();
+  EXPECT_TRUE(third.rebuilt);
+  EXPECT_EQ(third.totalCommits, 4);
+  expectNeighbors(signals.cochangeNeighbors("e.c", 10), {{"f.c", 4, 1.0}});
+}
+
+TEST(CoChange, ChangedSettingsInvalidateTheCache) {
+  Project p;
+  for (int i = 0; i < 3; ++i) p.repo.touch({"a.c", "b.c"});
+  const ProjectLocation loc = p.location();
+  GitRepoSignals(loc).refresh();
+  GitSignalsOptions opts;
+  opts.cochange.window = 2;
+  GitRepoSignals narrower(loc, opts);
+  RefreshStats s = narrower.refreshDetailed();
+  EXPECT_TRUE(s.rebuilt);
+  EXPECT_EQ(s.totalCommits, 2);
+}
+
+TEST(CoChange, MergeCommitsAreSkippedButTheirBranchesCount) {
+  Project p;
+  p.repo.touch({"base.c"});
+  p.repo.git("checkout -q -b side");
+  p.repo.touch({"s1.c", "s2.c"});
+  p.repo.touch({"s1.c", "s2.c"});
+  p.repo.git("checkout -q main");
+  p.repo.touch({"m1.c", "m2.c"});
+  p.repo.touch({"m1.c", "m2.c"});
+  p.repo.git("merge -q --no-ff side -m merge");
+  GitRepoSignals signals(p.location());
+  RefreshStats s = signals.refreshDetailed();
+  EXPECT_EQ(s.totalCommits, 5);  // the merge itself is not a window commit
+  expectNeighbors(signals.cochangeNeighbors("s1.c", 10), {{"s2.c", 2, 1.0}});
+  expectNeighbors(signals.cochangeNeighbors("m1.c", 10), {{"m2.c", 2, 1.0}});
+}
+
+TEST(CoChange, SubdirectoryRootGetsRelativeNeighboursAndExcludesOutsiders) {
+  Project p;
+  p.repo.touch({"sub/x.c", "sub/y.c", "top.c", "other/z.c"});
+  p.repo.touch({"sub/x.c", "sub/y.c", "top.c", "other/z.c"});
+  p.repo.touch({"sub/deep/w.c", "sub/x.c"});
+  p.repo.touch({"sub/deep/w.c", "sub/x.c"});
+  testing::createMigratedDatabase(locate(p.repo.dir()).dbPath);
+
+  ProjectLocation sub = locate(p.repo.dir() + "/sub", /*exactRoot=*/true);
+  EXPECT_EQ(sub.repoPrefix, "sub");
+  GitRepoSignals subSignals(sub);
+  expectNeighbors(subSignals.cochangeNeighbors("x.c", 10),
+                  {{"deep/w.c", 2, 2 / std::sqrt(4.0 * 2)}, {"y.c", 2, 2 / std::sqrt(4.0 * 2)}});
+  expectNeighbors(subSignals.cochangeNeighbors("deep/w.c", 10), {{"x.c", 2, 2 / std::sqrt(4.0 * 2)}});
+  EXPECT_TRUE(subSignals.cochangeNeighbors("top.c", 10).empty());
+  EXPECT_TRUE(subSignals.cochangeNeighbors("sub/x.c", 10).empty());
+
+  // The whole repository, sharing the same cache rows (paths are stored repository-relative).
+  GitRepoSignals whole(locate(p.repo.dir()));
+  EXPECT_EQ(whole.refreshDetailed().walkedCommits, 0);
+  const double s = 2 / std::sqrt(4.0 * 2);
+  expectNeighbors(whole.cochangeNeighbors("sub/x.c", 10),
+                  {{"other/z.c", 2, s}, {"sub/deep/w.c", 2, s}, {"sub/y.c", 2, s}, {"top.c", 2, s}});
+}
+
+TEST(CoChange, ConcurrentLookupsDuringCommitsAndRefreshes) {
+  Project p;
+  for (int i = 0; i < 3; ++i) p.repo.touch({"a.c", "b.c", "c.c"});
+  GitSignalsOptions opts;
+  opts.headCheckInterval = std::chrono::milliseconds(0);
+  GitRepoSignals signals(p.location(), opts);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> readers;
+  std::atomic<int> lookups{0};
+  for (int t = 0; t < 3; ++t) {
+    readers.emplace_back([&] {
+      while (!stop) {
+        auto n = signals.cochangeNeighbors("a.c", 5);
+        EXPECT_LE(n.size(), 3u);
+        signals.blastRadius("a.c");
+        signals.currentBlobId("a.c");
+        ++lookups;
+      }
+    });
+  }
+  for (int i = 0; i < 5; ++i) {
+    p.repo.touch({"a.c", "d.c"});
+    signals.refresh();
+  }
+  stop = true;
+  for (auto& r : readers) r.join();
+  EXPECT_GT(lookups.load(), 0);
+  expectNeighbors(signals.cochangeNeighbors("a.c", 1), {{"d.c", 5, 5 / std::sqrt(8.0 * 5)}});
+}
+
+}  // namespace
+}  // namespace memq
