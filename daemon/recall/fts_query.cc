@@ -89,7 +89,12 @@ std::vector<std::string> ftsTokens(std::string_view query, size_t maxTokens) {
     while (i < s.size() && isSpace(s[i])) ++i;
     size_t j = i;
     while (j < s.size() && !isSpace(s[j])) ++j;
-    if (j > i) out.push_back(s.substr(i, j - i));
+    if (j > i) {
+      // A token longer than any real word (a hash, a base64 blob) is cut: its prefix still matches.
+      size_t len = std::min(j - i, kMaxTokenBytes);
+      while (len < j - i && len > 0 && (static_cast<unsigned char>(s[i + len]) & 0xC0) == 0x80) --len;
+      out.push_back(s.substr(i, len));
+    }
     i = j;
   }
   return out;
@@ -128,7 +133,7 @@ std::string trigramMatch(std::string_view query, size_t maxTokens) {
     out += quote(t);
     ++kept;
   }
-  if (out.empty() && codePointCount(s) >= 3 && s.size() <= 256) out = quote(s);
+  if (out.empty() && codePointCount(s) >= 3 && s.size() <= kMaxTokenBytes) out = quote(s);
   return out;
 }
 
@@ -148,7 +153,7 @@ std::string trigramBigramMatch(std::string_view query, size_t maxTokens) {
       ++kept;
     }
   }
-  if (out.empty() && codePointCount(s) >= 3 && s.size() <= 256) out = quote(s);
+  if (out.empty() && codePointCount(s) >= 3 && s.size() <= kMaxTokenBytes) out = quote(s);
   return out;
 }
 

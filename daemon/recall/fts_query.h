@@ -14,6 +14,8 @@ inline constexpr size_t kMaxQueryTokens = 64;
 inline constexpr size_t kMaxReferenceQueryTokens = 256;
 // Inputs longer than this are cut (at a UTF-8 boundary) before tokenising.
 inline constexpr size_t kMaxQueryBytes = 16 * 1024;
+// Tokens longer than this many bytes are cut to it.
+inline constexpr size_t kMaxTokenBytes = 64;
 
 struct FtsQueryOptions {
   bool dropStopWords = true;     // MEMQ.md §6: the unicode lane drops stop words ...

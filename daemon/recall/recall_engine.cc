@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "daemon/embed/hashbag.h"
+#include "daemon/recall/fts_query.h"
 #include "daemon/util/clock.h"
 #include "daemon/util/utf8.h"
 

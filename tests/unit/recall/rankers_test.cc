@@ -1,0 +1,79 @@
+// The reference ranker reproduces reference §6.5 exactly; the default keeps relevance ahead of bonuses.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "daemon/recall/rankers.h"
+
+namespace memq {
+namespace {
+
+TEST(ReferenceRanker, HandComputedCases) {
+  // FTS rank 1 in both lanes, direct file hit, semantic rank 2 at cosine 0.5, used 3 times 7 days ago, pinned,
+  // blast radius 4.
+  Signals s;
+  s.ftsUnicode = 1;
+  s.ftsTrigram = 1;
+  s.fileAffinity = true;
+  s.semanticRank = 2;
+  s.semantic = 0.5;
+  s.useCount = 3;
+  s.ageDays = 7;
+  s.pinned = true;
+  s.blastRadius = 4;
+  double directional = 1.0 / 61 + 1.0 / 61 + 1.0 / 61 + 2.0 / 62;
+  double expected = directional + 0.05 * std::log(4.0) + -0.05 * (1 - std::exp(-7.0 / 14)) + 0.05 * std::log(5.0) +
+                    0.1 + (1.5 * 0.25 + 0.05);
+  EXPECT_NEAR(referenceScore(s).score, expected, 1e-12);
+  EXPECT_NEAR(referenceScore(s).score, 0.7365515390, 1e-6);
+}
+
+TEST(ReferenceRanker, NoDirectionalSignalMeansZeroWhateverTheBonuses) {
+  Signals s;
+  s.useCount = 100;
+  s.pinned = true;
+  s.blastRadius = 50;
+  EXPECT_EQ(referenceScore(s).score, 0.0);
+}
+
+TEST(ReferenceRanker, CochangeOnlyCountsWithoutADirectFileHit) {
+  Signals s;
+  s.cochangeAffinity = true;
+  EXPECT_NEAR(referenceScore(s).score, 1.0 / 65, 1e-12);
+  s.fileAffinity = true;
+  EXPECT_NEAR(referenceScore(s).score, 1.0 / 61, 1e-12);
+}
+
+TEST(ReferenceRanker, BonusesSwampRelevanceAsTheReferenceDoes) {
+  // The reference's known fault (§13.2 #15), reproduced on purpose: a weak hit on a popular hub memory wins.
+  Signals precise;
+  precise.ftsUnicode = 1;
+  precise.fileAffinity = true;
+  Signals popular;
+  popular.ftsUnicode = 30;
+  popular.useCount = 10;
+  popular.blastRadius = 20;
+  EXPECT_GT(referenceScore(popular).score, referenceScore(precise).score);
+}
+
+TEST(DefaultRanker, RelevanceBeatsPopularity) {
+  RankContext ctx;
+  ctx.bestBm25Unicode = -10;
+  ctx.queriedFiles = 1;
+  Signals precise;
+  precise.ftsUnicode = 1;
+  precise.bm25Unicode = -10;
+  precise.fileAffinity = true;
+  precise.matchedFiles = 1;
+  Signals popular;
+  popular.ftsUnicode = 30;
+  popular.bm25Unicode = -1;
+  popular.useCount = 1000;
+  popular.blastRadius = 500;
+  popular.pinned = true;
+  EXPECT_GT(defaultScore(precise, ctx).score, defaultScore(popular, ctx).score);
+  EXPECT_EQ(defaultScore(Signals{}, ctx).score, 0.0);
+}
+
+}  // namespace
+}  // namespace memq

@@ -1,0 +1,144 @@
+// Recall over a real store: lanes, selection, and the rule that hidden, superseded and rejected memories never
+// come back — matched by text, by file, or by embedding.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+#include <unordered_map>
+
+#include "daemon/embed/hashbag.h"
+#include "daemon/recall/recall_engine.h"
+
+namespace memq {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FakeRepo : public RepoSignals {
+ public:
+  std::unordered_map<std::string, std::vector<CoChangeNeighbor>> neighbours;
+  std::unordered_map<std::string, int> radius;
+  std::vector<CoChangeNeighbor> cochangeNeighbors(const std::string& path, size_t limit) override {
+    auto v = neighbours[path];
+    if (v.size() > limit) v.resize(limit);
+    return v;
+  }
+  int blastRadius(const std::string& path) override { return radius.count(path) ? radius[path] : 0; }
+  std::optional<std::string> currentBlobId(const std::string&) override { return std::nullopt; }
+};
+
+class RecallTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("memq-recall-" + std::to_string(std::random_device{}()));
+    StoreOptions o;
+    o.path = (dir_ / "m.db").string();
+    o.projectRoot = dir_.string();
+    o.embedder = &embedder_;
+    store_ = std::move(*MemoryStore::open(o));
+  }
+  void TearDown() override {
+    store_.reset();
+    fs::remove_all(dir_);
+  }
+  std::string save(const std::string& summary, std::vector<std::string> files = {}, const std::string& details = "") {
+    SaveInput in{.summary = summary, .details = details, .files = files};
+    auto n = normalizeSave(in, dir_.string());
+    std::vector<FileRef> refs;
+    for (const auto& f : n->files) refs.push_back({f, std::nullopt});
+    return store_->save(*n, refs, actor_)->id;
+  }
+  std::vector<std::string> recallIds(RecallRequest r, RepoSignals* repo = nullptr) {
+    auto q = prepareQuery(r, embedder_, repo);
+    auto c = gatherCandidates(*store_, r, q, repo);
+    EXPECT_TRUE(c.isOk()) << c.status().toString();
+    std::vector<std::string> ids;
+    for (const auto& h : rankAndSelect(std::move(*c), r)) ids.push_back(h.memory.id);
+    return ids;
+  }
+
+  HashbagEmbedder embedder_;
+  fs::path dir_;
+  Actor actor_{"user", "test"};
+  std::unique_ptr<MemoryStore> store_;
+};
+
+TEST_F(RecallTest, FindsByTextAndByFile) {
+  std::string jwt = save("JWT expiry uses the container clock", {"src/jwt.ts"});
+  save("Use pnpm, not npm", {"package.json"});
+  RecallRequest byText{.query = "why does jwt expiry drift"};
+  EXPECT_EQ(recallIds(byText).front(), jwt);
+  RecallRequest byFile{.files = {"src/jwt.ts"}};
+  EXPECT_EQ(recallIds(byFile), std::vector<std::string>{jwt});
+  RecallRequest both{.query = "jwt", .files = {"src/jwt.ts"}, .ranker = Ranker::kReference};
+  EXPECT_EQ(recallIds(both).front(), jwt);
+}
+
+TEST_F(RecallTest, PutAwayMemoriesNeverComeBack) {
+  const std::string text = "Deploy staging with the blue green script";
+  std::string hidden = save(text, {"deploy.sh"});
+  std::string superseded = save(text + " version one", {"deploy.sh"});
+  std::string replacement = save("Deploy with the new pipeline", {});
+  std::string rejected = save(text + " always on fridays", {"deploy.sh"});
+  ASSERT_TRUE(store_->hide(hidden, std::nullopt, actor_).isOk());
+  ASSERT_TRUE(store_->supersede(superseded, replacement, actor_).isOk());
+  ASSERT_TRUE(store_->reject(rejected, "wrong", actor_).isOk());
+  for (Ranker ranker : {Ranker::kDefault, Ranker::kReference}) {
+    for (const auto& query : {text, text + " version one", text + " always on fridays", std::string("deploy")}) {
+      RecallRequest r{.query = query, .files = {"deploy.sh"}, .limit = 50, .threshold = -1e9, .ranker = ranker};
+      for (const auto& id : recallIds(r)) {
+        EXPECT_NE(id, hidden);
+        EXPECT_NE(id, superseded);
+        EXPECT_NE(id, rejected);
+      }
+    }
+  }
+  // Nor by embedding: the index holds active rows only.
+  auto vec = embedder_.embed(memoryEmbedSource(text, "", {}));
+  for (const auto& h : store_->activeIndex().topK(vec, 50, -1)) {
+    auto id = store_->idOf(h.key);
+    EXPECT_NE(*id, hidden);
+    EXPECT_NE(*id, superseded);
+    EXPECT_NE(*id, rejected);
+  }
+}
+
+TEST_F(RecallTest, DegenerateQueriesReturnNormally) {
+  save("Something about a", {});
+  EXPECT_TRUE(recallIds(RecallRequest{}).empty());  // empty query, no files: nothing
+  for (const std::string& q : std::vector<std::string>{"a", "\" ( ) * : NEAR OR", std::string(100 * 1024, 'x'), "\xff\xfe bad"}) {
+    RecallRequest r{.query = q};
+    auto prepared = prepareQuery(r, embedder_, nullptr);
+    EXPECT_LT(prepared.unicodeMatch.size(), 8192u);
+    EXPECT_LT(prepared.trigramMatch.size(), 8192u);
+    auto c = gatherCandidates(*store_, r, prepared, nullptr);
+    EXPECT_TRUE(c.isOk()) << c.status().toString();
+  }
+}
+
+TEST_F(RecallTest, SelectionSkipsWhatDoesNotFitInsteadOfStopping) {
+  std::string big = save("alpha rollout notes", {}, std::string(1900, 'd'));
+  std::string small = save("alpha rollout short", {});
+  RecallRequest r{.query = "alpha rollout", .limit = 5, .maxChars = 200, .threshold = 0};
+  auto ids = recallIds(r);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), big), 0);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), small), 1);
+}
+
+TEST_F(RecallTest, CochangeLaneTakesTheStrongestNeighbours) {
+  std::string strong = save("Parser tables must be regenerated", {"src/tables.c"});
+  std::string weak = save("Lexer keeps a global buffer", {"src/lexer.c"});
+  FakeRepo repo;
+  repo.neighbours["src/parser.c"] = {{"src/aaa.c", 2, 0.1}, {"src/tables.c", 9, 0.9}, {"src/lexer.c", 3, 0.3}};
+  RecallRequest r{.files = {"src/parser.c"}, .limit = 5, .threshold = 0};
+  auto prepared = prepareQuery(r, embedder_, &repo);
+  ASSERT_EQ(prepared.cochange.size(), 2u);  // at most 2 per queried file
+  EXPECT_EQ(prepared.cochange[0].path, "src/tables.c");
+  auto ids = recallIds(r, &repo);
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(ids.front(), strong);
+  (void)weak;
+}
+
+}  // namespace
+}  // namespace memq
