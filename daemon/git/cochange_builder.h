@@ -10,7 +10,8 @@
 //  - The ignore globs are applied BEFORE the per-commit file cap: a commit of 3 source files and 40 vendored
 //    files is a 3-file change, while a commit of 31 real files is a sweeping edit (reformat, rename, licence
 //    header) whose pairs say nothing. Such a commit counts for nothing, not even per-file changes.
-//  - Submodule pointer changes are not files and are dropped.
+//  - Submodule pointer changes are not files and are dropped. A file that became a directory (or back) counts as
+//    changed under both shapes. Mode-only changes (chmod +x) are not content changes and are not counted.
 //  - Paths are repository-relative; project-root mapping happens later (CoChangeSnapshot), so one cache serves
 //    every root inside the repository.
 //  - Incremental: when the old head is an ancestor of the new one, only the commits between are walked and
@@ -72,6 +73,9 @@ class CoChangeBuilder {
 
  private:
   Result<CoChangeUpdate> rebuild(CoChangeCounts& counts, const git_oid& head);
+  // Appends the paths (prefix + name) of files that differ between two trees (null = empty tree).
+  bool diffTrees(const git_tree* a, const git_tree* b, std::string& prefix, std::vector<std::string>& out);
+  bool descend(const git_tree_entry* a, const git_tree_entry* b, std::string& prefix, std::vector<std::string>& out);
 
   git_repository* repo_;
   const CoChangeOptions& options_;

@@ -5,7 +5,14 @@ namespace memq {
 
 void ensureLibgit2() {
   // A function-local static: C++ guarantees one thread runs the initialiser and the others wait for it.
-  static const int kInit = git_libgit2_init();
+  static const bool kInit = [] {
+    git_libgit2_init();
+    // libgit2 caches trees only up to 4 KiB by default, so a directory of more than ~100 entries is inflated
+    // again on every diff and path lookup. Trees are what the co-change walk and blob-id lookups read over and
+    // over; the total cache stays bounded by libgit2's overall limit (256 MiB).
+    git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_TREE, static_cast<size_t>(1) << 20);
+    return true;
+  }();
   (void)kInit;
 }
 

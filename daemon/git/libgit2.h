@@ -43,8 +43,6 @@ using CommitPtr = GitPtr<git_commit, git_commit_free>;
 using TreePtr = GitPtr<git_tree, git_tree_free>;
 using TreeEntryPtr = GitPtr<git_tree_entry, git_tree_entry_free>;
 using BlobPtr = GitPtr<git_blob, git_blob_free>;
-using DiffPtr = GitPtr<git_diff, git_diff_free>;
-using RevwalkPtr = GitPtr<git_revwalk, git_revwalk_free>;
 using ReferencePtr = GitPtr<git_reference, git_reference_free>;
 
 }  // namespace memq

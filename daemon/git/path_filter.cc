@@ -30,6 +30,11 @@ PathFilter::PathFilter(std::vector<std::string> globs) : globs_(std::move(globs)
       }
     } else if (g.find('/') != std::string::npos) {
       pathPatterns_.push_back(g);
+    } else if (g.find_first_of("*?[\\") == std::string::npos) {
+      exactNames_.push_back(g);
+    } else if (g[0] == '*' && g.find_first_of("*?[\\", 1) == std::string::npos) {
+      // The common "*.ext" shape is a suffix test; this runs for every changed path of every walked commit.
+      nameSuffixes_.push_back(g.substr(1));
     } else {
       namePatterns_.push_back(g);
     }
@@ -51,9 +56,20 @@ bool PathFilter::ignored(const std::string& path) const {
       start = end + 1;
     }
   }
-  const std::string base = slash == std::string_view::npos ? path : path.substr(slash + 1);
-  for (const std::string& g : namePatterns_) {
-    if (fnmatch(g.c_str(), base.c_str(), 0) == 0) return true;
+  const std::string_view base = slash == std::string_view::npos ? p : p.substr(slash + 1);
+  for (const std::string& name : exactNames_) {
+    if (base == name) return true;
+  }
+  for (const std::string& suffix : nameSuffixes_) {
+    if (base.size() >= suffix.size() && base.compare(base.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      return true;
+    }
+  }
+  if (!namePatterns_.empty()) {
+    const std::string baseName(base);
+    for (const std::string& g : namePatterns_) {
+      if (fnmatch(g.c_str(), baseName.c_str(), 0) == 0) return true;
+    }
   }
   for (const std::string& g : pathPatterns_) {
     // Without FNM_PATHNAME for the "dir/*" form, so "a/b/*" covers everything below a/b, not just one level.

@@ -12,6 +12,7 @@ namespace memq {
 //   "dir/"        a directory of that name at any depth: everything under it is ignored;
 //   "a/*.x"       contains a '/': matched against the whole repository-relative path (fnmatch, FNM_PATHNAME);
 //   "*.lock"      no '/': matched against the file's base name, at any depth.
+//   "a/b/"        a directory path: everything below it.
 const std::vector<std::string>& defaultIgnoreGlobs();
 
 class PathFilter {
@@ -27,7 +28,9 @@ class PathFilter {
  private:
   std::vector<std::string> dirNames_;       // from "dir/" patterns, without the slash
   std::vector<std::string> pathPatterns_;   // patterns containing '/'
-  std::vector<std::string> namePatterns_;   // basename patterns
+  std::vector<std::string> exactNames_;     // basename patterns without wildcards
+  std::vector<std::string> nameSuffixes_;   // "*literal" basename patterns, kept as the literal
+  std::vector<std::string> namePatterns_;   // other basename patterns (fnmatch)
   std::vector<std::string> globs_;          // as given, for the fingerprint
 };
 

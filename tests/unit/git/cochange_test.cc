@@ -5,9 +5,12 @@
 #include <SQLiteCpp/Statement.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <thread>
 
+#include "daemon/git/cochange_builder.h"
 #include "daemon/git/git_repo_signals.h"
 #include "daemon/git/repo_location.h"
 #include "unit/git/git_fixture.h"
@@ -89,6 +92,47 @@ TEST(CoChange, RenamesCountAsBothPathsAndDeletedPartnersAreDropped) {
   auto n = signals.cochangeNeighbors("x.c", 10);
   ASSERT_EQ(n.size(), 1u);
   EXPECT_EQ(n[0].path, "y.c");
+}
+
+// The hand-rolled tree merge must name exactly the files `git diff-tree` names, including the corners of git's
+// tree order ("a.c" vs "a/", "a-b" vs "a/") and files turning into directories.
+TEST(CoChange, CommitFilesMatchGitDiffTree) {
+  TempDir tmp;
+  GitRepo repo(tmp.path() + "/repo");
+  repo.commit({{"a.c", "1"}, {"a/b.c", "1"}, {"a-b", "1"}, {"a0", "1"}, {"x", "file"}, {"d/e/f.c", "1"},
+               {"keep/k.c", "1"}, {"tool.sh", "1"}});
+  repo.commit({{"a.c", "2"}, {"a/b.c", "2"}, {"a/new.c", "1"}, {"a0", "2"}});
+  repo.remove("x");
+  repo.write("x/inside.c", "now a directory");
+  std::filesystem::remove_all(repo.dir() + "/d");
+  repo.git("update-index --chmod=+x tool.sh");  // mode only: not a content change
+  repo.commit({{"a-b", "2"}, {"z.c", "1"}});
+
+  ensureLibgit2();
+  git_repository* raw = nullptr;
+  ASSERT_EQ(git_repository_open(&raw, repo.dir().c_str()), 0);
+  RepositoryPtr r(raw);
+  CoChangeOptions opts;
+  opts.ignoreGlobs = {};
+  CoChangeBuilder builder(r.get(), opts);
+  for (const char* rev : {"HEAD", "HEAD~1", "HEAD~2"}) {
+    std::string expected = repo.git(std::string("diff-tree --root --no-commit-id --name-only -r --no-renames ") + rev);
+    std::vector<std::string> want;
+    std::istringstream lines(expected);
+    for (std::string line; std::getline(lines, line);) {
+      // git lists the chmod; co-change deliberately does not.
+      if (!line.empty() && !(line == "tool.sh" && std::string(rev) == "HEAD")) want.push_back(line);
+    }
+    std::sort(want.begin(), want.end());
+    git_oid oid;
+    ASSERT_EQ(git_oid_fromstr(&oid, repo.rev(rev).c_str()), 0);
+    git_commit* c = nullptr;
+    ASSERT_EQ(git_commit_lookup(&c, r.get(), &oid), 0);
+    CommitPtr commit(c);
+    std::vector<std::string> got;
+    ASSERT_TRUE(builder.commitFiles(commit.get(), got));
+    EXPECT_EQ(got, want) << rev;
+  }
 }
 
 TEST(CoChange, LockfilesAndGeneratedFilesAreNobodysNeighbour) {
