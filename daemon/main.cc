@@ -1,10 +1,12 @@
 // memqd: parses the command line (CLI.md), sets up logging and the pid file, detaches unless --foreground, and runs
 // the server until SIGTERM/SIGINT or daemon/shutdown.
 #include <spdlog/sinks/basic_file_sink.h>
-#include <spdlog/sinks/stderr_color_sinks.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <fcntl.h>
 
 #include <cstdlib>
 #include <cstring>

@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "daemon/model/file_path.h"
+#include "daemon/recall/fts_query.h"
 #include "daemon/util/clock.h"
 #include "daemon/util/uuid.h"
 

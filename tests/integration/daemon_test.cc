@@ -193,7 +193,10 @@ TEST_F(DaemonTest, HintStateIsPerConnectionAndSubagentsInherit) {
   ASSERT_EQ((*a1)["hints"].size(), 1u);  // the gotcha is loud; the context note waits as "+1 more"
   EXPECT_EQ((*a1)["more"], 1);
   auto a2 = tabA.call("hints/for_tool", read);
-  EXPECT_TRUE((*a2)["hints"].empty());   // already surfaced this turn on this tab
+  ASSERT_EQ((*a2)["hints"].size(), 1u);  // the gotcha was surfaced this turn; the quiet note gets its turn
+  EXPECT_EQ((*a2)["hints"][0]["label"], "");
+  auto a2b = tabA.call("hints/for_tool", read);
+  EXPECT_TRUE((*a2b)["hints"].empty());  // both already surfaced this turn on this tab
   auto b1 = tabB.call("hints/for_tool", read);
   EXPECT_EQ((*b1)["hints"].size(), 1u);  // another tab has its own state
   // A subagent of tab A starts from what A saw: the gotcha (not pinned, not pref) does not come back.
