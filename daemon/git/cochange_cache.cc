@@ -5,28 +5,12 @@
 #include <SQLiteCpp/Transaction.h>
 #include <spdlog/spdlog.h>
 
-#include <chrono>
-#include <ctime>
 #include <exception>
 #include <filesystem>
 
+#include "daemon/util/clock.h"
+
 namespace memq {
-namespace {
-
-std::string nowIso() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  char out[40];
-  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms));
-  return out;
-}
-
-}  // namespace
 
 CoChangeCache::CoChangeCache(std::string dbPath, std::string worktree)
     : dbPath_(std::move(dbPath)), worktree_(std::move(worktree)) {}
@@ -127,7 +111,7 @@ int64_t CoChangeCache::graphId(const std::string& settings, const std::string& h
   up.bind(1, worktree_);
   up.bind(2, head);
   up.bind(3, settings);
-  up.bind(4, nowIso());
+  up.bind(4, isoNow());
   up.exec();
   SQLite::Statement q(*db_, "SELECT id FROM cochange_graphs WHERE worktree = ?");
   q.bind(1, worktree_);

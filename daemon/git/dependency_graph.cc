@@ -7,6 +7,8 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "daemon/model/file_path.h"
+
 namespace memq {
 namespace {
 
@@ -31,27 +33,10 @@ std::string join(const std::string& dir, std::string_view rel) {
   return dir + "/" + std::string(rel);
 }
 
-// Lexically normalises a relative path ("a/./b/../c" → "a/c"); nullopt when it climbs above the top.
+// Lexically normalised ("a/./b/../c" → "a/c"); nullopt when it climbs above the top.
 std::optional<std::string> normalise(std::string_view path) {
-  std::vector<std::string_view> parts;
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t slash = path.find('/', start);
-    if (slash == std::string_view::npos) slash = path.size();
-    std::string_view part = path.substr(start, slash - start);
-    if (part == "..") {
-      if (parts.empty()) return std::nullopt;
-      parts.pop_back();
-    } else if (!part.empty() && part != ".") {
-      parts.push_back(part);
-    }
-    start = slash + 1;
-  }
   std::string out;
-  for (std::string_view p : parts) {
-    if (!out.empty()) out += '/';
-    out += p;
-  }
+  if (!lexicallyNormalize(path, out)) return std::nullopt;
   return out;
 }
 

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 
+#include "daemon/model/file_path.h"
+
 namespace memq {
 namespace {
 
@@ -16,27 +18,8 @@ using Clock = std::chrono::steady_clock;
 // that climbs out of the root. Memories store normalised paths already; this guards the daemon against a
 // client sending something else.
 std::optional<std::string> cleanRelative(const std::string& path) {
-  if (path.empty() || path[0] == '/') return std::nullopt;
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t slash = path.find('/', start);
-    if (slash == std::string::npos) slash = path.size();
-    std::string part = path.substr(start, slash - start);
-    if (part == "..") {
-      if (parts.empty()) return std::nullopt;
-      parts.pop_back();
-    } else if (!part.empty() && part != ".") {
-      parts.push_back(std::move(part));
-    }
-    start = slash + 1;
-  }
-  if (parts.empty()) return std::nullopt;
   std::string out;
-  for (const std::string& p : parts) {
-    if (!out.empty()) out += '/';
-    out += p;
-  }
+  if (path.empty() || path[0] == '/' || !lexicallyNormalize(path, out) || out.empty()) return std::nullopt;
   return out;
 }
 
