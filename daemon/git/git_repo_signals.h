@@ -10,9 +10,10 @@
 //
 // Thread-safety: every public method may be called from any thread. libgit2 objects are not thread-safe, so the
 // class holds two repository handles: one for refreshes and graph builds (refreshMu_), one for the cheap
-// per-call work, HEAD checks and blob ids (quickMu_), so a lookup never waits behind a history walk. Snapshots
-// are immutable and swapped under snapMu_; a lookup that finds another thread refreshing answers from the
-// previous snapshot instead of blocking. Lock order: refreshMu_ → quickMu_ → snapMu_.
+// per-call work, HEAD checks and blob ids (quickMu_), so staleness checks never wait behind a history walk.
+// Snapshots are immutable and swapped under snapMu_; a lookup that finds another thread refreshing answers from
+// the previous snapshot instead of blocking (only the very first lookup, with no snapshot yet, waits).
+// Lock order: refreshMu_ → quickMu_ → snapMu_.
 #pragma once
 
 #include <chrono>
