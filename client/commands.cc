@@ -1,0 +1,521 @@
+// The memq subcommands; see commands.h. Each one: parse its words, build the method's params, call the daemon,
+// print the result (human or --json), and return the exit code.
+#include "client/commands.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "client/args.h"
+#include "protocol/envelope.h"
+#include "protocol/socket_path.h"
+
+namespace memq::cli {
+
+namespace {
+
+using json = nlohmann::json;
+
+bool isUnder(const std::string& child, const std::string& parent) {
+  return child == parent || (child.size() > parent.size() && child.compare(0, parent.size(), parent) == 0 &&
+                             child[parent.size()] == '/');
+}
+
+Result<DaemonLink> connect(Context& ctx, bool autostart = true) {
+  auto link = DaemonLink::open(ctx.options, autostart);
+  return link;
+}
+
+// Runs one call and prints it: `human` renders the result for people; --json prints it raw.
+int callAndPrint(Context& ctx, const std::string& method, json params,
+                 const std::function<void(const json&)>& human) {
+  auto link = connect(ctx);
+  if (!link) return reportError(ctx, link.status());
+  auto r = link->call(method, std::move(params));
+  if (!r) return reportError(ctx, r.status());
+  if (ctx.options.json) {
+    std::cout << r->dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+  } else {
+    human(*r);
+  }
+  return kExitOk;
+}
+
+int parseOrUsage(Args& args, const std::vector<std::string>& words, const OptionSpec& spec) {
+  std::string error;
+  if (!args.parse(words, spec, error)) return usageError(error);
+  return -1;
+}
+
+std::optional<int> parseInt(const std::optional<std::string>& v, const char* name, int& out) {
+  if (!v) return std::nullopt;
+  char* end = nullptr;
+  long n = std::strtol(v->c_str(), &end, 10);
+  if (v->empty() || *end != '\0' || n < 0) return usageError(std::string("--") + name + " must be a whole number");
+  out = static_cast<int>(n);
+  return std::nullopt;
+}
+
+json filesOf(const Context& ctx, const std::vector<std::string>& paths) {
+  json out = json::array();
+  for (const auto& p : paths) out.push_back(fileArgument(ctx, p));
+  return out;
+}
+
+void printMemory(const Context& ctx, const json& m) { std::cout << memoryDetail(m, ctx.style); }
+
+void printList(const Context& ctx, const json& memories) {
+  for (const auto& m : memories) std::cout << memoryLine(m, ctx.style) << "\n";
+}
+
+void printHits(const Context& ctx, const json& r) {
+  const auto& hits = r["memories"];
+  if (hits.empty()) {
+    std::cout << "no matching memories\n";
+    return;
+  }
+  for (const auto& h : hits) {
+    std::cout << hitLine(h, ctx.style) << "\n";
+    if (h.contains("explain")) std::cout << "    " << ctx.style.dim(h["explain"].dump()) << "\n";
+  }
+}
+
+int needsId(const Args& args, const char* command, size_t count = 1) {
+  if (args.positional().size() != count) {
+    return usageError(std::string("usage: memq ") + command + (count == 1 ? " ID" : " ID PATH..."));
+  }
+  return -1;
+}
+
+// ---- commands -------------------------------------------------------------------------------------------------
+
+int cmdSave(Context& ctx, const std::vector<std::string>& words) {
+  Args a;
+  if (int rc = parseOrUsage(a, words, {{"merge-topics"}, {"details", "category", "source"}, {"topic", "file"}}); rc >= 0)
+    return rc;
+  if (a.positional().size() != 1) return usageError("usage: memq save SUMMARY [options] (quote the summary)");
+  json p = {{"summary", a.positional()[0]}, {"source", a.value("source").value_or("user")}};
+  if (auto d = a.value("details")) p["details"] = *d;
+  if (auto c = a.value("category")) p["category"] = *c;
+  if (a.has("topic")) p["topics"] = a.values("topic");
+  if (a.has("file")) p["files"] = filesOf(ctx, a.values("file"));
+  if (a.flag("merge-topics")) p["merge_topics"] = true;
+  return callAndPrint(ctx, "memory/save", p, [&](const json& r) {
+    std::string id = r.value("id", "");
+    std::string status = r.value("status", "");
+    std::cout << status << " " << ctx.style.yellow(id.substr(0, 8)) << " (" << r.value("scope", "") << ")\n";
+    if (r.contains("hint")) std::cout << r["hint"].get<std::string>() << "\n";
+    for (const auto& w : r["warnings"]) std::cout << ctx.style.yellow("warning: ") << w.get<std::string>() << "\n";
+    for (const auto& s : r["similar"]) {
+      std::cout << "similar: " << s["id"].get<std::string>().substr(0, 8) << " ("
+                << static_cast<int>(s["weight"].get<double>() * 100 + 0.5) << "%) " << s["summary"].get<std::string>()
+                << "\n";
+    }
+  });
+}
+
+int cmdGet(Context& ctx, const std::vector<std::string>& words) {
+  Args a;
+  if (int rc = parseOrUsage(a, words, {}); rc >= 0) return rc;
+  if (int rc = needsId(a, "get"); rc >= 0) return rc;
+  return callAndPrint(ctx, "memory/get", {{"id", a.positional()[0]}}, [&](const json& r) { printMemory(ctx, r); });
+}
+
+int cmdUpdate(Context& ctx, const std::vector<std::string>& words) {
+  Args a;
+  if (int rc = parseOrUsage(a, words, {{}, {"summary", "details", "category"}, {"topic", "file"}}); rc >= 0) return rc;
+  if (int rc = needsId(a, "update"); rc >= 0) return rc;
+  json p = {{"id", a.positional()[0]}};
+  if (auto s = a.value("summary")) p["summary"] = *s;
+  if (auto d = a.value("details")) p["details"] = *d;
+  if (auto c = a.value("category")) p["category"] = *c;
+  if (a.has("topic")) p["topics"] = a.values("topic");
+  if (a.has("file")) p["files"] = filesOf(ctx, a.values("file"));
+  if (p.size() == 1) return usageError("memq update: nothing to change (give --summary, --details, --category, --topic or --file)");
+  return callAndPrint(ctx, "memory/update", p, [&](const json& r) { printMemory(ctx, r); });
+}
+
+int cmdList(Context& ctx, const std::vector<std::string>& words) {
+  Args a;
+  if (int rc = parseOrUsage(a, words, {{"pinned"}, {"category", "topic", "state", "file", "limit", "offset"}, {}}); rc >= 0)
+    return rc;
+  if (!a.positional().empty()) return usageError("memq list takes no positional arguments");
+  json p = json::object();
+  if (auto c = a.value("category")) p["category"] = *c;
+  if (auto t = a.value("topic")) p["topic"] = *t;
+  if (a.flag("pinned")) p["pinned"] = true;
+  if (auto s = a.value("state")) p["state"] = *s;
+  if (auto f = a.value("file")) p["file"] = fileArgument(ctx, *f);
+  int limit = 50, offset = 0;
+  if (auto rc = parseInt(a.value("limit"), "limit", limit)) return *rc;
+  if (auto rc = parseInt(a.value("offset"), "offset", offset)) return *rc;
+  p["limit"] = limit;
+  if (offset) p["offset"] = offset;
+  return callAndPrint(ctx, "memory/list", p, [&](const json& r) {
+    printList(ctx, r["memories"]);
+    std::cout << ctx.style.dim(std::to_string(r["memories"].size()) + " of " + std::to_string(r["total"].get<int64_t>()) +
+                               " memories")
+              << "\n";
+  });
+}
+
+int cmdSearch(Context& ctx, const std::vector<std::string>& words) {
+  Args a;
+  if (int rc = parseOrUsage(a, words, {{"explain"}, {"limit", "ranker"}, {}}); rc >= 0) return rc;
+  if (a.positional().empty()) return usageError("usage: memq search QUERY [--limit N]");
+  std::string query;
+  for (const auto& w : a.positional()) query += (query.empty() ? "" : " ") + w;
+  json p = {{"query", query}};
+  int limit = 10;
+  if (auto rc = parseInt(a.value("limit"), "limit", limit)) return *rc;
+  p["limit"] = limit;
+  if (auto r = a.value("ranker")) p["ranker"] = *r;
+  if (a.flag("explain")) p["explain"] = true;
+  return callAndPrint(ctx, "memory/search", p, [&](const json& r) { printHits(ctx, r); });
+}
+
+int cmdRecall(Context& ctx, const std::vector<std::string>& words) {
+  Args a;
+  if (int rc = parseOrUsage(a, words, {{"explain", "no-mark"}, {"limit", "max-chars", "ranker", "threshold"}, {"file"}});
+      rc >= 0)
+    return rc;
+  std::string query;
+  for (const auto& w : a.positional()) query += (query.empty() ? "" : " ") + w;
+  if (query.empty() && !a.has("file")) return usageError("usage: memq recall [QUERY] [--file PATH]... (give a query or a file)");
+  json p = json::object();
+  if (!query.empty()) p["query"] = query;
+  if (a.has("file")) p["files"] = filesOf(ctx, a.values("file"));
+  int limit = 3, maxChars = 2400;
+  if (auto rc = parseInt(a.value("limit"), "limit", limit)) return *rc;
+  if (auto rc = parseInt(a.value("max-chars"), "max-chars", maxChars)) return *rc;
+  p["limit"] = limit;
+  p["max_chars"] = maxChars;
+  if (auto r = a.value("ranker")) p["ranker"] = *r;
+  if (auto t = a.value("threshold")) p["threshold"] = std::atof(t->c_str());
+  if (a.flag("explain")) p["explain"] = true;
+  if (a.flag("no-mark")) p["mark_used"] = false;
+  return callAndPrint(ctx, "memory/recall", p, [&](const json& r) { printHits(ctx, r); });
+}
+
+int simpleIdCommand(Context& ctx, const std::vector<std::string>& words, const char* name, const char* method,
+                    OptionSpec spec = {}, const std::function<Status(const Args&, json&)>& extra = nullptr) {
+  Args a;
+  if (int rc = parseOrUsage(a, words, spec); rc >= 0) return rc;
+  if (int rc = needsId(a, name); rc >= 0) return rc;
+  json p = {{"id", a.positional()[0]}};
+  if (extra) {
+    Status st = extra(a, p);
+    if (!st) return usageError(st.message());
+  }
+  return callAndPrint(ctx, method, p, [&](const json& r) {
+    if (r.contains("old")) {
+      std::cout << "superseded " << shortId(r["old"]) << " by " << shortId(r["new"]) << "\n";
+    } else if (r.contains("purged")) {
+      std::cout << "purged " << a.positional()[0] << "\n";
+    } else {
+      std::cout << memoryLine(r, ctx.style) << "\n";
+    }
+  });
+}
+
+int filesCommand(Context& ctx, const std::vector<std::string>& words, const char* name, const char* method) {
+  Args a;
+  if (int rc = parseOrUsage(a, words, {}); rc >= 0) return rc;
+  if (a.positional().size() < 2) return usageError(std::string("usage: memq ") + name + " ID PATH...");
+  std::vector<std::string> paths(a.positional().begin() + 1, a.positional().end());
+  return callAndPrint(ctx, method, {{"id", a.positional()[0]}, {"files", filesOf(ctx, paths)}},
+                      [&](const json& r) { printMemory(ctx, r); });
+}
+
+int cmdHint(Context& ctx, const std::vector<std::string>& words) {
+  Args a;
+  if (int rc = parseOrUsage(a, words, {{}, {"query"}, {"file"}}); rc >= 0) return rc;
+  if (a.positional().size() != 1) return usageError("usage: memq hint TOOL [--file PATH]... [--query Q]");
+  json p = {{"tool", a.positional()[0]}};
+  if (a.has("file")) p["files"] = filesOf(ctx, a.values("file"));
+  if (auto q = a.value("query")) p["query"] = *q;
+  return callAndPrint(ctx, "hints/for_tool", p, [&](const json& r) {
+    for (const auto& l : r["lines"]) std::cout << l.get<std::string>() << "\n";
+  });
+}
+
+int cmdCochange(Context& ctx, const std::vector<std::string>& words) {
+  Args a;
+  if (int rc = parseOrUsage(a, words, {{}, {"limit"}, {}}); rc >= 0) return rc;
+  if (a.positional().size() != 1) return usageError("usage: memq cochange PATH [--limit N]");
+  int limit = 10;
+  if (auto rc = parseInt(a.value("limit"), "limit", limit)) return *rc;
+  return callAndPrint(ctx, "repo/cochange", {{"file", fileArgument(ctx, a.positional()[0])}, {"limit", limit}},
+                      [&](const json& r) {
+                        for (const auto& n : r["neighbors"]) {
+                          char s[16];
+                          std::snprintf(s, sizeof s, "%.3f", n["strength"].get<double>());
+                          std::cout << s << "  " << n["count"] << "x  " << n["path"].get<std::string>() << "\n";
+                        }
+                        if (r["neighbors"].empty()) std::cout << "no co-change neighbours\n";
+                      });
+}
+
+int cmdBlast(Context& ctx, const std::vector<std::string>& words) {
+  Args a;
+  if (int rc = parseOrUsage(a, words, {}); rc >= 0) return rc;
+  if (a.positional().size() != 1) return usageError("usage: memq blast PATH");
+  return callAndPrint(ctx, "repo/blast_radius", {{"file", fileArgument(ctx, a.positional()[0])}}, [&](const json& r) {
+    std::cout << r["radius"] << " dependent file(s)\n";
+    for (const auto& d : r.value("dependents", json::array())) std::cout << "  " << d.get<std::string>() << "\n";
+  });
+}
+
+int cmdRefresh(Context& ctx, const std::vector<std::string>& words) {
+  if (!words.empty()) return usageError("memq refresh takes no arguments");
+  return callAndPrint(ctx, "repo/refresh", json::object(), [&](const json& r) {
+    std::cout << "walked " << r["walked_commits"] << " commit(s); " << r["pairs"] << " co-change pairs at "
+              << r["head"].get<std::string>().substr(0, 12) << "\n";
+  });
+}
+
+int cmdAudit(Context& ctx, const std::vector<std::string>& words) {
+  Args a;
+  if (int rc = parseOrUsage(a, words, {{}, {"id", "limit", "since"}, {}}); rc >= 0) return rc;
+  json p = json::object();
+  if (auto id = a.value("id")) p["id"] = *id;
+  int limit = 100;
+  if (auto rc = parseInt(a.value("limit"), "limit", limit)) return *rc;
+  p["limit"] = limit;
+  return callAndPrint(ctx, "audit/list", p, [&](const json& r) {
+    for (const auto& e : r["events"]) {
+      std::cout << e["seq"] << "  " << e["at"].get<std::string>() << "  " << e["memory_id"].get<std::string>().substr(0, 8)
+                << "  " << e["action"].get<std::string>() << "  " << e["actor"].get<std::string>() << "\n";
+    }
+  });
+}
+
+int cmdExport(Context& ctx, const std::vector<std::string>& words) {
+  Args a;
+  if (int rc = parseOrUsage(a, words, {{}, {"state"}, {}}); rc >= 0) return rc;
+  json p = json::object();
+  if (auto s = a.value("state")) p["state"] = *s;
+  auto link = connect(ctx);
+  if (!link) return reportError(ctx, link.status());
+  auto r = link->call("export", p);
+  if (!r) return reportError(ctx, r.status());
+  std::cout << (*r)["jsonl"].get<std::string>();
+  return kExitOk;
+}
+
+int cmdImport(Context& ctx, const std::vector<std::string>& words) {
+  Args a;
+  if (int rc = parseOrUsage(a, words, {{}, {"from-empryo"}, {}}); rc >= 0) return rc;
+  std::string jsonl;
+  if (auto empryo = a.value("from-empryo")) {
+    if (!a.positional().empty()) return usageError("usage: memq import --from-empryo PATH/TO/memory.db");
+    auto converted = empryoToJsonl(*empryo);
+    if (!converted) {
+      std::cerr << "memq: " << converted.status().message() << "\n";
+      return kExitUsage;
+    }
+    jsonl = std::move(*converted);
+  } else {
+    if (a.positional().size() != 1) return usageError("usage: memq import FILE (or - for standard input)");
+    std::string path = a.positional()[0];
+    std::stringstream buf;
+    if (path == "-") {
+      buf << std::cin.rdbuf();
+    } else {
+      std::ifstream in(path);
+      if (!in) return usageError("cannot read " + path);
+      buf << in.rdbuf();
+    }
+    jsonl = buf.str();
+  }
+  return callAndPrint(ctx, "import", {{"jsonl", jsonl}}, [&](const json& r) {
+    std::cout << "created " << r["created"] << ", deduped " << r["deduped"] << ", rejected " << r["rejected"]
+              << ", tombstones " << r["tombstones"] << "\n";
+  });
+}
+
+int cmdStats(Context& ctx, const std::vector<std::string>& words) {
+  if (!words.empty()) return usageError("memq stats takes no arguments");
+  return callAndPrint(ctx, "stats", json::object(), [&](const json& r) {
+    for (const auto& [scope, s] : r["scopes"].items()) {
+      std::cout << ctx.style.bold(scope) << "  " << s["path"].get<std::string>() << "\n";
+      for (const auto& [state, n] : s["states"].items()) std::cout << "  " << state << ": " << n << "\n";
+      std::cout << "  tombstones: " << s["tombstones"] << ", events: " << s["events"] << ", size: " << s["db_bytes"]
+                << " bytes\n";
+    }
+  });
+}
+
+int cmdStatus(Context& ctx, const std::vector<std::string>& words, bool autostart) {
+  if (!words.empty()) return usageError("memq status takes no arguments");
+  auto link = DaemonLink::open(ctx.options, autostart);
+  if (!link) return reportError(ctx, link.status());
+  auto r = link->call("daemon/status", json::object());
+  if (!r) return reportError(ctx, r.status());
+  if (ctx.options.json) {
+    std::cout << r->dump(2) << "\n";
+  } else {
+    std::cout << "memqd " << (*r)["version"].get<std::string>() << " pid " << (*r)["pid"] << " on "
+              << (*r)["socket"].get<std::string>() << ", up " << static_cast<int64_t>((*r)["uptime_s"].get<double>())
+              << " s, " << (*r)["connections"] << " connection(s), " << (*r)["requests_served"] << " request(s)\n";
+  }
+  return kExitOk;
+}
+
+int cmdDaemon(Context& ctx, const std::vector<std::string>& words) {
+  Args a;
+  if (int rc = parseOrUsage(a, words, {{"foreground"}, {}, {}}); rc >= 0) return rc;
+  if (a.positional().size() != 1) return usageError("usage: memq daemon start|stop|restart|status [--foreground]");
+  const std::string action = a.positional()[0];
+  std::string socket = ctx.options.socket.empty() ? defaultSocketPath() : ctx.options.socket;
+  auto stop = [&]() -> int {
+    auto c = RpcClient::connect(socket, std::chrono::seconds(2));
+    if (!c) {
+      if (!ctx.options.json) std::cout << "memqd is not running\n";
+      return kExitOk;
+    }
+    auto r = c->call("daemon/shutdown", json::object());
+    if (!r) return reportError(ctx, r.status());
+    // Wait until the socket stops answering.
+    for (int i = 0; i < 100; ++i) {
+      if (!RpcClient::connect(socket, std::chrono::milliseconds(100))) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (!ctx.options.json) std::cout << "memqd stopped\n";
+    return kExitOk;
+  };
+  auto start = [&]() -> int {
+    if (a.flag("foreground")) {
+      std::string bin = memqdPath();
+      std::vector<std::string> argvS = {bin, "--foreground", "--socket", socket};
+      std::vector<char*> argv;
+      for (auto& s : argvS) argv.push_back(s.data());
+      argv.push_back(nullptr);
+      ::execvp(bin.c_str(), argv.data());
+      std::cerr << "memq: cannot run " << bin << "\n";
+      return kExitUnreachable;
+    }
+    if (RpcClient::connect(socket, std::chrono::milliseconds(500))) {
+      if (!ctx.options.json) std::cout << "memqd is already running on " << socket << "\n";
+      return kExitOk;
+    }
+    Status st = startDaemon(socket);
+    if (!st) {
+      std::cerr << "memq: " << st.message() << "\n";
+      return kExitUnreachable;
+    }
+    if (!ctx.options.json) std::cout << "memqd started on " << socket << "\n";
+    return kExitOk;
+  };
+  if (action == "start") return start();
+  if (action == "stop") return stop();
+  if (action == "restart") {
+    if (int rc = stop(); rc != kExitOk) return rc;
+    return start();
+  }
+  if (action == "status") return cmdStatus(ctx, {}, false);
+  return usageError("usage: memq daemon start|stop|restart|status [--foreground]");
+}
+
+}  // namespace
+
+std::string fileArgument(const Context& ctx, const std::string& path) {
+  if (path.empty() || path.front() == '/') return path;
+  if (isUnder(ctx.cwd, ctx.options.project)) {
+    return (std::filesystem::path(ctx.cwd) / path).lexically_normal().string();
+  }
+  return path;
+}
+
+int usageError(const std::string& message) {
+  std::cerr << "memq: " << message << "\n";
+  return kExitUsage;
+}
+
+int reportError(const Context& ctx, const Status& status) {
+  const bool unreachable = isConnectError(status) ||
+                           (status.data().is_object() && status.data().value("transport", "") == "connect");
+  if (ctx.options.json) {
+    json err = {{"code", static_cast<int>(status.code())}, {"message", status.message()}};
+    if (!status.data().is_null()) err["data"] = status.data();
+    std::cerr << err.dump() << "\n";
+  } else {
+    std::cerr << "memq: " << (unreachable ? "" : std::string(errorCodeName(status.code())) + ": ") << status.message()
+              << "\n";
+    if (status.code() == ErrorCode::kAmbiguous && status.data().contains("candidates")) {
+      for (const auto& c : status.data()["candidates"]) {
+        std::cerr << "  " << c.value("scope", "") << "  " << c.value("id", "") << "\n";
+      }
+    }
+  }
+  if (unreachable || isTransportError(status)) return kExitUnreachable;
+  return kExitRpcError;
+}
+
+int runCommand(Context& ctx, const std::string& command, const std::vector<std::string>& words) {
+  if (command == "save") return cmdSave(ctx, words);
+  if (command == "get") return cmdGet(ctx, words);
+  if (command == "update") return cmdUpdate(ctx, words);
+  if (command == "list") return cmdList(ctx, words);
+  if (command == "search") return cmdSearch(ctx, words);
+  if (command == "recall") return cmdRecall(ctx, words);
+  if (command == "hide") {
+    return simpleIdCommand(ctx, words, "hide", "memory/hide", {{}, {"reason"}, {}}, [](const Args& a, json& p) {
+      if (auto r = a.value("reason")) p["reason"] = *r;
+      return Status::ok();
+    });
+  }
+  if (command == "restore") return simpleIdCommand(ctx, words, "restore", "memory/restore");
+  if (command == "pin") return simpleIdCommand(ctx, words, "pin", "memory/pin");
+  if (command == "unpin") return simpleIdCommand(ctx, words, "unpin", "memory/unpin");
+  if (command == "supersede") {
+    return simpleIdCommand(ctx, words, "supersede", "memory/supersede", {{}, {"by"}, {}}, [](const Args& a, json& p) {
+      auto by = a.value("by");
+      if (!by) return Status::invalidField("by", "usage: memq supersede OLD_ID --by NEW_ID");
+      p["by"] = *by;
+      return Status::ok();
+    });
+  }
+  if (command == "reject") {
+    return simpleIdCommand(ctx, words, "reject", "memory/reject", {{}, {"reason"}, {}}, [](const Args& a, json& p) {
+      auto r = a.value("reason");
+      if (!r || r->empty()) return Status::invalidField("reason", "usage: memq reject ID --reason R (a reason is required)");
+      p["reason"] = *r;
+      return Status::ok();
+    });
+  }
+  if (command == "unreject") return simpleIdCommand(ctx, words, "unreject", "memory/unreject");
+  if (command == "purge") {
+    return simpleIdCommand(ctx, words, "purge", "memory/purge", {{"yes"}, {}, {}}, [](const Args& a, json& p) {
+      if (!a.flag("yes")) return Status::invalidField("yes", "memq purge deletes for good; confirm with --yes");
+      p["confirm"] = true;
+      return Status::ok();
+    });
+  }
+  if (command == "attach") return filesCommand(ctx, words, "attach", "memory/attach");
+  if (command == "detach") return filesCommand(ctx, words, "detach", "memory/detach");
+  if (command == "hint") return cmdHint(ctx, words);
+  if (command == "cochange") return cmdCochange(ctx, words);
+  if (command == "blast") return cmdBlast(ctx, words);
+  if (command == "refresh") return cmdRefresh(ctx, words);
+  if (command == "review") return runReview(ctx, words);
+  if (command == "audit") return cmdAudit(ctx, words);
+  if (command == "export") return cmdExport(ctx, words);
+  if (command == "import") return cmdImport(ctx, words);
+  if (command == "stats") return cmdStats(ctx, words);
+  if (command == "status") return cmdStatus(ctx, words, true);
+  if (command == "daemon") return cmdDaemon(ctx, words);
+  if (command == "mcp") return runMcp(ctx, words);
+  if (command == "hook") return runHook(ctx, words);
+  if (command == "bench") return runBench(ctx, words);
+  return usageError("unknown command '" + command + "' (see memq --help)");
+}
+
+}  // namespace memq::cli

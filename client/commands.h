@@ -1,0 +1,42 @@
+// The memq subcommands (CLI.md). Each takes its own words and returns the process exit code:
+// 0 success, 1 the daemon answered with an error, 2 usage error, 3 the daemon cannot be reached or started.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "client/daemon_link.h"
+#include "client/render.h"
+
+namespace memq::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitRpcError = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitUnreachable = 3;
+
+struct Context {
+  GlobalOptions options;
+  Style style;
+  std::string cwd;  // absolute, for resolving file arguments
+};
+
+int runCommand(Context& ctx, const std::string& command, const std::vector<std::string>& words);
+
+// Prints an error from the daemon (or the transport) and returns the matching exit code.
+int reportError(const Context& ctx, const Status& status);
+int usageError(const std::string& message);
+
+// memq mcp, memq hook, memq review, memq import --from-empryo, memq bench live in their own files.
+int runMcp(Context& ctx, const std::vector<std::string>& words);
+int runHook(Context& ctx, const std::vector<std::string>& words);
+int runReview(Context& ctx, const std::vector<std::string>& words);
+int runBench(Context& ctx, const std::vector<std::string>& words);
+// Reads a reference (Empryo/SoulForge) memory.db and returns it as memq export JSONL.
+Result<std::string> empryoToJsonl(const std::string& path);
+
+// A file argument as the daemon should see it: absolute when the working directory is inside the project (so
+// `cd src && memq recall --file a.ts` means src/a.ts), unchanged (project-relative) otherwise.
+std::string fileArgument(const Context& ctx, const std::string& path);
+
+}  // namespace memq::cli

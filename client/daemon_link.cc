@@ -1,0 +1,101 @@
+// The CLI's daemon connection and autostart; see daemon_link.h.
+#include "client/daemon_link.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "protocol/socket_path.h"
+
+namespace memq::cli {
+
+std::string memqdPath() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n > 0) {
+    buf[n] = '\0';
+    auto candidate = std::filesystem::path(buf).parent_path() / "memqd";
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return "memqd";
+}
+
+Status startDaemon(const std::string& socketPath, std::chrono::milliseconds timeout) {
+  std::string bin = memqdPath();
+  int errPipe[2];
+  if (::pipe2(errPipe, O_CLOEXEC) != 0) return Status(ErrorCode::kInternalError, std::string("pipe: ") + std::strerror(errno));
+  pid_t pid = ::fork();
+  if (pid < 0) return Status(ErrorCode::kInternalError, std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    // Only fd 2 may keep the pipe open (dup2 clears CLOEXEC on it), or the read below never sees end-of-file.
+    ::dup2(errPipe[1], 2);
+    int devnull = ::open("/dev/null", O_RDWR);
+    if (devnull >= 0) {
+      ::dup2(devnull, 0);
+      ::dup2(devnull, 1);
+    }
+    std::string sock = socketPath;
+    char* argv[] = {bin.data(), const_cast<char*>("--socket"), sock.data(), nullptr};
+    ::execvp(bin.c_str(), argv);
+    std::fprintf(stderr, "cannot run %s: %s", bin.c_str(), std::strerror(errno));
+    std::_Exit(127);
+  }
+  ::close(errPipe[1]);
+  // memqd forks itself into the background and its first process exits once it is listening (or failed).
+  std::string err;
+  char buf[512];
+  ssize_t n;
+  while ((n = ::read(errPipe[0], buf, sizeof buf)) > 0) err.append(buf, static_cast<size_t>(n));
+  ::close(errPipe[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
+    return Status(ErrorCode::kInternalError, "could not start memqd (" + bin + ")" + (err.empty() ? "" : ": " + err));
+  }
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto c = RpcClient::connect(socketPath, std::chrono::milliseconds(200));
+    if (c) return Status::ok();
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  return Status(ErrorCode::kInternalError, "memqd started but " + socketPath + " did not answer within " +
+                                               std::to_string(timeout.count() / 1000) + " s");
+}
+
+Result<DaemonLink> DaemonLink::open(const GlobalOptions& options, bool autostart, std::chrono::milliseconds timeout) {
+  std::string socket = options.socket.empty() ? defaultSocketPath() : options.socket;
+  auto c = RpcClient::connect(socket, timeout);
+  if (!c && isConnectError(c.status()) && autostart) {
+    Status started = startDaemon(socket, timeout);
+    if (!started) return Status(ErrorCode::kInternalError, started.message(), nlohmann::json{{"transport", "connect"}, {"socket", socket}});
+    c = RpcClient::connect(socket, timeout);
+  }
+  if (!c) return c.status();
+  nlohmann::json init = {{"client_name", options.clientName}, {"client_version", "0.1.0"}, {"source", options.source}};
+  if (!options.project.empty()) init["project_root"] = options.project;
+  auto r = c->call("initialize", init);
+  if (!r) {
+    // A project that cannot be opened should not stop commands that do not need it (global scope, status).
+    init.erase("project_root");
+    r = c->call("initialize", init);
+    if (!r) return r.status();
+  }
+  return DaemonLink(std::move(*c), options);
+}
+
+Result<nlohmann::json> DaemonLink::call(const std::string& method, nlohmann::json params,
+                                        std::chrono::milliseconds timeout) {
+  if (!params.is_object()) params = nlohmann::json::object();
+  if (!options_.project.empty() && !params.contains("project_root")) params["project_root"] = options_.project;
+  if (options_.scope && !params.contains("scope")) params["scope"] = *options_.scope;
+  return client_.call(method, std::move(params), timeout);
+}
+
+}  // namespace memq::cli

@@ -1,0 +1,45 @@
+// DaemonLink: the CLI's connection to memqd — finds the socket, starts the daemon when none answers (the memqd next
+// to the memq binary, else on PATH), waits up to 5 s for it, and sends every request with the CLI's project and
+// scope. Connection failures are reported so the CLI can exit 3.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "client/rpc_client.h"
+
+namespace memq::cli {
+
+struct GlobalOptions {
+  bool json = false;
+  std::string socket;       // "" = default path
+  std::string project;      // absolute project directory ("" = none)
+  std::optional<std::string> scope;
+  std::string clientName = "memq-cli";
+  std::string source = "user";
+};
+
+// Where memqd lives: next to this executable, else the name for a PATH lookup.
+std::string memqdPath();
+
+// Starts memqd detached on `socketPath` and waits for it to answer; error text on failure.
+Status startDaemon(const std::string& socketPath, std::chrono::milliseconds timeout = std::chrono::seconds(5));
+
+class DaemonLink {
+ public:
+  // Connects (starting the daemon when `autostart` and nobody answers) and sends initialize.
+  static Result<DaemonLink> open(const GlobalOptions& options, bool autostart = true,
+                                 std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  // Calls `method`, adding project_root and scope from the options unless params already hold them.
+  Result<nlohmann::json> call(const std::string& method, nlohmann::json params,
+                              std::chrono::milliseconds timeout = RpcClient::kDefaultCallTimeout);
+  RpcClient& rpc() { return client_; }
+
+ private:
+  DaemonLink(RpcClient client, GlobalOptions options) : client_(std::move(client)), options_(std::move(options)) {}
+  RpcClient client_;
+  GlobalOptions options_;
+};
+
+}  // namespace memq::cli

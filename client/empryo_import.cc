@@ -1,0 +1,81 @@
+// Reads a reference (Empryo/SoulForge) memory.db — schema in the reference §1.3 — and turns it into memq's export
+// JSONL, so `memq import --from-empryo` brings every memory over with its state (hidden → hidden, superseded →
+// superseded), files and topics.
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Statement.h>
+
+#include <map>
+
+#include "client/commands.h"
+
+namespace memq::cli {
+
+namespace {
+
+using json = nlohmann::json;
+
+// The reference writes ISO-8601 with 'Z'; rows inserted by raw SQL carry SQLite's "YYYY-MM-DD HH:MM:SS".
+std::string isoTimestamp(const std::string& t) {
+  if (t.size() == 19 && t[10] == ' ') return t.substr(0, 10) + "T" + t.substr(11) + ".000Z";
+  return t;
+}
+
+}  // namespace
+
+Result<std::string> empryoToJsonl(const std::string& path) {
+  try {
+    SQLite::Database db(path, SQLite::OPEN_READONLY);
+    if (!db.tableExists("memories")) return Status::invalidField("from-empryo", path + " has no memories table");
+    std::map<std::string, json> files;
+    if (db.tableExists("memory_files")) {
+      SQLite::Statement q(db, "SELECT memory_id, path FROM memory_files ORDER BY memory_id, path");
+      while (q.executeStep()) {
+        std::string p = q.getColumn(1).getString();
+        while (p.rfind("./", 0) == 0) p = p.substr(2);
+        if (p.empty() || p.front() == '/') continue;  // the reference stored raw paths; absolute ones never matched
+        auto& list = files[q.getColumn(0).getString()];
+        if (!list.is_array()) list = json::array();
+        if (list.size() < 16) list.push_back(p);
+      }
+    }
+    SQLite::Statement q(db,
+                        "SELECT id, category, summary, details, topics, source, session_id, created_at, last_used_at, "
+                        "use_count, pinned, hidden, superseded_by FROM memories ORDER BY created_at, id");
+    std::string out;
+    while (q.executeStep()) {
+      json m;
+      m["type"] = "memory";
+      m["id"] = q.getColumn(0).getString();
+      m["category"] = q.getColumn(1).isNull() ? json() : json(q.getColumn(1).getString());
+      m["summary"] = q.getColumn(2).getString();
+      m["details"] = q.getColumn(3).getString();
+      json topics = json::parse(q.getColumn(4).getString(), nullptr, false);
+      json cleanTopics = json::array();
+      if (topics.is_array()) {
+        for (const auto& t : topics) {
+          if (t.is_string()) cleanTopics.push_back(t);
+        }
+      }
+      m["topics"] = cleanTopics;
+      m["source"] = q.getColumn(5).getString() == "user" ? "user" : "agent";
+      if (!q.getColumn(6).isNull()) m["session_id"] = q.getColumn(6).getString();
+      m["created_at"] = isoTimestamp(q.getColumn(7).getString());
+      m["last_used_at"] = isoTimestamp(q.getColumn(8).getString());
+      m["updated_at"] = m["last_used_at"];
+      m["use_count"] = q.getColumn(9).getInt64();
+      m["pinned"] = q.getColumn(10).getInt() != 0;
+      bool hidden = q.getColumn(11).getInt() != 0;
+      bool superseded = !q.getColumn(12).isNull();
+      m["state"] = hidden ? (superseded ? "superseded" : "hidden") : "active";
+      if (superseded && hidden) m["superseded_by"] = q.getColumn(12).getString();
+      m["files"] = files.count(m["id"]) ? files[m["id"]] : json::array();
+      out += m.dump() + "\n";
+    }
+    return out;
+  } catch (const std::exception& e) {
+    return Status(ErrorCode::kInvalidParams, "cannot read " + path + ": " + e.what(),
+                  json{{"field", "from-empryo"}});
+  }
+}
+
+}  // namespace memq::cli

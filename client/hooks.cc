@@ -1,0 +1,109 @@
+// memq hook claude-code EVENT: reads the hook JSON Claude Code sends on stdin and prints the reply it expects.
+//   UserPromptSubmit → recall for the prompt, as additionalContext;
+//   PostToolUse for Read/Edit/Write/MultiEdit (tool_input.file_path) and Bash git commands → hints for those files.
+// It never blocks the agent: the daemon is not started from here, and past a 500 ms budget it prints nothing and
+// exits 0. Any failure is silent (exit 0, no output), because a hook error would interrupt the agent.
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include "client/commands.h"
+
+namespace memq::cli {
+
+namespace {
+
+using json = nlohmann::json;
+constexpr auto kBudget = std::chrono::milliseconds(500);
+
+std::string recalledBlock(const json& hits) {
+  std::string out = "<recalled_memories>\n";
+  for (const auto& h : hits) {
+    std::string cat = h.contains("category") && h["category"].is_string() ? h["category"].get<std::string>() : "-";
+    out += "[" + cat + "] " + h.value("id", "").substr(0, 8) + " — " + h.value("summary", "");
+    if (!h.value("details", "").empty()) out += " ↳ has details (memory_get " + h.value("id", "").substr(0, 8) + ")";
+    if (h.value("stale", false)) out += " (files changed since)";
+    out += "\n";
+  }
+  return out + "</recalled_memories>";
+}
+
+// "git diff --stat" → "diff"; anything that is not a git command → "".
+std::string gitTool(const std::string& command) {
+  std::istringstream in(command);
+  std::string word;
+  in >> word;
+  if (word != "git") return "";
+  while (in >> word) {
+    if (word.empty() || word[0] == '-') continue;
+    if (word == "diff" || word == "status" || word == "commit" || word == "show" || word == "log") return word;
+    return "shell";
+  }
+  return "";
+}
+
+}  // namespace
+
+int runHook(Context& ctx, const std::vector<std::string>& words) {
+  if (words.size() != 2 || words[0] != "claude-code") return usageError("usage: memq hook claude-code EVENT");
+  const std::string event = words[1];
+  auto deadline = std::chrono::steady_clock::now() + kBudget;
+  auto left = [&] {
+    auto d = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    return std::max(d, std::chrono::milliseconds(1));
+  };
+  std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  json hook = json::parse(input, nullptr, false);
+  if (!hook.is_object()) return kExitOk;
+  if (hook.contains("cwd") && hook["cwd"].is_string()) {
+    ctx.options.project = hook["cwd"].get<std::string>();
+    ctx.cwd = ctx.options.project;
+  }
+  ctx.options.clientName = "claude-code-hook";
+  ctx.options.source = "agent";
+
+  std::string method;
+  json params;
+  if (event == "UserPromptSubmit") {
+    std::string prompt = hook.value("prompt", "");
+    if (prompt.empty()) return kExitOk;
+    method = "memory/recall";
+    params = {{"query", prompt}, {"limit", 3}};
+  } else if (event == "PostToolUse") {
+    std::string tool = hook.value("tool_name", "");
+    json input = hook.value("tool_input", json::object());
+    std::string file = input.is_object() ? input.value("file_path", "") : "";
+    method = "hints/for_tool";
+    if (tool == "Read") params = {{"tool", "read"}};
+    else if (tool == "Edit" || tool == "MultiEdit") params = {{"tool", "edit"}};
+    else if (tool == "Write") params = {{"tool", "write"}};
+    else if (tool == "Bash") {
+      std::string g = gitTool(input.is_object() ? input.value("command", "") : "");
+      if (g.empty()) return kExitOk;
+      params = {{"tool", g}};
+    } else {
+      return kExitOk;
+    }
+    if (!file.empty()) params["files"] = json::array({fileArgument(ctx, file)});
+  } else {
+    return kExitOk;  // events memq has nothing to say about
+  }
+  auto link = DaemonLink::open(ctx.options, /*autostart=*/false, left());
+  if (!link) return kExitOk;
+  auto r = link->call(method, params, left());
+  if (!r || std::chrono::steady_clock::now() > deadline) return kExitOk;
+  std::string context;
+  if (method == "memory/recall") {
+    if ((*r)["memories"].empty()) return kExitOk;
+    context = recalledBlock((*r)["memories"]);
+  } else {
+    for (const auto& l : (*r)["lines"]) context += (context.empty() ? "" : "\n") + l.get<std::string>();
+    if (context.empty()) return kExitOk;
+    context = "memq: " + context;
+  }
+  json reply = {{"hookSpecificOutput", {{"hookEventName", event}, {"additionalContext", context}}}};
+  std::cout << reply.dump() << "\n";
+  return kExitOk;
+}
+
+}  // namespace memq::cli
