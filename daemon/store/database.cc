@@ -8,8 +8,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
+
+#include <sqlite3.h>
 
 #include "embedded_migrations.h"
 
@@ -92,7 +95,20 @@ Status migrate(SQLite::Database& db, const std::string& path, int maxVersion) {
   return Status::ok();
 }
 
+// sqlite3_wal_hook callback: runs after every commit with the WAL's frame count.
+int checkpointGuard(void* arg, sqlite3* db, const char* name, int frames) {
+  const int guard = static_cast<int>(reinterpret_cast<intptr_t>(arg));
+  // PASSIVE never waits for (or blocks) readers; an incomplete checkpoint is finished by the next one.
+  if (frames >= guard) sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+  return SQLITE_OK;
+}
+
 }  // namespace
+
+void installCheckpointGuard(SQLite::Database& db, int guardFrames) {
+  // Overrides (and so turns off) the default auto-checkpoint, which is itself a wal hook.
+  sqlite3_wal_hook(db.getHandle(), checkpointGuard, reinterpret_cast<void*>(static_cast<intptr_t>(guardFrames)));
+}
 
 Result<std::unique_ptr<SQLite::Database>> openDatabase(const DatabaseOptions& options) {
   const bool inMemory = options.path == ":memory:";

@@ -20,6 +20,14 @@ struct DatabaseOptions {
 // StorageError rather than being touched.
 Result<std::unique_ptr<SQLite::Database>> openDatabase(const DatabaseOptions& options);
 
+// Takes WAL checkpoints off the commit path: replaces SQLite's auto-checkpoint (which copies the WAL back into the
+// database, with two fsyncs, on whichever commit crosses 1000 frames) by a guard that checkpoints inline (PASSIVE)
+// only once the WAL holds `guardFrames` frames. The owner checkpoints periodically (MemoryStore::checkpoint).
+// Durability is unchanged: every commit is in the WAL before it is acknowledged (journal_mode=WAL,
+// synchronous=NORMAL survives a killed process; only a power loss can take the last commits).
+void installCheckpointGuard(SQLite::Database& db, int guardFrames);
+inline constexpr int kCheckpointGuardFrames = 8192;  // 32 MiB of 4 KiB pages
+
 // The schema version recorded in the database (0 for an empty file).
 int schemaVersion(SQLite::Database& db);
 // The highest migration compiled into this binary.
