@@ -58,7 +58,17 @@ PreparedQuery prepareQuery(const RecallRequest& request, const Embedder& embedde
 }
 
 Result<std::vector<Candidate>> gatherCandidates(MemoryStore& store, const RecallRequest& request,
-                                                const PreparedQuery& query, RepoSignals* repo) {
+                                                const PreparedQuery& query, RepoSignals* repo,
+                                                RecallTimings* timings) {
+  using TimingClock = std::chrono::steady_clock;
+  auto mark = TimingClock::now();
+  // Adds the time since the previous lap to `slot` (only when timings were asked for).
+  auto lap = [&](double RecallTimings::*slot) {
+    if (timings == nullptr) return;
+    auto t = TimingClock::now();
+    timings->*slot += std::chrono::duration<double, std::milli>(t - mark).count();
+    mark = t;
+  };
   std::unordered_map<int64_t, Signals> signals;
   std::vector<int64_t> order;
   auto at = [&](int64_t pk) -> Signals& {
@@ -70,12 +80,15 @@ Result<std::vector<Candidate>> gatherCandidates(MemoryStore& store, const Recall
   if (!query.unicodeMatch.empty() || !query.trigramMatch.empty()) {
     auto u = store.searchFts(FtsLane::kUnicode, query.unicodeMatch, kFtsCandidateLimit);
     if (!u) return u.status();
+    lap(&RecallTimings::unicodeMs);
     auto t = store.searchFts(FtsLane::kTrigram, query.trigramMatch, kFtsCandidateLimit);
     if (!t) return t.status();
+    if (timings != nullptr) ++timings->trigramRuns;
     if (u->empty() && t->empty() && !query.bigramMatch.empty()) {
       t = store.searchFts(FtsLane::kTrigram, query.bigramMatch, kFtsCandidateLimit);
       if (!t) return t.status();
     }
+    lap(&RecallTimings::trigramMs);
     for (const auto& h : *u) {
       auto& s = at(h.pk);
       if (!s.ftsUnicode) {
@@ -112,6 +125,7 @@ Result<std::vector<Candidate>> gatherCandidates(MemoryStore& store, const Recall
       }
     }
   }
+  lap(&RecallTimings::filesMs);
   if (request.useSemantic && !query.vector.empty()) {
     auto hits = store.activeIndex().topK(query.vector, kSemanticTopK, kSemanticMinCosine);
     int rank = 0;
@@ -121,6 +135,7 @@ Result<std::vector<Candidate>> gatherCandidates(MemoryStore& store, const Recall
       s.semanticRank = ++rank;
     }
   }
+  lap(&RecallTimings::semanticMs);
 
   auto memories = store.loadMany(order);
   if (!memories) return memories.status();
@@ -146,6 +161,7 @@ Result<std::vector<Candidate>> gatherCandidates(MemoryStore& store, const Recall
     }
     out.push_back({std::move(m), s});
   }
+  lap(&RecallTimings::loadMs);
   return out;
 }
 

@@ -64,9 +64,20 @@ struct RecallHit {
 
 PreparedQuery prepareQuery(const RecallRequest& request, const Embedder& embedder, RepoSignals* repo);
 
+// Wall time per lane, accumulated (benchmarks and diagnostics; gatherCandidates adds to it when given one).
+struct RecallTimings {
+  double unicodeMs = 0;
+  double trigramMs = 0;  // the trigram lane and, when it ran, the bigram fallback
+  double filesMs = 0;    // file and co-change affinity
+  double semanticMs = 0;
+  double loadMs = 0;     // loadMany and signal assembly
+  int trigramRuns = 0;   // how many gatherCandidates calls queried the trigram lane
+};
+
 // One scope's candidates with their signals. `repo` gives blast radius (may be null).
 Result<std::vector<Candidate>> gatherCandidates(MemoryStore& store, const RecallRequest& request,
-                                                const PreparedQuery& query, RepoSignals* repo);
+                                                const PreparedQuery& query, RepoSignals* repo,
+                                                RecallTimings* timings = nullptr);
 
 std::vector<RecallHit> rankAndSelect(std::vector<Candidate> candidates, const RecallRequest& request);
 

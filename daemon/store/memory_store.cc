@@ -96,6 +96,35 @@ Status stateConflict(const Memory& m, const std::string& wanted) {
 }  // namespace
 
 MemoryStore::MemoryStore(StoreOptions options) : options_(std::move(options)) {}
+
+MemoryStore::CachedStatement::CachedStatement(SQLite::Statement* shared, bool* busy,
+                                              std::unique_ptr<SQLite::Statement> own)
+    : stmt_(own ? own.get() : shared), busy_(own ? nullptr : busy), own_(std::move(own)) {
+  if (busy_ != nullptr) *busy_ = true;
+}
+
+MemoryStore::CachedStatement::CachedStatement(CachedStatement&& other) noexcept
+    : stmt_(other.stmt_), busy_(other.busy_), own_(std::move(other.own_)) {
+  other.stmt_ = nullptr;
+  other.busy_ = nullptr;
+}
+
+MemoryStore::CachedStatement::~CachedStatement() {
+  if (stmt_ == nullptr || own_) return;
+  stmt_->tryReset();
+  try {
+    stmt_->clearBindings();
+  } catch (...) {
+  }
+  if (busy_ != nullptr) *busy_ = false;
+}
+
+MemoryStore::CachedStatement MemoryStore::statement(const std::string& sql) {
+  auto [it, inserted] = statements_.try_emplace(sql);
+  if (inserted) it->second.stmt = std::make_unique<SQLite::Statement>(*db_, sql);
+  if (it->second.busy) return CachedStatement(nullptr, nullptr, std::make_unique<SQLite::Statement>(*db_, sql));
+  return CachedStatement(it->second.stmt.get(), &it->second.busy, nullptr);
+}
 MemoryStore::~MemoryStore() {
   if (db_) db_->tryExec("PRAGMA optimize");
 }
@@ -108,6 +137,7 @@ Result<std::unique_ptr<MemoryStore>> MemoryStore::open(StoreOptions options) {
   auto db = openDatabase({store->options_.path, store->options_.maxSchemaVersion});
   if (!db) return db.status();
   store->db_ = std::move(*db);
+  installCheckpointGuard(*store->db_, kCheckpointGuardFrames);
   store->active_ = std::make_unique<VectorIndex>(store->options_.embedder->dim());
   store->rejected_ = std::make_unique<VectorIndex>(store->options_.embedder->dim());
   MEMQ_RETURN_IF_ERROR(store->loadIndexes());
@@ -158,14 +188,14 @@ std::vector<float> MemoryStore::embedMemory(const std::string& summary, const st
 }
 
 void MemoryStore::storeEmbedding(int64_t pk, const std::vector<float>& vec) {
-  SQLite::Statement q(*db_,
-                      "INSERT INTO memory_embeddings(memory_pk, model, dim, vector) VALUES (?, ?, ?, ?) "
-                      "ON CONFLICT(memory_pk, model) DO UPDATE SET dim = excluded.dim, vector = excluded.vector");
-  q.bind(1, pk);
-  q.bind(2, std::string(embedder().model()));
-  q.bind(3, static_cast<int64_t>(vec.size()));
-  q.bind(4, vec.data(), static_cast<int>(vec.size() * sizeof(float)));
-  q.exec();
+  auto q = statement(
+      "INSERT INTO memory_embeddings(memory_pk, model, dim, vector) VALUES (?, ?, ?, ?) "
+      "ON CONFLICT(memory_pk, model) DO UPDATE SET dim = excluded.dim, vector = excluded.vector");
+  q->bind(1, pk);
+  q->bind(2, std::string(embedder().model()));
+  q->bind(3, static_cast<int64_t>(vec.size()));
+  q->bind(4, vec.data(), static_cast<int>(vec.size() * sizeof(float)));
+  q->exec();
 }
 
 std::optional<std::vector<float>> MemoryStore::loadVector(int64_t pk) {
@@ -181,28 +211,31 @@ std::optional<std::vector<float>> MemoryStore::loadVector(int64_t pk) {
 
 void MemoryStore::appendEvent(const std::string& memoryId, const std::string& action, const Actor& actor,
                               const nlohmann::json& detail) {
-  SQLite::Statement q(*db_, "INSERT INTO memory_events(at, memory_id, action, actor, detail) VALUES (?, ?, ?, ?, ?)");
-  q.bind(1, now());
-  q.bind(2, memoryId);
-  q.bind(3, action);
-  q.bind(4, actor.toString());
-  q.bind(5, detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  q.exec();
+  auto q = statement("INSERT INTO memory_events(at, memory_id, action, actor, detail) VALUES (?, ?, ?, ?, ?)");
+  q->bind(1, now());
+  q->bind(2, memoryId);
+  q->bind(3, action);
+  q->bind(4, actor.toString());
+  q->bind(5, detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  q->exec();
 }
 
 void MemoryStore::readFiles(Memory& m) {
-  SQLite::Statement q(*db_, "SELECT path, blob_id FROM memory_files WHERE memory_pk = ? ORDER BY path");
-  q.bind(1, m.pk);
+  auto q = statement("SELECT path, blob_id FROM memory_files WHERE memory_pk = ? ORDER BY path");
+  q->bind(1, m.pk);
   m.files.clear();
-  while (q.executeStep()) m.files.push_back({q.getColumn(0).getString(), optText(q.getColumn(1))});
+  while (q->executeStep()) m.files.push_back({q->getColumn(0).getString(), optText(q->getColumn(1))});
 }
 
 Result<Memory> MemoryStore::get(const std::string& id) {
   try {
-    SQLite::Statement q(*db_, std::string("SELECT ") + kMemoryColumns + " FROM memories WHERE id = ?");
-    q.bind(1, id);
-    if (!q.executeStep()) return Status::notFound("no memory with id " + id + " in the " + scope() + " scope");
-    Memory m = rowToMemory(q, scope());
+    Memory m;
+    {
+      auto q = statement(std::string("SELECT ") + kMemoryColumns + " FROM memories WHERE id = ?");
+      q->bind(1, id);
+      if (!q->executeStep()) return Status::notFound("no memory with id " + id + " in the " + scope() + " scope");
+      m = rowToMemory(*q, scope());
+    }
     readFiles(m);
     return m;
   } catch (const std::exception& e) {
@@ -213,17 +246,17 @@ Result<Memory> MemoryStore::get(const std::string& id) {
 Result<Memory> MemoryStore::mustGet(const std::string& id) { return get(id); }
 
 std::optional<int64_t> MemoryStore::pkOf(const std::string& id) {
-  SQLite::Statement q(*db_, "SELECT pk FROM memories WHERE id = ?");
-  q.bind(1, id);
-  if (!q.executeStep()) return std::nullopt;
-  return q.getColumn(0).getInt64();
+  auto q = statement("SELECT pk FROM memories WHERE id = ?");
+  q->bind(1, id);
+  if (!q->executeStep()) return std::nullopt;
+  return q->getColumn(0).getInt64();
 }
 
 std::optional<std::string> MemoryStore::idOf(int64_t pk) {
-  SQLite::Statement q(*db_, "SELECT id FROM memories WHERE pk = ?");
-  q.bind(1, pk);
-  if (!q.executeStep()) return std::nullopt;
-  return q.getColumn(0).getString();
+  auto q = statement("SELECT id FROM memories WHERE pk = ?");
+  q->bind(1, pk);
+  if (!q->executeStep()) return std::nullopt;
+  return q->getColumn(0).getString();
 }
 
 Result<std::vector<std::string>> MemoryStore::matchIds(const std::string& idOrPrefix, int limit) {
@@ -248,20 +281,20 @@ Result<std::vector<std::string>> MemoryStore::matchIds(const std::string& idOrPr
 std::vector<VectorIndex::Hit> MemoryStore::linkSimilar(int64_t pk, const std::vector<float>& vec) {
   auto hits = active_->topK(vec, kMaxEdges + 1, static_cast<float>(kEdgeThreshold));
   std::vector<VectorIndex::Hit> kept;
-  SQLite::Statement q(*db_,
-                      "INSERT INTO memory_edges(src_pk, dst_pk, kind, weight, created_at) VALUES (?, ?, 'similar', ?, ?) "
-                      "ON CONFLICT(src_pk, dst_pk, kind) DO UPDATE SET weight = excluded.weight");
+  auto q = statement(
+      "INSERT INTO memory_edges(src_pk, dst_pk, kind, weight, created_at) VALUES (?, ?, 'similar', ?, ?) "
+      "ON CONFLICT(src_pk, dst_pk, kind) DO UPDATE SET weight = excluded.weight");
   const std::string at = now();
   for (const auto& h : hits) {
     if (h.key == pk || kept.size() >= kMaxEdges) continue;
     kept.push_back(h);
     for (auto [a, b] : {std::pair{pk, h.key}, std::pair{h.key, pk}}) {
-      q.bind(1, a);
-      q.bind(2, b);
-      q.bind(3, static_cast<double>(h.score));
-      q.bind(4, at);
-      q.exec();
-      q.reset();
+      q->bind(1, a);
+      q->bind(2, b);
+      q->bind(3, static_cast<double>(h.score));
+      q->bind(4, at);
+      q->exec();
+      q->reset();
     }
   }
   return kept;
@@ -280,19 +313,17 @@ std::vector<SimilarHint> MemoryStore::similarHints(const std::string& summary,
   for (const auto& h : neighbours) {
     if (h.key == selfPk || h.score < kSimilarHintCosine) continue;
     if (out.size() >= kMaxSimilarHints) break;
-    SQLite::Statement q(*db_, "SELECT id, summary FROM memories WHERE pk = ? AND state = 'active'");
-    q.bind(1, h.key);
-    if (q.executeStep()) out.push_back({q.getColumn(0).getString(), h.score, q.getColumn(1).getString(), "semantic"});
+    auto q = statement("SELECT id, summary FROM memories WHERE pk = ? AND state = 'active'");
+    q->bind(1, h.key);
+    if (q->executeStep()) {
+      out.push_back({q->getColumn(0).getString(), h.score, q->getColumn(1).getString(), "semantic"});
+    }
   }
   if (!out.empty()) return out;
   // Fallback (reference §3.4): trigram duplicates by summary containment.
   if (summary.size() < 6) return out;
   std::string phrase;
   for (char c : summary) phrase.push_back(c == '"' ? ' ' : c);
-  SQLite::Statement q(*db_,
-                      "SELECT m.pk, m.id, m.summary FROM memories_fts_tri f JOIN memories m ON m.pk = f.rowid "
-                      "WHERE memories_fts_tri MATCH ? AND m.state = 'active' AND m.pk != ? "
-                      "ORDER BY bm25(memories_fts_tri) LIMIT 8");
   // Trigram candidates: any of the summary's words of ≥ 3 characters, OR-ed (bounded).
   std::string match;
   size_t terms = 0;
@@ -310,13 +341,17 @@ std::vector<SimilarHint> MemoryStore::similarHints(const std::string& summary,
   }
   if (match.empty()) return out;
   try {
-    q.bind(1, match);
-    q.bind(2, selfPk);
+    // The 8 best active rows other than the new one, by bm25 (see rankedActive for why the join is not in SQL).
     std::vector<SimilarHint> candidates;
-    while (q.executeStep()) {
-      std::string other = q.getColumn(2).getString();
-      double w = trigramContainment(summary, other);
-      if (w >= kSimilarHintTrigram) candidates.push_back({q.getColumn(1).getString(), w, other, "trigram"});
+    auto rows = statement("SELECT id, summary FROM memories WHERE pk = ?");
+    for (const auto& hit : rankedActive(FtsLane::kTrigram, match, 8, selfPk)) {
+      rows->bind(1, hit.pk);
+      if (rows->executeStep()) {
+        std::string other = rows->getColumn(1).getString();
+        double w = trigramContainment(summary, other);
+        if (w >= kSimilarHintTrigram) candidates.push_back({rows->getColumn(0).getString(), w, other, "trigram"});
+      }
+      rows->reset();
     }
     std::stable_sort(candidates.begin(), candidates.end(),
                      [](const SimilarHint& a, const SimilarHint& b) { return a.weight > b.weight; });
@@ -338,22 +373,22 @@ Result<SaveOutcome> MemoryStore::save(const NormalizedSave& input, const std::ve
     {
       SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
       // 1. Rejected content stays refused, even after its row was purged.
-      SQLite::Statement tomb(*db_, "SELECT memory_id, reason FROM tombstones WHERE content_hash = ?");
-      tomb.bind(1, input.contentHash);
-      if (tomb.executeStep()) {
+      auto tomb = statement("SELECT memory_id, reason FROM tombstones WHERE content_hash = ?");
+      tomb->bind(1, input.contentHash);
+      if (tomb->executeStep()) {
         out.status = "rejected";
-        out.id = tomb.getColumn(0).getString();
-        out.reason = tomb.getColumn(1).getString();
+        out.id = tomb->getColumn(0).getString();
+        out.reason = tomb->getColumn(1).getString();
         appendEvent(out.id, "blocked_save", actor,
                     {{"status", "rejected"}, {"reason", *out.reason}, {"content_hash", input.contentHash}});
         tx.commit();
         return out;
       }
       // 2. Existing content: never change its state.
-      SQLite::Statement existing(*db_, std::string("SELECT ") + kMemoryColumns + " FROM memories WHERE content_hash = ?");
-      existing.bind(1, input.contentHash);
-      if (existing.executeStep()) {
-        Memory m = rowToMemory(existing, scope());
+      auto existing = statement(std::string("SELECT ") + kMemoryColumns + " FROM memories WHERE content_hash = ?");
+      existing->bind(1, input.contentHash);
+      if (existing->executeStep()) {
+        Memory m = rowToMemory(*existing, scope());
         out.id = m.id;
         if (input.truncated) {
           out.warnings.push_back("after truncation this text is identical to memory " + m.id);
@@ -426,31 +461,35 @@ Result<SaveOutcome> MemoryStore::save(const NormalizedSave& input, const std::ve
       vec = embedMemory(input.summary, input.details, input.topics);
       const std::string id = newUuidV4();
       const std::string at = now();
-      SQLite::Statement ins(*db_,
-                            "INSERT INTO memories(id, category, summary, details, topics, topics_text, source, "
-                            "session_id, created_at, updated_at, last_used_at, content_hash) "
-                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-      ins.bind(1, id);
-      bindOpt(ins, 2, input.category);
-      ins.bind(3, input.summary);
-      ins.bind(4, input.details);
-      ins.bind(5, nlohmann::json(input.topics).dump());
-      ins.bind(6, topicsText(input.topics));
-      ins.bind(7, input.source);
-      bindOpt(ins, 8, input.sessionId);
-      ins.bind(9, at);
-      ins.bind(10, at);
-      ins.bind(11, at);
-      ins.bind(12, input.contentHash);
-      ins.exec();
+      {
+        auto ins = statement(
+            "INSERT INTO memories(id, category, summary, details, topics, topics_text, source, "
+            "session_id, created_at, updated_at, last_used_at, content_hash) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        ins->bind(1, id);
+        bindOpt(*ins, 2, input.category);
+        ins->bind(3, input.summary);
+        ins->bind(4, input.details);
+        ins->bind(5, nlohmann::json(input.topics).dump());
+        ins->bind(6, topicsText(input.topics));
+        ins->bind(7, input.source);
+        bindOpt(*ins, 8, input.sessionId);
+        ins->bind(9, at);
+        ins->bind(10, at);
+        ins->bind(11, at);
+        ins->bind(12, input.contentHash);
+        ins->exec();
+      }
       newPk = db_->getLastInsertRowid();
-      SQLite::Statement addFile(*db_, "INSERT OR IGNORE INTO memory_files(memory_pk, path, blob_id) VALUES (?, ?, ?)");
-      for (const auto& f : files) {
-        addFile.bind(1, *newPk);
-        addFile.bind(2, f.path);
-        bindOpt(addFile, 3, f.blobId);
-        addFile.exec();
-        addFile.reset();
+      {
+        auto addFile = statement("INSERT OR IGNORE INTO memory_files(memory_pk, path, blob_id) VALUES (?, ?, ?)");
+        for (const auto& f : files) {
+          addFile->bind(1, *newPk);
+          addFile->bind(2, f.path);
+          bindOpt(*addFile, 3, f.blobId);
+          addFile->exec();
+          addFile->reset();
+        }
       }
       storeEmbedding(*newPk, vec);
       neighbours = linkSimilar(*newPk, vec);
@@ -1131,22 +1170,59 @@ Result<nlohmann::json> MemoryStore::stats() {
   }
 }
 
+Status MemoryStore::checkpoint() {
+  try {
+    db_->exec("PRAGMA wal_checkpoint(PASSIVE)");
+    return Status::ok();
+  } catch (const std::exception& e) {
+    return storageError(e, "checkpoint");
+  }
+}
+
+std::vector<FtsHit> MemoryStore::rankedActive(FtsLane lane, const std::string& matchExpression, int limit,
+                                              std::optional<int64_t> excludePk) {
+  // Same rows and order as `FTS JOIN memories ON pk = rowid WHERE state = 'active' ORDER BY bm25 LIMIT n`, but the
+  // join is not done for every match: bm25 is computed (it must be) for every matching row, the top-N sorter keeps
+  // `limit` + (rows that may be skipped) of them, and only those are looked up. A common-word query matches most of
+  // the table, and the per-match join was a third of the lane's time. Non-active rows are few and counted through
+  // idx_memories_state.
+  int64_t skippable = excludePk ? 1 : 0;
+  {
+    auto inactive = statement("SELECT COUNT(*) FROM memories WHERE state IN ('hidden', 'superseded', 'rejected')");
+    if (inactive->executeStep()) skippable += inactive->getColumn(0).getInt64();
+  }
+  auto q = statement(lane == FtsLane::kUnicode
+                         ? "SELECT rowid, bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ? "
+                           "ORDER BY bm25(memories_fts) LIMIT ?"
+                         : "SELECT rowid, bm25(memories_fts_tri) FROM memories_fts_tri WHERE memories_fts_tri MATCH ? "
+                           "ORDER BY bm25(memories_fts_tri) LIMIT ?");
+  q->bind(1, matchExpression);
+  q->bind(2, static_cast<int64_t>(limit) + skippable);
+  std::vector<FtsHit> out;
+  if (limit <= 0) return out;
+  auto state = skippable > (excludePk ? 1 : 0)
+                   ? std::optional<CachedStatement>(statement("SELECT state = 'active' FROM memories WHERE pk = ?"))
+                   : std::nullopt;
+  int rank = 0;
+  while (static_cast<int>(out.size()) < limit && q->executeStep()) {
+    int64_t pk = q->getColumn(0).getInt64();
+    if (excludePk && pk == *excludePk) continue;
+    if (state) {
+      (*state)->bind(1, pk);
+      bool active = (*state)->executeStep() && (*state)->getColumn(0).getInt() != 0;
+      (*state)->reset();
+      if (!active) continue;
+    }
+    out.push_back({pk, q->getColumn(1).getDouble(), ++rank});
+  }
+  return out;
+}
+
 Result<std::vector<FtsHit>> MemoryStore::searchFts(FtsLane lane, const std::string& matchExpression, int limit) {
   std::vector<FtsHit> out;
   if (matchExpression.empty()) return out;
-  const char* sql = lane == FtsLane::kUnicode
-                        ? "SELECT f.rowid, bm25(memories_fts) FROM memories_fts f JOIN memories m ON m.pk = f.rowid "
-                          "WHERE memories_fts MATCH ? AND m.state = 'active' ORDER BY bm25(memories_fts) LIMIT ?"
-                        : "SELECT f.rowid, bm25(memories_fts_tri) FROM memories_fts_tri f JOIN memories m ON m.pk = "
-                          "f.rowid WHERE memories_fts_tri MATCH ? AND m.state = 'active' "
-                          "ORDER BY bm25(memories_fts_tri) LIMIT ?";
   try {
-    SQLite::Statement q(*db_, sql);
-    q.bind(1, matchExpression);
-    q.bind(2, limit);
-    int rank = 0;
-    while (q.executeStep()) out.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getDouble(), ++rank});
-    return out;
+    return rankedActive(lane, matchExpression, limit, std::nullopt);
   } catch (const SQLite::Exception& e) {
     // An FTS syntax error means the query builder let something through; an empty lane is the safe answer.
     if (e.getErrorCode() == SQLITE_ERROR) return out;
@@ -1162,14 +1238,16 @@ Result<std::vector<FileHit>> MemoryStore::findByPaths(const std::vector<std::str
   try {
     std::string placeholders;
     for (size_t i = 0; i < paths.size(); ++i) placeholders += i ? ",?" : "?";
-    SQLite::Statement q(*db_,
-                        "SELECT m.pk, COUNT(*) FROM memory_files mf JOIN memories m ON m.pk = mf.memory_pk "
-                        "WHERE mf.path IN (" + placeholders + ") AND m.state = 'active' "
-                        "GROUP BY m.pk ORDER BY m.last_used_at DESC, m.pk DESC LIMIT ?");
+    // CROSS JOIN pins the loop order: the queried paths' refs outside, memories by pk inside. Left to itself (no
+    // sqlite_stat1 yet, as in every fresh database) the planner scanned every active memory through
+    // idx_memories_state and probed the path index for each: 10x slower at 10k memories.
+    auto q = statement("SELECT m.pk, COUNT(*) FROM memory_files mf CROSS JOIN memories m ON m.pk = mf.memory_pk "
+                       "WHERE mf.path IN (" + placeholders + ") AND m.state = 'active' "
+                       "GROUP BY m.pk ORDER BY m.last_used_at DESC, m.pk DESC LIMIT ?");
     int i = 1;
-    for (const auto& p : paths) q.bind(i++, p);
-    q.bind(i, limit);
-    while (q.executeStep()) out.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getInt()});
+    for (const auto& p : paths) q->bind(i++, p);
+    q->bind(i, limit);
+    while (q->executeStep()) out.push_back({q->getColumn(0).getInt64(), q->getColumn(1).getInt()});
     return out;
   } catch (const std::exception& e) {
     return storageError(e, "file lookup");
@@ -1180,18 +1258,45 @@ Result<std::vector<Memory>> MemoryStore::loadMany(const std::vector<int64_t>& pk
   std::vector<Memory> out;
   if (pks.empty()) return out;
   try {
-    SQLite::Statement q(*db_, std::string("SELECT ") + kMemoryColumns + " FROM memories WHERE pk = ?");
-    SQLite::Statement files(*db_, "SELECT path, blob_id FROM memory_files WHERE memory_pk = ? ORDER BY path");
-    for (int64_t pk : pks) {
-      q.bind(1, pk);
-      if (q.executeStep()) {
-        Memory m = rowToMemory(q, scope());
-        files.bind(1, pk);
-        while (files.executeStep()) m.files.push_back({files.getColumn(0).getString(), optText(files.getColumn(1))});
-        files.reset();
-        out.push_back(std::move(m));
+    // Two statements per chunk of kBatch pks (rows, then all their file refs) instead of two per pk. The
+    // placeholder count is fixed so the statements stay cached; unused slots are NULL, which matches nothing.
+    constexpr size_t kBatch = 32;
+    static const std::string kPlaceholders = [] {
+      std::string p;
+      for (size_t i = 0; i < kBatch; ++i) p += i ? ",?" : "?";
+      return p;
+    }();
+    std::unordered_map<int64_t, Memory> loaded;
+    loaded.reserve(pks.size());
+    for (size_t start = 0; start < pks.size(); start += kBatch) {
+      const size_t end = std::min(pks.size(), start + kBatch);
+      {
+        auto q = statement(std::string("SELECT ") + kMemoryColumns + " FROM memories WHERE pk IN (" + kPlaceholders +
+                           ")");
+        for (size_t i = start; i < end; ++i) q->bind(static_cast<int>(i - start + 1), pks[i]);
+        while (q->executeStep()) {
+          Memory m = rowToMemory(*q, scope());
+          int64_t pk = m.pk;
+          loaded.emplace(pk, std::move(m));
+        }
       }
-      q.reset();
+      auto files = statement("SELECT memory_pk, path, blob_id FROM memory_files WHERE memory_pk IN (" + kPlaceholders +
+                             ") ORDER BY memory_pk, path");
+      for (size_t i = start; i < end; ++i) files->bind(static_cast<int>(i - start + 1), pks[i]);
+      while (files->executeStep()) {
+        auto it = loaded.find(files->getColumn(0).getInt64());
+        if (it != loaded.end()) it->second.files.push_back({files->getColumn(1).getString(), optText(files->getColumn(2))});
+      }
+    }
+    // Input order, as before; a pk asked for twice comes back twice.
+    std::unordered_map<int64_t, size_t> remaining;
+    for (int64_t pk : pks) ++remaining[pk];
+    out.reserve(pks.size());
+    for (int64_t pk : pks) {
+      auto it = loaded.find(pk);
+      if (it == loaded.end()) continue;
+      if (--remaining[pk] == 0) out.push_back(std::move(it->second));
+      else out.push_back(it->second);
     }
     return out;
   } catch (const std::exception& e) {

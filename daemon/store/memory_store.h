@@ -17,6 +17,7 @@
 
 #include <functional>
 #include <memory>
+#include <unordered_map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -170,9 +171,39 @@ class MemoryStore {
   std::optional<int64_t> pkOf(const std::string& id);
   std::optional<std::string> idOf(int64_t pk);
 
+  // --- housekeeping ---
+  // PASSIVE WAL checkpoint (never waits on readers). Saves do not checkpoint (see database.cc), so the daemon's
+  // housekeeping timer calls this every few seconds for each open scope, under the scope's lock.
+  Status checkpoint();
+
   SQLite::Database& database() { return *db_; }
 
  private:
+  // A prepared statement borrowed from the cache (prepared once per store, not per call). Bindings start cleared;
+  // the statement is reset on release so no read snapshot outlives the borrower. A statement already borrowed
+  // (re-entrant use of the same SQL) is served by a fresh one-off statement instead.
+  class CachedStatement {
+   public:
+    CachedStatement(SQLite::Statement* shared, bool* busy, std::unique_ptr<SQLite::Statement> own);
+    CachedStatement(CachedStatement&& other) noexcept;
+    CachedStatement(const CachedStatement&) = delete;
+    CachedStatement& operator=(const CachedStatement&) = delete;
+    CachedStatement& operator=(CachedStatement&&) = delete;
+    ~CachedStatement();
+    SQLite::Statement& operator*() { return *stmt_; }
+    SQLite::Statement* operator->() { return stmt_; }
+
+   private:
+    SQLite::Statement* stmt_;
+    bool* busy_;  // null for a one-off statement
+    std::unique_ptr<SQLite::Statement> own_;
+  };
+  struct CacheEntry {
+    std::unique_ptr<SQLite::Statement> stmt;
+    bool busy = false;
+  };
+  CachedStatement statement(const std::string& sql);
+
   explicit MemoryStore(StoreOptions options);
   std::string now() const;
   Status loadIndexes();
@@ -189,6 +220,9 @@ class MemoryStore {
   std::vector<SimilarHint> similarHints(const std::string& summary, const std::vector<VectorIndex::Hit>& neighbours,
                                         int64_t selfPk);
   std::optional<std::vector<float>> loadVector(int64_t pk);
+  // The `limit` best active rows (other than excludePk) for an FTS5 MATCH, by bm25. Throws on SQLite errors.
+  std::vector<FtsHit> rankedActive(FtsLane lane, const std::string& matchExpression, int limit,
+                                   std::optional<int64_t> excludePk);
   Result<Memory> changeState(const std::string& id, MemoryState from1, std::optional<MemoryState> from2,
                              MemoryState to, const std::string& action, const Actor& actor,
                              const std::optional<std::string>& reason);
@@ -197,6 +231,7 @@ class MemoryStore {
   std::unique_ptr<SQLite::Database> db_;
   std::unique_ptr<VectorIndex> active_;
   std::unique_ptr<VectorIndex> rejected_;
+  std::unordered_map<std::string, CacheEntry> statements_;  // declared after db_: destroyed before it
 };
 
 }  // namespace memq

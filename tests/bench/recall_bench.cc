@@ -1,6 +1,13 @@
 // In-process save and recall benchmark on the reference's load workload (../shared/bench/load): writes the first N
 // memories one at a time into a fresh store, then runs the 200 measured queries through recall and prints
-// p50/p95/p99. Usage: memq_bench_recall [--n 1000,10000] [--load DIR] [--ranker default|reference] [--no-semantic]
+// p50/p95/p99, with per-phase timings. Usage:
+//   memq_bench_recall [--n 1000,10000] [--load DIR] [--ranker default|reference] [--no-semantic]
+//                     [--repeat R] [--db-dir DIR] [--checkpoint-every-ms MS] [--dump FILE]
+// --repeat R runs the measured queries R times (latencies pooled). --db-dir keeps each size's database in DIR/N and
+// reuses it when it already holds N memories (recall-only iterations). The save loop calls
+// MemoryStore::checkpoint() every --checkpoint-every-ms of wall time (default 2000, 0 = never), as the daemon's
+// housekeeping timer does; that time counts against save throughput. --dump writes every measured query's candidates
+// (pk and lane signals) and hits of the first pass, to check that a change leaves recall results as they were.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -10,6 +17,9 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "daemon/embed/hashbag.h"
 #include "daemon/recall/recall_engine.h"
@@ -47,11 +57,41 @@ std::vector<nlohmann::json> readJsonl(const std::string& command, size_t limit) 
 
 }  // namespace
 
+double cpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+double fileMiB(const fs::path& p) {
+  std::error_code ec;
+  auto size = fs::file_size(p, ec);
+  return ec ? 0.0 : static_cast<double>(size) / (1 << 20);
+}
+
+struct Row {
+  size_t n = 0;
+  bool loaded = false;  // saves ran (not a reused database)
+  double savePerSec = 0, saveCpuPerSec = 0, saveP50 = 0, saveP95 = 0, saveP99 = 0;
+  double checkpointMs = 0;
+  int checkpoints = 0;
+  double p50 = 0, p95 = 0, p99 = 0, mean = 0;
+  double prepare = 0, rank = 0;
+  memq::RecallTimings phases;
+  size_t queries = 0;
+  double dbMiB = 0, walMiB = 0;
+};
+
 int main(int argc, char** argv) {
   std::vector<size_t> sizes = {1000, 10000};
   std::string loadDir;
+  std::string dbDir;
   memq::Ranker ranker = memq::Ranker::kDefault;
   bool semantic = true;
+  int repeat = 1;
+  int checkpointEveryMs = 2000;
+  std::string dumpPath;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--n" && i + 1 < argc) {
@@ -65,6 +105,14 @@ int main(int argc, char** argv) {
       memq::parseRanker(argv[++i], ranker);
     } else if (a == "--no-semantic") {
       semantic = false;
+    } else if (a == "--repeat" && i + 1 < argc) {
+      repeat = std::max(1, std::stoi(argv[++i]));
+    } else if (a == "--db-dir" && i + 1 < argc) {
+      dbDir = argv[++i];
+    } else if (a == "--dump" && i + 1 < argc) {
+      dumpPath = argv[++i];
+    } else if (a == "--checkpoint-every-ms" && i + 1 < argc) {
+      checkpointEveryMs = std::stoi(argv[++i]);
     }
   }
   if (loadDir.empty()) {
@@ -79,57 +127,168 @@ int main(int argc, char** argv) {
   auto memories = readJsonl("xz -dc '" + loadDir + "/memories.jsonl.xz'", maxN);
   auto queries = readJsonl("cat '" + loadDir + "/queries.jsonl'", 1000);
   memq::HashbagEmbedder embedder;
-  std::printf("ranker=%s semantic=%s\n", std::string(memq::rankerName(ranker)).c_str(), semantic ? "on" : "off");
-  std::printf("%8s %12s %10s %10s %10s %10s\n", "N", "save/s", "p50 ms", "p95 ms", "p99 ms", "db MiB");
+  std::printf("ranker=%s semantic=%s repeat=%d checkpoint-every-ms=%d\n",
+              std::string(memq::rankerName(ranker)).c_str(), semantic ? "on" : "off", repeat, checkpointEveryMs);
+  std::vector<Row> rows;
+  std::ofstream dump;
+  if (!dumpPath.empty()) dump.open(dumpPath);
   for (size_t n : sizes) {
-    fs::path dir = fs::temp_directory_path() / ("memq-bench-" + std::to_string(::getpid()) + "-" + std::to_string(n));
-    fs::remove_all(dir);
+    Row row;
+    row.n = n;
+    const bool keep = !dbDir.empty();
+    fs::path dir = keep ? fs::path(dbDir) / std::to_string(n)
+                        : fs::temp_directory_path() / ("memq-bench-" + std::to_string(::getpid()) + "-" +
+                                                       std::to_string(n));
+    if (!keep) fs::remove_all(dir);
     memq::StoreOptions o;
     o.path = (dir / "memory.db").string();
     o.projectRoot = dir.string();
     o.embedder = &embedder;
-    auto store = std::move(*memq::MemoryStore::open(o));
+    auto opened = memq::MemoryStore::open(o);
+    if (!opened) {
+      std::cerr << "cannot open " << o.path << ": " << opened.status().message() << "\n";
+      return 1;
+    }
+    auto store = std::move(*opened);
     memq::Actor actor{"agent", "bench"};
-    auto start = Clock::now();
-    size_t written = 0;
-    for (size_t i = 0; i < n && i < memories.size(); ++i) {
-      const auto& m = memories[i];
-      memq::SaveInput in;
-      in.summary = m.value("summary", "");
-      in.details = m.value("details", "");
-      if (m["category"].is_string()) in.category = m["category"].get<std::string>();
-      in.topics = m.value("topics", std::vector<std::string>{});
-      for (const auto& f : m["files"]) in.files.push_back(f["path"].get<std::string>());
-      if (in.files.size() > 16) in.files.resize(16);
-      auto norm = memq::normalizeSave(in, dir.string());
-      if (!norm) continue;
-      std::vector<memq::FileRef> refs;
-      for (const auto& f : norm->files) refs.push_back({f, std::nullopt});
-      if (store->save(*norm, refs, actor)) ++written;
+    const bool reuse = store->activeIndex().size() > 0;  // a kept database from an earlier run
+    if (!reuse) {
+      std::vector<double> saveLat;
+      saveLat.reserve(n);
+      auto start = Clock::now();
+      double cpu0 = cpuSeconds();
+      auto lastCheckpoint = start;
+      size_t written = 0;
+      for (size_t i = 0; i < n && i < memories.size(); ++i) {
+        const auto& m = memories[i];
+        memq::SaveInput in;
+        in.summary = m.value("summary", "");
+        in.details = m.value("details", "");
+        if (m["category"].is_string()) in.category = m["category"].get<std::string>();
+        in.topics = m.value("topics", std::vector<std::string>{});
+        for (const auto& f : m["files"]) in.files.push_back(f["path"].get<std::string>());
+        if (in.files.size() > 16) in.files.resize(16);
+        auto norm = memq::normalizeSave(in, dir.string());
+        if (!norm) continue;
+        std::vector<memq::FileRef> refs;
+        for (const auto& f : norm->files) refs.push_back({f, std::nullopt});
+        auto t0 = Clock::now();
+        if (store->save(*norm, refs, actor)) ++written;
+        auto t1 = Clock::now();
+        saveLat.push_back(ms(t1 - t0));
+        if (checkpointEveryMs > 0 && t1 - lastCheckpoint >= std::chrono::milliseconds(checkpointEveryMs)) {
+          store->checkpoint();
+          auto t2 = Clock::now();
+          row.checkpointMs += ms(t2 - t1);
+          ++row.checkpoints;
+          lastCheckpoint = t2;
+        }
+      }
+      double saveSecs = ms(Clock::now() - start) / 1000;
+      double cpuSecs = cpuSeconds() - cpu0;
+      row.loaded = true;
+      row.savePerSec = written / saveSecs;
+      row.saveCpuPerSec = cpuSecs > 0 ? written / cpuSecs : 0;
+      row.saveP50 = percentile(saveLat, 0.5);
+      row.saveP95 = percentile(saveLat, 0.95);
+      row.saveP99 = percentile(saveLat, 0.99);
+      row.walMiB = fileMiB(o.path + "-wal");
     }
-    double saveSecs = ms(Clock::now() - start) / 1000;
     std::vector<double> lat;
-    for (const auto& q : queries) {
-      memq::RecallRequest r;
-      r.query = q.value("query", "");
-      for (const auto& f : q["editedFiles"]) r.files.push_back(f.get<std::string>());
-      if (r.files.size() > 64) r.files.resize(64);
-      r.limit = 3;
-      r.threshold = 0.01;
-      r.ranker = ranker;
-      r.useSemantic = semantic;
-      auto t0 = Clock::now();
-      auto prepared = memq::prepareQuery(r, embedder, nullptr);
-      auto c = memq::gatherCandidates(*store, r, prepared, nullptr);
-      auto hits = memq::rankAndSelect(std::move(*c), r);
-      double t = ms(Clock::now() - t0);
-      if (!q.value("warmup", false)) lat.push_back(t);
+    for (int pass = 0; pass < repeat; ++pass) {
+      for (const auto& q : queries) {
+        const bool warmup = q.value("warmup", false);
+        if (warmup && pass > 0) continue;
+        memq::RecallRequest r;
+        r.query = q.value("query", "");
+        for (const auto& f : q["editedFiles"]) r.files.push_back(f.get<std::string>());
+        if (r.files.size() > 64) r.files.resize(64);
+        r.limit = 3;
+        r.threshold = 0.01;
+        r.ranker = ranker;
+        r.useSemantic = semantic;
+        memq::RecallTimings phases;
+        auto t0 = Clock::now();
+        auto prepared = memq::prepareQuery(r, embedder, nullptr);
+        auto t1 = Clock::now();
+        auto c = memq::gatherCandidates(*store, r, prepared, nullptr, &phases);
+        if (!c) {
+          std::cerr << "recall failed: " << c.status().message() << "\n";
+          return 1;
+        }
+        auto t2 = Clock::now();
+        std::vector<memq::Candidate> candidates;
+        if (dump.is_open() && pass == 0 && !warmup) candidates = *c;
+        auto hits = memq::rankAndSelect(std::move(*c), r);
+        auto t3 = Clock::now();
+        if (warmup) continue;
+        if (dump.is_open() && pass == 0) {
+          std::sort(candidates.begin(), candidates.end(),
+                    [](const memq::Candidate& a, const memq::Candidate& b) { return a.memory.pk < b.memory.pk; });
+          char buf[256];
+          dump << "N " << n << " query " << row.queries << "\n";
+          for (const auto& cand : candidates) {
+            const auto& sg = cand.signals;
+            std::snprintf(buf, sizeof buf, "  cand %lld u=%d/%.12g t=%d/%.12g f=%d/%d sem=%d\n",
+                          static_cast<long long>(cand.memory.pk), sg.ftsUnicode.value_or(0), sg.bm25Unicode.value_or(0),
+                          sg.ftsTrigram.value_or(0), sg.bm25Trigram.value_or(0), sg.fileAffinity ? 1 : 0,
+                          sg.matchedFiles, sg.semanticRank.value_or(0));
+            dump << buf;
+          }
+          for (const auto& h : hits) {
+            std::snprintf(buf, sizeof buf, "  hit %lld %.12g\n", static_cast<long long>(h.memory.pk), h.score);
+            dump << buf;
+          }
+        }
+        lat.push_back(ms(t3 - t0));
+        row.prepare += ms(t1 - t0);
+        row.rank += ms(t3 - t2);
+        row.phases.unicodeMs += phases.unicodeMs;
+        row.phases.trigramMs += phases.trigramMs;
+        row.phases.filesMs += phases.filesMs;
+        row.phases.semanticMs += phases.semanticMs;
+        row.phases.loadMs += phases.loadMs;
+        row.phases.trigramRuns += phases.trigramRuns;
+        ++row.queries;
+      }
     }
-    double dbMiB = static_cast<double>(fs::file_size(o.path)) / (1 << 20);
-    std::printf("%8zu %12.0f %10.3f %10.3f %10.3f %10.1f\n", n, written / saveSecs, percentile(lat, 0.5),
-                percentile(lat, 0.95), percentile(lat, 0.99), dbMiB);
+    row.p50 = percentile(lat, 0.5);
+    row.p95 = percentile(lat, 0.95);
+    row.p99 = percentile(lat, 0.99);
+    for (double v : lat) row.mean += v;
+    if (!lat.empty()) row.mean /= static_cast<double>(lat.size());
     store.reset();
-    fs::remove_all(dir);
+    row.dbMiB = fileMiB(o.path);
+    if (!keep) fs::remove_all(dir);
+    rows.push_back(row);
+  }
+
+  std::printf("\nsaves (one at a time, embedding + similar edges + file refs; checkpoints included)\n");
+  std::printf("%8s %10s %12s %10s %10s %10s %8s %10s %9s %9s\n", "N", "save/s", "save/cpu-s", "p50 ms", "p95 ms",
+              "p99 ms", "ckpts", "ckpt ms", "wal MiB", "db MiB");
+  for (const auto& r : rows) {
+    if (!r.loaded) {
+      std::printf("%8zu %10s %12s %10s %10s %10s %8s %10s %9s %9.1f\n", r.n, "reused", "-", "-", "-", "-", "-", "-",
+                  "-", r.dbMiB);
+      continue;
+    }
+    std::printf("%8zu %10.0f %12.0f %10.3f %10.3f %10.3f %8d %10.1f %9.1f %9.1f\n", r.n, r.savePerSec,
+                r.saveCpuPerSec, r.saveP50, r.saveP95, r.saveP99, r.checkpoints, r.checkpointMs, r.walMiB, r.dbMiB);
+  }
+  std::printf("\nrecall (limit 3, threshold 0.01), ms\n");
+  std::printf("%8s %8s %9s %9s %9s %9s\n", "N", "queries", "p50", "p95", "p99", "mean");
+  for (const auto& r : rows) {
+    std::printf("%8zu %8zu %9.3f %9.3f %9.3f %9.3f\n", r.n, r.queries, r.p50, r.p95, r.p99, r.mean);
+  }
+  std::printf("\nrecall phases, mean ms per query (trigram runs = queries that queried the trigram lane)\n");
+  std::printf("%8s %9s %9s %9s %9s %9s %9s %9s %9s %12s\n", "N", "prepare", "unicode", "trigram", "files", "semantic",
+              "load", "rank", "total", "trigram runs");
+  for (const auto& r : rows) {
+    double q = r.queries ? static_cast<double>(r.queries) : 1;
+    const auto& p = r.phases;
+    double total = (r.prepare + p.unicodeMs + p.trigramMs + p.filesMs + p.semanticMs + p.loadMs + r.rank) / q;
+    std::printf("%8zu %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %12d\n", r.n, r.prepare / q, p.unicodeMs / q,
+                p.trigramMs / q, p.filesMs / q, p.semanticMs / q, p.loadMs / q, r.rank / q, total, p.trigramRuns);
   }
   return 0;
 }
