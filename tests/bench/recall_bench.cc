@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/embed/hashbag.h"
@@ -64,6 +65,13 @@ double cpuSeconds() {
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
+// This thread's CPU time: on a shared, loaded machine wall time per query swings 3x; CPU time much less.
+double threadCpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
 double fileMiB(const fs::path& p) {
   std::error_code ec;
   auto size = fs::file_size(p, ec);
@@ -77,6 +85,7 @@ struct Row {
   double checkpointMs = 0;
   int checkpoints = 0;
   double p50 = 0, p95 = 0, p99 = 0, mean = 0;
+  double cpuP50 = 0, cpuP95 = 0;
   double prepare = 0, rank = 0;
   memq::RecallTimings phases;
   size_t queries = 0;
@@ -195,6 +204,7 @@ int main(int argc, char** argv) {
       row.walMiB = fileMiB(o.path + "-wal");
     }
     std::vector<double> lat;
+    std::vector<double> cpuLat;
     for (int pass = 0; pass < repeat; ++pass) {
       for (const auto& q : queries) {
         const bool warmup = q.value("warmup", false);
@@ -208,6 +218,7 @@ int main(int argc, char** argv) {
         r.ranker = ranker;
         r.useSemantic = semantic;
         memq::RecallTimings phases;
+        double cpu0 = threadCpuMs();
         auto t0 = Clock::now();
         auto prepared = memq::prepareQuery(r, embedder, nullptr);
         auto t1 = Clock::now();
@@ -221,7 +232,9 @@ int main(int argc, char** argv) {
         if (dump.is_open() && pass == 0 && !warmup) candidates = *c;
         auto hits = memq::rankAndSelect(std::move(*c), r);
         auto t3 = Clock::now();
+        double cpu1 = threadCpuMs();
         if (warmup) continue;
+        cpuLat.push_back(cpu1 - cpu0);
         if (dump.is_open() && pass == 0) {
           std::sort(candidates.begin(), candidates.end(),
                     [](const memq::Candidate& a, const memq::Candidate& b) { return a.memory.pk < b.memory.pk; });
@@ -255,6 +268,8 @@ int main(int argc, char** argv) {
     row.p50 = percentile(lat, 0.5);
     row.p95 = percentile(lat, 0.95);
     row.p99 = percentile(lat, 0.99);
+    row.cpuP50 = percentile(cpuLat, 0.5);
+    row.cpuP95 = percentile(cpuLat, 0.95);
     for (double v : lat) row.mean += v;
     if (!lat.empty()) row.mean /= static_cast<double>(lat.size());
     store.reset();
@@ -276,9 +291,11 @@ int main(int argc, char** argv) {
                 r.saveCpuPerSec, r.saveP50, r.saveP95, r.saveP99, r.checkpoints, r.checkpointMs, r.walMiB, r.dbMiB);
   }
   std::printf("\nrecall (limit 3, threshold 0.01), ms\n");
-  std::printf("%8s %8s %9s %9s %9s %9s\n", "N", "queries", "p50", "p95", "p99", "mean");
+  std::printf("%8s %8s %9s %9s %9s %9s %9s %9s\n", "N", "queries", "p50", "p95", "p99", "mean", "cpu p50",
+              "cpu p95");
   for (const auto& r : rows) {
-    std::printf("%8zu %8zu %9.3f %9.3f %9.3f %9.3f\n", r.n, r.queries, r.p50, r.p95, r.p99, r.mean);
+    std::printf("%8zu %8zu %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f\n", r.n, r.queries, r.p50, r.p95, r.p99, r.mean,
+                r.cpuP50, r.cpuP95);
   }
   std::printf("\nrecall phases, mean ms per query (trigram runs = queries that queried the trigram lane)\n");
   std::printf("%8s %9s %9s %9s %9s %9s %9s %9s %9s %12s\n", "N", "prepare", "unicode", "trigram", "files", "semantic",
