@@ -1,17 +1,356 @@
 // memq bench: the measurements that are part of the product (MEMQ.md §10).
-#include <iostream>
+//
+// `memq bench retrieval --dataset DIR`: the retrieval benchmark of ../shared/bench (README there). It builds a real
+// git repository from corpus.jsonl with `git fast-import` (one commit per memory, a branch split-<k> at the end of
+// each split), starts an isolated memqd (temp socket, temp data dir), and for each split k: checks out split-<k> as
+// the project root, saves that split's memories through the socket (JSON-RPC batches), refreshes the repository
+// signals, and runs the split's queries as memory/recall {query, files} for every requested ranker. A query scores a
+// hit when the memory its relevant commit's text landed on (after content-hash dedup) is returned.
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "client/args.h"
 #include "client/commands.h"
+#include "protocol/envelope.h"
 
 namespace memq::cli {
 
-int runBench(Context& ctx, const std::vector<std::string>& words) {
-  (void)ctx;
-  if (words.empty() || (words[0] != "retrieval" && words[0] != "load")) {
-    return usageError("usage: memq bench retrieval --dataset DIR [--ranker R]... | memq bench load [--n N]...");
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct Corpus {
+  std::vector<json> memories;
+  std::vector<json> queries;
+  int splits = 1;
+};
+
+Result<std::vector<json>> readJsonl(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) return Status::invalidField("dataset", "cannot read " + path.string());
+  std::vector<json> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    auto j = json::parse(line, nullptr, false);
+    if (j.is_discarded()) return Status::invalidField("dataset", "bad JSON line in " + path.string());
+    out.push_back(std::move(j));
   }
-  std::cerr << "memq: bench " << words[0] << " is not available in this build\n";
-  return kExitUsage;
+  return out;
+}
+
+int64_t epochOf(const std::string& iso) {
+  std::tm tm{};
+  if (std::sscanf(iso.c_str(), "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+                  &tm.tm_sec) < 6) {
+    return 0;
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<int64_t>(timegm(&tm));
+}
+
+// Paths fast-import cannot take inline without quoting are left out (none in the shipped sets).
+bool plainPath(const std::string& p) {
+  return !p.empty() && p.find('\n') == std::string::npos && p.find('"') == std::string::npos && p[0] != ' ';
+}
+
+Status buildRepository(const fs::path& repo, const Corpus& corpus) {
+  fs::create_directories(repo);
+  std::string init = "git -c init.defaultBranch=main init -q '" + repo.string() + "'";
+  if (std::system(init.c_str()) != 0) return Status(ErrorCode::kGitError, "git init failed (is git installed?)");
+  std::string cmd = "git -C '" + repo.string() + "' fast-import --quiet --done";
+  FILE* p = popen(cmd.c_str(), "w");
+  if (!p) return Status(ErrorCode::kGitError, "cannot run git fast-import");
+  std::map<int, size_t> lastOfSplit;
+  for (size_t i = 0; i < corpus.memories.size(); ++i) lastOfSplit[corpus.memories[i].value("split", 0)] = i + 1;
+  for (size_t i = 0; i < corpus.memories.size(); ++i) {
+    const json& m = corpus.memories[i];
+    std::string message = m.value("summary", "") + "\n";
+    std::string out = "commit refs/heads/main\nmark :" + std::to_string(i + 1) + "\ncommitter bench <bench@memq> " +
+                      std::to_string(epochOf(m.value("created_at", ""))) + " +0000\ndata " +
+                      std::to_string(message.size()) + "\n" + message;
+    if (i > 0) out += "from :" + std::to_string(i) + "\n";
+    const std::string content = m.value("id", "") + "\n";
+    for (const auto& f : m.value("files", json::array())) {
+      std::string path = f.get<std::string>();
+      if (!plainPath(path)) continue;
+      out += "M 100644 inline " + path + "\ndata " + std::to_string(content.size()) + "\n" + content;
+    }
+    out += "\n";
+    std::fwrite(out.data(), 1, out.size(), p);
+  }
+  for (const auto& [split, last] : lastOfSplit) {
+    std::string out = "reset refs/heads/split-" + std::to_string(split) + "\nfrom :" + std::to_string(last) + "\n\n";
+    std::fwrite(out.data(), 1, out.size(), p);
+  }
+  std::fputs("done\n", p);
+  int rc = pclose(p);
+  if (rc != 0) return Status(ErrorCode::kGitError, "git fast-import failed");
+  return Status::ok();
+}
+
+struct RankerRun {
+  std::string ranker;
+  bool semantic = true;
+  double r1 = 0, r3 = 0, r10 = 0, mrr = 0;
+  std::vector<double> latencies;
+  int queries = 0;
+};
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5))];
+}
+
+class Daemon {
+ public:
+  Status start(const fs::path& dir) {
+    socket_ = (dir / "memqd.sock").string();
+    std::string bin = memqdPath();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      std::string data = (dir / "data").string(), log = (dir / "memqd.log").string();
+      std::string level = "warn";
+      char* argv[] = {bin.data(), const_cast<char*>("--foreground"), const_cast<char*>("--socket"), socket_.data(),
+                      const_cast<char*>("--data-dir"), data.data(), const_cast<char*>("--log-file"), log.data(),
+                      const_cast<char*>("--log-level"), level.data(), nullptr};
+      ::execvp(bin.c_str(), argv);
+      std::_Exit(127);
+    }
+    for (int i = 0; i < 250; ++i) {
+      if (RpcClient::connect(socket_, std::chrono::milliseconds(100))) return Status::ok();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return Status(ErrorCode::kInternalError, "the benchmark's memqd did not start");
+  }
+  ~Daemon() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      int status;
+      ::waitpid(pid_, &status, 0);
+    }
+  }
+  const std::string& socket() const { return socket_; }
+
+ private:
+  std::string socket_;
+  pid_t pid_ = -1;
+};
+
+}  // namespace
+
+int runRetrievalBench(Context& ctx, const std::vector<std::string>& words) {
+  Args a;
+  std::string error;
+  if (!a.parse(words, {{"json", "no-semantic", "keep"}, {"dataset", "limit", "max-splits"}, {"ranker"}}, error)) {
+    return usageError(error);
+  }
+  auto datasetArg = a.value("dataset");
+  if (!datasetArg) return usageError("usage: memq bench retrieval --dataset DIR [--ranker default|reference]... [--limit K] [--json]");
+  fs::path dataset = *datasetArg;
+  int limit = 10;
+  if (auto l = a.value("limit")) limit = std::max(1, std::atoi(l->c_str()));
+  std::vector<std::string> rankers = a.values("ranker");
+  if (rankers.empty()) rankers = {"default", "reference"};
+  for (const auto& r : rankers) {
+    if (r != "default" && r != "reference") return usageError("--ranker must be default or reference");
+  }
+  const bool asJson = a.flag("json") || ctx.options.json;
+  Corpus corpus;
+  auto mem = readJsonl(dataset / "corpus.jsonl");
+  if (!mem) return usageError(mem.status().message());
+  auto qs = readJsonl(dataset / "queries.jsonl");
+  if (!qs) return usageError(qs.status().message());
+  corpus.memories = std::move(*mem);
+  corpus.queries = std::move(*qs);
+  for (const auto& m : corpus.memories) corpus.splits = std::max(corpus.splits, m.value("split", 0) + 1);
+  int maxSplits = corpus.splits;
+  if (auto s = a.value("max-splits")) maxSplits = std::min(maxSplits, std::max(1, std::atoi(s->c_str())));
+
+  fs::path work = fs::temp_directory_path() / ("memq-bench-" + std::to_string(::getpid()));
+  fs::remove_all(work);
+  fs::create_directories(work);
+  auto cleanup = [&] {
+    if (!a.flag("keep")) fs::remove_all(work);
+  };
+  auto t0 = Clock::now();
+  fs::path repo = work / "repo";
+  if (Status st = buildRepository(repo, corpus); !st) {
+    cleanup();
+    std::cerr << "memq: " << st.message() << "\n";
+    return kExitRpcError;
+  }
+  double buildSecs = std::chrono::duration<double>(Clock::now() - t0).count();
+  int collapsed = 0;
+  std::vector<RankerRun> runs;
+  for (const auto& r : rankers) runs.push_back({r, !a.flag("no-semantic")});
+  std::map<std::string, std::string> memoryOfCommit;  // commit id → memory id its text landed on
+  double ingestSecs = 0;
+  {
+    Daemon daemon;
+    if (Status st = daemon.start(work); !st) {
+      cleanup();
+      std::cerr << "memq: " << st.message() << "\n";
+      return kExitUnreachable;
+    }
+    auto client = RpcClient::connect(daemon.socket(), std::chrono::seconds(5));
+    if (!client) {
+      cleanup();
+      return reportError(ctx, client.status());
+    }
+    const std::string root = fs::canonical(repo).string();
+    auto init = client->call("initialize", {{"client_name", "memq-bench"}, {"project_root", root}});
+    if (!init) {
+      cleanup();
+      return reportError(ctx, init.status());
+    }
+    size_t next = 0;
+    for (int split = 0; split < maxSplits; ++split) {
+      std::string checkout = "git -C '" + repo.string() + "' checkout -q -f split-" + std::to_string(split);
+      if (std::system(checkout.c_str()) != 0) {
+        cleanup();
+        std::cerr << "memq: cannot check out split-" << split << "\n";
+        return kExitRpcError;
+      }
+      auto ti = Clock::now();
+      // Ingest this split's memories in batches of 200 saves per JSON-RPC batch.
+      while (next < corpus.memories.size() && corpus.memories[next].value("split", 0) <= split) {
+        json batch = json::array();
+        std::vector<std::string> ids;
+        for (; next < corpus.memories.size() && corpus.memories[next].value("split", 0) <= split && batch.size() < 200;
+             ++next) {
+          const json& m = corpus.memories[next];
+          json files = json::array();
+          for (const auto& f : m.value("files", json::array())) {
+            if (files.size() >= 16) break;
+            if (plainPath(f.get<std::string>())) files.push_back(f);
+          }
+          std::string summary = m.value("summary", "");
+          if (summary.find_first_not_of(" \t") == std::string::npos) summary = "(no subject)";
+          json params = {{"summary", summary}, {"details", m.value("details", "")}, {"files", files},
+                         {"topics", m.value("topics", json::array())}};
+          batch.push_back(makeRequest(static_cast<int64_t>(batch.size()), "memory/save", params));
+          ids.push_back(m.value("id", ""));
+        }
+        if (Status st = client->sendRaw(serializeMessage(batch) + "\n"); !st) return reportError(ctx, st);
+        auto line = client->readRawLine(std::chrono::minutes(5));
+        if (!line) return reportError(ctx, line.status());
+        json replies = json::parse(*line, nullptr, false);
+        if (!replies.is_array()) {
+          std::cerr << "memq: unexpected reply to a save batch\n";
+          return kExitRpcError;
+        }
+        for (const auto& reply : replies) {
+          if (!reply.contains("result")) continue;
+          size_t i = reply["id"].get<size_t>();
+          memoryOfCommit[ids[i]] = reply["result"]["id"].get<std::string>();
+          if (reply["result"]["status"] == "deduped") ++collapsed;
+        }
+      }
+      client->call("repo/refresh", json::object(), std::chrono::minutes(5));
+      ingestSecs += std::chrono::duration<double>(Clock::now() - ti).count();
+      for (auto& run : runs) {
+        for (const auto& q : corpus.queries) {
+          if (q.value("split", 0) != split) continue;
+          json params = {{"query", q.value("text", "")}, {"files", json::array()}, {"limit", limit},
+                         {"threshold", 0}, {"ranker", run.ranker}, {"mark_used", false}, {"max_chars", 1000000},
+                         {"semantic", run.semantic}};
+          for (const auto& f : q.value("edited_files", json::array())) {
+            if (params["files"].size() < 64 && plainPath(f.get<std::string>())) params["files"].push_back(f);
+          }
+          auto tq = Clock::now();
+          auto r = client->call("memory/recall", params);
+          run.latencies.push_back(std::chrono::duration<double, std::milli>(Clock::now() - tq).count());
+          if (!r) return reportError(ctx, r.status());
+          std::set<std::string> relevant;
+          for (const auto& sha : q.value("relevant", json::array())) {
+            auto it = memoryOfCommit.find(sha.get<std::string>());
+            if (it != memoryOfCommit.end()) relevant.insert(it->second);
+          }
+          size_t total = q.value("relevant", json::array()).size();
+          if (total == 0) continue;
+          int rank = 0, firstHit = 0, hits1 = 0, hits3 = 0, hits10 = 0;
+          std::set<std::string> seen;
+          for (const auto& m : (*r)["memories"]) {
+            ++rank;
+            std::string id = m["id"];
+            if (!relevant.count(id) || !seen.insert(id).second) continue;
+            if (!firstHit) firstHit = rank;
+            if (rank <= 1) ++hits1;
+            if (rank <= 3) ++hits3;
+            if (rank <= 10) ++hits10;
+          }
+          run.r1 += static_cast<double>(hits1) / total;
+          run.r3 += static_cast<double>(hits3) / total;
+          run.r10 += static_cast<double>(hits10) / total;
+          run.mrr += firstHit > 0 && firstHit <= 10 ? 1.0 / firstHit : 0;
+          ++run.queries;
+        }
+      }
+    }
+    client->call("daemon/shutdown", json::object());
+  }
+  cleanup();
+  json out = {{"dataset", dataset.string()},
+              {"memories", corpus.memories.size()},
+              {"collapsed_by_content_hash", collapsed},
+              {"splits", maxSplits},
+              {"repo_build_s", buildSecs},
+              {"ingest_s", ingestSecs},
+              {"rankers", json::array()}};
+  for (auto& run : runs) {
+    double n = std::max(1, run.queries);
+    out["rankers"].push_back({{"ranker", run.ranker},
+                              {"semantic", run.semantic},
+                              {"queries", run.queries},
+                              {"r_at_1", run.r1 / n},
+                              {"r_at_3", run.r3 / n},
+                              {"r_at_10", run.r10 / n},
+                              {"mrr_at_10", run.mrr / n},
+                              {"latency_p50_ms", percentile(run.latencies, 0.5)},
+                              {"latency_p95_ms", percentile(run.latencies, 0.95)}});
+  }
+  if (asJson) {
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::printf("%s: %zu memories (%d collapsed by content hash), %d split(s)\n", dataset.string().c_str(),
+                corpus.memories.size(), collapsed, maxSplits);
+    std::printf("%-10s %8s %6s %6s %6s %7s %9s %9s\n", "ranker", "queries", "R@1", "R@3", "R@10", "MRR@10", "p50 ms",
+                "p95 ms");
+    for (const auto& r : out["rankers"]) {
+      std::printf("%-10s %8d %6.3f %6.3f %6.3f %7.3f %9.2f %9.2f\n", r["ranker"].get<std::string>().c_str(),
+                  r["queries"].get<int>(), r["r_at_1"].get<double>(), r["r_at_3"].get<double>(),
+                  r["r_at_10"].get<double>(), r["mrr_at_10"].get<double>(), r["latency_p50_ms"].get<double>(),
+                  r["latency_p95_ms"].get<double>());
+    }
+  }
+  return kExitOk;
+}
+
+int runBench(Context& ctx, const std::vector<std::string>& words) {
+  if (!words.empty() && words[0] == "retrieval") {
+    return runRetrievalBench(ctx, std::vector<std::string>(words.begin() + 1, words.end()));
+  }
+  if (!words.empty() && words[0] == "load") {
+    std::cerr << "memq: bench load is not available in this build; see tests/bench/recall_bench.cc\n";
+    return kExitUsage;
+  }
+  return usageError("usage: memq bench retrieval --dataset DIR [--ranker R]... | memq bench load [--n N]...");
 }
 
 }  // namespace memq::cli
