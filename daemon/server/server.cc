@@ -181,8 +181,11 @@ void Server::armHousekeeping() {
       requestShutdown();
       return;
     }
-    static int tick = 0;
-    if (++tick % 60 == 0) {
+    ++housekeepingTicks_;
+    if (housekeepingTicks_ % 3 == 0) {
+      asio::post(workers_, [this] { service_.scopes().checkpointAll(); });
+    }
+    if (housekeepingTicks_ % 60 == 0) {
       asio::post(workers_, [this] { service_.scopes().closeIdle(std::chrono::minutes(10)); });
     }
     armHousekeeping();

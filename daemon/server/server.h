@@ -68,6 +68,7 @@ class Server {
   std::atomic<uint64_t> connectionsAccepted_{0};
   std::atomic<size_t> liveSessions_{0};  // sessions_.size(), readable from workers
   size_t inFlight_ = 0;  // I/O thread only
+  uint64_t housekeepingTicks_ = 0;  // I/O thread only
   bool draining_ = false;
   std::chrono::steady_clock::time_point started_;
   std::chrono::steady_clock::time_point lastActivity_;

@@ -87,6 +87,18 @@ size_t ScopeRegistry::closeIdle(std::chrono::steady_clock::duration idle) {
   return closed;
 }
 
+void ScopeRegistry::checkpointAll() {
+  std::vector<std::shared_ptr<Scope>> open;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [k, v] : scopes_) open.push_back(v);
+  }
+  for (auto& scope : open) {
+    std::lock_guard lock(scope->mutex);
+    if (Status st = scope->store->checkpoint(); !st) spdlog::warn("checkpoint of {} failed: {}", scope->store->path(), st.message());
+  }
+}
+
 std::vector<std::string> ScopeRegistry::openScopePaths() {
   std::lock_guard lock(mutex_);
   std::vector<std::string> out;

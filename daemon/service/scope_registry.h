@@ -49,6 +49,8 @@ class ScopeRegistry {
   // Closes scopes nobody holds and nobody used for `idle`. Returns how many were closed.
   size_t closeIdle(std::chrono::steady_clock::duration idle);
   std::vector<std::string> openScopePaths();
+  // Copies each open scope's WAL back into its database (saves never pay for that themselves).
+  void checkpointAll();
 
  private:
   Result<std::shared_ptr<Scope>> openScope(const std::string& key, const std::string& name, const std::string& path,
