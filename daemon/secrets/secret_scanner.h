@@ -1,0 +1,53 @@
+// Secret scanner: finds credentials in free text (a memory's summary, details, topics) so they can be redacted
+// before anything is stored, indexed, logged or journalled — or the write refused (memqd --secrets=refuse).
+//
+// Detected kinds (the `kind` string is part of the wire contract: it appears in `[REDACTED:kind]` and in a save's
+// `redactions[]`):
+//   private_key        -----BEGIN ... PRIVATE KEY----- through its END line (or to the end of the text if cut off)
+//   aws_access_key     AKIA / ASIA + 16 upper-case letters or digits
+//   github_token       ghp_ gho_ ghu_ ghs_ ghr_ + 30 or more, github_pat_ + 22 or more
+//   gitlab_token       glpat- + 20 or more
+//   slack_token        xoxa- xoxb- xoxp- xoxr- xoxs- + 10 or more
+//   openai_key         sk-… / sk-proj-… / sk-ant-… of 20 or more characters with letters and digits
+//   jwt                three base64url segments, the first starting eyJ
+//   connection_string  scheme://user:password@host (only the password is replaced)
+//   password, secret, api_key, token
+//                      `name = value`, `name: value`, `"name": "value"` where name ends in one of those words and
+//                      the value is long enough, not a placeholder, and of high Shannon entropy (only the value is
+//                      replaced)
+//
+// Invariants:
+//  1. Linear in the input; no std::regex (no recursion, no backtracking blow-up on 1 MiB inputs).
+//  2. Byte-oriented: works on any bytes, valid UTF-8 or not; only ASCII bytes are ever part of a finding.
+//  3. Findings never overlap; specific kinds win over the generic assignment kinds.
+//  4. Idempotent: redacting redacted text changes nothing (a `[REDACTED:…]` value is a placeholder).
+//  5. A Finding carries offsets and a kind, never a copy of the secret.
+// Thread-safety: pure functions; safe from any thread.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace memq {
+
+struct SecretFinding {
+  std::string kind;
+  std::size_t begin = 0;  // byte offset of the secret's first byte
+  std::size_t end = 0;    // one past its last byte
+};
+
+// Every credential in text, in order of position.
+std::vector<SecretFinding> findSecrets(std::string_view text);
+
+// text with every finding replaced by "[REDACTED:kind]"; the kinds replaced, in order, go to *kinds when given.
+std::string redactSecrets(std::string_view text, std::vector<std::string>* kinds = nullptr);
+
+// Shannon entropy of the byte distribution of s, in bits per byte (0 for an empty string).
+double shannonEntropy(std::string_view s);
+
+// True for values that only stand in for a secret: "changeme", "<password>", "${DB_PASS}", "xxxx", "****", …
+bool isPlaceholderSecret(std::string_view value);
+
+}  // namespace memq

@@ -1,0 +1,224 @@
+// The secret scanner: one table of texts that must be redacted (with the kind and what must survive around the
+// secret), one table of texts that must come back unchanged, and the properties the service relies on.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "daemon/secrets/secret_scanner.h"
+
+namespace memq {
+namespace {
+
+struct Positive {
+  const char* name;
+  std::string text;
+  std::string secret;  // must be gone from the redacted text
+  std::string kind;
+  std::string expected;  // the whole redacted text, when given
+};
+
+std::vector<Positive> positives() {
+  const std::string pem =
+      "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7bq1n3kQ0Zx9Yw\nq8o2Jv3lK9b0cV1xZ7YwQ==\n"
+      "-----END RSA PRIVATE KEY-----";
+  return {
+      {"pem_rsa", "deploy key:\n" + pem + "\nkeep it safe", "MIIEpAIBAAKCAQEA7bq1n3kQ0Zx9Yw", "private_key",
+       "deploy key:\n[REDACTED:private_key]\nkeep it safe"},
+      {"pem_openssh", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\n-----END OPENSSH PRIVATE KEY-----",
+       "b3BlbnNzaC1rZXktdjEAAAAABG5vbmU", "private_key", "[REDACTED:private_key]"},
+      {"pem_pgp_block", "x -----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBF0abc123\n-----END PGP PRIVATE KEY BLOCK----- y",
+       "lQOYBF0abc123", "private_key", "x [REDACTED:private_key] y"},
+      {"pem_cut_off", "key: -----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBkg4LVWM9nuwNSk3", "MHcCAQEEIBkg4LVWM9nuwNSk3",
+       "private_key", "key: [REDACTED:private_key]"},
+      {"aws_akia", "aws key AKIAIOSFODNN7EXAMPLE in ci", "AKIAIOSFODNN7EXAMPLE", "aws_access_key",
+       "aws key [REDACTED:aws_access_key] in ci"},
+      {"aws_asia", "ASIAY34FZKBOKMUTVV7A", "ASIAY34FZKBOKMUTVV7A", "aws_access_key", "[REDACTED:aws_access_key]"},
+      {"github_ghp", "export GH=ghp_16C7e42F292c6912E7710c838347Ae178B4a now", "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+       "github_token", "export GH=[REDACTED:github_token] now"},
+      {"github_gho", "gho_16C7e42F292c6912E7710c838347Ae178B4a", "gho_16C7e42F292c6912E7710c838347Ae178B4a",
+       "github_token", ""},
+      {"github_ghu", "(ghu_16C7e42F292c6912E7710c838347Ae178B4a)", "ghu_16C7e42F292c6912E7710c838347Ae178B4a",
+       "github_token", "([REDACTED:github_token])"},
+      {"github_ghs", "ghs_16C7e42F292c6912E7710c838347Ae178B4a", "ghs_16C7e42F292c6912E7710c838347Ae178B4a",
+       "github_token", ""},
+      {"github_ghr", "ghr_16C7e42F292c6912E7710c838347Ae178B4a", "ghr_16C7e42F292c6912E7710c838347Ae178B4a",
+       "github_token", ""},
+      {"github_pat", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEF0123456789abcdefghijklmno",
+       "11ABCDEFG0123456789_abcdefghijklmnop", "github_token", "[REDACTED:github_token]"},
+      {"gitlab", "CI uses glpat-xJ7b2kLq9ZvN4pT1sR8w for the mirror", "glpat-xJ7b2kLq9ZvN4pT1sR8w", "gitlab_token",
+       "CI uses [REDACTED:gitlab_token] for the mirror"},
+      {"slack_bot", "xoxb-2048123456-4096123456-AbCdEfGhIjKlMnOpQrStUvWx", "AbCdEfGhIjKlMnOpQrStUvWx", "slack_token",
+       "[REDACTED:slack_token]"},
+      {"slack_user", "hook xoxp-1234567890-0987654321-abcdef", "xoxp-1234567890", "slack_token", "hook [REDACTED:slack_token]"},
+      {"openai_legacy", "OPENAI=sk-aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5zA7bC9dE1fG", "aB3dE5fG7hI9jK1lM3nO5pQ7rS9t",
+       "openai_key", "OPENAI=[REDACTED:openai_key]"},
+      {"openai_proj", "use sk-proj-Xy12Ab34Cd56Ef78Gh90Ij12Kl34Mn56-Op78_Qr90 here", "Xy12Ab34Cd56Ef78Gh90Ij12Kl34Mn56",
+       "openai_key", "use [REDACTED:openai_key] here"},
+      {"jwt",
+       "Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ."
+       "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c ok",
+       "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c", "jwt", "Bearer [REDACTED:jwt] ok"},
+      {"password_eq", "DB_PASSWORD=Tr0ub4dor&3x!", "Tr0ub4dor", "password", "DB_PASSWORD=[REDACTED:password]"},
+      {"password_then_query", "/login?password=Tr0ub4dor3x&next=/home", "Tr0ub4dor3x", "password",
+       "/login?password=[REDACTED:password]&next=/home"},
+      {"password_colon", "password: s3cr3t-P4ssw0rd", "s3cr3t-P4ssw0rd", "password", "password: [REDACTED:password]"},
+      {"password_json", R"({"user": "app", "password": "q9#Lm2$vX7pR"})", "q9#Lm2$vX7pR", "password",
+       R"({"user": "app", "password": "[REDACTED:password]"})"},
+      {"password_single_quoted", "passwd = 'h7Gk29aQzL1x'", "h7Gk29aQzL1x", "password", "passwd = '[REDACTED:password]'"},
+      {"secret_env", "CLIENT_SECRET=9f8e7d6c5b4a39281706f5e4d3c2b1a0", "9f8e7d6c5b4a39281706f5e4d3c2b1a0", "secret",
+       "CLIENT_SECRET=[REDACTED:secret]"},
+      {"aws_secret_key", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ3kP9LmAB",
+       "wJalrXUtnFEMI/K7MDENG/bPxRfiCY", "secret", ""},
+      {"api_key_yaml", "api_key: 4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc", "api_key",
+       "api_key: [REDACTED:api_key]"},
+      {"api_key_query", "GET /v1?api_key=Zk29fLq81xVb7&page=2", "Zk29fLq81xVb7", "api_key",
+       "GET /v1?api_key=[REDACTED:api_key]&page=2"},
+      {"token_eq", "set token=a1b2c3d4e5f6g7h8i9j0 and retry.", "a1b2c3d4e5f6g7h8i9j0", "token",
+       "set token=[REDACTED:token] and retry."},
+      {"authorization_bearer", "Authorization: Bearer 8d9f7a6s5d4f3g2h1j0k", "8d9f7a6s5d4f3g2h1j0k", "token",
+       "Authorization: Bearer [REDACTED:token]"},
+      {"conn_postgres", "DATABASE_URL=postgres://app:Zx9!pQ2m@db.internal:5432/prod", "Zx9!pQ2m", "connection_string",
+       "DATABASE_URL=postgres://app:[REDACTED:connection_string]@db.internal:5432/prod"},
+      {"conn_redis_no_user", "redis://:hunter2hunter2@cache:6379/0", "hunter2hunter2", "connection_string",
+       "redis://:[REDACTED:connection_string]@cache:6379/0"},
+      {"conn_mongo_srv", "mongodb+srv://admin:Pa55w0rd@cluster0.example.net/db", "Pa55w0rd", "connection_string",
+       "mongodb+srv://admin:[REDACTED:connection_string]@cluster0.example.net/db"},
+  };
+}
+
+TEST(SecretScannerTest, EveryKindIsRedacted) {
+  for (const auto& p : positives()) {
+    SCOPED_TRACE(p.name);
+    std::vector<std::string> kinds;
+    std::string out = redactSecrets(p.text, &kinds);
+    EXPECT_EQ(out.find(p.secret), std::string::npos) << out;
+    ASSERT_FALSE(kinds.empty()) << out;
+    EXPECT_EQ(kinds.front(), p.kind) << out;
+    EXPECT_NE(out.find("[REDACTED:" + p.kind + "]"), std::string::npos) << out;
+    if (!p.expected.empty()) {
+      EXPECT_EQ(out, p.expected);
+    }
+  }
+}
+
+TEST(SecretScannerTest, OrdinaryTextIsLeftAlone) {
+  const std::vector<std::string> negatives = {
+      "Reset the password in the admin panel, then restart the worker.",
+      "The token: parser splits on whitespace before the lexer runs.",
+      "The secret to fast builds is ccache plus ninja.",
+      "password: required",
+      "token: string",
+      "Fixed in 3f2a9c8e1b7d4a6f0c5e2d9b8a7f6e5d4c3b2a19 (git sha) and a1b2c3d.",
+      "session 550e8400-e29b-41d4-a716-446655440000 timed out",
+      "id=550e8400-e29b-41d4-a716-446655440000",
+      "see src/secrets/token_store.cc and /etc/passwd and ../config/password_policy.md",
+      "daemon/secrets/secret_scanner.cc: api_key_header() returns the name",
+      "api_key=<your key here>",
+      "password: changeme",
+      "PASSWORD=${DB_PASSWORD}",
+      "token: ${{ secrets.GITHUB_TOKEN }}",
+      "api_key = os.environ[\"API_KEY\"]",
+      "password = process.env.DB_PASSWORD",
+      "password=xxxxxxxxxxxx",
+      "secret: ************",
+      "db_password: $DB_PASS",
+      "if token == expected_token_value1: return",
+      "let t = Token::new(kind);",
+      "tokenizer=unicode61 remove_diacritics 2",
+      "We use sk-learn-compatible estimators and scikit-learn.",
+      "ghp_ prefixes mark GitHub personal access tokens",
+      "AKIA keys are access key ids; AKIAIOSFODNN7EXAMPL is too short",
+      "https://github.com/org/repo/blob/main/README.md",
+      "postgres://localhost:5432/app and ssh://git@github.com:22/org/repo",
+      "https://user:password@example.com is the docs' example",
+      "eyJ is how base64 JSON objects start",
+      "The JWT secret rotates monthly; see docs/auth.md.",
+      "password=[REDACTED:password] already",
+      "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+      "BEGIN PRIVATE KEY appears in the PEM spec",
+      "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----",
+      "",
+  };
+  for (const auto& text : negatives) {
+    SCOPED_TRACE(text);
+    std::vector<std::string> kinds;
+    EXPECT_EQ(redactSecrets(text, &kinds), text);
+    EXPECT_TRUE(kinds.empty()) << (kinds.empty() ? "" : kinds.front());
+  }
+}
+
+TEST(SecretScannerTest, RedactionIsIdempotent) {
+  for (const auto& p : positives()) {
+    SCOPED_TRACE(p.name);
+    std::string once = redactSecrets(p.text);
+    std::vector<std::string> kinds;
+    EXPECT_EQ(redactSecrets(once, &kinds), once);
+    EXPECT_TRUE(kinds.empty());
+  }
+}
+
+TEST(SecretScannerTest, SeveralSecretsInOneTextAreAllFoundInOrder) {
+  std::string text =
+      "a AKIAIOSFODNN7EXAMPLE b ghp_16C7e42F292c6912E7710c838347Ae178B4a c password=Tr0ub4dor&3x! d "
+      "mysql://root:r00tPa55@127.0.0.1/db";
+  auto findings = findSecrets(text);
+  ASSERT_EQ(findings.size(), 4u);
+  EXPECT_EQ(findings[0].kind, "aws_access_key");
+  EXPECT_EQ(findings[1].kind, "github_token");
+  EXPECT_EQ(findings[2].kind, "password");
+  EXPECT_EQ(findings[3].kind, "connection_string");
+  for (size_t i = 1; i < findings.size(); ++i) EXPECT_LE(findings[i - 1].end, findings[i].begin);
+}
+
+TEST(SecretScannerTest, ASpecificKindWinsOverTheAssignmentAroundIt) {
+  std::vector<std::string> kinds;
+  std::string out = redactSecrets("GITHUB_TOKEN=ghp_16C7e42F292c6912E7710c838347Ae178B4a", &kinds);
+  EXPECT_EQ(out, "GITHUB_TOKEN=[REDACTED:github_token]");
+  ASSERT_EQ(kinds.size(), 1u);
+  EXPECT_EQ(kinds[0], "github_token");
+}
+
+TEST(SecretScannerTest, InvalidUtf8AndBinaryAroundASecretSurvive) {
+  std::string text = std::string("\xff\xfe bad ") + "AKIAIOSFODNN7EXAMPLE" + std::string("\x00\xc3", 2) + " end";
+  std::string out = redactSecrets(text);
+  EXPECT_EQ(out, std::string("\xff\xfe bad [REDACTED:aws_access_key]") + std::string("\x00\xc3", 2) + " end");
+}
+
+TEST(SecretScannerTest, ShannonEntropy) {
+  EXPECT_DOUBLE_EQ(shannonEntropy(""), 0.0);
+  EXPECT_DOUBLE_EQ(shannonEntropy("aaaa"), 0.0);
+  EXPECT_DOUBLE_EQ(shannonEntropy("abab"), 1.0);
+  EXPECT_DOUBLE_EQ(shannonEntropy("abcdefgh"), 3.0);
+  EXPECT_GT(shannonEntropy("wJalrXUtnFEMI/K7MDENG/bPxRfiCY"), 4.0);
+}
+
+TEST(SecretScannerTest, Placeholders) {
+  for (const char* p : {"xxx", "<password>", "changeme", "${SECRET}", "$SECRET", "********", "your_api_key_here",
+                        "[REDACTED:token]", "{{ .Values.password }}", "example-token-1234"}) {
+    EXPECT_TRUE(isPlaceholderSecret(p)) << p;
+  }
+  for (const char* p : {"Tr0ub4dor&3x", "9f8e7d6c5b4a3928", "q9#Lm2$vX7pR"}) EXPECT_FALSE(isPlaceholderSecret(p)) << p;
+}
+
+TEST(SecretScannerTest, LargeInputsAreLinear) {
+  // 1 MiB of near-misses and real keys: must finish quickly and find every real key.
+  std::string text;
+  size_t keys = 0;
+  while (text.size() < (1u << 20)) {
+    text += "token= password: eyJabc. sk- ghp_ AKIA -----BEGIN x://a:b ";
+    text += "AKIAIOSFODNN7EXAMPLE ";
+    ++keys;
+  }
+  auto start = std::chrono::steady_clock::now();
+  auto findings = findSecrets(text);
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  size_t aws = 0;
+  for (const auto& f : findings) aws += f.kind == "aws_access_key";
+  EXPECT_EQ(aws, keys);
+  EXPECT_LT(elapsed, std::chrono::seconds(2));
+}
+
+}  // namespace
+}  // namespace memq
