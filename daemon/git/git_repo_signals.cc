@@ -400,7 +400,11 @@ std::optional<std::string> GitRepoSignals::workTreeBlobId(const std::string& pat
 }
 
 std::optional<std::string> GitRepoSignals::currentBlobId(const std::string& path) {
+  // The work tree is what the user sees: a file deleted there (committed or not) makes the memory's ref dead.
+  // Only a project without a work tree on disk (nothing checked out) falls back to HEAD.
   if (auto id = workTreeBlobId(path)) return id;
+  struct stat st {};
+  if (::stat(location_.root.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return std::nullopt;
   return blobIdAtHead(path);
 }
 

@@ -39,7 +39,7 @@ class RepoSignals {
   virtual std::vector<CoChangeNeighbor> cochangeNeighbors(const std::string& path, size_t limit) = 0;
   // Number of tracked files that depend on `path` through include/import statements (0 when unknown).
   virtual int blastRadius(const std::string& path) = 0;
-  // Blob id (40-hex) of `path` in the work tree (or at HEAD when the work tree has no such file); nullopt if absent.
+  // Blob id (40-hex) of `path` as it is in the work tree; nullopt when the file is gone (a dead ref).
   virtual std::optional<std::string> currentBlobId(const std::string& path) = 0;
 };
 

@@ -111,10 +111,11 @@ TEST(Staleness, BlobIdsFollowEditsAndDeletions) {
   EXPECT_EQ(*changed, trimmed(repo.git("hash-object src/a.c")));
   EXPECT_EQ(s.blobIdAtHead("src/a.c"), recorded);
 
-  // Deleted in the work tree only: HEAD still has it (a sparse checkout looks the same).
+  // Deleted in the work tree only: dead already, though HEAD still has it.
   repo.remove("src/b.c");
   EXPECT_EQ(s.workTreeBlobId("src/b.c"), std::nullopt);
-  EXPECT_EQ(s.currentBlobId("src/b.c"), repo.rev("HEAD:src/b.c"));
+  EXPECT_EQ(s.currentBlobId("src/b.c"), std::nullopt);
+  EXPECT_EQ(s.blobIdAtHead("src/b.c"), repo.rev("HEAD:src/b.c"));
   // Deleted and committed: dead.
   repo.git("rm -q gone.c");
   repo.git("commit -q -m rm");
