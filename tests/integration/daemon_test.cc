@@ -252,11 +252,12 @@ TEST_F(DaemonTest, ThirtyTwoClientsDoingMixedWorkLoseNothing) {
         Result<json> r = Status::internal("unset");
         switch (i % 3) {
           case 0:
-            r = c->call("memory/save", {{"summary", "client " + std::to_string(t) + " note " + std::to_string(i)}});
+            r = c->call("memory/save", {{"summary", "load note t" + std::to_string(t) + "n" + std::to_string(i)}});
             if (r) saved[t].push_back((*r)["id"]);
             break;
           case 1:
-            r = c->call("memory/recall", {{"query", "client note " + std::to_string(i)}});
+            // A query naming one earlier note: the concurrency is the point here, not full-text scoring of every row.
+            r = c->call("memory/recall", {{"query", "t" + std::to_string(t) + "n" + std::to_string(i - 1)}});
             break;
           case 2:
             r = saved[t].empty() ? c->call("stats", json::object()) : c->call("memory/get", {{"id", saved[t].back()}});
