@@ -17,6 +17,7 @@ Session::Session(Server& server, asio::local::stream_protocol::socket socket, si
       number_(number) {}
 
 void Session::start() {
+  partialSince_ = std::chrono::steady_clock::now();  // the silent-connection clock starts at accept
   armTimer();
   readMore();
 }
