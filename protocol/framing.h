@@ -55,6 +55,12 @@ class FrameDecoder {
   std::size_t maxMessageBytes() const { return maxMessageBytes_; }
   // Bytes held but not yet returned (for tests of the memory bound).
   std::size_t bufferedBytes() const { return buffer_.size() - start_; }
+  // True while a message has begun but has not been returned yet: bytes are held, a Content-Length body is still
+  // awaited (even when none of it has arrived), or an over-size message is being skipped. A connection that stays
+  // like this too long is stalled (Session's partial-message timeout).
+  bool midMessage() const {
+    return bufferedBytes() > 0 || lspState_ != LspState::kHeaders || skippingLine_;
+  }
 
  private:
   enum class LspState { kHeaders, kBody, kSkipBody };

@@ -31,7 +31,7 @@ void Session::armTimer() {
       self->close("sent nothing for " + std::to_string(kSilentConnectionTimeout.count()) + " s");
       return;
     }
-    if (self->decoder_.bufferedBytes() > 0 && !self->busy_ && now - self->partialSince_ > kPartialMessageTimeout) {
+    if (self->decoder_.midMessage() && !self->busy_ && now - self->partialSince_ > kPartialMessageTimeout) {
       self->close("a partial message stalled for " + std::to_string(kPartialMessageTimeout.count()) + " s");
       return;
     }
@@ -50,7 +50,7 @@ void Session::readMore() {
       self->close(ec == asio::error::eof ? "closed by peer" : ec.message());
       return;
     }
-    if (!self->sawBytes_ || self->decoder_.bufferedBytes() == 0) self->partialSince_ = std::chrono::steady_clock::now();
+    if (!self->sawBytes_ || !self->decoder_.midMessage()) self->partialSince_ = std::chrono::steady_clock::now();
     self->sawBytes_ = true;
     self->decoder_.feed(std::string_view(self->readBuffer_.data(), n));
     self->pump();

@@ -279,6 +279,34 @@ TEST(FramingLsp, EndlessHeaderBlockIsFatalAndBounded) {
   EXPECT_EQ(frames[0].kind, Kind::kFatal);
 }
 
+TEST(FramingStall, MidMessageCoversEveryPartialState) {
+  FrameDecoder idle;
+  EXPECT_FALSE(idle.midMessage());
+  // A complete header block with none of its body yet holds no bytes, but is still mid-message.
+  FrameDecoder header;
+  EXPECT_TRUE(feedAll(header, "Content-Length: 5\r\n\r\n").empty());
+  EXPECT_EQ(header.bufferedBytes(), 0u);
+  EXPECT_TRUE(header.midMessage());
+  ASSERT_EQ(feedAll(header, "12345").size(), 1u);
+  EXPECT_FALSE(header.midMessage());
+  // Half a header name.
+  FrameDecoder half;
+  EXPECT_TRUE(feedAll(half, "Content-Len").empty());
+  EXPECT_TRUE(half.midMessage());
+  // An over-size NDJSON line being skipped.
+  FrameDecoder skipping(1024);
+  auto frames = feedAll(skipping, std::string(2048, 'x'));
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].kind, Kind::kTooLarge);
+  EXPECT_TRUE(skipping.midMessage());
+  EXPECT_TRUE(feedAll(skipping, "xx\n").empty());
+  EXPECT_FALSE(skipping.midMessage());
+  // A partial NDJSON line.
+  FrameDecoder line;
+  EXPECT_TRUE(feedAll(line, "{\"jsonrpc\"").empty());
+  EXPECT_TRUE(line.midMessage());
+}
+
 TEST(FramingEncode, Ndjson) {
   EXPECT_EQ(encodeFrame(Framing::kNdjson, "{\"a\":1}"), "{\"a\":1}\n");
   EXPECT_EQ(encodeFrame(Framing::kUnknown, "{}"), "{}\n");
