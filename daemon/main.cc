@@ -26,7 +26,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: memqd [--socket PATH] [--data-dir DIR] [--foreground] [--log-file PATH] [--log-level LEVEL]\n"
-    "             [--max-message-bytes N] [--idle-exit SECONDS] [--secrets redact|refuse] [--version]\n";
+    "             [--max-message-bytes N] [--idle-exit SECONDS] [--secrets redact|refuse] [--version]\n"
+    "             [--partial-timeout-ms N] [--silent-timeout-ms N]\n";
 
 std::string defaultDataDir() {
   if (const char* d = std::getenv("MEMQ_DATA_DIR"); d && *d) return d;
@@ -44,6 +45,8 @@ struct Flags {
   size_t maxMessageBytes = 1u << 20;
   int idleExit = 0;
   std::string secrets = "redact";
+  long partialTimeoutMs = 10000;  // a stalled partial message is closed after this
+  long silentTimeoutMs = 60000;   // a connection that sends nothing is closed after this
 };
 
 bool parseFlags(int argc, char** argv, Flags& f, std::string& error) {
@@ -89,6 +92,15 @@ bool parseFlags(int argc, char** argv, Flags& f, std::string& error) {
         return false;
       }
       f.idleExit = static_cast<int>(n);
+    } else if (a == "--partial-timeout-ms" || a == "--silent-timeout-ms") {
+      if (!(v = value(a.c_str()))) return false;
+      char* end = nullptr;
+      long n = std::strtol(v, &end, 10);
+      if (*end != '\0' || n < 50) {
+        error = a + " must be a number of milliseconds, at least 50";
+        return false;
+      }
+      (a == "--partial-timeout-ms" ? f.partialTimeoutMs : f.silentTimeoutMs) = n;
     } else if (a == "--secrets") {
       if (!(v = value("--secrets"))) return false;
       f.secrets = v;
@@ -215,6 +227,8 @@ int main(int argc, char** argv) {
   opts.socketPath = flags.socket;
   opts.maxMessageBytes = flags.maxMessageBytes;
   opts.idleExitSeconds = flags.idleExit;
+  opts.partialMessageTimeout = std::chrono::milliseconds(flags.partialTimeoutMs);
+  opts.silentConnectionTimeout = std::chrono::milliseconds(flags.silentTimeoutMs);
   memq::Server server(opts, service);
   if (auto st = server.listen(); !st) {
     spdlog::error("{}", st.message());

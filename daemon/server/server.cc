@@ -72,7 +72,8 @@ void Server::accept() {
       accept();
       return;
     }
-    auto session = std::make_shared<Session>(*this, std::move(socket), options_.maxMessageBytes, ++connectionsAccepted_);
+    auto session = std::make_shared<Session>(*this, std::move(socket), options_.maxMessageBytes, ++connectionsAccepted_,
+                                             options_.partialMessageTimeout, options_.silentConnectionTimeout);
     sessions_.insert(session);
     liveSessions_ = sessions_.size();
     lastActivity_ = std::chrono::steady_clock::now();

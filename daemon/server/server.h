@@ -26,6 +26,9 @@ struct ServerOptions {
   int idleExitSeconds = 0;   // 0 = never
   size_t workerThreads = 2;
   size_t maxQueuedJobs = 1024;  // past this, requests get Busy
+  // A partial message stalled this long, or a connection silent this long since accept, is closed (Session).
+  std::chrono::milliseconds partialMessageTimeout{10000};
+  std::chrono::milliseconds silentConnectionTimeout{60000};
 };
 
 class Server {

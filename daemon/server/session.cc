@@ -8,13 +8,16 @@
 
 namespace memq {
 
-Session::Session(Server& server, asio::local::stream_protocol::socket socket, size_t maxMessageBytes, uint64_t number)
+Session::Session(Server& server, asio::local::stream_protocol::socket socket, size_t maxMessageBytes, uint64_t number,
+                 std::chrono::milliseconds partialTimeout, std::chrono::milliseconds silentTimeout)
     : server_(server),
       socket_(std::move(socket)),
       timer_(server.io()),
       decoder_(maxMessageBytes),
       client_(std::make_shared<ClientState>()),
-      number_(number) {}
+      number_(number),
+      partialTimeout_(partialTimeout),
+      silentTimeout_(silentTimeout) {}
 
 void Session::start() {
   partialSince_ = std::chrono::steady_clock::now();  // the silent-connection clock starts at accept
@@ -23,16 +26,18 @@ void Session::start() {
 }
 
 void Session::armTimer() {
-  timer_.expires_after(std::chrono::seconds(1));
+  // Check a few times per timeout, at most once a second.
+  auto tick = std::min<std::chrono::milliseconds>({std::chrono::milliseconds(1000), partialTimeout_ / 4, silentTimeout_ / 4});
+  timer_.expires_after(std::max(tick, std::chrono::milliseconds(10)));
   timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
     if (ec || self->closed_) return;
     auto now = std::chrono::steady_clock::now();
-    if (!self->sawBytes_ && now - self->partialSince_ > kSilentConnectionTimeout) {
-      self->close("sent nothing for " + std::to_string(kSilentConnectionTimeout.count()) + " s");
+    if (!self->sawBytes_ && now - self->partialSince_ > self->silentTimeout_) {
+      self->close("sent nothing for " + std::to_string(self->silentTimeout_.count()) + " ms");
       return;
     }
-    if (self->decoder_.midMessage() && !self->busy_ && now - self->partialSince_ > kPartialMessageTimeout) {
-      self->close("a partial message stalled for " + std::to_string(kPartialMessageTimeout.count()) + " s");
+    if (self->decoder_.midMessage() && !self->busy_ && now - self->partialSince_ > self->partialTimeout_) {
+      self->close("a partial message stalled for " + std::to_string(self->partialTimeout_.count()) + " ms");
       return;
     }
     self->armTimer();

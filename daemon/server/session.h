@@ -6,7 +6,7 @@
 //     order and its hint state needs no cross-request locking.
 //  2. Queued output is bounded (kMaxQueuedBytes): a client that stops reading is disconnected, never waited for.
 //  3. A partial message that stalls for kPartialMessageTimeout, or a connection that sends nothing for
-//     kSilentConnectionTimeout, is closed.
+//     kSilentConnectionTimeout, is closed (both configurable per server).
 // Thread-safety: every member function runs on the I/O thread, except that the worker job calls only
 // Dispatcher (thread-safe) and posts its result back.
 #pragma once
@@ -31,7 +31,11 @@ class Session : public std::enable_shared_from_this<Session> {
   static constexpr auto kPartialMessageTimeout = std::chrono::seconds(10);
   static constexpr auto kSilentConnectionTimeout = std::chrono::seconds(60);
 
-  Session(Server& server, asio::local::stream_protocol::socket socket, size_t maxMessageBytes, uint64_t number);
+  // The two timeouts default to the constants above; memqd's --partial-timeout-ms / --silent-timeout-ms (tests)
+  // shorten them.
+  Session(Server& server, asio::local::stream_protocol::socket socket, size_t maxMessageBytes, uint64_t number,
+          std::chrono::milliseconds partialTimeout = kPartialMessageTimeout,
+          std::chrono::milliseconds silentTimeout = kSilentConnectionTimeout);
 
   void start();
   void close(const std::string& why);
@@ -70,6 +74,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool closeAfterFlush_ = false;
   bool sawBytes_ = false;
   std::chrono::steady_clock::time_point partialSince_{};
+  std::chrono::milliseconds partialTimeout_;
+  std::chrono::milliseconds silentTimeout_;
 };
 
 }  // namespace memq
