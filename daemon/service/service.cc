@@ -11,6 +11,7 @@
 
 #include "daemon/model/file_path.h"
 #include "daemon/recall/fts_query.h"
+#include "daemon/secrets/secret_scanner.h"
 #include "daemon/util/clock.h"
 #include "daemon/util/uuid.h"
 
@@ -24,6 +25,31 @@ constexpr int kProtocolVersion = 1;
 bool narrows(ReadScope connection, ReadScope request) {
   if (connection == ReadScope::kAll || request == ReadScope::kNone) return true;
   return connection == request;
+}
+
+// One text field of a save or update run through the secret scanner (before validation, truncation, hashing and
+// indexing, so no part of a credential reaches the store, the journal or the log). In redact mode the field is
+// rewritten and each finding is appended to `redactions` as {kind, field}; in refuse mode the first field holding a
+// credential fails the whole request. Neither the result nor the error ever quotes the secret.
+Status scrubSecrets(std::string& text, const std::string& field, bool refuse, nlohmann::json& redactions) {
+  std::vector<std::string> kinds;
+  std::string redacted = redactSecrets(text, &kinds);
+  if (kinds.empty()) return Status::ok();
+  if (refuse) {
+    std::vector<std::string> distinct;
+    for (const auto& k : kinds) {
+      if (std::find(distinct.begin(), distinct.end(), k) == distinct.end()) distinct.push_back(k);
+    }
+    std::string names;
+    for (const auto& k : distinct) names += (names.empty() ? "" : ", ") + k;
+    return Status(ErrorCode::kInvalidParams,
+                  "a credential was found in " + field + " (" + names +
+                      "); this memqd refuses to store credentials (--secrets=refuse), so nothing was saved",
+                  nlohmann::json{{"field", field}, {"kinds", distinct}});
+  }
+  for (const auto& k : kinds) redactions.push_back({{"kind", k}, {"field", field}});
+  text = std::move(redacted);
+  return Status::ok();
 }
 
 }  // namespace
@@ -327,6 +353,13 @@ Result<nlohmann::json> Service::save(const CallContext& ctx, const SaveInput& ra
   if (!rawInput.source.empty() && rawInput.source != ctx.actor.source && rawInput.source == "agent") {
     input.source = ctx.actor.source;
   }
+  const bool refuse = options_.secretsMode == "refuse";
+  nlohmann::json redactions = nlohmann::json::array();
+  MEMQ_RETURN_IF_ERROR(scrubSecrets(input.summary, "summary", refuse, redactions));
+  MEMQ_RETURN_IF_ERROR(scrubSecrets(input.details, "details", refuse, redactions));
+  for (size_t i = 0; i < input.topics.size(); ++i) {
+    MEMQ_RETURN_IF_ERROR(scrubSecrets(input.topics[i], "topics[" + std::to_string(i) + "]", refuse, redactions));
+  }
   auto normalized = normalizeSave(input, (*scope)->name == "project" ? (*scope)->location.root : "");
   if (!normalized) return normalized.status();
   auto files = withBlobIds(**scope, normalized->files);
@@ -349,7 +382,7 @@ Result<nlohmann::json> Service::save(const CallContext& ctx, const SaveInput& ra
                            {"status", outcome->status},
                            {"similar", similar},
                            {"warnings", outcome->warnings},
-                           {"redactions", nlohmann::json::array()}};
+                           {"redactions", redactions}};
   if (outcome->memory) result["memory"] = memoryToJson(*outcome->memory);
   if (outcome->reason) result["reason"] = *outcome->reason;
   if (outcome->supersededBy) result["superseded_by"] = *outcome->supersededBy;
@@ -410,6 +443,17 @@ Result<Memory> Service::update(const CallContext& ctx, const std::string& id, co
   in.details = request.details;
   in.category = request.category;
   in.topics = request.topics;
+  {
+    const bool refuse = options_.secretsMode == "refuse";
+    nlohmann::json redactions = nlohmann::json::array();
+    if (in.summary) MEMQ_RETURN_IF_ERROR(scrubSecrets(*in.summary, "summary", refuse, redactions));
+    if (in.details) MEMQ_RETURN_IF_ERROR(scrubSecrets(*in.details, "details", refuse, redactions));
+    if (in.topics) {
+      for (size_t i = 0; i < in.topics->size(); ++i) {
+        MEMQ_RETURN_IF_ERROR(scrubSecrets((*in.topics)[i], "topics[" + std::to_string(i) + "]", refuse, redactions));
+      }
+    }
+  }
   in.pinned = request.pinned;
   if (request.files) {
     auto paths = normalizePaths(ctx, r->scope.get(), *request.files, "files");
@@ -905,6 +949,17 @@ Result<ImportCounts> Service::importJsonl(const CallContext& ctx, const std::str
         }
       }
       in.source = j.value("source", "agent");
+      {
+        // An import is a save too: the same scan, fields named by line.
+        const bool refuse = options_.secretsMode == "refuse";
+        nlohmann::json ignored = nlohmann::json::array();
+        MEMQ_RETURN_IF_ERROR(scrubSecrets(in.summary, field + ".summary", refuse, ignored));
+        MEMQ_RETURN_IF_ERROR(scrubSecrets(in.details, field + ".details", refuse, ignored));
+        for (size_t i = 0; i < in.topics.size(); ++i) {
+          MEMQ_RETURN_IF_ERROR(
+              scrubSecrets(in.topics[i], field + ".topics[" + std::to_string(i) + "]", refuse, ignored));
+        }
+      }
       auto n = normalizeSave(in, root);
       if (!n) return Status::invalidField("jsonl", field + ": " + n.status().message());
       Memory m;
