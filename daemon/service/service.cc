@@ -333,7 +333,16 @@ Result<std::vector<std::string>> Service::normalizePaths(const CallContext& ctx,
     auto loc = registry_.locate(ctx.projectRoot);
     if (loc) root = loc->root;
   }
-  return normalizeFiles(paths, root, field);
+  auto out = normalizeFiles(paths, root, field);
+  if (!out && field == "file" && paths.size() == 1) {
+    // `file` is one path, not a list: name it as the client sent it ("file", not "file[0]").
+    std::string message = out.status().message();
+    for (size_t at; (at = message.find("file[0]")) != std::string::npos;) message.replace(at, 7, "file");
+    nlohmann::json data = out.status().data();
+    if (data.is_object()) data["field"] = field;
+    return Status(out.status().code(), message, data);
+  }
+  return out;
 }
 
 std::vector<FileRef> Service::withBlobIds(Scope& scope, const std::vector<std::string>& paths) {
