@@ -1,0 +1,218 @@
+// Secrets over the wire: a save (or update, or import) holding credentials is stored redacted and says so in
+// `redactions`; with --secrets=refuse it is refused naming the field and the kind, and nothing is written. In both
+// modes the secret reaches neither the daemon's log, nor the audit journal, nor any byte of the data directory.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "memqd_fixture.h"
+#include "protocol/error_code.h"
+
+namespace memq::testing {
+namespace {
+
+using json = nlohmann::json;
+
+// Assembled at run time so that this source file is not itself a credential a scanner would flag.
+const std::string kAws = std::string("AKIA") + "Q3EGRJ7N2XW5Z4MC";
+const std::string kGithub = std::string("ghp_") + "Zq8Vf3LmN0pR6sT1uW4xY7zA2bC5dE9gH1jK";
+const std::string kPemBody = "MIIEowIBAAKCAQEAw7Zq1Jk9Lx3mP0aR8tV2nB6yC4eF1gH5iJ0kL7oQ";
+const std::string kPem = "-----BEGIN RSA PRIVATE KEY-----\n" + kPemBody + "\nZ9yX8wV7u6T5s4R3q2P1o0N==\n" +
+                         "-----END RSA PRIVATE KEY-----";
+const std::string kDbPassword = "Wq7#vL2!mZ9pK4xR";
+const std::string kConnPassword = "n8Rt5Yq2Zx7Lp3Vb";
+const std::string kUpdatePassword = "Tr0ub4dor&3xQz81";
+const std::string kImportToken = std::string("glpat-") + "Hk3Lm9Qp2Rs7Tv4Wx8Yz";
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Every file under the data dir (databases, WAL, shm), the log, and the journal as audit/list shows it.
+// `control` is text known to be stored: finding it proves the byte search looks in the right place.
+void expectNowhere(Memqd& daemon, const std::string& project, RpcClient& c, const std::vector<std::string>& secrets,
+                   const std::string& control, const std::string& where) {
+  std::string log = daemon.log();
+  auto audit = c.call("audit/list", {{"limit", 1000}});
+  ASSERT_TRUE(audit.isOk()) << audit.status().toString();
+  std::string journal = audit->dump();
+  std::vector<std::pair<std::string, std::string>> files;
+  // The data dir (global scope) and the project (its scope lives in <root>/.memq): every file, WAL and shm included.
+  for (const auto& dir : {fs::path(daemon.dataDir()), fs::path(project)}) {
+    for (const auto& e : fs::recursive_directory_iterator(dir)) {
+      if (e.is_regular_file()) files.emplace_back(e.path().string(), slurp(e.path()));
+    }
+  }
+  bool sawProjectDb = false;
+  for (const auto& [path, bytes] : files) sawProjectDb |= path.find("/.memq/memory.db") != std::string::npos;
+  EXPECT_TRUE(sawProjectDb) << where << ": the project database was not among the files searched";
+  bool sawControl = false;
+  for (const auto& [path, bytes] : files) sawControl |= bytes.find(control) != std::string::npos;
+  EXPECT_TRUE(sawControl) << where << ": '" << control << "' is in no file; is the search looking in the right place?";
+  ASSERT_FALSE(files.empty());
+  for (const auto& s : secrets) {
+    EXPECT_EQ(log.find(s), std::string::npos) << where << ": the log holds a secret";
+    EXPECT_EQ(journal.find(s), std::string::npos) << where << ": the audit journal holds a secret";
+    for (const auto& [path, bytes] : files) {
+      EXPECT_EQ(bytes.find(s), std::string::npos) << where << ": " << path << " holds a secret";
+    }
+  }
+}
+
+class SecretsTest : public ::testing::Test {
+ protected:
+  void start(std::vector<std::string> args) {
+    dir_ = makeTempDir("sec");
+    project_ = (dir_ / "proj").string();
+    fs::create_directories(project_ + "/src");
+    args.push_back("--log-level");
+    args.push_back("trace");
+    daemon_ = std::make_unique<Memqd>(dir_, args);
+    ASSERT_TRUE(daemon_->start()) << daemon_->log();
+  }
+  void TearDown() override {
+    daemon_.reset();
+    fs::remove_all(dir_);
+  }
+  fs::path dir_;
+  std::string project_;
+  std::unique_ptr<Memqd> daemon_;
+};
+
+std::vector<std::string> allSecrets() {
+  return {kAws, kGithub, kPemBody, kDbPassword, kConnPassword, kUpdatePassword, kImportToken};
+}
+
+TEST_F(SecretsTest, ASaveIsRedactedBeforeItIsStoredAndTheResultListsTheRedactions) {
+  start({});
+  RpcClient c = daemon_->client(project_);
+  json params = {{"summary", "CI deploys with key " + kAws + " from the vault"},
+                 {"details", "The deploy key:\n" + kPem + "\nDB_PASSWORD=" + kDbPassword +
+                                 "\nDATABASE_URL=postgres://app:" + kConnPassword + "@db.internal:5432/prod"},
+                 {"topics", {"deploy", kGithub}},
+                 {"category", "context"}};
+  auto r = c.call("memory/save", params);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ((*r)["status"], "created");
+  json expected = json::array({{{"kind", "aws_access_key"}, {"field", "summary"}},
+                               {{"kind", "private_key"}, {"field", "details"}},
+                               {{"kind", "password"}, {"field", "details"}},
+                               {{"kind", "connection_string"}, {"field", "details"}},
+                               {{"kind", "github_token"}, {"field", "topics[1]"}}});
+  EXPECT_EQ((*r)["redactions"], expected);
+  for (const auto& s : allSecrets()) EXPECT_EQ(r->dump().find(s), std::string::npos) << "the reply holds a secret";
+
+  auto m = c.call("memory/get", {{"id", (*r)["id"]}});
+  ASSERT_TRUE(m.isOk());
+  EXPECT_EQ((*m)["summary"], "CI deploys with key [REDACTED:aws_access_key] from the vault");
+  EXPECT_EQ((*m)["details"], "The deploy key:\n[REDACTED:private_key]\nDB_PASSWORD=[REDACTED:password]\n"
+                             "DATABASE_URL=postgres://app:[REDACTED:connection_string]@db.internal:5432/prod");
+  EXPECT_EQ((*m)["topics"], json::array({"deploy", "[REDACTED:github_token]"}));
+
+  // Searching for the secret brings no trace of it back; the prose around it still finds the memory.
+  auto hit = c.call("memory/search", {{"query", kAws}});
+  ASSERT_TRUE(hit.isOk()) << hit.status().toString();
+  EXPECT_EQ(hit->dump().find(kAws), std::string::npos);
+  auto prose = c.call("memory/search", {{"query", "deploys vault"}});
+  ASSERT_TRUE(prose.isOk());
+  EXPECT_NE(prose->dump().find((*r)["id"].get<std::string>()), std::string::npos);
+
+  // Saving the same text again dedups onto the redacted memory (the content hash is of the redacted text).
+  auto again = c.call("memory/save", params);
+  ASSERT_TRUE(again.isOk());
+  EXPECT_EQ((*again)["status"], "deduped");
+  EXPECT_EQ((*again)["id"], (*r)["id"]);
+
+  // memory/update redacts the same way.
+  auto u = c.call("memory/update", {{"id", (*r)["id"]}, {"details", "rotated: password: " + kUpdatePassword}});
+  ASSERT_TRUE(u.isOk()) << u.status().toString();
+  EXPECT_EQ((*u)["details"], "rotated: password: [REDACTED:password]");
+
+  // import too.
+  auto imp = c.call("import", {{"jsonl", json{{"summary", "mirror token " + kImportToken}}.dump() + "\n"}});
+  ASSERT_TRUE(imp.isOk()) << imp.status().toString();
+  EXPECT_EQ((*imp)["created"], 1);
+  auto listed = c.call("memory/list", {{"limit", 10}});
+  ASSERT_TRUE(listed.isOk());
+  EXPECT_NE(listed->dump().find("mirror token [REDACTED:gitlab_token]"), std::string::npos) << listed->dump();
+
+  expectNowhere(*daemon_, project_, c, allSecrets(), "key [REDACTED:aws_access_key] from the vault", "redact, daemon running");
+  daemon_->stop();
+  ASSERT_TRUE(daemon_->start());
+  RpcClient after = daemon_->client(project_);
+  expectNowhere(*daemon_, project_, after, allSecrets(), "key [REDACTED:aws_access_key] from the vault", "redact, after a restart");
+}
+
+TEST_F(SecretsTest, OrdinaryTextIsStoredUnchangedWithNoRedactions) {
+  start({});
+  RpcClient c = daemon_->client(project_);
+  std::string summary = "Fixed in 3f2a9c8e1b7d4a6f0c5e2d9b8a7f6e5d4c3b2a19; see src/secrets/token_store.cc";
+  std::string details = "Session 550e8400-e29b-41d4-a716-446655440000 reset the password field; token: parser fix. "
+                        "api_key=<your key> and password: changeme are placeholders.";
+  auto r = c.call("memory/save", {{"summary", summary}, {"details", details}, {"topics", {"auth", "tokens"}}});
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ((*r)["redactions"], json::array());
+  auto m = c.call("memory/get", {{"id", (*r)["id"]}});
+  ASSERT_TRUE(m.isOk());
+  EXPECT_EQ((*m)["summary"], summary);
+  EXPECT_EQ((*m)["details"], details);
+}
+
+TEST_F(SecretsTest, RefuseModeRefusesNamingTheFieldAndKindAndWritesNothing) {
+  start({"--secrets=refuse"});
+  RpcClient c = daemon_->client(project_);
+  auto ok = c.call("memory/save", {{"summary", "A harmless memory"}});
+  ASSERT_TRUE(ok.isOk()) << ok.status().toString();
+  auto countEvents = [&] {
+    auto a = c.call("audit/list", {{"limit", 1000}});
+    return a ? (*a)["events"].size() : size_t{0};
+  };
+  auto countMemories = [&] {
+    auto l = c.call("memory/list", {{"state", "all"}});
+    return l ? (*l)["total"].get<int64_t>() : int64_t{-1};
+  };
+  const size_t events = countEvents();
+  const int64_t memories = countMemories();
+
+  struct Case {
+    std::string method;
+    json params;
+    std::string field;
+    std::string kind;
+  } cases[] = {
+      {"memory/save", {{"summary", "key " + kAws}}, "summary", "aws_access_key"},
+      {"memory/save", {{"summary", "deploy"}, {"details", kPem}}, "details", "private_key"},
+      {"memory/save", {{"summary", "deploy"}, {"details", "DB_PASSWORD=" + kDbPassword}}, "details", "password"},
+      {"memory/save", {{"summary", "x"}, {"topics", {"ok", kGithub}}}, "topics[1]", "github_token"},
+      {"memory/save", {{"summary", "db at postgres://app:" + kConnPassword + "@db/prod"}}, "summary",
+       "connection_string"},
+      {"memory/update", {{"id", (*ok)["id"]}, {"details", "password: " + kUpdatePassword}}, "details", "password"},
+      {"import", {{"jsonl", json{{"summary", "mirror " + kImportToken}}.dump() + "\n"}}, "jsonl[line 1].summary",
+       "gitlab_token"},
+  };
+  for (const auto& tc : cases) {
+    SCOPED_TRACE(tc.method + " " + tc.field);
+    auto r = c.call(tc.method, tc.params);
+    ASSERT_FALSE(r.isOk());
+    EXPECT_EQ(r.status().code(), ErrorCode::kInvalidParams);
+    EXPECT_EQ(r.status().data().value("field", ""), tc.field);
+    EXPECT_EQ(r.status().data()["kinds"], json::array({tc.kind}));
+    EXPECT_NE(r.status().message().find("credential"), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find(tc.kind), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find(tc.field), std::string::npos) << r.status().message();
+    for (const auto& s : allSecrets()) EXPECT_EQ(r.status().toString().find(s), std::string::npos);
+    EXPECT_EQ(countMemories(), memories);
+    EXPECT_EQ(countEvents(), events);
+  }
+  auto m = c.call("memory/get", {{"id", (*ok)["id"]}});
+  ASSERT_TRUE(m.isOk());
+  EXPECT_EQ((*m)["details"], "");
+  expectNowhere(*daemon_, project_, c, allSecrets(), "A harmless memory", "refuse");
+}
+
+}  // namespace
+}  // namespace memq::testing
