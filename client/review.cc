@@ -27,6 +27,11 @@ int runReview(Context& ctx, const std::vector<std::string>& words) {
   if (words.size() > 1 || (kind != "all" && kind != "clusters" && kind != "stale" && kind != "dead")) {
     return usageError("usage: memq review [clusters|stale|dead]");
   }
+  if (!ctx.options.json && !(::isatty(0) && ::isatty(1))) {
+    std::cerr << "memq review is interactive and needs a terminal; for scripts use "
+                 "`memq --json review clusters|stale|dead` to list the items\n";
+    return kExitUsage;
+  }
   auto link = DaemonLink::open(ctx.options, true);
   if (!link) return reportError(ctx, link.status());
   // Gather the queue: each item is a memory and why it is there.
@@ -45,11 +50,6 @@ int runReview(Context& ctx, const std::vector<std::string>& words) {
     }
     return kExitOk;
   };
-  if (!ctx.options.json && !(::isatty(0) && ::isatty(1))) {
-    std::cerr << "memq review is interactive and needs a terminal; for scripts use "
-                 "`memq --json review clusters|stale|dead` to list the items\n";
-    return kExitUsage;
-  }
   if (kind == "all" || kind == "clusters") {
     if (int rc = collect("review/clusters", "similar"); rc) return rc;
   }
