@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -69,22 +70,31 @@ Status startDaemon(const std::string& socketPath, std::chrono::milliseconds time
                                                std::to_string(timeout.count() / 1000) + " s");
 }
 
-Result<DaemonLink> DaemonLink::open(const GlobalOptions& options, bool autostart, std::chrono::milliseconds timeout) {
+Result<DaemonLink> DaemonLink::open(const GlobalOptions& options, bool autostart, std::chrono::milliseconds timeout,
+                                    std::optional<std::chrono::steady_clock::time_point> deadline) {
+  // The time a step may take: `usual`, cut to what is left before the deadline (at least 1 ms).
+  auto bounded = [&](std::chrono::milliseconds usual) {
+    if (!deadline) return usual;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
+    return std::clamp(left, std::chrono::milliseconds(1), usual);
+  };
   std::string socket = options.socket.empty() ? defaultSocketPath() : options.socket;
-  auto c = RpcClient::connect(socket, timeout);
+  auto c = RpcClient::connect(socket, bounded(timeout));
   if (!c && isConnectError(c.status()) && autostart) {
-    Status started = startDaemon(socket, timeout);
+    Status started = startDaemon(socket, bounded(timeout));
     if (!started) return Status(ErrorCode::kInternalError, started.message(), nlohmann::json{{"transport", "connect"}, {"socket", socket}});
-    c = RpcClient::connect(socket, timeout);
+    c = RpcClient::connect(socket, bounded(timeout));
   }
   if (!c) return c.status();
   nlohmann::json init = {{"client_name", options.clientName}, {"client_version", "0.1.0"}, {"source", options.source}};
   if (!options.project.empty()) init["project_root"] = options.project;
-  auto r = c->call("initialize", init);
+  auto r = c->call("initialize", init, bounded(RpcClient::kDefaultCallTimeout));
   if (!r) {
+    // A daemon that did not answer (timeout, closed connection) will not answer a second try either.
+    if (isTransportError(r.status())) return r.status();
     // A project that cannot be opened should not stop commands that do not need it (global scope, status).
     init.erase("project_root");
-    r = c->call("initialize", init);
+    r = c->call("initialize", init, bounded(RpcClient::kDefaultCallTimeout));
     if (!r) return r.status();
   }
   return DaemonLink(std::move(*c), options);

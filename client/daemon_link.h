@@ -28,9 +28,12 @@ Status startDaemon(const std::string& socketPath, std::chrono::milliseconds time
 
 class DaemonLink {
  public:
-  // Connects (starting the daemon when `autostart` and nobody answers) and sends initialize.
+  // Connects (starting the daemon when `autostart` and nobody answers) and sends initialize. `timeout` bounds the
+  // connection and the daemon's start; initialize gets the usual call timeout. With a `deadline`, every step (connect,
+  // start, initialize) ends by then: hooks use it so that a daemon that accepts but never answers costs no more.
   static Result<DaemonLink> open(const GlobalOptions& options, bool autostart = true,
-                                 std::chrono::milliseconds timeout = std::chrono::seconds(5));
+                                 std::chrono::milliseconds timeout = std::chrono::seconds(5),
+                                 std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
   // Calls `method`, adding project_root and scope from the options unless params already hold them.
   Result<nlohmann::json> call(const std::string& method, nlohmann::json params,
                               std::chrono::milliseconds timeout = RpcClient::kDefaultCallTimeout);

@@ -28,13 +28,18 @@ std::string recalledBlock(const json& hits) {
   return out + "</recalled_memories>";
 }
 
-// "git diff --stat" → "diff"; anything that is not a git command → "".
+// "git diff --stat" → "diff"; anything that is not a git command → "". Global options before the subcommand are
+// skipped, with the value of those that take one (`git -C dir diff`, `git -c key=value commit`).
 std::string gitTool(const std::string& command) {
   std::istringstream in(command);
   std::string word;
   in >> word;
   if (word != "git") return "";
   while (in >> word) {
+    if (word == "-C" || word == "-c" || word == "--git-dir" || word == "--work-tree" || word == "--namespace") {
+      in >> word;
+      continue;
+    }
     if (word.empty() || word[0] == '-') continue;
     if (word == "diff" || word == "status" || word == "commit" || word == "show" || word == "log") return word;
     return "shell";
@@ -42,12 +47,15 @@ std::string gitTool(const std::string& command) {
   return "";
 }
 
-}  // namespace
+// A string field of the hook input, or "" when it is absent or not a string (hook input is never trusted).
+std::string stringField(const json& object, const char* key) {
+  if (!object.is_object()) return "";
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
 
-int runHook(Context& ctx, const std::vector<std::string>& words) {
-  if (words.size() != 2 || words[0] != "claude-code") return usageError("usage: memq hook claude-code EVENT");
-  const std::string event = words[1];
-  auto deadline = std::chrono::steady_clock::now() + kBudget;
+int hookReply(Context& ctx, const std::string& event) {
+  const auto deadline = std::chrono::steady_clock::now() + kBudget;
   auto left = [&] {
     auto d = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     return std::max(d, std::chrono::milliseconds(1));
@@ -55,8 +63,8 @@ int runHook(Context& ctx, const std::vector<std::string>& words) {
   std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
   json hook = json::parse(input, nullptr, false);
   if (!hook.is_object()) return kExitOk;
-  if (hook.contains("cwd") && hook["cwd"].is_string()) {
-    ctx.options.project = hook["cwd"].get<std::string>();
+  if (std::string cwd = stringField(hook, "cwd"); !cwd.empty()) {
+    ctx.options.project = cwd;
     ctx.cwd = ctx.options.project;
   }
   ctx.options.clientName = "claude-code-hook";
@@ -65,20 +73,20 @@ int runHook(Context& ctx, const std::vector<std::string>& words) {
   std::string method;
   json params;
   if (event == "UserPromptSubmit") {
-    std::string prompt = hook.value("prompt", "");
+    std::string prompt = stringField(hook, "prompt");
     if (prompt.empty()) return kExitOk;
     method = "memory/recall";
     params = {{"query", prompt}, {"limit", 3}};
   } else if (event == "PostToolUse") {
-    std::string tool = hook.value("tool_name", "");
-    json input = hook.value("tool_input", json::object());
-    std::string file = input.is_object() ? input.value("file_path", "") : "";
+    std::string tool = stringField(hook, "tool_name");
+    json input = hook.contains("tool_input") ? hook["tool_input"] : json::object();
+    std::string file = stringField(input, "file_path");
     method = "hints/for_tool";
     if (tool == "Read") params = {{"tool", "read"}};
     else if (tool == "Edit" || tool == "MultiEdit") params = {{"tool", "edit"}};
     else if (tool == "Write") params = {{"tool", "write"}};
     else if (tool == "Bash") {
-      std::string g = gitTool(input.is_object() ? input.value("command", "") : "");
+      std::string g = gitTool(stringField(input, "command"));
       if (g.empty()) return kExitOk;
       params = {{"tool", g}};
     } else {
@@ -88,7 +96,7 @@ int runHook(Context& ctx, const std::vector<std::string>& words) {
   } else {
     return kExitOk;  // events memq has nothing to say about
   }
-  auto link = DaemonLink::open(ctx.options, /*autostart=*/false, left());
+  auto link = DaemonLink::open(ctx.options, /*autostart=*/false, left(), deadline);
   if (!link) return kExitOk;
   auto r = link->call(method, params, left());
   if (!r || std::chrono::steady_clock::now() > deadline) return kExitOk;
@@ -102,8 +110,19 @@ int runHook(Context& ctx, const std::vector<std::string>& words) {
     context = "memq: " + context;
   }
   json reply = {{"hookSpecificOutput", {{"hookEventName", event}, {"additionalContext", context}}}};
-  std::cout << reply.dump() << "\n";
+  std::cout << reply.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
   return kExitOk;
+}
+
+}  // namespace
+
+int runHook(Context& ctx, const std::vector<std::string>& words) {
+  if (words.size() != 2 || words[0] != "claude-code") return usageError("usage: memq hook claude-code EVENT");
+  try {
+    return hookReply(ctx, words[1]);
+  } catch (const std::exception&) {
+    return kExitOk;  // a hook error would interrupt the agent: say nothing instead
+  }
 }
 
 }  // namespace memq::cli
