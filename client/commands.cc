@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -335,10 +336,45 @@ int cmdImport(Context& ctx, const std::vector<std::string>& words) {
     }
     jsonl = buf.str();
   }
-  return callAndPrint(ctx, "import", {{"jsonl", jsonl}}, [&](const json& r) {
-    std::cout << "created " << r["created"] << ", deduped " << r["deduped"] << ", rejected " << r["rejected"]
-              << ", tombstones " << r["tombstones"] << "\n";
-  });
+  // `memq export` writes every readable scope, each line naming its own. Unless --scope says where everything goes,
+  // each line goes back to the scope it came from (global preferences stay global), in one call per scope. A file
+  // with a line that is not a JSON object goes over whole, so the daemon names the line and writes nothing.
+  std::vector<std::pair<std::string, std::string>> groups;  // scope ("" = the connection's write scope), lines
+  {
+    std::istringstream in(jsonl);
+    std::string line;
+    bool malformed = false;
+    while (std::getline(in, line)) {
+      std::string scope;
+      if (!ctx.options.scope && line.find_first_not_of(" \t\r") != std::string::npos) {
+        json j = json::parse(line, nullptr, false);
+        if (!j.is_object()) malformed = true;
+        else if (j.contains("scope") && j["scope"].is_string()) scope = j["scope"].get<std::string>();
+        if (scope != "project" && scope != "global") scope.clear();
+      }
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == scope; });
+      if (it == groups.end()) it = groups.insert(groups.end(), {scope, ""});
+      it->second += line + "\n";
+    }
+    if (malformed || groups.empty()) groups = {{"", jsonl}};
+  }
+  auto link = connect(ctx);
+  if (!link) return reportError(ctx, link.status());
+  json total = {{"created", 0}, {"deduped", 0}, {"rejected", 0}, {"tombstones", 0}};
+  for (const auto& [scope, lines] : groups) {
+    json params = {{"jsonl", lines}};
+    if (!scope.empty()) params["scope"] = scope;
+    auto r = link->call("import", params);
+    if (!r) return reportError(ctx, r.status());
+    for (auto& [key, n] : total.items()) n = n.get<int64_t>() + r->value(key, int64_t{0});
+  }
+  if (ctx.options.json) {
+    std::cout << total.dump(2) << "\n";
+  } else {
+    std::cout << "created " << total["created"] << ", deduped " << total["deduped"] << ", rejected "
+              << total["rejected"] << ", tombstones " << total["tombstones"] << "\n";
+  }
+  return kExitOk;
 }
 
 int cmdStats(Context& ctx, const std::vector<std::string>& words) {
