@@ -417,12 +417,21 @@ int cmdDaemon(Context& ctx, const std::vector<std::string>& words) {
       if (!ctx.options.json) std::cout << "memqd is not running\n";
       return kExitOk;
     }
+    // memqd writes its pid file next to the socket and removes it as it exits, after draining in-flight requests.
+    const auto pidFile = std::filesystem::path(socket).parent_path() / "memqd.pid";
+    long pid = 0;
+    std::ifstream(pidFile) >> pid;
     auto r = c->call("daemon/shutdown", json::object());
     if (!r) return reportError(ctx, r.status());
-    // Wait until the socket stops answering.
-    for (int i = 0; i < 100; ++i) {
-      if (!RpcClient::connect(socket, std::chrono::milliseconds(100))) break;
+    // Wait until the socket stops answering, then until the process is gone (its pid file removed, or no such pid),
+    // so that `daemon stop` returning means stopped and `daemon restart` never overlaps two daemons.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline && RpcClient::connect(socket, std::chrono::milliseconds(100))) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    while (pid > 0 && std::chrono::steady_clock::now() < deadline && std::filesystem::exists(pidFile) &&
+           ::kill(static_cast<pid_t>(pid), 0) == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     if (!ctx.options.json) std::cout << "memqd stopped\n";
     return kExitOk;
