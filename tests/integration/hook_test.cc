@@ -1,0 +1,259 @@
+// `memq hook claude-code EVENT` against a real memqd: the replies Claude Code expects (hookSpecificOutput with
+// hookEventName and additionalContext) for UserPromptSubmit and PostToolUse (Read/Edit/Write with a file, Bash with a
+// git command), silence when there is nothing to say, and the 500 ms bound with no daemon or a daemon that never
+// answers: no output, exit 0, never started.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+
+#include "memqd_fixture.h"
+
+namespace memq::testing {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+void writeFile(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+// A git project with two tracked files.
+void makeGitProject(const fs::path& root) {
+  writeFile(root / "src/auth/jwt.ts", "export const verify = 1;\n");
+  writeFile(root / "src/db/pool.ts", "export const pool = 1;\n");
+  std::string git = "git -C " + quote(root.string()) + " -c user.name=t -c user.email=t@memq -c commit.gpgsign=false ";
+  ASSERT_EQ(std::system(("git -c init.defaultBranch=main init -q " + quote(root.string())).c_str()), 0);
+  ASSERT_EQ(std::system((git + "add -A && " + git + "commit -q -m init >/dev/null").c_str()), 0);
+}
+
+// The documented reply: {"hookSpecificOutput":{"hookEventName": EVENT, "additionalContext": TEXT}}, one line.
+std::string expectReply(const CommandResult& r, const std::string& event) {
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  EXPECT_FALSE(r.out.empty()) << "no reply for " << event;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  json j = json::parse(r.out, nullptr, false);
+  if (!j.is_object()) {
+    ADD_FAILURE() << "reply is not a JSON object: " << r.out;
+    return "";
+  }
+  EXPECT_EQ(j.size(), 1u) << r.out;
+  const json& h = j["hookSpecificOutput"];
+  EXPECT_TRUE(h.is_object()) << r.out;
+  EXPECT_EQ(h.size(), 2u) << r.out;
+  EXPECT_EQ(h["hookEventName"], event);
+  if (!h["additionalContext"].is_string()) {
+    ADD_FAILURE() << "additionalContext is not a string: " << r.out;
+    return "";
+  }
+  std::string context = h["additionalContext"];
+  EXPECT_FALSE(context.empty());
+  return context;
+}
+
+void expectSilent(const CommandResult& r, const std::string& what) {
+  EXPECT_EQ(r.exitCode, 0) << what << ": " << r.err;
+  EXPECT_TRUE(r.out.empty()) << what << ": " << r.out;
+  EXPECT_TRUE(r.err.empty()) << what << ": " << r.err;
+}
+
+class HookTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = makeTempDir("hook");
+    project_ = (dir_ / "proj").string();
+    makeGitProject(project_);
+    daemon_ = std::make_unique<Memqd>(dir_);
+    ASSERT_TRUE(daemon_->start()) << daemon_->log();
+  }
+  void TearDown() override {
+    daemon_.reset();
+    fs::remove_all(dir_);
+  }
+  std::string save(const json& params) {
+    auto c = daemon_->client(project_);
+    auto r = c.call("memory/save", params);
+    EXPECT_TRUE(r.isOk()) << r.status().toString();
+    return r ? (*r)["id"].get<std::string>() : "";
+  }
+  // Runs the hook from an unrelated directory: the project comes from the hook input's cwd, as with Claude Code.
+  CommandResult hook(const std::string& event, const json& input) {
+    return daemon_->memq("hook claude-code " + event, dir_.string(), input.dump());
+  }
+  json postToolUse(const std::string& tool, const json& toolInput) {
+    return {{"session_id", "abc"},     {"transcript_path", "/tmp/t.jsonl"}, {"cwd", project_},
+            {"hook_event_name", "PostToolUse"}, {"tool_name", tool},        {"tool_input", toolInput},
+            {"tool_response", {{"success", true}}}};
+  }
+
+  fs::path dir_;
+  std::string project_;
+  std::unique_ptr<Memqd> daemon_;
+};
+
+TEST_F(HookTest, UserPromptSubmitRepliesWithRecalledMemories) {
+  std::string id = save({{"summary", "JWT expiry uses the container clock"},
+                         {"details", "verify() reads Date.now()"},
+                         {"category", "gotcha"},
+                         {"files", {"src/auth/jwt.ts"}}});
+  save({{"summary", "Use pnpm, not npm"}, {"category", "pref"}});
+  json input = {{"session_id", "abc"},
+                {"transcript_path", "/tmp/t.jsonl"},
+                {"cwd", project_},
+                {"hook_event_name", "UserPromptSubmit"},
+                {"prompt", "why does the jwt expiry check fail in the container?"}};
+  CommandResult r = hook("UserPromptSubmit", input);
+  std::string context = expectReply(r, "UserPromptSubmit");
+  EXPECT_EQ(context.rfind("<recalled_memories>\n", 0), 0u) << context;
+  EXPECT_NE(context.find("</recalled_memories>"), std::string::npos) << context;
+  EXPECT_EQ(context.substr(context.size() - std::strlen("</recalled_memories>")), "</recalled_memories>");
+  EXPECT_NE(context.find("JWT expiry uses the container clock"), std::string::npos) << context;
+  EXPECT_NE(context.find(id.substr(0, 8)), std::string::npos) << context;
+  EXPECT_NE(context.find("[gotcha]"), std::string::npos) << context;
+
+  // Nothing relevant: nothing printed (an empty block would only cost the agent tokens).
+  input["prompt"] = "zebra quasar xylophone";
+  expectSilent(hook("UserPromptSubmit", input), "irrelevant prompt");
+  input["prompt"] = "";
+  expectSilent(hook("UserPromptSubmit", input), "empty prompt");
+}
+
+TEST_F(HookTest, PostToolUseForFileToolsRepliesWithHintsForThatFile) {
+  save({{"summary", "JWT expiry uses the container clock"}, {"category", "gotcha"}, {"files", {"src/auth/jwt.ts"}}});
+  const std::string abs = project_ + "/src/auth/jwt.ts";  // Claude Code sends absolute paths
+  for (const char* tool : {"Read", "Edit", "Write", "MultiEdit"}) {
+    json toolInput = {{"file_path", abs}};
+    if (std::string(tool) == "Edit") toolInput.update({{"old_string", "1"}, {"new_string", "2"}});
+    if (std::string(tool) == "Write") toolInput["content"] = "export const verify = 2;\n";
+    CommandResult r = hook("PostToolUse", postToolUse(tool, toolInput));
+    std::string context = expectReply(r, "PostToolUse");
+    EXPECT_EQ(context.rfind("memq: ", 0), 0u) << tool << ": " << context;
+    EXPECT_NE(context.find("JWT expiry uses the container clock"), std::string::npos) << tool << ": " << context;
+  }
+  // A project-relative path works as well.
+  std::string context = expectReply(hook("PostToolUse", postToolUse("Read", {{"file_path", "src/auth/jwt.ts"}})),
+                                    "PostToolUse");
+  EXPECT_NE(context.find("container clock"), std::string::npos) << context;
+  // A file nobody wrote about, a tool memq ignores, an event memq ignores: silence.
+  expectSilent(hook("PostToolUse", postToolUse("Read", {{"file_path", project_ + "/src/db/pool.ts"}})), "other file");
+  expectSilent(hook("PostToolUse", postToolUse("Glob", {{"pattern", "**/*.ts"}})), "Glob");
+  expectSilent(hook("PostToolUse", postToolUse("Read", json::object())), "Read without a file");
+  expectSilent(hook("Stop", {{"cwd", project_}}), "Stop event");
+  expectSilent(hook("PostToolUse", postToolUse("Read", {{"file_path", "/etc/passwd"}})), "a file outside the project");
+}
+
+TEST_F(HookTest, PostToolUseForGitCommandsRepliesWithGitHints) {
+  save({{"summary", "Never commit generated protobuf files"}, {"category", "gotcha"}, {"topics", {"git"}}});
+  for (const char* command : {"git diff", "git -C . diff --stat", "git -c color.ui=never status --short",
+                              "git show HEAD"}) {
+    CommandResult r = hook("PostToolUse", postToolUse("Bash", {{"command", command}, {"description", "git"}}));
+    std::string context = expectReply(r, "PostToolUse");
+    EXPECT_NE(context.find("Never commit generated protobuf files"), std::string::npos) << command << ": " << context;
+  }
+  // After a commit it is too late for "review before commit" hints (the daemon says nothing for commit).
+  expectSilent(hook("PostToolUse", postToolUse("Bash", {{"command", "git commit -m 'fix jwt'"}})), "git commit");
+  expectSilent(hook("PostToolUse", postToolUse("Bash", {{"command", "ls -la"}})), "not a git command");
+  expectSilent(hook("PostToolUse", postToolUse("Bash", {{"command", "gitk"}})), "gitk");
+}
+
+TEST_F(HookTest, MalformedInputIsSilent) {
+  expectSilent(daemon_->memq("hook claude-code UserPromptSubmit", dir_.string(), "not json"), "not JSON");
+  expectSilent(daemon_->memq("hook claude-code UserPromptSubmit", dir_.string(), ""), "empty stdin");
+  expectSilent(daemon_->memq("hook claude-code UserPromptSubmit", dir_.string(), "[1,2]"), "an array");
+  expectSilent(hook("UserPromptSubmit", {{"cwd", project_}, {"prompt", 42}}), "prompt not a string");
+  expectSilent(hook("PostToolUse", {{"cwd", project_}, {"tool_name", "Read"}, {"tool_input", "x"}}),
+               "tool_input not an object");
+}
+
+// ---- the 500 ms bound ---------------------------------------------------------------------------------------------
+
+class HookWithoutDaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = makeTempDir("hookd");
+    project_ = (dir_ / "proj").string();
+    fs::create_directories(project_);
+    socket_ = (dir_ / "memqd.sock").string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  CommandResult timedHook(const std::string& event, const json& input, std::chrono::milliseconds& took) {
+    std::string cmd = "MEMQ_SOCKET=" + quote(socket_) + " MEMQ_DATA_DIR=" + quote((dir_ / "data").string()) + " " +
+                      quote(binDir() + "/memq") + " hook claude-code " + event;
+    auto start = Clock::now();
+    CommandResult r = runCommand(cmd, input.dump());
+    took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+    return r;
+  }
+  json prompt() const { return {{"cwd", project_}, {"hook_event_name", "UserPromptSubmit"}, {"prompt", "jwt expiry"}}; }
+  json read() const {
+    return {{"cwd", project_}, {"tool_name", "Read"}, {"tool_input", {{"file_path", project_ + "/a.ts"}}}};
+  }
+  fs::path dir_;
+  std::string project_;
+  std::string socket_;
+};
+
+TEST_F(HookWithoutDaemonTest, NoDaemonMeansNoOutputExitZeroWithinTheBudgetAndNoAutostart) {
+  for (const auto& [event, input] : {std::pair{std::string("UserPromptSubmit"), prompt()},
+                                     std::pair{std::string("PostToolUse"), read()}}) {
+    std::chrono::milliseconds took{};
+    CommandResult r = timedHook(event, input, took);
+    EXPECT_EQ(r.exitCode, 0) << event << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << event << ": " << r.out;
+    EXPECT_TRUE(r.err.empty()) << event << ": " << r.err;
+    EXPECT_LT(took.count(), 1500) << event << " took " << took.count() << " ms (budget 500 ms)";
+  }
+  // The hook never starts a daemon: the agent's turn must not wait for one.
+  EXPECT_FALSE(fs::exists(socket_));
+  EXPECT_FALSE(fs::exists(dir_ / "data"));
+}
+
+TEST_F(HookWithoutDaemonTest, ADaemonThatNeverAnswersCostsAtMostTheBudget) {
+  // A socket that accepts connections (the kernel's backlog) but whose owner never reads or answers: a hung daemon.
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, socket_.c_str(), sizeof addr.sun_path - 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << std::strerror(errno);
+  ASSERT_EQ(::listen(fd, 16), 0);
+  for (const auto& [event, input] : {std::pair{std::string("UserPromptSubmit"), prompt()},
+                                     std::pair{std::string("PostToolUse"), read()}}) {
+    std::chrono::milliseconds took{};
+    CommandResult r = timedHook(event, input, took);
+    EXPECT_EQ(r.exitCode, 0) << event << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << event << ": " << r.out;
+    EXPECT_TRUE(r.err.empty()) << event << ": " << r.err;
+    EXPECT_GE(took.count(), 300) << event << ": it did wait for the hung daemon";
+    EXPECT_LT(took.count(), 1500) << event << " took " << took.count() << " ms (budget 500 ms)";
+  }
+  ::close(fd);
+}
+
+TEST_F(HookTest, AStoppedDaemonIsSilentAndFast) {
+  save({{"summary", "JWT expiry uses the container clock"}, {"category", "gotcha"}, {"files", {"src/auth/jwt.ts"}}});
+  json input = {{"cwd", project_}, {"prompt", "jwt expiry container clock"}};
+  expectReply(hook("UserPromptSubmit", input), "UserPromptSubmit");
+  ASSERT_EQ(daemon_->stop(), 0);
+  auto start = Clock::now();
+  CommandResult r = hook("UserPromptSubmit", input);
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+  expectSilent(r, "stopped daemon");
+  EXPECT_LT(took.count(), 1500) << took.count() << " ms";
+  EXPECT_FALSE(fs::exists(daemon_->socket())) << "the hook started a daemon";
+}
+
+}  // namespace
+}  // namespace memq::testing
