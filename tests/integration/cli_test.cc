@@ -1,0 +1,905 @@
+// The memq command line against a real memqd: every command's --json output, the exit codes of CLI.md (0 ok, 1 the
+// daemon answered with an error, 2 usage error, 3 unreachable), daemon autostart and stop, lossless export/import
+// between two daemons, import from the reference's memory.db, `memq review` without a terminal, and file arguments
+// relative to the working directory.
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Statement.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "memqd_fixture.h"
+
+namespace memq::testing {
+namespace {
+
+using json = nlohmann::json;
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+void writeFile(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+void git(const fs::path& root, const std::string& args) {
+  std::string cmd = "git -C " + quote(root.string()) +
+                    " -c user.name=memq-test -c user.email=test@memq -c commit.gpgsign=false " + args +
+                    " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+// A small git repository: src/auth/jwt.ts and src/auth/session.ts change together three times.
+void makeGitProject(const fs::path& root) {
+  fs::create_directories(root);
+  ASSERT_EQ(std::system(("git -c init.defaultBranch=main init -q " + quote(root.string())).c_str()), 0);
+  writeFile(root / "README.md", "demo\n");
+  writeFile(root / "package.json", "{}\n");
+  writeFile(root / "src/app.ts", "import { verify } from './auth/jwt';\n");
+  for (int i = 0; i < 3; ++i) {
+    writeFile(root / "src/auth/jwt.ts", "export const verify = " + std::to_string(i) + ";\n");
+    writeFile(root / "src/auth/session.ts", "import { verify } from './jwt';\nexport const v = " + std::to_string(i) + ";\n");
+    git(root, "add -A");
+    git(root, "commit -q -m 'auth change " + std::to_string(i) + "'");
+  }
+}
+
+json parseJson(const CommandResult& r) {
+  json j = json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << "stdout is not JSON:\n" << r.out << "\nstderr:\n" << r.err;
+  return j;
+}
+
+// A JSON array's elements in sorted order, for comparing lists whose order is not part of the contract.
+json sorted(json list) {
+  std::sort(list.begin(), list.end());
+  return list;
+}
+
+std::vector<json> parseJsonl(const std::string& text) {
+  std::vector<json> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    json j = json::parse(line, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << line;
+    out.push_back(j);
+  }
+  return out;
+}
+
+// A temp directory removed when the test leaves its scope, even through a failed ASSERT.
+struct ScopedDir {
+  fs::path path;
+  ~ScopedDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// Byte-identical JSONL, reporting only the lines that differ.
+void expectSameJsonl(const std::string& actual, const std::string& expected) {
+  if (actual == expected) return;
+  std::istringstream a(actual), e(expected);
+  std::string la, le;
+  for (int n = 1;; ++n) {
+    bool ha = static_cast<bool>(std::getline(a, la)), he = static_cast<bool>(std::getline(e, le));
+    if (!ha && !he) break;
+    if (!ha || !he || la != le) {
+      ADD_FAILURE() << "line " << n << " differs\n  actual:   " << (ha ? la : "(none)")
+                    << "\n  expected: " << (he ? le : "(none)");
+    }
+  }
+  EXPECT_EQ(actual.size(), expected.size()) << "the exports differ";
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = makeTempDir("cli");
+    project_ = (dir_ / "proj").string();
+    makeGitProject(project_);
+    daemon_ = std::make_unique<Memqd>(dir_);
+    ASSERT_TRUE(daemon_->start()) << daemon_->log();
+  }
+  void TearDown() override {
+    daemon_.reset();
+    fs::remove_all(dir_);
+  }
+
+  // memq ARGS in `cwd` (the project by default).
+  CommandResult run(const std::string& args, const std::string& cwd = "", const std::string& input = "") {
+    return daemon_->memq(args, cwd.empty() ? project_ : cwd, input);
+  }
+  // memq --json ARGS: exit 0 and the JSON result on stdout.
+  json ok(const std::string& args, const std::string& cwd = "") {
+    CommandResult r = run("--json " + args, cwd);
+    EXPECT_EQ(r.exitCode, 0) << "memq --json " << args << "\nstdout: " << r.out << "\nstderr: " << r.err;
+    return parseJson(r);
+  }
+  std::string saveId(const std::string& args) {
+    json r = ok("save " + args);
+    EXPECT_TRUE(r.contains("id")) << r.dump();
+    return r.value("id", "");
+  }
+
+  fs::path dir_;
+  std::string project_;
+  std::unique_ptr<Memqd> daemon_;
+};
+
+// ---- every command -------------------------------------------------------------------------------------------
+
+TEST_F(CliTest, EveryCommandAnswersInJsonMode) {
+  json saved = ok("save 'JWT expiry uses the container clock' --details 'see the verify helper' --category gotcha "
+                  "--topic auth --topic jwt --file src/auth/jwt.ts --source agent");
+  EXPECT_EQ(saved["status"], "created");
+  EXPECT_EQ(saved["scope"], "project");
+  EXPECT_TRUE(saved["similar"].is_array());
+  EXPECT_TRUE(saved["warnings"].is_array());
+  const std::string id = saved["id"];
+  ASSERT_EQ(id.size(), 36u);
+
+  json dedup = ok("save 'JWT expiry uses the container clock' --details 'see the verify helper' --topic tokens --merge-topics");
+  EXPECT_EQ(dedup["status"], "deduped");
+  EXPECT_EQ(dedup["id"], id);
+
+  json got = ok("get " + id.substr(0, 8));
+  EXPECT_EQ(got["id"], id);
+  EXPECT_EQ(got["summary"], "JWT expiry uses the container clock");
+  EXPECT_EQ(got["details"], "see the verify helper");
+  EXPECT_EQ(got["category"], "gotcha");
+  EXPECT_EQ(got["topics"], json({"auth", "jwt", "tokens"}));
+  EXPECT_EQ(got["files"], json({"src/auth/jwt.ts"}));
+  EXPECT_EQ(got["source"], "agent");
+  EXPECT_EQ(got["state"], "active");
+
+  json updated = ok("update " + id + " --details 'verify() reads Date.now()' --file src/auth/jwt.ts --file src/auth/session.ts");
+  EXPECT_EQ(updated["details"], "verify() reads Date.now()");
+  EXPECT_EQ(sorted(updated["files"]), sorted({"src/auth/jwt.ts", "src/auth/session.ts"}));
+  EXPECT_EQ(updated["summary"], got["summary"]);
+
+  const std::string pref = saveId("'Use pnpm, not npm' --category pref --topic tooling --file package.json");
+  json list = ok("list");
+  EXPECT_EQ(list["total"], 2);
+  EXPECT_EQ(list["memories"].size(), 2u);
+  EXPECT_EQ(ok("list --category pref")["memories"][0]["id"], pref);
+  EXPECT_EQ(ok("list --topic tooling")["total"], 1);
+  EXPECT_EQ(ok("list --file src/auth/session.ts")["memories"][0]["id"], id);
+  EXPECT_EQ(ok("list --limit 1")["memories"].size(), 1u);
+
+  json search = ok("search container clock");
+  ASSERT_FALSE(search["memories"].empty()) << search.dump();
+  EXPECT_EQ(search["memories"][0]["id"], id);
+
+  json recall = ok("recall 'jwt expiry' --file src/auth/jwt.ts --limit 2 --explain");
+  ASSERT_FALSE(recall["memories"].empty()) << recall.dump();
+  EXPECT_EQ(recall["memories"][0]["id"], id);
+  EXPECT_TRUE(recall["memories"][0].contains("score"));
+  EXPECT_TRUE(recall["memories"][0]["signals"].is_array());
+  EXPECT_TRUE(ok("recall --file src/auth/jwt.ts --ranker reference")["memories"].is_array());
+
+  EXPECT_TRUE(ok("pin " + id)["pinned"].get<bool>());
+  EXPECT_EQ(ok("list --pinned")["total"], 1);
+  EXPECT_FALSE(ok("unpin " + id)["pinned"].get<bool>());
+
+  json attached = ok("attach " + pref + " README.md src/app.ts");
+  EXPECT_EQ(sorted(attached["files"]), sorted({"package.json", "README.md", "src/app.ts"}));
+  json detached = ok("detach " + pref + " README.md");
+  EXPECT_EQ(sorted(detached["files"]), sorted({"package.json", "src/app.ts"}));
+
+  json hidden = ok("hide " + pref + " --reason 'not now'");
+  EXPECT_EQ(hidden["state"], "hidden");
+  EXPECT_EQ(ok("list --state hidden")["total"], 1);
+  EXPECT_EQ(ok("restore " + pref)["state"], "active");
+
+  json hint = ok("hint read --file src/auth/jwt.ts");
+  EXPECT_TRUE(hint["lines"].is_array());
+  EXPECT_TRUE(hint["hints"].is_array());
+  ASSERT_FALSE(hint["hints"].empty()) << hint.dump();
+  EXPECT_EQ(hint["hints"][0]["id"].get<std::string>().substr(0, 8), id.substr(0, 8));
+
+  json refresh = ok("refresh");
+  EXPECT_TRUE(refresh.contains("head")) << refresh.dump();
+  json cochange = ok("cochange src/auth/jwt.ts");
+  ASSERT_TRUE(cochange["neighbors"].is_array()) << cochange.dump();
+  ASSERT_FALSE(cochange["neighbors"].empty()) << cochange.dump();
+  EXPECT_EQ(cochange["neighbors"][0]["path"], "src/auth/session.ts");
+  EXPECT_EQ(cochange["neighbors"][0]["count"], 3);
+  json blast = ok("blast src/auth/jwt.ts");
+  EXPECT_TRUE(blast.contains("radius")) << blast.dump();
+
+  const std::string newer = saveId("'Build with cmake and ninja' --category decision");
+  const std::string older = saveId("'Build with make' --category decision");
+  json sup = ok("supersede " + older + " --by " + newer);
+  EXPECT_EQ(sup["old"]["state"], "superseded");
+  EXPECT_EQ(sup["old"]["superseded_by"], newer);
+  EXPECT_EQ(sup["new"]["id"], newer);
+
+  const std::string wrong = saveId("'Tests run with mocha'");
+  json rejected = ok("reject " + wrong + " --reason 'we use vitest'");
+  EXPECT_EQ(rejected["state"], "rejected");
+  EXPECT_EQ(ok("save 'Tests run with mocha'")["status"], "rejected");
+  EXPECT_EQ(ok("unreject " + wrong)["state"], "active");
+  ok("reject " + wrong + " --reason 'still wrong'");
+  EXPECT_EQ(ok("purge " + wrong + " --yes")["purged"], true);
+  EXPECT_EQ(run("--json get " + wrong).exitCode, 1);
+
+  json review = ok("review clusters");
+  EXPECT_TRUE(review.is_array()) << review.dump();
+  EXPECT_TRUE(ok("review stale").is_array());
+  EXPECT_TRUE(ok("review dead").is_array());
+
+  json audit = ok("audit --id " + id);
+  ASSERT_TRUE(audit["events"].is_array());
+  std::set<std::string> actions;
+  for (const auto& e : audit["events"]) actions.insert(e["action"].get<std::string>());
+  for (const char* a : {"create", "dedup", "update", "pin", "unpin"}) EXPECT_TRUE(actions.count(a)) << a << audit.dump();
+
+  CommandResult exported = run("export --state all");
+  ASSERT_EQ(exported.exitCode, 0) << exported.err;
+  int memories = 0, tombstones = 0;
+  for (const auto& l : parseJsonl(exported.out)) (l["type"] == "tombstone" ? tombstones : memories)++;
+  EXPECT_EQ(memories, 4) << exported.out;
+  EXPECT_EQ(tombstones, 1) << exported.out;  // the purged memory's rejection outlives it
+  fs::path file = dir_ / "again.jsonl";
+  writeFile(file, exported.out);
+  json imported = ok("import " + quote(file.string()));
+  EXPECT_EQ(imported["created"], 0);
+  EXPECT_TRUE(imported.contains("deduped") && imported.contains("rejected") && imported.contains("tombstones"));
+
+  json stats = ok("stats");
+  ASSERT_TRUE(stats["scopes"].contains("project")) << stats.dump();
+  EXPECT_TRUE(stats["scopes"]["project"]["states"].is_object());
+
+  json status = ok("status");
+  EXPECT_EQ(status["pid"], daemon_->pid());
+  EXPECT_EQ(status["socket"], daemon_->socket());
+  EXPECT_TRUE(status.contains("version"));
+  EXPECT_EQ(ok("daemon status")["pid"], daemon_->pid());
+  CommandResult start = run("daemon start");  // already running: says so and succeeds
+  EXPECT_EQ(start.exitCode, 0) << start.err;
+  EXPECT_NE(start.out.find("already running"), std::string::npos) << start.out;
+  EXPECT_TRUE(daemon_->running());
+}
+
+TEST_F(CliTest, HumanOutputShowsShortIdsAndNoColourWithoutATerminal) {
+  const std::string id = saveId("'Use pnpm, not npm' --category pref");
+  CommandResult list = run("list");
+  ASSERT_EQ(list.exitCode, 0) << list.err;
+  EXPECT_NE(list.out.find(id.substr(0, 8)), std::string::npos) << list.out;
+  EXPECT_EQ(list.out.find(id), std::string::npos) << "full id in the list: " << list.out;
+  EXPECT_EQ(list.out.find('\x1b'), std::string::npos) << "colour without a terminal";
+  CommandResult get = run("get " + id.substr(0, 6));
+  ASSERT_EQ(get.exitCode, 0) << get.err;
+  EXPECT_NE(get.out.find("Use pnpm, not npm"), std::string::npos);
+  CommandResult save = run("save 'Use pnpm, not npm'");
+  EXPECT_EQ(save.exitCode, 0);
+  EXPECT_EQ(save.out.rfind("deduped " + id.substr(0, 8), 0), 0u) << save.out;
+}
+
+// ---- exit codes ---------------------------------------------------------------------------------------------
+
+TEST_F(CliTest, TheDaemonsErrorsExitOneWithTheErrorObjectOnStderr) {
+  CommandResult r = run("--json get ffffffff");
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  json err = json::parse(r.err, nullptr, false);
+  ASSERT_TRUE(err.is_object()) << r.err;
+  EXPECT_EQ(err["code"], -32001);
+  EXPECT_TRUE(err["message"].is_string());
+
+  CommandResult human = run("get ffffffff");
+  EXPECT_EQ(human.exitCode, 1);
+  EXPECT_NE(human.err.find("NotFound"), std::string::npos) << human.err;
+
+  r = run("--json save 'x y z' --category nope");
+  EXPECT_EQ(r.exitCode, 1);
+  err = json::parse(r.err, nullptr, false);
+  EXPECT_EQ(err["code"], -32602) << r.err;
+  EXPECT_EQ(err["data"]["field"], "category") << r.err;
+
+  r = run("--json save 'outside the root' --file ../../etc/passwd");
+  EXPECT_EQ(r.exitCode, 1) << r.out << r.err;
+
+  const std::string id = saveId("'Some memory'");
+  EXPECT_EQ(run("--json supersede " + id + " --by ffffffff").exitCode, 1);
+  EXPECT_EQ(run("--json attach ffffffff README.md").exitCode, 1);
+  EXPECT_EQ(run("--json export --state bogus").exitCode, 1);
+  fs::path bad = dir_ / "bad.jsonl";
+  writeFile(bad, "{\"summary\": 42}\nnot json\n");
+  EXPECT_EQ(run("--json import " + quote(bad.string())).exitCode, 1);
+  EXPECT_EQ(ok("list")["total"], 1);  // nothing half-imported
+}
+
+TEST_F(CliTest, UsageErrorsExitTwo) {
+  const std::string id = saveId("'Some memory'");
+  const char* cases[] = {
+      "",                                 // no command
+      "frobnicate",                       // unknown command
+      "--bogus list",                     // unknown global option
+      "--scope everywhere list",          // bad scope
+      "--project /nonexistent/dir list",  // project is not a directory
+      "--socket",                         // option without its value
+      "save",                             // missing summary
+      "save a b",                         // two summaries
+      "save x --colour red",              // unknown option
+      "save x --details",                 // missing value
+      "get",                              // missing id
+      "get a b",                          // too many ids
+      "update ID",                        // nothing to change
+      "list extra",                       // positional
+      "list --limit ten",                 // not a number
+      "list --limit -1",                  // negative
+      "search",                           // missing query
+      "recall",                           // neither query nor file
+      "recall x --max-chars lots",        // not a number
+      "reject ID",                        // no reason
+      "reject ID --reason ''",            // empty reason
+      "purge ID",                         // no --yes
+      "supersede ID",                     // no --by
+      "attach ID",                        // no paths
+      "detach",                           // nothing
+      "hint",                             // no tool
+      "cochange",                         // no path
+      "blast a b",                        // two paths
+      "refresh now",                      // argument
+      "stats x",                          // argument
+      "status x",                         // argument
+      "import",                           // no file
+      "import /nonexistent/file.jsonl",   // unreadable
+      "import a b",                       // two files
+      "import --from-empryo /nonexistent/memory.db",
+      "export --state",                   // missing value
+      "review everything",                // unknown review kind
+      "daemon",                           // no action
+      "daemon jump",                      // unknown action
+      "mcp now",                          // argument
+      "hook",                             // no agent
+      "hook vim Save",                    // unknown agent
+      "bench",                            // no benchmark
+      "bench retrieval",                  // no dataset
+  };
+  for (const char* c : cases) {
+    std::string args = c;
+    for (size_t p; (p = args.find("ID")) != std::string::npos;) args.replace(p, 2, id);
+    CommandResult r = run(args);
+    EXPECT_EQ(r.exitCode, 2) << "memq " << args << "\nstdout: " << r.out << "\nstderr: " << r.err;
+    EXPECT_FALSE(r.err.empty()) << "memq " << args << " says nothing";
+    CommandResult j = run("--json " + args);
+    EXPECT_EQ(j.exitCode, 2) << "memq --json " << args << "\nstderr: " << j.err;
+  }
+  // Usage errors change nothing.
+  json m = ok("get " + id);
+  EXPECT_EQ(m["state"], "active");
+  EXPECT_EQ(ok("list")["total"], 1);
+  EXPECT_EQ(run("--help").exitCode, 0);
+  EXPECT_EQ(run("--version").exitCode, 0);
+}
+
+// The memq binary alone in a directory, with a PATH that has no memqd: autostart cannot work.
+class UnreachableTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = makeTempDir("unr");
+    fs::create_directories(dir_ / "bin");
+    fs::copy_file(fs::path(binDir()) / "memq", dir_ / "bin/memq");
+    fs::create_directories(dir_ / "proj");
+    socket_ = (dir_ / "nobody.sock").string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  CommandResult isolated(const std::string& args, const std::string& socketEnv = "") {
+    return runCommand("cd " + quote((dir_ / "proj").string()) + " && PATH=" + quote((dir_ / "empty").string()) +
+                      " MEMQ_SOCKET=" + quote(socketEnv.empty() ? socket_ : socketEnv) +
+                      " MEMQ_DATA_DIR=" + quote((dir_ / "data").string()) + " " + quote((dir_ / "bin/memq").string()) +
+                      " " + args);
+  }
+  fs::path dir_;
+  std::string socket_;
+};
+
+TEST_F(UnreachableTest, EveryDaemonCommandExitsThreeWhenNoDaemonCanBeStarted) {
+  const char* commands[] = {"save 'a memory'", "get abcd", "list", "search jwt", "recall jwt", "hide abcd",
+                            "pin abcd", "supersede abcd --by efgh", "reject abcd --reason r", "purge abcd --yes",
+                            "attach abcd x.ts", "hint read", "cochange x.ts", "blast x.ts", "refresh", "audit",
+                            "export", "stats", "status", "daemon start"};
+  for (const char* c : commands) {
+    CommandResult r = isolated(c);
+    EXPECT_EQ(r.exitCode, 3) << "memq " << c << "\nstdout: " << r.out << "\nstderr: " << r.err;
+    EXPECT_TRUE(r.out.empty()) << c << ": " << r.out;
+    EXPECT_NE(r.err.find("memqd"), std::string::npos) << c << ": " << r.err;
+  }
+  CommandResult j = isolated("--json list");
+  EXPECT_EQ(j.exitCode, 3);
+  json err = json::parse(j.err, nullptr, false);
+  ASSERT_TRUE(err.is_object()) << j.err;
+  EXPECT_TRUE(err["message"].is_string());
+  // Stopping a daemon that is not there is not an error.
+  EXPECT_EQ(isolated("daemon stop").exitCode, 0);
+  EXPECT_FALSE(fs::exists(socket_));
+}
+
+TEST_F(UnreachableTest, ASocketWhoseDirectoryCannotBeCreatedExitsThree) {
+  // memqd is found (next to the real memq) but cannot make the socket's directory: a path under a regular file.
+  writeFile(dir_ / "plainfile", "x");
+  std::string socket = (dir_ / "plainfile/sub/memqd.sock").string();
+  CommandResult r = runCommand("cd " + quote((dir_ / "proj").string()) + " && MEMQ_DATA_DIR=" +
+                               quote((dir_ / "data").string()) + " " + quote(binDir() + "/memq") + " --socket " +
+                               quote(socket) + " list");
+  EXPECT_EQ(r.exitCode, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("memqd"), std::string::npos) << r.err;
+}
+
+TEST_F(UnreachableTest, AutostartStartsMemqdNextToMemqAndDaemonStopStopsIt) {
+  std::string socket = (dir_ / "auto/memqd.sock").string();
+  std::string env = "cd " + quote((dir_ / "proj").string()) + " && MEMQ_SOCKET=" + quote(socket) +
+                    " MEMQ_DATA_DIR=" + quote((dir_ / "data").string()) + " " + quote(binDir() + "/memq") + " ";
+  // Whatever happens below, no detached memqd outlives the test.
+  struct Reaper {
+    fs::path pidFile;
+    ~Reaper() {
+      std::ifstream in(pidFile);
+      long pid = 0;
+      if (!(in >> pid) || pid <= 0 || ::kill(static_cast<pid_t>(pid), SIGTERM) != 0) return;
+      for (int i = 0; i < 500 && ::kill(static_cast<pid_t>(pid), 0) == 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }
+  } reaper{dir_ / "auto/memqd.pid"};
+  CommandResult saved = runCommand(env + "--json save 'autostarted daemons keep this'");
+  ASSERT_EQ(saved.exitCode, 0) << saved.err;
+  EXPECT_TRUE(fs::exists(socket));
+  CommandResult status = runCommand(env + "--json status");
+  ASSERT_EQ(status.exitCode, 0) << status.err;
+  json s = json::parse(status.out, nullptr, false);
+  EXPECT_EQ(s["socket"], socket) << status.out;
+  EXPECT_TRUE(fs::exists(dir_ / "data")) << "the detached memqd uses MEMQ_DATA_DIR";
+  CommandResult stop = runCommand(env + "daemon stop");
+  EXPECT_EQ(stop.exitCode, 0) << stop.err;
+  EXPECT_NE(stop.out.find("stopped"), std::string::npos) << stop.out;
+  EXPECT_FALSE(RpcClient::connect(socket, std::chrono::milliseconds(200)).isOk());
+  // `daemon start` brings it back, with the memory that was saved before.
+  CommandResult start = runCommand(env + "daemon start");
+  EXPECT_EQ(start.exitCode, 0) << start.err;
+  CommandResult list = runCommand(env + "--json list");
+  EXPECT_EQ(list.exitCode, 0) << list.err;
+  EXPECT_EQ(json::parse(list.out, nullptr, false)["total"], 1) << list.out;
+  CommandResult restart = runCommand(env + "daemon restart");
+  EXPECT_EQ(restart.exitCode, 0) << restart.err;
+  EXPECT_EQ(runCommand(env + "daemon stop").exitCode, 0);
+  EXPECT_FALSE(fs::exists(dir_ / "auto/memqd.pid"));
+}
+
+// ---- review ---------------------------------------------------------------------------------------------------
+
+TEST_F(CliTest, ReviewWithoutATerminalRefusesAndPointsToJson) {
+  saveId("'Use pnpm, not npm' --category pref");
+  for (const char* args : {"review", "review clusters", "review stale", "review dead"}) {
+    CommandResult r = run(args, "", "k\nk\nk\n");
+    EXPECT_EQ(r.exitCode, 2) << args << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find("--json"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("terminal"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(ok("list")["memories"][0]["state"], "active");  // nothing was applied
+}
+
+TEST_F(UnreachableTest, ReviewRefusesWithoutATerminalBeforeLookingForADaemon) {
+  CommandResult r = isolated("review");
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find("--json"), std::string::npos) << r.err;
+}
+
+// ---- paths relative to the working directory ------------------------------------------------------------------
+
+TEST_F(CliTest, FileArgumentsAreRelativeToTheWorkingDirectoryInsideTheProject) {
+  const std::string src = project_ + "/src";
+  json saved = ok("save 'Tokens are verified with the container clock' --file auth/jwt.ts --category gotcha", src);
+  const std::string id = saved["id"];
+  EXPECT_EQ(ok("get " + id)["files"], json({"src/auth/jwt.ts"}));
+
+  // `cd src && memq recall --file auth/jwt.ts` means src/auth/jwt.ts.
+  json recall = ok("recall --file auth/jwt.ts", src);
+  ASSERT_EQ(recall["memories"].size(), 1u) << recall.dump();
+  EXPECT_EQ(recall["memories"][0]["id"], id);
+  EXPECT_EQ(ok("recall --file auth/jwt.ts", src + "/auth")["memories"].size(), 0u);  // would be src/auth/auth/jwt.ts
+  EXPECT_EQ(ok("recall --file jwt.ts", src + "/auth")["memories"].size(), 1u);
+  EXPECT_EQ(ok("recall --file ../src/auth/jwt.ts", src)["memories"].size(), 1u);
+  EXPECT_EQ(ok("recall --file " + quote(project_ + "/src/auth/jwt.ts"), src)["memories"].size(), 1u);
+
+  EXPECT_EQ(ok("list --file auth/jwt.ts", src)["total"], 1);
+  json attached = ok("attach " + id + " auth/session.ts", src);
+  EXPECT_EQ(sorted(attached["files"]), sorted({"src/auth/jwt.ts", "src/auth/session.ts"}));
+  json detached = ok("detach " + id + " session.ts", src + "/auth");
+  EXPECT_EQ(detached["files"], json({"src/auth/jwt.ts"}));
+  json updated = ok("update " + id + " --file app.ts", src);
+  EXPECT_EQ(updated["files"], json({"src/app.ts"}));
+  ok("update " + id + " --file auth/jwt.ts", src);
+  EXPECT_EQ(ok("cochange auth/jwt.ts", src)["file"], "src/auth/jwt.ts");
+  EXPECT_EQ(ok("blast auth/jwt.ts", src)["file"], "src/auth/jwt.ts");
+  json hint = ok("hint edit --file auth/jwt.ts", src);
+  ASSERT_FALSE(hint["hints"].empty()) << hint.dump();
+
+  // From outside the project (--project given), paths are relative to the project root.
+  const std::string outside = dir_.string();
+  EXPECT_EQ(ok("--project " + quote(project_) + " recall --file src/auth/jwt.ts", outside)["memories"].size(), 1u);
+  EXPECT_EQ(ok("--project " + quote(src) + " recall --file src/auth/jwt.ts", outside)["memories"].size(), 1u);
+  EXPECT_EQ(ok("--project " + quote(project_) + " list --file src/auth/jwt.ts", outside)["total"], 1);
+
+  // Results show paths relative to the project root, whatever the working directory.
+  EXPECT_EQ(ok("get " + id, src + "/auth")["files"], json({"src/auth/jwt.ts"}));
+  // A path that leaves the project from a subdirectory is refused by the daemon.
+  EXPECT_EQ(run("--json attach " + id + " ../../../etc/passwd", src).exitCode, 1);
+}
+
+// ---- export / import ----------------------------------------------------------------------------------------
+
+TEST_F(CliTest, ExportImportIsLosslessAcrossDaemons) {
+  const std::string pref = saveId("'Use pnpm, not npm' --category pref --topic tooling --file package.json --source user");
+  const std::string gotcha = saveId(
+      "'JWT expiry uses the container clock' --details 'verify() reads Date.now()' --category gotcha --topic auth "
+      "--topic jwt --file src/auth/jwt.ts --file src/auth/session.ts");
+  const std::string older = saveId("'Build with make' --category decision");
+  const std::string newer = saveId("'Build with cmake and ninja' --category decision --topic build");
+  const std::string hidden = saveId("'Deploys happen on Fridays' --category context");
+  const std::string wrong = saveId("'Tests run with mocha'");
+  const std::string purged = saveId("'The API key lives in the repo'");
+  const std::string plain = saveId("'A memory without a category'");
+  // The user's global scope travels too, and stays global.
+  const std::string global = ok("--scope global save 'Prefer early returns' --category pref --topic style")["id"];
+  const std::string globalWrong = ok("--scope global save 'Always use tabs'")["id"];
+  ok("reject " + globalWrong + " --reason 'spaces, actually'");
+  ok("pin " + gotcha);
+  ok("supersede " + older + " --by " + newer);
+  ok("hide " + hidden + " --reason 'not now'");
+  ok("reject " + wrong + " --reason 'we use vitest'");
+  ok("reject " + purged + " --reason 'never'");
+  ok("purge " + purged + " --yes");
+  ok("recall 'jwt expiry container clock'");  // marks the hits used: use_count and last_used_at move
+  ok("update " + plain + " --details 'edited later'");
+
+  CommandResult first = run("export --state all");
+  ASSERT_EQ(first.exitCode, 0) << first.err;
+  auto lines = parseJsonl(first.out);
+  std::map<std::string, json> byId;
+  int tombstones = 0;
+  for (const auto& l : lines) {
+    if (l["type"] == "tombstone") {
+      ++tombstones;
+      EXPECT_EQ(l.value("content_hash", "").size(), 64u) << l.dump();
+      continue;
+    }
+    EXPECT_EQ(l["type"], "memory") << l.dump();
+    byId[l["id"]] = l;
+  }
+  ASSERT_EQ(byId.size(), 9u) << first.out;
+  EXPECT_EQ(tombstones, 3) << first.out;  // the rejected memories' and the purged one's
+  EXPECT_EQ(byId[global]["scope"], "global");
+  EXPECT_EQ(byId[globalWrong]["scope"], "global");
+  EXPECT_EQ(byId[gotcha]["scope"], "project");
+  EXPECT_EQ(byId[pref]["source"], "user");
+  EXPECT_EQ(byId[gotcha]["pinned"], true);
+  EXPECT_EQ(byId[gotcha]["topics"], json({"auth", "jwt"}));
+  ASSERT_EQ(byId[gotcha]["files"].size(), 2u);
+  EXPECT_EQ(byId[gotcha]["files"][0]["path"], "src/auth/jwt.ts");
+  EXPECT_TRUE(byId[gotcha]["files"][0]["blob_id"].is_string()) << "blob ids of tracked files are recorded";
+  EXPECT_GE(byId[gotcha]["use_count"].get<int>(), 1);
+  EXPECT_EQ(byId[older]["state"], "superseded");
+  EXPECT_EQ(byId[older]["superseded_by"], newer);
+  EXPECT_EQ(byId[hidden]["state"], "hidden");
+  EXPECT_EQ(byId[hidden]["state_reason"], "not now");
+  EXPECT_EQ(byId[wrong]["state"], "rejected");
+  EXPECT_EQ(byId[wrong]["state_reason"], "we use vitest");
+  EXPECT_NE(byId[plain]["updated_at"], byId[plain]["created_at"]);
+  EXPECT_EQ(byId.count(purged), 0u);
+
+  // A second daemon, another data dir, another project: import, export, compare byte for byte.
+  ScopedDir scoped2{makeTempDir("cli2")};
+  const fs::path& dir2 = scoped2.path;
+  const std::string project2 = (dir2 / "other").string();
+  makeGitProject(project2);
+  {
+    Memqd second(dir2);
+    ASSERT_TRUE(second.start()) << second.log();
+    fs::path file = dir2 / "memories.jsonl";
+    writeFile(file, first.out);
+    CommandResult imported = second.memq("--json import " + quote(file.string()), project2);
+    ASSERT_EQ(imported.exitCode, 0) << imported.err;
+    json counts = parseJson(imported);
+    EXPECT_EQ(counts["created"], 9) << counts.dump();
+    EXPECT_EQ(counts["tombstones"], 3) << counts.dump();
+    CommandResult again = second.memq("export --state all", project2);
+    ASSERT_EQ(again.exitCode, 0) << again.err;
+    expectSameJsonl(again.out, first.out);
+
+    // Importing the same file again changes nothing.
+    CommandResult twice = second.memq("--json import - < " + quote(file.string()), project2);
+    ASSERT_EQ(twice.exitCode, 0) << twice.err;
+    EXPECT_EQ(parseJson(twice)["created"], 0) << twice.out;
+    expectSameJsonl(second.memq("export --state all", project2).out, first.out);
+
+    // The tombstones work in the new home: neither the rejected nor the purged text can come back.
+    // (Tombstones are per scope: the global one blocks global saves.)
+    const std::pair<const char*, const char*> blocked[] = {{"", "Tests run with mocha"},
+                                                           {"", "The API key lives in the repo"},
+                                                           {"--scope global ", "Always use tabs"}};
+    for (const auto& [scope, text] : blocked) {
+      CommandResult r = second.memq(std::string("--json ") + scope + "save " + quote(text), project2);
+      ASSERT_EQ(r.exitCode, 0) << r.err;
+      EXPECT_EQ(parseJson(r)["status"], "rejected") << text;
+    }
+    // And the states still behave: the superseded memory names its replacement, the hidden one stays put away.
+    CommandResult dup = second.memq("--json save 'Build with make'", project2);
+    EXPECT_EQ(parseJson(dup)["status"], "exists_superseded") << dup.out;
+    CommandResult recall = second.memq("--json recall 'Deploys happen on Fridays'", project2);
+    for (const auto& m : parseJson(recall)["memories"]) EXPECT_NE(m["id"], hidden);
+    // The global memory landed in the second daemon's global scope, so every project sees it.
+    CommandResult globals = second.memq("--json --scope global list", dir2.string());
+    ASSERT_EQ(globals.exitCode, 0) << globals.err;
+    json g = parseJson(globals);
+    ASSERT_EQ(g["total"], 1) << g.dump();
+    EXPECT_EQ(g["memories"][0]["id"], global);
+
+    // --scope on the command line puts everything in that scope.
+    ScopedDir scoped3{makeTempDir("cli3")};
+    const fs::path& dir3 = scoped3.path;
+    const std::string project3 = (dir3 / "third").string();
+    makeGitProject(project3);
+    {
+      Memqd third(dir3);
+      ASSERT_TRUE(third.start()) << third.log();
+      CommandResult all = third.memq("--json --scope project import " + quote(file.string()), project3);
+      ASSERT_EQ(all.exitCode, 0) << all.err;
+      EXPECT_EQ(parseJson(all)["created"], 9);
+      EXPECT_EQ(parseJson(third.memq("--json --scope global list", project3))["total"], 0);
+      EXPECT_EQ(parseJson(third.memq("--json --scope project list --state all --limit 100", project3))["total"], 9);
+    }
+  }
+}
+
+TEST_F(CliTest, ExportWithoutStateGivesActiveMemoriesOnly) {
+  const std::string a = saveId("'Active memory'");
+  const std::string h = saveId("'Hidden memory'");
+  ok("hide " + h);
+  auto lines = parseJsonl(run("export").out);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["id"], a);
+  lines = parseJsonl(run("export --state hidden").out);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["id"], h);
+}
+
+// ---- import from the reference's memory.db ----------------------------------------------------------------------
+
+// The reference's schema (reference §1.3–1.5, version 3), as its init() and migrations leave a database.
+void createReferenceSchema(SQLite::Database& db) {
+  db.exec(R"sql(
+    CREATE TABLE IF NOT EXISTS schema_version (
+      version INTEGER PRIMARY KEY,
+      applied_at TEXT NOT NULL DEFAULT (datetime('now'))
+    );
+    CREATE TABLE IF NOT EXISTS memories (
+      id TEXT PRIMARY KEY,
+      category TEXT CHECK (category IS NULL OR category IN ('pref', 'decision', 'gotcha', 'context')),
+      summary TEXT NOT NULL,
+      details TEXT NOT NULL DEFAULT '',
+      topics TEXT NOT NULL DEFAULT '[]',
+      source TEXT NOT NULL CHECK (source IN ('user', 'agent')),
+      session_id TEXT,
+      created_at TEXT NOT NULL DEFAULT (datetime('now')),
+      last_used_at TEXT NOT NULL DEFAULT (datetime('now')),
+      use_count INTEGER NOT NULL DEFAULT 0,
+      content_hash TEXT NOT NULL UNIQUE,
+      pinned INTEGER NOT NULL DEFAULT 0,
+      hidden INTEGER NOT NULL DEFAULT 0,
+      superseded_by TEXT REFERENCES memories(id) ON DELETE SET NULL,
+      embedding BLOB,
+      embedding_model TEXT,
+      embedding_dim INTEGER,
+      surface_count INTEGER NOT NULL DEFAULT 0,
+      surface_acted_count INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX IF NOT EXISTS idx_memories_category ON memories(category) WHERE hidden = 0;
+    CREATE INDEX IF NOT EXISTS idx_memories_last_used ON memories(last_used_at) WHERE hidden = 0;
+    CREATE INDEX IF NOT EXISTS idx_memories_pinned ON memories(pinned) WHERE hidden = 0;
+    CREATE INDEX IF NOT EXISTS idx_memories_hash ON memories(content_hash);
+    CREATE TABLE IF NOT EXISTS memory_files (
+      memory_id TEXT NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+      file_id INTEGER,
+      path TEXT NOT NULL,
+      PRIMARY KEY (memory_id, path)
+    );
+    CREATE INDEX IF NOT EXISTS idx_memory_files_file ON memory_files(file_id) WHERE file_id IS NOT NULL;
+    CREATE INDEX IF NOT EXISTS idx_memory_files_path ON memory_files(path);
+    CREATE TABLE IF NOT EXISTS memory_edges (
+      src_id TEXT NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+      dst_id TEXT NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+      kind TEXT NOT NULL CHECK (kind IN ('similar', 'supersedes')),
+      weight REAL NOT NULL DEFAULT 0,
+      created_at TEXT NOT NULL DEFAULT (datetime('now')),
+      PRIMARY KEY (src_id, dst_id, kind)
+    );
+    CREATE INDEX IF NOT EXISTS idx_memory_edges_src ON memory_edges(src_id);
+    CREATE INDEX IF NOT EXISTS idx_memory_edges_dst ON memory_edges(dst_id);
+    CREATE INDEX IF NOT EXISTS idx_memory_edges_kind ON memory_edges(kind);
+    CREATE VIRTUAL TABLE memories_fts USING fts5(summary, details, topics, content='memories', content_rowid='rowid',
+                                                 tokenize='unicode61 remove_diacritics 2');
+    INSERT OR IGNORE INTO schema_version (version) VALUES (3);
+  )sql");
+  // The trigram table's remove_diacritics needs SQLite 3.45 (reference §1.4); older SQLite gets it without.
+  try {
+    db.exec("CREATE VIRTUAL TABLE memories_fts_tri USING fts5(summary, details, topics, content='memories', "
+            "content_rowid='rowid', tokenize='trigram case_sensitive 0 remove_diacritics 1')");
+  } catch (const SQLite::Exception&) {
+    db.exec("CREATE VIRTUAL TABLE memories_fts_tri USING fts5(summary, details, topics, content='memories', "
+            "content_rowid='rowid', tokenize='trigram case_sensitive 0')");
+  }
+  db.exec(R"sql(
+    CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+      INSERT INTO memories_fts(rowid, summary, details, topics) VALUES (new.rowid, new.summary, new.details, new.topics);
+      INSERT INTO memories_fts_tri(rowid, summary, details, topics) VALUES (new.rowid, new.summary, new.details, new.topics);
+    END;
+    CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+      INSERT INTO memories_fts(memories_fts, rowid, summary, details, topics)
+        VALUES ('delete', old.rowid, old.summary, old.details, old.topics);
+      INSERT INTO memories_fts_tri(memories_fts_tri, rowid, summary, details, topics)
+        VALUES ('delete', old.rowid, old.summary, old.details, old.topics);
+    END;
+    CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
+      INSERT INTO memories_fts(memories_fts, rowid, summary, details, topics)
+        VALUES ('delete', old.rowid, old.summary, old.details, old.topics);
+      INSERT INTO memories_fts_tri(memories_fts_tri, rowid, summary, details, topics)
+        VALUES ('delete', old.rowid, old.summary, old.details, old.topics);
+      INSERT INTO memories_fts(rowid, summary, details, topics) VALUES (new.rowid, new.summary, new.details, new.topics);
+      INSERT INTO memories_fts_tri(rowid, summary, details, topics) VALUES (new.rowid, new.summary, new.details, new.topics);
+    END;
+  )sql");
+}
+
+struct RefRow {
+  std::string id, category, summary, details, topics, source, createdAt, lastUsedAt;
+  int useCount = 0, pinned = 0, hidden = 0;
+  std::string supersededBy;  // "" = NULL
+};
+
+void insertRow(SQLite::Database& db, const RefRow& r) {
+  SQLite::Statement q(db,
+                      "INSERT INTO memories (id, category, summary, details, topics, source, created_at, last_used_at, "
+                      "use_count, content_hash, pinned, hidden, superseded_by) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  q.bind(1, r.id);
+  if (r.category.empty()) q.bind(2); else q.bind(2, r.category);
+  q.bind(3, r.summary);
+  q.bind(4, r.details);
+  q.bind(5, r.topics);
+  q.bind(6, r.source);
+  q.bind(7, r.createdAt);
+  q.bind(8, r.lastUsedAt);
+  q.bind(9, r.useCount);
+  q.bind(10, "hash-" + r.id);  // the reference's hash; memq recomputes its own
+  q.bind(11, r.pinned);
+  q.bind(12, r.hidden);
+  if (r.supersededBy.empty()) q.bind(13); else q.bind(13, r.supersededBy);
+  q.exec();
+}
+
+void insertFile(SQLite::Database& db, const std::string& memoryId, std::optional<int> fileId, const std::string& path) {
+  SQLite::Statement q(db, "INSERT INTO memory_files (memory_id, file_id, path) VALUES (?,?,?)");
+  q.bind(1, memoryId);
+  if (fileId) q.bind(2, *fileId); else q.bind(2);
+  q.bind(3, path);
+  q.exec();
+}
+
+TEST_F(CliTest, ImportFromEmpryoBringsStatesFilesAndTopics) {
+  const std::string active = "5f0c2a1e-8d7b-4c3a-9e21-0a1b2c3d4e5f";
+  const std::string hiddenId = "6a1d3b2f-9e8c-4d4b-8f32-1b2c3d4e5f60";
+  const std::string oldId = "7b2e4c30-af9d-4e5c-9043-2c3d4e5f6071";
+  const std::string newId = "8c3f5d41-b0ae-4f6d-a154-3d4e5f607182";
+  const std::string bare = "9d406e52-c1bf-4a7e-b265-4e5f60718293";
+  const std::string restored = "ae517f63-d2c0-4b8f-8376-5f6071829304";
+  fs::path dbPath = dir_ / "empryo/memory.db";
+  fs::create_directories(dbPath.parent_path());
+  {
+    SQLite::Database db(dbPath.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    db.exec("PRAGMA foreign_keys = ON");
+    createReferenceSchema(db);
+    insertRow(db, {active, "gotcha", "JWT expiry uses the container clock", "verify() reads Date.now()",
+                   R"(["auth","jwt"])", "agent", "2024-01-02T03:04:05.678Z", "2024-02-01T00:00:00.000Z", 4, 1, 0, ""});
+    insertRow(db, {hiddenId, "pref", "Use tabs in Makefiles", "", "[]", "user", "2024-01-03T00:00:00.000Z",
+                   "2024-01-03T00:00:00.000Z", 0, 0, 1, ""});
+    insertRow(db, {newId, "decision", "Build with cmake and ninja", "", R"(["build", 3, null, "ci"])", "agent",
+                   "2024-01-05T00:00:00.000Z", "2024-01-05T00:00:00.000Z", 1, 0, 0, ""});
+    insertRow(db, {oldId, "decision", "Build with make", "", R"(["build"])", "agent", "2024-01-04T00:00:00.000Z",
+                   "2024-01-04T00:00:00.000Z", 2, 0, 1, newId});
+    // Raw SQL timestamps, a NULL category, topics that are not JSON.
+    insertRow(db, {bare, "", "Deploys go through the staging cluster", "", "not json", "agent", "2024-01-06 07:08:09",
+                   "2024-01-06 07:08:09", 0, 0, 0, ""});
+    // Restored after a supersede: visible in the reference (hidden = 0) although superseded_by stayed set.
+    insertRow(db, {restored, "context", "The cache lives in Redis", "", "[]", "agent", "2024-01-07T00:00:00.000Z",
+                   "2024-01-07T00:00:00.000Z", 0, 0, 0, newId});
+    insertFile(db, active, 12, "src/auth/jwt.ts");
+    insertFile(db, active, std::nullopt, "./src/auth/session.ts");
+    insertFile(db, hiddenId, 0, "Makefile");
+    insertFile(db, oldId, 7, "Makefile");
+    insertFile(db, newId, 8, "CMakeLists.txt");
+    insertFile(db, newId, std::nullopt, "/elsewhere/absolute.txt");  // never matched in the reference
+  }
+
+  json r = ok("import --from-empryo " + quote(dbPath.string()));
+  EXPECT_EQ(r["created"], 6) << r.dump();
+  EXPECT_EQ(r["rejected"], 0) << r.dump();
+
+  json all = ok("list --state all --limit 100");
+  ASSERT_EQ(all["total"], 6) << all.dump();
+  std::map<std::string, json> byId;
+  for (const auto& m : all["memories"]) byId[m["id"]] = m;
+  ASSERT_EQ(byId.size(), 6u);
+
+  const json& a = byId[active];
+  EXPECT_EQ(a["state"], "active");
+  EXPECT_EQ(a["category"], "gotcha");
+  EXPECT_EQ(a["summary"], "JWT expiry uses the container clock");
+  EXPECT_EQ(a["details"], "verify() reads Date.now()");
+  EXPECT_EQ(a["topics"], json({"auth", "jwt"}));
+  EXPECT_EQ(sorted(a["files"]), sorted({"src/auth/jwt.ts", "src/auth/session.ts"}));
+  EXPECT_EQ(a["pinned"], true);
+  EXPECT_EQ(a["use_count"], 4);
+  EXPECT_EQ(a["source"], "agent");
+  EXPECT_EQ(a["created_at"], "2024-01-02T03:04:05.678Z");
+  EXPECT_EQ(a["last_used_at"], "2024-02-01T00:00:00.000Z");
+  EXPECT_EQ(a["content_hash"].get<std::string>().size(), 64u);
+
+  EXPECT_EQ(byId[hiddenId]["state"], "hidden");
+  EXPECT_EQ(byId[hiddenId]["category"], "pref");
+  EXPECT_EQ(byId[hiddenId]["source"], "user");
+  EXPECT_EQ(byId[hiddenId]["files"], json({"Makefile"}));
+
+  EXPECT_EQ(byId[oldId]["state"], "superseded");
+  EXPECT_EQ(byId[oldId]["superseded_by"], newId);
+  EXPECT_EQ(byId[oldId]["files"], json({"Makefile"}));
+  EXPECT_EQ(byId[oldId]["topics"], json({"build"}));
+
+  EXPECT_EQ(byId[newId]["state"], "active");
+  EXPECT_EQ(byId[newId]["topics"], json({"build", "ci"}));
+  EXPECT_EQ(byId[newId]["files"], json({"CMakeLists.txt"}));
+
+  EXPECT_EQ(byId[bare]["state"], "active");
+  EXPECT_TRUE(byId[bare]["category"].is_null());
+  EXPECT_EQ(byId[bare]["topics"], json::array());
+  EXPECT_EQ(byId[bare]["files"], json::array());
+  EXPECT_EQ(byId[bare]["created_at"], "2024-01-06T07:08:09.000Z");
+
+  EXPECT_EQ(byId[restored]["state"], "active");
+
+  // The imported memories are live: recall by text and by file finds the active ones only.
+  json recall = ok("recall --file Makefile");
+  for (const auto& m : recall["memories"]) {
+    EXPECT_NE(m["id"], hiddenId);
+    EXPECT_NE(m["id"], oldId);
+  }
+  json byText = ok("recall 'jwt expiry container clock'");
+  ASSERT_FALSE(byText["memories"].empty());
+  EXPECT_EQ(byText["memories"][0]["id"], active);
+
+  // Importing again creates nothing new.
+  json again = ok("import --from-empryo " + quote(dbPath.string()));
+  EXPECT_EQ(again["created"], 0) << again.dump();
+  EXPECT_EQ(ok("list --state all --limit 100")["total"], 6);
+
+  // Not a reference database: a usage error naming the file.
+  writeFile(dir_ / "notadb.db", "hello");
+  CommandResult bad = run("import --from-empryo " + quote((dir_ / "notadb.db").string()));
+  EXPECT_EQ(bad.exitCode, 2);
+  EXPECT_NE(bad.err.find("notadb.db"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace memq::testing
