@@ -1,0 +1,209 @@
+// `memq mcp` against a real memqd. First with the official MCP TypeScript SDK client (tests/integration/mcp/client.mjs,
+// @modelcontextprotocol/sdk pinned in package.json/package-lock.json), installed with `npm ci` into the build tree and
+// run with the machine's Node.js; skipped when node or npm is missing. Then raw newline-delimited JSON-RPC, which
+// needs nothing but the memq binary.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "memqd_fixture.h"
+
+#ifndef MEMQ_MCP_CLIENT_SOURCE_DIR
+#error "MEMQ_MCP_CLIENT_SOURCE_DIR must name tests/integration/mcp"
+#endif
+#ifndef MEMQ_MCP_CLIENT_WORK_DIR
+#error "MEMQ_MCP_CLIENT_WORK_DIR must name a directory in the build tree"
+#endif
+
+namespace memq::testing {
+namespace {
+
+using json = nlohmann::json;
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string readFile(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool onPath(const std::string& tool) { return runCommand("command -v " + tool).exitCode == 0; }
+
+class McpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = makeTempDir("mcp");
+    project_ = (dir_ / "proj").string();
+    fs::create_directories(project_ + "/src/auth");
+    std::ofstream(project_ + "/src/auth/session.ts") << "export const s = 1;\n";
+    daemon_ = std::make_unique<Memqd>(dir_);
+    ASSERT_TRUE(daemon_->start()) << daemon_->log();
+  }
+  void TearDown() override {
+    daemon_.reset();
+    fs::remove_all(dir_);
+  }
+  fs::path dir_;
+  std::string project_;
+  std::unique_ptr<Memqd> daemon_;
+};
+
+// The client's dependencies, installed once per build tree: `npm ci` again only when the lock file changed.
+CommandResult installClient(const fs::path& work) {
+  const fs::path source = MEMQ_MCP_CLIENT_SOURCE_DIR;
+  fs::create_directories(work);
+  const std::string lock = readFile(source / "package-lock.json");
+  const bool fresh = fs::exists(work / "node_modules/@modelcontextprotocol/sdk/package.json") &&
+                     readFile(work / ".installed-lock.json") == lock;
+  for (const char* f : {"package.json", "package-lock.json", "client.mjs"}) {
+    fs::copy_file(source / f, work / f, fs::copy_options::overwrite_existing);
+  }
+  if (fresh) return {0, "", ""};
+  fs::remove(work / ".installed-lock.json");
+  CommandResult r = runCommand("cd " + quote(work.string()) +
+                               " && npm ci --no-audit --no-fund --loglevel=error --ignore-scripts");
+  if (r.exitCode == 0) std::ofstream(work / ".installed-lock.json") << lock;
+  return r;
+}
+
+TEST_F(McpTest, TheOfficialTypeScriptSdkClientListsSavesRecallsAndSeesToolErrors) {
+  if (!onPath("node") || !onPath("npm")) {
+    GTEST_SKIP() << "node and npm are needed to run the MCP SDK client (tests/integration/mcp); not found on PATH";
+  }
+  CommandResult version = runCommand("node -p 'process.versions.node.split(\".\")[0]'");
+  if (std::atoi(version.out.c_str()) < 18) {
+    GTEST_SKIP() << "@modelcontextprotocol/sdk needs Node.js 18 or later; found " << version.out;
+  }
+  const fs::path work = MEMQ_MCP_CLIENT_WORK_DIR;
+  CommandResult install = installClient(work);
+  ASSERT_EQ(install.exitCode, 0) << "npm ci failed (the npm registry must be reachable):\n" << install.out << install.err;
+
+  CommandResult r = runCommand("cd " + quote(work.string()) + " && MEMQ_BIN=" + quote(binDir() + "/memq") +
+                               " MEMQ_SOCKET=" + quote(daemon_->socket()) + " MEMQ_DATA_DIR=" +
+                               quote(daemon_->dataDir()) + " MEMQ_TEST_PROJECT=" + quote(project_) +
+                               " timeout 60 node client.mjs");
+  EXPECT_EQ(r.exitCode, 0) << "client.mjs failed:\n" << r.out << r.err;
+
+  // What the agent saved is in the project's store, attributed to the agent.
+  auto c = daemon_->client(project_);
+  auto list = c.call("memory/list", json::object());
+  ASSERT_TRUE(list.isOk()) << list.status().toString();
+  ASSERT_EQ((*list)["total"], 1) << list->dump();
+  const json& m = (*list)["memories"][0];
+  EXPECT_EQ(m["state"], "active");
+  EXPECT_EQ(m["source"], "agent");
+  EXPECT_EQ(m["files"], json({"src/auth/session.ts"}));
+}
+
+// ---- raw JSON-RPC over stdio ----------------------------------------------------------------------------------
+
+std::vector<json> replies(const CommandResult& r) {
+  std::vector<json> out;
+  std::istringstream in(r.out);
+  std::string line;
+  while (std::getline(in, line)) {
+    json j = json::parse(line, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << "not JSON: " << line;
+    out.push_back(j);
+  }
+  return out;
+}
+
+TEST_F(McpTest, RawStdioSessionFollowsJsonRpcAndMcp) {
+  std::string input =
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}})"
+      "\n"
+      R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
+      "\n"
+      R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})"
+      "\n"
+      R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"memory_save","arguments":{"summary":"Raw MCP saves work","category":"context"}}})"
+      "\n"
+      R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"memory_reject","arguments":{"id":"abcd"}}})"
+      "\n"
+      R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}})"
+      "\n"
+      R"({"jsonrpc":"2.0","id":6,"method":"resources/list"})"
+      "\n"
+      "this is not json\n"
+      R"([{"jsonrpc":"2.0","id":7,"method":"ping"},{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"memory_search","arguments":{"query":"raw MCP saves"}}}])"
+      "\n"
+      R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{}})"
+      "\n";
+  CommandResult r = daemon_->memq("mcp", project_, input);
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  auto rs = replies(r);
+  ASSERT_EQ(rs.size(), 9u) << r.out;  // the notification gets no reply
+
+  EXPECT_EQ(rs[0]["id"], 1);
+  EXPECT_EQ(rs[0]["result"]["protocolVersion"], "2025-06-18");
+  EXPECT_EQ(rs[0]["result"]["serverInfo"]["name"], "memq");
+  EXPECT_TRUE(rs[0]["result"]["capabilities"].contains("tools"));
+
+  std::vector<std::string> names;
+  for (const auto& t : rs[1]["result"]["tools"]) names.push_back(t["name"]);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"memory_get", "memory_hide", "memory_pin", "memory_recall",
+                                             "memory_reject", "memory_save", "memory_search", "memory_supersede"}));
+
+  EXPECT_EQ(rs[2]["result"]["isError"], false) << rs[2].dump();
+  EXPECT_EQ(rs[2]["result"]["content"][0]["type"], "text");
+  EXPECT_EQ(rs[3]["result"]["isError"], true) << rs[3].dump();  // no reason: a tool error, not a protocol error
+  EXPECT_EQ(rs[4]["result"]["isError"], true) << rs[4].dump();  // unknown tool
+  EXPECT_EQ(rs[5]["error"]["code"], -32601) << rs[5].dump();
+  EXPECT_EQ(rs[6]["error"]["code"], -32700) << rs[6].dump();
+  ASSERT_TRUE(rs[7].is_array()) << rs[7].dump();
+  ASSERT_EQ(rs[7].size(), 2u);
+  EXPECT_EQ(rs[7][0]["id"], 7);
+  EXPECT_EQ(rs[7][1]["id"], 8);
+  EXPECT_NE(rs[7][1]["result"]["content"][0]["text"].get<std::string>().find("Raw MCP saves work"), std::string::npos)
+      << rs[7].dump();
+  EXPECT_EQ(rs[8]["error"]["code"], -32602) << rs[8].dump();
+
+  // An older client revision is answered in kind.
+  CommandResult old = daemon_->memq(
+      "mcp", project_,
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}})"
+      "\n");
+  auto ro = replies(old);
+  ASSERT_EQ(ro.size(), 1u) << old.out;
+  EXPECT_EQ(ro[0]["result"]["protocolVersion"], "2025-03-26");
+}
+
+TEST_F(McpTest, ToolErrorsFromTheDaemonAreToolResultsAndTheServerKeepsGoing) {
+  // With the daemon gone, memq mcp starts one (memqd sits next to memq); daemon errors become tool results.
+  daemon_->stop();
+  std::string input =
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_get","arguments":{"id":"ffffffff"}}})"
+      "\n"
+      R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory_save","arguments":{"summary":"after a restart"}}})"
+      "\n";
+  CommandResult r = daemon_->memq("mcp", project_, input);
+  struct Reaper {
+    fs::path pidFile;
+    ~Reaper() {
+      std::ifstream in(pidFile);
+      long pid = 0;
+      if (!(in >> pid) || pid <= 0 || ::kill(static_cast<pid_t>(pid), SIGTERM) != 0) return;
+      for (int i = 0; i < 500 && ::kill(static_cast<pid_t>(pid), 0) == 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }
+  } reaper{fs::path(daemon_->socket()).parent_path() / "memqd.pid"};
+  auto rs = replies(r);
+  ASSERT_EQ(rs.size(), 2u) << r.out << r.err;
+  EXPECT_EQ(rs[0]["result"]["isError"], true) << rs[0].dump();
+  EXPECT_NE(rs[0]["result"]["content"][0]["text"].get<std::string>().find("NotFound"), std::string::npos);
+  EXPECT_EQ(rs[1]["result"]["isError"], false) << rs[1].dump();
+}
+
+}  // namespace
+}  // namespace memq::testing
