@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -157,11 +158,11 @@ class Daemon {
 int runRetrievalBench(Context& ctx, const std::vector<std::string>& words) {
   Args a;
   std::string error;
-  if (!a.parse(words, {{"json", "no-semantic", "keep"}, {"dataset", "limit", "max-splits"}, {"ranker"}}, error)) {
+  if (!a.parse(words, {{"json", "no-semantic", "keep"}, {"dataset", "limit", "max-splits", "dump"}, {"ranker"}}, error)) {
     return usageError(error);
   }
   auto datasetArg = a.value("dataset");
-  if (!datasetArg) return usageError("usage: memq bench retrieval --dataset DIR [--ranker default|reference]... [--limit K] [--json]");
+  if (!datasetArg) return usageError("usage: memq bench retrieval --dataset DIR [--ranker default|reference]... [--limit K] [--json] [--dump FILE]");
   fs::path dataset = *datasetArg;
   int limit = 10;
   if (auto l = a.value("limit")) limit = std::max(1, std::atoi(l->c_str()));
@@ -171,6 +172,14 @@ int runRetrievalBench(Context& ctx, const std::vector<std::string>& words) {
     if (r != "default" && r != "reference") return usageError("--ranker must be default or reference");
   }
   const bool asJson = a.flag("json") || ctx.options.json;
+  // --dump FILE: one JSON line per (query, ranker) with every candidate's raw signals (explain), for offline tuning
+  // (docs/ranking.md). Recall then returns up to 100 memories (the protocol's maximum) with explain, so latency
+  // figures are not comparable with a run without --dump.
+  std::unique_ptr<std::ofstream> dump;
+  if (auto d = a.value("dump")) {
+    dump = std::make_unique<std::ofstream>(*d);
+    if (!*dump) return usageError("cannot write " + *d);
+  }
   Corpus corpus;
   auto mem = readJsonl(dataset / "corpus.jsonl");
   if (!mem) return usageError(mem.status().message());
@@ -270,6 +279,10 @@ int runRetrievalBench(Context& ctx, const std::vector<std::string>& words) {
           json params = {{"query", q.value("text", "")}, {"files", json::array()}, {"limit", limit},
                          {"threshold", 0}, {"ranker", run.ranker}, {"mark_used", false}, {"max_chars", 1000000},
                          {"semantic", run.semantic}};
+          if (dump) {
+            params["limit"] = 100;  // the protocol's maximum
+            params["explain"] = true;
+          }
           for (const auto& f : q.value("edited_files", json::array())) {
             if (params["files"].size() < 64 && plainPath(f.get<std::string>())) params["files"].push_back(f);
           }
@@ -283,6 +296,18 @@ int runRetrievalBench(Context& ctx, const std::vector<std::string>& words) {
             if (it != memoryOfCommit.end()) relevant.insert(it->second);
           }
           size_t total = q.value("relevant", json::array()).size();
+          if (dump) {
+            json line = {{"qid", q.value("qid", json())}, {"split", split}, {"ranker", run.ranker},
+                         {"relevant", json(std::vector<std::string>(relevant.begin(), relevant.end()))},
+                         {"relevant_total", total}, {"query", q.value("text", "")},
+                         {"files", params["files"]}, {"candidates", json::array()}};
+            for (const auto& m : (*r)["memories"]) {
+              line["candidates"].push_back({{"id", m["id"]}, {"created_at", m.value("created_at", "")},
+                                            {"score", m["score"]}, {"summary", m.value("summary", "")},
+                                            {"explain", m.value("explain", json::object())}});
+            }
+            *dump << line.dump() << "\n";
+          }
           if (total == 0) continue;
           int rank = 0, firstHit = 0, hits1 = 0, hits3 = 0, hits10 = 0;
           std::set<std::string> seen;

@@ -12,6 +12,15 @@ nlohmann::json Signals::toJson() const {
   j["fts_unicode"] = opt(ftsUnicode);
   j["fts_trigram"] = opt(ftsTrigram);
   j["file_affinity"] = fileAffinity;
+  if (fileAffinity) j["matched_files"] = matchedFiles;
+  if (fileRank) j["file_rank"] = *fileRank;
+  if (bm25Unicode) j["bm25_unicode"] = *bm25Unicode;
+  if (bm25Trigram) j["bm25_trigram"] = *bm25Trigram;
+  if (subjectRank) j["subject_rank"] = *subjectRank;
+  if (textBm25) j["text_bm25"] = *textBm25;
+  if (subjectBm25) j["subject_bm25"] = *subjectBm25;
+  if (textBm25Summary) j["text_bm25_summary"] = *textBm25Summary;
+  if (subjectBm25Summary) j["subject_bm25_summary"] = *subjectBm25Summary;
   j["cochange_affinity"] = cochangeAffinity;
   if (cochangeAffinity) j["cochange_strength"] = cochangeStrength;
   j["semantic"] = opt(semantic);
@@ -61,29 +70,53 @@ ScoreBreakdown referenceScore(const Signals& s) {
   return b;
 }
 
-// memq's default: relevance first. Each directional signal is normalised to [0, 1] within the query's candidates
-// and weighted; usage, pins, recency and blast radius are bounded tie-breakers that cannot outweigh a real hit.
+// memq's default: relevance first (docs/ranking.md records how it was tuned on the development benchmark).
+// Every directional signal is a bounded number: text relevance is bm25 normalised by the query's best candidate
+// (whole query and its first line, the subject, computed for every candidate whatever lane found it), file affinity
+// is a flat bonus plus the share of queried files matched, co-change is the neighbour's strength (in (0, 1], so a
+// weak neighbour stays well below a direct hit), semantic is the cosine. Usage, pins, recency and blast radius are
+// small bounded tie-breakers that cannot outweigh a real hit.
+namespace {
+struct DefaultWeights {
+  double file = 1.0;      // attached to a queried file
+  double matched = 0.5;   // ... times the share of the queried files it is attached to
+  double text = 1.0;      // bm25 of the whole query / the best candidate's
+  double subject = 1.0;   // bm25 of the query's first line / the best candidate's
+  double trigram = 0.1;   // trigram-lane bm25 / the best
+  double cochange = 1.5;  // co-change strength (not a direct hit)
+  double semantic = 0.5;  // cosine
+};
+constexpr DefaultWeights kW;
+
+double normalised(const std::optional<double>& bm25, double best) {
+  return bm25 && best < 0 ? std::clamp(*bm25 / best, 0.0, 1.0) : 0.0;
+}
+}  // namespace
+
 ScoreBreakdown defaultScore(const Signals& s, const RankContext& c) {
   ScoreBreakdown b;
   auto term = [&](const char* name, double v) {
     if (v != 0) b.terms[name] = v;
     return v;
   };
-  double text = 0;
-  if (s.bm25Unicode && c.bestBm25Unicode < 0) text = std::max(text, *s.bm25Unicode / c.bestBm25Unicode);
-  double trigram = 0;
-  if (s.bm25Trigram && c.bestBm25Trigram < 0) trigram = *s.bm25Trigram / c.bestBm25Trigram;
-  double file = 0;
+  // Without the rescoring pass (a caller that filled only the lanes' figures) the unicode lane's bm25 stands in.
+  double text = s.textBm25 ? normalised(s.textBm25, c.bestTextBm25) : normalised(s.bm25Unicode, c.bestBm25Unicode);
+  double subject = s.subjectBm25 ? normalised(s.subjectBm25, c.bestSubjectBm25) : text;
+  double trigram = normalised(s.bm25Trigram, c.bestBm25Trigram);
+  double file = s.fileAffinity ? 1.0 : 0.0;
+  double matched = 0;
   if (s.fileAffinity && c.queriedFiles > 0) {
-    file = std::min(1.0, static_cast<double>(s.matchedFiles) / static_cast<double>(c.queriedFiles));
+    matched = std::min(1.0, static_cast<double>(s.matchedFiles) / static_cast<double>(c.queriedFiles));
   }
-  double cochange = s.cochangeAffinity && !s.fileAffinity ? s.cochangeStrength : 0;
+  double cochange = s.cochangeAffinity && !s.fileAffinity ? std::clamp(s.cochangeStrength, 0.0, 1.0) : 0;
   double semantic = s.semantic ? std::max(0.0, *s.semantic) : 0;
 
-  double relevance = term("text", 1.0 * text) + term("trigram", 0.25 * trigram) + term("file", 0.9 * file) +
-                     term("cochange", 0.25 * cochange) + term("semantic", 0.6 * semantic);
+  double relevance = term("file", kW.file * file) + term("matched_files", kW.matched * matched) +
+                     term("text", kW.text * text) + term("subject", kW.subject * subject) +
+                     term("trigram", kW.trigram * trigram) + term("cochange", kW.cochange * cochange) +
+                     term("semantic", kW.semantic * semantic);
   b.terms["relevance"] = relevance;
-  if (relevance == 0) {
+  if (relevance == 0 || !s.directional()) {
     b.score = 0;
     return b;
   }

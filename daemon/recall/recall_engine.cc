@@ -1,6 +1,9 @@
 // Recall lanes, scoring and selection; see recall_engine.h.
 #include "daemon/recall/recall_engine.h"
 
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Statement.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -13,6 +16,57 @@
 #include "daemon/util/utf8.h"
 
 namespace memq {
+
+namespace {
+
+bool blankChar(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
+
+// bm25 of `match` for each of `pks` that matches it (default column weights, then the summary weighted up). The
+// FTS5 table's own statistics are used, so the figures are comparable with the lanes'. Errors leave the signals
+// unset: a failed rescoring degrades ranking, never the request.
+void rescore(MemoryStore& store, const std::string& match, const std::vector<int64_t>& pks,
+             std::unordered_map<int64_t, Signals>& signals, bool subject) {
+  if (match.empty() || pks.empty()) return;
+  nlohmann::json list = nlohmann::json::array();
+  for (int64_t pk : pks) list.push_back(pk);
+  try {
+    SQLite::Statement q(store.database(),
+                        "SELECT rowid, bm25(memories_fts), bm25(memories_fts, 3.0, 1.0, 1.0) FROM memories_fts "
+                        "WHERE memories_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))");
+    q.bind(1, match);
+    q.bind(2, list.dump());
+    while (q.executeStep()) {
+      auto it = signals.find(q.getColumn(0).getInt64());
+      if (it == signals.end()) continue;
+      double plain = q.getColumn(1).getDouble(), summary = q.getColumn(2).getDouble();
+      if (subject) {
+        it->second.subjectBm25 = plain;
+        it->second.subjectBm25Summary = summary;
+      } else {
+        it->second.textBm25 = plain;
+        it->second.textBm25Summary = summary;
+      }
+    }
+  } catch (const std::exception&) {
+  }
+}
+
+}  // namespace
+
+std::string querySubject(const std::string& query) {
+  std::vector<std::string> lines;
+  size_t i = 0;
+  while (i <= query.size() && lines.size() < 2) {
+    size_t j = query.find('\n', i);
+    if (j == std::string::npos) j = query.size();
+    size_t b = i, e = j;
+    while (b < e && blankChar(query[b])) ++b;
+    while (e > b && blankChar(query[e - 1])) --e;
+    if (e > b) lines.push_back(query.substr(b, e - b));
+    i = j + 1;
+  }
+  return lines.size() >= 2 ? lines.front() : "";
+}
 
 PreparedQuery prepareQuery(const RecallRequest& request, const Embedder& embedder, RepoSignals* repo) {
   PreparedQuery q;
@@ -27,6 +81,11 @@ PreparedQuery prepareQuery(const RecallRequest& request, const Embedder& embedde
     q.unicodeMatch = unicodeMatch(request.query, opts);
     q.trigramMatch = trigramMatch(request.query, opts.maxTokens);
     q.bigramMatch = trigramBigramMatch(request.query, opts.maxTokens);
+    if (request.ranker == Ranker::kDefault) {
+      std::string subject = querySubject(request.query);
+      if (!subject.empty()) q.subjectMatch = unicodeMatch(subject, opts);
+      if (q.subjectMatch == q.unicodeMatch) q.subjectMatch.clear();
+    }
     if (request.useSemantic) {
       // The query is embedded like a memory with only a summary (reference §4.2), so it is tripled too.
       q.vector = embedder.embed(memoryEmbedSource(request.query, "", {}));
@@ -77,15 +136,18 @@ Result<std::vector<Candidate>> gatherCandidates(MemoryStore& store, const Recall
     return it->second;
   };
 
+  const bool isDefault = request.ranker == Ranker::kDefault;
+  const int ftsLimit = isDefault ? kDefaultFtsCandidateLimit : kFtsCandidateLimit;
+  const int fileLimit = isDefault ? kDefaultFileCandidateLimit : kFileCandidateLimit;
   if (!query.unicodeMatch.empty() || !query.trigramMatch.empty()) {
-    auto u = store.searchFts(FtsLane::kUnicode, query.unicodeMatch, kFtsCandidateLimit);
+    auto u = store.searchFts(FtsLane::kUnicode, query.unicodeMatch, ftsLimit);
     if (!u) return u.status();
     lap(&RecallTimings::unicodeMs);
-    auto t = store.searchFts(FtsLane::kTrigram, query.trigramMatch, kFtsCandidateLimit);
+    auto t = store.searchFts(FtsLane::kTrigram, query.trigramMatch, ftsLimit);
     if (!t) return t.status();
     if (timings != nullptr) ++timings->trigramRuns;
     if (u->empty() && t->empty() && !query.bigramMatch.empty()) {
-      t = store.searchFts(FtsLane::kTrigram, query.bigramMatch, kFtsCandidateLimit);
+      t = store.searchFts(FtsLane::kTrigram, query.bigramMatch, ftsLimit);
       if (!t) return t.status();
     }
     lap(&RecallTimings::trigramMs);
@@ -103,15 +165,26 @@ Result<std::vector<Candidate>> gatherCandidates(MemoryStore& store, const Recall
         s.bm25Trigram = h.bm25;
       }
     }
+    if (!query.subjectMatch.empty()) {
+      auto sub = store.searchFts(FtsLane::kUnicode, query.subjectMatch, kSubjectCandidateLimit);
+      if (!sub) return sub.status();
+      for (const auto& h : *sub) {
+        auto& s = at(h.pk);
+        if (!s.subjectRank) s.subjectRank = h.rank;
+      }
+    }
+    lap(&RecallTimings::unicodeMs);
   }
   if (request.useFileSignals && !request.files.empty()) {
-    auto direct = store.findByPaths(request.files, kFileCandidateLimit);
+    auto direct = store.findByPaths(request.files, fileLimit);
     if (!direct) return direct.status();
     std::unordered_set<int64_t> directPks;
+    int fileRank = 0;
     for (const auto& h : *direct) {
       auto& s = at(h.pk);
       s.fileAffinity = true;
       s.matchedFiles = h.matchedFiles;
+      s.fileRank = ++fileRank;
       directPks.insert(h.pk);
     }
     for (const auto& n : query.cochange) {
@@ -136,6 +209,20 @@ Result<std::vector<Candidate>> gatherCandidates(MemoryStore& store, const Recall
     }
   }
   lap(&RecallTimings::semanticMs);
+  if (isDefault && !query.unicodeMatch.empty()) {
+    // Text relevance for every candidate, whichever lane found it (a file or co-change candidate outside the FTS
+    // top-N still gets its bm25): the default ranker orders affinity candidates by it.
+    rescore(store, query.unicodeMatch, order, signals, false);
+    if (!query.subjectMatch.empty()) {
+      rescore(store, query.subjectMatch, order, signals, true);
+    } else {
+      for (auto& [pk, s] : signals) {
+        s.subjectBm25 = s.textBm25;
+        s.subjectBm25Summary = s.textBm25Summary;
+      }
+    }
+    lap(&RecallTimings::unicodeMs);
+  }
 
   auto memories = store.loadMany(order);
   if (!memories) return memories.status();
@@ -171,6 +258,12 @@ std::vector<RecallHit> rankAndSelect(std::vector<Candidate> candidates, const Re
   for (const auto& c : candidates) {
     if (c.signals.bm25Unicode) ctx.bestBm25Unicode = std::min(ctx.bestBm25Unicode, *c.signals.bm25Unicode);
     if (c.signals.bm25Trigram) ctx.bestBm25Trigram = std::min(ctx.bestBm25Trigram, *c.signals.bm25Trigram);
+    const auto& s = c.signals;
+    if (s.textBm25) ctx.bestTextBm25 = std::min(ctx.bestTextBm25, *s.textBm25);
+    if (s.subjectBm25) ctx.bestSubjectBm25 = std::min(ctx.bestSubjectBm25, *s.subjectBm25);
+    if (s.textBm25Summary) ctx.bestTextBm25Summary = std::min(ctx.bestTextBm25Summary, *s.textBm25Summary);
+    if (s.subjectBm25Summary) ctx.bestSubjectBm25Summary = std::min(ctx.bestSubjectBm25Summary, *s.subjectBm25Summary);
+    if (s.cochangeAffinity && !s.fileAffinity) ctx.maxCochange = std::max(ctx.maxCochange, s.cochangeStrength);
   }
   std::vector<RecallHit> scored;
   scored.reserve(candidates.size());

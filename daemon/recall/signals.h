@@ -14,8 +14,16 @@ struct Signals {
   std::optional<double> bm25Unicode;  // raw bm25 (lower is better)
   std::optional<int> ftsTrigram;   // 1-based rank in the trigram lane
   std::optional<double> bm25Trigram;
+  // Text relevance of the whole query and of its first line (the subject), bm25 computed for every candidate
+  // (default ranker only; lower is better). Filled by the rescoring pass, whichever lane found the candidate.
+  std::optional<double> textBm25;
+  std::optional<double> subjectBm25;
+  std::optional<double> textBm25Summary;     // same query, summary column weighted up (diagnostics/tuning)
+  std::optional<double> subjectBm25Summary;
+  std::optional<int> subjectRank;  // 1-based rank in the subject lane (default ranker, multi-line queries)
   bool fileAffinity = false;       // attached to a queried file
   int matchedFiles = 0;            // how many queried files it is attached to
+  std::optional<int> fileRank;     // 1-based position in the file lane (newest first)
   bool cochangeAffinity = false;   // attached to a co-change neighbour of a queried file (and not a direct hit)
   double cochangeStrength = 0;     // strongest neighbour strength in (0, 1]
   std::optional<double> semantic;  // cosine
@@ -26,7 +34,7 @@ struct Signals {
   bool pinned = false;
 
   bool directional() const {
-    return ftsUnicode || ftsTrigram || fileAffinity || cochangeAffinity || semanticRank;
+    return ftsUnicode || ftsTrigram || subjectRank || fileAffinity || cochangeAffinity || semanticRank;
   }
   nlohmann::json toJson() const;
 };
@@ -35,6 +43,11 @@ struct Signals {
 struct RankContext {
   double bestBm25Unicode = 0;  // most negative bm25 among candidates (0 when none)
   double bestBm25Trigram = 0;
+  double bestTextBm25 = 0;     // most negative textBm25 / subjectBm25 among candidates
+  double bestSubjectBm25 = 0;
+  double bestTextBm25Summary = 0;
+  double bestSubjectBm25Summary = 0;
+  double maxCochange = 0;      // strongest co-change strength among candidates
   size_t queriedFiles = 0;
   double blastP95 = 0;         // a repository's typical hub size, for damping (0 = unknown)
 };

@@ -75,5 +75,44 @@ TEST(DefaultRanker, RelevanceBeatsPopularity) {
   EXPECT_EQ(defaultScore(Signals{}, ctx).score, 0.0);
 }
 
+TEST(DefaultRanker, TextRelevanceOrdersFileCandidates) {
+  RankContext ctx;
+  ctx.bestTextBm25 = -8;
+  ctx.bestSubjectBm25 = -4;
+  ctx.queriedFiles = 1;
+  Signals onFileRelevant;
+  onFileRelevant.fileAffinity = true;
+  onFileRelevant.matchedFiles = 1;
+  onFileRelevant.textBm25 = -6;
+  onFileRelevant.subjectBm25 = -4;
+  Signals onFileOnly = onFileRelevant;
+  onFileOnly.textBm25.reset();
+  onFileOnly.subjectBm25.reset();
+  onFileOnly.useCount = 500;  // popularity does not make up for relevance
+  onFileOnly.pinned = true;
+  Signals textOnly;
+  textOnly.ftsUnicode = 1;
+  textOnly.textBm25 = -8;
+  textOnly.subjectBm25 = -1;
+  EXPECT_GT(defaultScore(onFileRelevant, ctx).score, defaultScore(onFileOnly, ctx).score);
+  EXPECT_GT(defaultScore(onFileRelevant, ctx).score, defaultScore(textOnly, ctx).score);
+}
+
+TEST(DefaultRanker, WeakCochangeStaysBelowADirectHit) {
+  RankContext ctx;
+  ctx.queriedFiles = 1;
+  Signals direct;
+  direct.fileAffinity = true;
+  direct.matchedFiles = 1;
+  Signals weak;
+  weak.cochangeAffinity = true;
+  weak.cochangeStrength = 0.2;
+  Signals strong = weak;
+  strong.cochangeStrength = 0.8;
+  EXPECT_GT(defaultScore(direct, ctx).score, defaultScore(weak, ctx).score);
+  EXPECT_GT(defaultScore(strong, ctx).score, defaultScore(weak, ctx).score);
+  EXPECT_GT(defaultScore(weak, ctx).score, 0.0);
+}
+
 }  // namespace
 }  // namespace memq

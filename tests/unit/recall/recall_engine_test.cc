@@ -140,5 +140,33 @@ TEST_F(RecallTest, CochangeLaneTakesTheStrongestNeighbours) {
   (void)weak;
 }
 
+TEST_F(RecallTest, DefaultRanksFileCandidatesByTextRelevance) {
+  // Several memories on the queried file: the one whose text matches the query's subject line wins, though it is
+  // the oldest (the file lane alone would list it last), and though its text is outside the FTS lanes' top list.
+  std::string target = save("tc: fix filter parsing of u32 handles", {"tc/f_u32.c"}, "handles were parsed as decimal");
+  for (int i = 0; i < 40; ++i) save("tc: unrelated change number " + std::to_string(i), {"tc/f_u32.c"});
+  RecallRequest r{.query = "u32: handles parsed wrongly\n\nThe filter parsing broke because of handles.",
+                  .files = {"tc/f_u32.c"}, .limit = 3, .threshold = 0};
+  auto ids = recallIds(r);
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(ids.front(), target);
+}
+
+TEST_F(RecallTest, QuerySubjectIsTheFirstLineOfAMultiLineQuery) {
+  EXPECT_EQ(querySubject("  fix the parser \n\nbody text"), "fix the parser");
+  EXPECT_EQ(querySubject("\n\n subject\nbody"), "subject");
+  EXPECT_EQ(querySubject("one line only"), "");
+  EXPECT_EQ(querySubject(""), "");
+}
+
+TEST_F(RecallTest, ReferenceRankerKeepsItsOwnCandidateLimits) {
+  // The default ranker reads more file candidates; the reference keeps the reference's 30.
+  for (int i = 0; i < 40; ++i) save("note " + std::to_string(i), {"a.c"});
+  RecallRequest ref{.files = {"a.c"}, .limit = 100, .threshold = 0, .ranker = Ranker::kReference};
+  EXPECT_EQ(recallIds(ref).size(), static_cast<size_t>(kFileCandidateLimit));
+  RecallRequest def{.files = {"a.c"}, .limit = 100, .threshold = 0};
+  EXPECT_EQ(recallIds(def).size(), 40u);
+}
+
 }  // namespace
 }  // namespace memq

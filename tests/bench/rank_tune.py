@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Offline tuning of the default ranker (docs/ranking.md).
+
+Input: the JSONL written by `memq bench retrieval --dataset DIR --ranker default --dump FILE`: one line per query
+with every candidate's raw signals (explain). This re-scores the candidates with a formula in Python and prints
+R@1/R@3/R@10/MRR@10, so weights can be searched in seconds instead of re-running the benchmark (minutes).
+The formula in `score()` mirrors defaultScore in daemon/recall/rankers.cc; keep them in step.
+
+Usage: rank_tune.py DUMP [--search]
+"""
+import itertools
+import json
+import math
+import sys
+
+
+def load(path):
+    qs = []
+    for line in open(path):
+        q = json.loads(line)
+        if q.get("ranker") != "default":
+            continue
+        cands = []
+        for c in q["candidates"]:
+            s = c["explain"].get("signals", {})
+            s["id"] = c["id"]
+            s["created_at"] = c["created_at"]
+            cands.append(s)
+        q["cands"] = cands
+        qs.append(q)
+    for q in qs:
+        nfiles = len(q["files"])
+        c = q["cands"]
+        best = {k: min([x.get(k, 0) or 0 for x in c] + [0]) for k in
+                ("text_bm25", "subject_bm25", "text_bm25_summary", "subject_bm25_summary", "bm25_trigram",
+                 "bm25_unicode")}
+        maxcc = max([x.get("cochange_strength", 0) for x in c if not x.get("file_affinity")] + [0])
+        # newest first: created_at order among the candidates (ties by original order)
+        order = sorted(range(len(c)), key=lambda i: c[i]["created_at"], reverse=True)
+        for r, i in enumerate(order):
+            c[i]["newness"] = 1.0 - r / max(1, len(c) - 1)
+        for x in c:
+            f = {}
+            for k, v in best.items():
+                f[k] = (x.get(k) or 0) / v if v < 0 and x.get(k) is not None else 0.0
+            f["file"] = 1.0 if x.get("file_affinity") else 0.0
+            f["mf"] = min(1.0, x.get("matched_files", 0) / nfiles) if nfiles and x.get("file_affinity") else 0.0
+            f["frank"] = x.get("file_rank") or 0
+            cc = x.get("cochange_strength", 0) if x.get("cochange_affinity") and not x.get("file_affinity") else 0
+            f["cc"] = cc
+            f["ccn"] = cc / maxcc if maxcc > 0 else 0
+            f["sem"] = max(0.0, x.get("semantic") or 0)
+            f["srank"] = x.get("subject_rank") or 0
+            f["urank"] = x.get("fts_unicode") or 0
+            f["trank"] = x.get("fts_trigram") or 0
+            f["new"] = x["newness"]
+            x["f"] = f
+    return qs
+
+
+def metrics(qs, scorer):
+    r1 = r3 = r10 = mrr = 0.0
+    n = 0
+    for q in qs:
+        total = q["relevant_total"]
+        if total == 0:
+            continue
+        n += 1
+        rel = set(q["relevant"])
+        ranked = sorted(enumerate(q["cands"]), key=lambda ic: (-scorer(ic[1]["f"]), ic[0]))
+        first = 0
+        h1 = h3 = h10 = 0
+        for rank, (_, c) in enumerate(ranked[:10], 1):
+            if c["id"] in rel:
+                first = first or rank
+                h1 += rank <= 1
+                h3 += rank <= 3
+                h10 += 1
+        r1 += h1 / total
+        r3 += h3 / total
+        r10 += h10 / total
+        mrr += 1.0 / first if first else 0
+    return {"R@1": r1 / n, "R@3": r3 / n, "R@10": r10 / n, "MRR@10": mrr / n}
+
+
+def fmt(m):
+    return "R@1 %.3f R@3 %.3f R@10 %.3f MRR@10 %.3f" % (m["R@1"], m["R@3"], m["R@10"], m["MRR@10"])
+
+
+def current(f):  # the default ranker before tuning (rankers.cc at the start)
+    return 1.0 * f["bm25_unicode"] + 0.25 * f["bm25_trigram"] + 0.9 * f["mf"] + 0.25 * f["cc"] + 0.6 * f["sem"]
+
+
+def make(w):
+    def s(f):
+        v = (w["file"] * f["file"] + w["mf"] * f["mf"] + w["text"] * f[w.get("textkey", "text_bm25")] +
+             w["subj"] * f[w.get("subjkey", "subject_bm25")] + w["tri"] * f["bm25_trigram"] + w["cc"] * f["cc"] +
+             w["sem"] * f["sem"] + w.get("new", 0) * f["new"])
+        return v
+    return s
+
+
+if __name__ == "__main__":
+    qs = load(sys.argv[1])
+    print("queries", len(qs))
+    print("as dumped (order of the dump)", fmt(metrics(qs, lambda f: 0)))
+    print("current formula             ", fmt(metrics(qs, current)))
+
+    if "--search" in sys.argv:
+        # coordinate ascent on MRR@10 (R@3 as tie-break) from the baseline-like start: file first, then subject
+        keys = ["file", "mf", "text", "subj", "tri", "cc", "sem", "new"]
+        grid = [0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0]
+        for textkey, subjkey in [("text_bm25", "subject_bm25"), ("text_bm25_summary", "subject_bm25_summary")]:
+            w = {"file": 1.0, "mf": 0.0, "text": 0.0, "subj": 1.0, "tri": 0.0, "cc": 0.0, "sem": 0.0, "new": 0.0,
+                 "textkey": textkey, "subjkey": subjkey}
+            def obj(w):
+                m = metrics(qs, make(w))
+                return (m["MRR@10"] + m["R@3"], m)
+            best, bm = obj(w)
+            print(textkey, "start", fmt(bm))
+            for it in range(3):
+                improved = False
+                for k in keys:
+                    for v in grid:
+                        if k == "subj" and v == 0:
+                            continue
+                        w2 = dict(w)
+                        w2[k] = v
+                        o, m = obj(w2)
+                        if o > best + 1e-9:
+                            best, bm, w = o, m, w2
+                            improved = True
+                if not improved:
+                    break
+            print(textkey, {k: w[k] for k in keys}, fmt(bm))
