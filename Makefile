@@ -43,6 +43,10 @@ test: build
 install: build
 	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
 
+# The Debian package (CPack, DEB): $(BUILD_DIR)/memq_<version>_<arch>.deb, installing under /usr.
+package: build
+	cmake --build $(BUILD_DIR) --target package
+
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 test-asan: deps
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMEMQ_SANITIZE=ON

@@ -1,0 +1,115 @@
+# bash completion for memq(1): every command and option of client/cli_main.cc and client/commands.cc.
+# Installed as share/bash-completion/completions/memq (loaded on demand by bash-completion).
+
+_memq_commands="save get update list search recall hide restore pin unpin supersede reject unreject purge
+  attach detach hint cochange blast refresh review audit export import stats status daemon mcp hook bench help version"
+
+# Options of each command (global options are handled separately).
+_memq_command_options() {
+    case "$1" in
+        save) echo "--details --category --topic --file --source --merge-topics" ;;
+        update) echo "--summary --details --category --topic --file" ;;
+        list) echo "--category --topic --pinned --state --file --limit --offset" ;;
+        search) echo "--limit --ranker --explain" ;;
+        recall) echo "--file --limit --max-chars --ranker --threshold --explain --no-mark" ;;
+        hide) echo "--reason" ;;
+        supersede) echo "--by" ;;
+        reject) echo "--reason" ;;
+        purge) echo "--yes" ;;
+        hint) echo "--file --query" ;;
+        cochange) echo "--limit" ;;
+        audit) echo "--id --limit --since" ;;
+        export) echo "--state" ;;
+        import) echo "--from-empryo" ;;
+        daemon) echo "--foreground" ;;
+        bench) echo "--dataset --ranker --limit --max-splits --no-semantic --keep --json --n" ;;
+    esac
+}
+
+_memq() {
+    local cur prev words cword
+    if declare -F _init_completion >/dev/null 2>&1; then
+        _init_completion -n = || return
+    else
+        COMPREPLY=()
+        cur="${COMP_WORDS[COMP_CWORD]}"
+        prev="${COMP_WORDS[COMP_CWORD-1]}"
+        words=("${COMP_WORDS[@]}")
+        cword=$COMP_CWORD
+    fi
+
+    # Find the command: the first word after the global options (and their values).
+    local i=1 command="" command_index=0
+    while [[ $i -lt $cword ]]; do
+        case "${words[i]}" in
+            --socket|--project|--scope) i=$((i + 2)); continue ;;
+            --json|--help|-h|--version) i=$((i + 1)); continue ;;
+            -*) i=$((i + 1)); continue ;;
+            *) command="${words[i]}"; command_index=$i; break ;;
+        esac
+    done
+
+    # --opt=VALUE forms.
+    local option="$prev"
+    if [[ "$cur" == --*=* ]]; then
+        option="${cur%%=*}"
+        cur="${cur#*=}"
+    fi
+
+    # Values of options.
+    case "$option" in
+        --scope) COMPREPLY=($(compgen -W "project global" -- "$cur")); return ;;
+        --socket|--file|--from-empryo) COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
+        --project|--dataset) COMPREPLY=($(compgen -d -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
+        --category) COMPREPLY=($(compgen -W "pref decision gotcha context" -- "$cur")); return ;;
+        --source) COMPREPLY=($(compgen -W "user agent" -- "$cur")); return ;;
+        --state) COMPREPLY=($(compgen -W "active hidden superseded rejected all" -- "$cur")); return ;;
+        --ranker) COMPREPLY=($(compgen -W "default reference" -- "$cur")); return ;;
+        --details|--topic|--summary|--limit|--offset|--max-chars|--threshold|--reason|--by|--query|--id|--since|--n|--max-splits)
+            return ;;
+    esac
+
+    if [[ -z "$command" ]]; then
+        if [[ "$cur" == -* ]]; then
+            COMPREPLY=($(compgen -W "--json --socket --project --scope --help --version" -- "$cur"))
+        else
+            COMPREPLY=($(compgen -W "$_memq_commands" -- "$cur"))
+        fi
+        return
+    fi
+
+    if [[ "$cur" == -* ]]; then
+        COMPREPLY=($(compgen -W "$(_memq_command_options "$command")" -- "$cur"))
+        return
+    fi
+
+    # Positional arguments: the position among the command's words, not counting options and their values.
+    local n=0 j=$((command_index + 1))
+    while [[ $j -lt $cword ]]; do
+        case "${words[j]}" in
+            --pinned|--explain|--no-mark|--merge-topics|--yes|--foreground|--no-semantic|--keep|--json|--*=*) ;;
+            --*) j=$((j + 1)) ;;
+            *) n=$((n + 1)) ;;
+        esac
+        j=$((j + 1))
+    done
+
+    case "$command" in
+        daemon) [[ $n -eq 0 ]] && COMPREPLY=($(compgen -W "start stop restart status" -- "$cur")) ;;
+        review) [[ $n -eq 0 ]] && COMPREPLY=($(compgen -W "clusters stale dead" -- "$cur")) ;;
+        hook)
+            if [[ $n -eq 0 ]]; then
+                COMPREPLY=($(compgen -W "claude-code" -- "$cur"))
+            elif [[ $n -eq 1 ]]; then
+                COMPREPLY=($(compgen -W "UserPromptSubmit PostToolUse" -- "$cur"))
+            fi ;;
+        bench) [[ $n -eq 0 ]] && COMPREPLY=($(compgen -W "retrieval load" -- "$cur")) ;;
+        hint) [[ $n -eq 0 ]] && COMPREPLY=($(compgen -W "read edit write grep diff status commit shell" -- "$cur")) ;;
+        cochange|blast|import)
+            [[ $n -eq 0 ]] && { COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null; } ;;
+        attach|detach)
+            [[ $n -ge 1 ]] && { COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null; } ;;
+    esac
+}
+
+complete -F _memq memq
