@@ -44,15 +44,26 @@ void Session::armTimer() {
   });
 }
 
+void Session::finishInputIfDone() {
+  if (inputEnded_ && !busy_) closeWhenFlushed();
+}
+
 void Session::readMore() {
-  if (closed_ || reading_) return;
+  if (closed_ || reading_ || inputEnded_) return;
   // Back-pressure: while a message is being handled, hold at most a few messages' worth of unread input.
   if (busy_ && decoder_.bufferedBytes() > 2 * decoder_.maxMessageBytes()) return;
   reading_ = true;
   socket_.async_read_some(asio::buffer(readBuffer_), [self = shared_from_this()](const asio::error_code& ec, size_t n) {
     self->reading_ = false;
+    if (ec == asio::error::eof) {
+      // The client half-closed (`printf ... | socat`): answer what it sent, then close.
+      self->inputEnded_ = true;
+      self->pump();
+      self->finishInputIfDone();
+      return;
+    }
     if (ec) {
-      self->close(ec == asio::error::eof ? "closed by peer" : ec.message());
+      self->close(ec.message());
       return;
     }
     if (!self->sawBytes_ || !self->decoder_.midMessage()) self->partialSince_ = std::chrono::steady_clock::now();
@@ -94,6 +105,7 @@ void Session::finished(std::optional<std::string> reply) {
   }
   pump();
   readMore();
+  finishInputIfDone();
 }
 
 void Session::enqueue(std::string text) {
@@ -118,6 +130,7 @@ void Session::writeMore() {
   asio::async_write(socket_, asio::buffer(writeQueue_.front()),
                     [self = shared_from_this()](const asio::error_code& ec, size_t) {
                       self->writing_ = false;
+                      if (self->closed_) return;  // the queue may no longer hold what was written
                       if (ec) {
                         self->close("write failed: " + ec.message());
                         return;
@@ -150,7 +163,7 @@ void Session::close(const std::string& why) {
   timer_.cancel();
   socket_.shutdown(asio::socket_base::shutdown_both, ignored);
   socket_.close(ignored);
-  writeQueue_.clear();
+  // The queue is not cleared here: an async_write in flight still reads its front buffer. It goes with the session.
   server_.sessionClosed(this);
 }
 

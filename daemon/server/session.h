@@ -57,6 +57,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void enqueue(std::string text);
   void writeMore();
   void armTimer();
+  // After end of input: close once the last message is answered and its reply written.
+  void finishInputIfDone();
 
   Server& server_;
   asio::local::stream_protocol::socket socket_;
@@ -73,6 +75,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool closed_ = false;
   bool closeAfterFlush_ = false;
   bool sawBytes_ = false;
+  bool inputEnded_ = false;
   std::chrono::steady_clock::time_point partialSince_{};
   std::chrono::milliseconds partialTimeout_;
   std::chrono::milliseconds silentTimeout_;

@@ -315,6 +315,24 @@ TEST(PeerCheck, OnlyTheDaemonsOwnUidIsAllowed) {
   ::close(fds[1]);
 }
 
+TEST_F(DaemonTest, AClientThatHalfClosesGetsItsReplyAndTheDaemonLives) {
+  // What `printf '...' | socat - UNIX-CONNECT:sock` does: send, then shut down the write side at once.
+  for (int i = 0; i < 20; ++i) {
+    auto c = daemon_->connect();
+    ASSERT_TRUE(c.sendRaw("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"daemon/status\"}\n"
+                          "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"stats\"}\n")
+                    .isOk());
+    ASSERT_TRUE(c.closeWrite().isOk());
+    auto first = c.readRawLine(std::chrono::seconds(5));
+    ASSERT_TRUE(first.isOk()) << first.status().toString();
+    EXPECT_EQ(json::parse(*first)["id"], 1);
+    auto second = c.readRawLine(std::chrono::seconds(5));
+    ASSERT_TRUE(second.isOk()) << second.status().toString();
+    EXPECT_EQ(json::parse(*second)["id"], 2);
+  }
+  EXPECT_TRUE(daemon_->running());
+}
+
 TEST_F(DaemonTest, ShutdownDrainsAndExitsZero) {
   auto c = daemon_->client(project_);
   save(c, "before shutdown");
