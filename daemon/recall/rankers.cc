@@ -16,11 +16,8 @@ nlohmann::json Signals::toJson() const {
   if (fileRank) j["file_rank"] = *fileRank;
   if (bm25Unicode) j["bm25_unicode"] = *bm25Unicode;
   if (bm25Trigram) j["bm25_trigram"] = *bm25Trigram;
-  if (subjectRank) j["subject_rank"] = *subjectRank;
   if (textBm25) j["text_bm25"] = *textBm25;
   if (subjectBm25) j["subject_bm25"] = *subjectBm25;
-  if (textBm25Summary) j["text_bm25_summary"] = *textBm25Summary;
-  if (subjectBm25Summary) j["subject_bm25_summary"] = *subjectBm25Summary;
   j["cochange_affinity"] = cochangeAffinity;
   if (cochangeAffinity) j["cochange_strength"] = cochangeStrength;
   j["semantic"] = opt(semantic);

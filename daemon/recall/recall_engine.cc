@@ -21,31 +21,20 @@ namespace {
 
 bool blankChar(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
 
-// bm25 of `match` for each of `pks` that matches it (default column weights, then the summary weighted up). The
-// FTS5 table's own statistics are used, so the figures are comparable with the lanes'. Errors leave the signals
-// unset: a failed rescoring degrades ranking, never the request.
-void rescore(MemoryStore& store, const std::string& match, const std::vector<int64_t>& pks,
-             std::unordered_map<int64_t, Signals>& signals, bool subject) {
-  if (match.empty() || pks.empty()) return;
-  nlohmann::json list = nlohmann::json::array();
-  for (int64_t pk : pks) list.push_back(pk);
+// bm25 of `match` for each candidate that matches it, with the FTS5 table's own statistics, so the figures are
+// comparable with the lane's. One pass over the match's rows, filtered here: a `rowid IN (...)` constraint made
+// SQLite evaluate the MATCH once per listed rowid (seconds per query). Errors leave the signals unset: a failed
+// rescoring degrades ranking, never the request.
+void rescore(MemoryStore& store, const std::string& match, std::unordered_map<int64_t, Signals>& signals,
+             std::optional<double> Signals::*slot) {
+  if (match.empty() || signals.empty()) return;
   try {
     SQLite::Statement q(store.database(),
-                        "SELECT rowid, bm25(memories_fts), bm25(memories_fts, 3.0, 1.0, 1.0) FROM memories_fts "
-                        "WHERE memories_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))");
+                        "SELECT rowid, bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ?");
     q.bind(1, match);
-    q.bind(2, list.dump());
     while (q.executeStep()) {
       auto it = signals.find(q.getColumn(0).getInt64());
-      if (it == signals.end()) continue;
-      double plain = q.getColumn(1).getDouble(), summary = q.getColumn(2).getDouble();
-      if (subject) {
-        it->second.subjectBm25 = plain;
-        it->second.subjectBm25Summary = summary;
-      } else {
-        it->second.textBm25 = plain;
-        it->second.textBm25Summary = summary;
-      }
+      if (it != signals.end()) it->second.*slot = q.getColumn(1).getDouble();
     }
   } catch (const std::exception&) {
   }
@@ -165,14 +154,6 @@ Result<std::vector<Candidate>> gatherCandidates(MemoryStore& store, const Recall
         s.bm25Trigram = h.bm25;
       }
     }
-    if (!query.subjectMatch.empty()) {
-      auto sub = store.searchFts(FtsLane::kUnicode, query.subjectMatch, kSubjectCandidateLimit);
-      if (!sub) return sub.status();
-      for (const auto& h : *sub) {
-        auto& s = at(h.pk);
-        if (!s.subjectRank) s.subjectRank = h.rank;
-      }
-    }
     lap(&RecallTimings::unicodeMs);
   }
   if (request.useFileSignals && !request.files.empty()) {
@@ -212,14 +193,11 @@ Result<std::vector<Candidate>> gatherCandidates(MemoryStore& store, const Recall
   if (isDefault && !query.unicodeMatch.empty()) {
     // Text relevance for every candidate, whichever lane found it (a file or co-change candidate outside the FTS
     // top-N still gets its bm25): the default ranker orders affinity candidates by it.
-    rescore(store, query.unicodeMatch, order, signals, false);
+    rescore(store, query.unicodeMatch, signals, &Signals::textBm25);
     if (!query.subjectMatch.empty()) {
-      rescore(store, query.subjectMatch, order, signals, true);
+      rescore(store, query.subjectMatch, signals, &Signals::subjectBm25);
     } else {
-      for (auto& [pk, s] : signals) {
-        s.subjectBm25 = s.textBm25;
-        s.subjectBm25Summary = s.textBm25Summary;
-      }
+      for (auto& [pk, s] : signals) s.subjectBm25 = s.textBm25;
     }
     lap(&RecallTimings::unicodeMs);
   }
@@ -261,8 +239,6 @@ std::vector<RecallHit> rankAndSelect(std::vector<Candidate> candidates, const Re
     const auto& s = c.signals;
     if (s.textBm25) ctx.bestTextBm25 = std::min(ctx.bestTextBm25, *s.textBm25);
     if (s.subjectBm25) ctx.bestSubjectBm25 = std::min(ctx.bestSubjectBm25, *s.subjectBm25);
-    if (s.textBm25Summary) ctx.bestTextBm25Summary = std::min(ctx.bestTextBm25Summary, *s.textBm25Summary);
-    if (s.subjectBm25Summary) ctx.bestSubjectBm25Summary = std::min(ctx.bestSubjectBm25Summary, *s.subjectBm25Summary);
     if (s.cochangeAffinity && !s.fileAffinity) ctx.maxCochange = std::max(ctx.maxCochange, s.cochangeStrength);
   }
   std::vector<RecallHit> scored;

@@ -26,10 +26,9 @@ inline constexpr float kSemanticMinCosine = 0.18f;
 inline constexpr size_t kCochangeTotal = 6;         // reference §6.7 caps
 inline constexpr size_t kCochangePerFile = 2;
 // The default ranker's candidate generation (docs/ranking.md): more file candidates (they are re-ranked by text
-// relevance, so a popular file's older memories are not cut off by recency alone) and a subject-line lane.
+// relevance, so a popular file's older memories are not cut off by recency alone).
 inline constexpr int kDefaultFtsCandidateLimit = 30;
 inline constexpr int kDefaultFileCandidateLimit = 200;
-inline constexpr int kSubjectCandidateLimit = 30;
 
 struct RecallRequest {
   std::string query;
@@ -47,7 +46,7 @@ struct PreparedQuery {
   std::string unicodeMatch;
   std::string trigramMatch;
   std::string bigramMatch;
-  std::string subjectMatch;   // default ranker: unicode match of the query's first line ("" for one-line queries)
+  std::string subjectMatch;   // default ranker: unicode match of the query's first line, for rescoring ("" if one line)
   std::vector<float> vector;  // empty when the query is empty
   std::vector<CoChangeNeighbor> cochange;  // neighbours of the queried files, strongest first
 };

@@ -18,9 +18,6 @@ struct Signals {
   // (default ranker only; lower is better). Filled by the rescoring pass, whichever lane found the candidate.
   std::optional<double> textBm25;
   std::optional<double> subjectBm25;
-  std::optional<double> textBm25Summary;     // same query, summary column weighted up (diagnostics/tuning)
-  std::optional<double> subjectBm25Summary;
-  std::optional<int> subjectRank;  // 1-based rank in the subject lane (default ranker, multi-line queries)
   bool fileAffinity = false;       // attached to a queried file
   int matchedFiles = 0;            // how many queried files it is attached to
   std::optional<int> fileRank;     // 1-based position in the file lane (newest first)
@@ -34,7 +31,7 @@ struct Signals {
   bool pinned = false;
 
   bool directional() const {
-    return ftsUnicode || ftsTrigram || subjectRank || fileAffinity || cochangeAffinity || semanticRank;
+    return ftsUnicode || ftsTrigram || fileAffinity || cochangeAffinity || semanticRank;
   }
   nlohmann::json toJson() const;
 };
@@ -45,8 +42,6 @@ struct RankContext {
   double bestBm25Trigram = 0;
   double bestTextBm25 = 0;     // most negative textBm25 / subjectBm25 among candidates
   double bestSubjectBm25 = 0;
-  double bestTextBm25Summary = 0;
-  double bestSubjectBm25Summary = 0;
   double maxCochange = 0;      // strongest co-change strength among candidates
   size_t queriedFiles = 0;
   double blastP95 = 0;         // a repository's typical hub size, for damping (0 = unknown)
