@@ -19,19 +19,8 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-void writeFile(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p) << text;
-}
-
 void git(const fs::path& root, const std::string& args) {
-  std::string cmd = "git -C " + quote(root.string()) +
+  std::string cmd = "git -C " + shellQuote(root.string()) +
                     " -c user.name=memq-test -c user.email=test@memq -c commit.gpgsign=false " + args +
                     " >/dev/null 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
@@ -40,13 +29,13 @@ void git(const fs::path& root, const std::string& args) {
 // A small git repository: src/auth/jwt.ts and src/auth/session.ts change together three times.
 void makeGitProject(const fs::path& root) {
   fs::create_directories(root);
-  ASSERT_EQ(std::system(("git -c init.defaultBranch=main init -q " + quote(root.string())).c_str()), 0);
-  writeFile(root / "README.md", "demo\n");
-  writeFile(root / "package.json", "{}\n");
-  writeFile(root / "src/app.ts", "import { verify } from './auth/jwt';\n");
+  ASSERT_EQ(std::system(("git -c init.defaultBranch=main init -q " + shellQuote(root.string())).c_str()), 0);
+  writeTextFile(root / "README.md", "demo\n");
+  writeTextFile(root / "package.json", "{}\n");
+  writeTextFile(root / "src/app.ts", "import { verify } from './auth/jwt';\n");
   for (int i = 0; i < 3; ++i) {
-    writeFile(root / "src/auth/jwt.ts", "export const verify = " + std::to_string(i) + ";\n");
-    writeFile(root / "src/auth/session.ts", "import { verify } from './jwt';\nexport const v = " + std::to_string(i) + ";\n");
+    writeTextFile(root / "src/auth/jwt.ts", "export const verify = " + std::to_string(i) + ";\n");
+    writeTextFile(root / "src/auth/session.ts", "import { verify } from './jwt';\nexport const v = " + std::to_string(i) + ";\n");
     git(root, "add -A");
     git(root, "commit -q -m 'auth change " + std::to_string(i) + "'");
   }
@@ -252,8 +241,8 @@ TEST_F(CliTest, EveryCommandAnswersInJsonMode) {
   EXPECT_EQ(memories, 4) << exported.out;
   EXPECT_EQ(tombstones, 1) << exported.out;  // the purged memory's rejection outlives it
   fs::path file = dir_ / "again.jsonl";
-  writeFile(file, exported.out);
-  json imported = ok("import " + quote(file.string()));
+  writeTextFile(file, exported.out);
+  json imported = ok("import " + shellQuote(file.string()));
   EXPECT_EQ(imported["created"], 0);
   EXPECT_TRUE(imported.contains("deduped") && imported.contains("rejected") && imported.contains("tombstones"));
 
@@ -316,8 +305,8 @@ TEST_F(CliTest, TheDaemonsErrorsExitOneWithTheErrorObjectOnStderr) {
   EXPECT_EQ(run("--json attach ffffffff README.md").exitCode, 1);
   EXPECT_EQ(run("--json export --state bogus").exitCode, 1);
   fs::path bad = dir_ / "bad.jsonl";
-  writeFile(bad, "{\"summary\": 42}\nnot json\n");
-  EXPECT_EQ(run("--json import " + quote(bad.string())).exitCode, 1);
+  writeTextFile(bad, "{\"summary\": 42}\nnot json\n");
+  EXPECT_EQ(run("--json import " + shellQuote(bad.string())).exitCode, 1);
   EXPECT_EQ(ok("list")["total"], 1);  // nothing half-imported
 }
 
@@ -398,9 +387,9 @@ class UnreachableTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
   CommandResult isolated(const std::string& args, const std::string& socketEnv = "") {
-    return runCommand("cd " + quote((dir_ / "proj").string()) + " && PATH=" + quote((dir_ / "empty").string()) +
-                      " MEMQ_SOCKET=" + quote(socketEnv.empty() ? socket_ : socketEnv) +
-                      " MEMQ_DATA_DIR=" + quote((dir_ / "data").string()) + " " + quote((dir_ / "bin/memq").string()) +
+    return runCommand("cd " + shellQuote((dir_ / "proj").string()) + " && PATH=" + shellQuote((dir_ / "empty").string()) +
+                      " MEMQ_SOCKET=" + shellQuote(socketEnv.empty() ? socket_ : socketEnv) +
+                      " MEMQ_DATA_DIR=" + shellQuote((dir_ / "data").string()) + " " + shellQuote((dir_ / "bin/memq").string()) +
                       " " + args);
   }
   fs::path dir_;
@@ -430,19 +419,19 @@ TEST_F(UnreachableTest, EveryDaemonCommandExitsThreeWhenNoDaemonCanBeStarted) {
 
 TEST_F(UnreachableTest, ASocketWhoseDirectoryCannotBeCreatedExitsThree) {
   // memqd is found (next to the real memq) but cannot make the socket's directory: a path under a regular file.
-  writeFile(dir_ / "plainfile", "x");
+  writeTextFile(dir_ / "plainfile", "x");
   std::string socket = (dir_ / "plainfile/sub/memqd.sock").string();
-  CommandResult r = runCommand("cd " + quote((dir_ / "proj").string()) + " && MEMQ_DATA_DIR=" +
-                               quote((dir_ / "data").string()) + " " + quote(binDir() + "/memq") + " --socket " +
-                               quote(socket) + " list");
+  CommandResult r = runCommand("cd " + shellQuote((dir_ / "proj").string()) + " && MEMQ_DATA_DIR=" +
+                               shellQuote((dir_ / "data").string()) + " " + shellQuote(binDir() + "/memq") + " --socket " +
+                               shellQuote(socket) + " list");
   EXPECT_EQ(r.exitCode, 3) << r.out << r.err;
   EXPECT_NE(r.err.find("memqd"), std::string::npos) << r.err;
 }
 
 TEST_F(UnreachableTest, AutostartStartsMemqdNextToMemqAndDaemonStopStopsIt) {
   std::string socket = (dir_ / "auto/memqd.sock").string();
-  std::string env = "cd " + quote((dir_ / "proj").string()) + " && MEMQ_SOCKET=" + quote(socket) +
-                    " MEMQ_DATA_DIR=" + quote((dir_ / "data").string()) + " " + quote(binDir() + "/memq") + " ";
+  std::string env = "cd " + shellQuote((dir_ / "proj").string()) + " && MEMQ_SOCKET=" + shellQuote(socket) +
+                    " MEMQ_DATA_DIR=" + shellQuote((dir_ / "data").string()) + " " + shellQuote(binDir() + "/memq") + " ";
   // Whatever happens below, no detached memqd outlives the test.
   struct Reaper {
     fs::path pidFile;
@@ -513,7 +502,7 @@ TEST_F(CliTest, FileArgumentsAreRelativeToTheWorkingDirectoryInsideTheProject) {
   EXPECT_EQ(ok("recall --file auth/jwt.ts", src + "/auth")["memories"].size(), 0u);  // would be src/auth/auth/jwt.ts
   EXPECT_EQ(ok("recall --file jwt.ts", src + "/auth")["memories"].size(), 1u);
   EXPECT_EQ(ok("recall --file ../src/auth/jwt.ts", src)["memories"].size(), 1u);
-  EXPECT_EQ(ok("recall --file " + quote(project_ + "/src/auth/jwt.ts"), src)["memories"].size(), 1u);
+  EXPECT_EQ(ok("recall --file " + shellQuote(project_ + "/src/auth/jwt.ts"), src)["memories"].size(), 1u);
 
   EXPECT_EQ(ok("list --file auth/jwt.ts", src)["total"], 1);
   json attached = ok("attach " + id + " auth/session.ts", src);
@@ -530,9 +519,9 @@ TEST_F(CliTest, FileArgumentsAreRelativeToTheWorkingDirectoryInsideTheProject) {
 
   // From outside the project (--project given), paths are relative to the project root.
   const std::string outside = dir_.string();
-  EXPECT_EQ(ok("--project " + quote(project_) + " recall --file src/auth/jwt.ts", outside)["memories"].size(), 1u);
-  EXPECT_EQ(ok("--project " + quote(src) + " recall --file src/auth/jwt.ts", outside)["memories"].size(), 1u);
-  EXPECT_EQ(ok("--project " + quote(project_) + " list --file src/auth/jwt.ts", outside)["total"], 1);
+  EXPECT_EQ(ok("--project " + shellQuote(project_) + " recall --file src/auth/jwt.ts", outside)["memories"].size(), 1u);
+  EXPECT_EQ(ok("--project " + shellQuote(src) + " recall --file src/auth/jwt.ts", outside)["memories"].size(), 1u);
+  EXPECT_EQ(ok("--project " + shellQuote(project_) + " list --file src/auth/jwt.ts", outside)["total"], 1);
 
   // Results show paths relative to the project root, whatever the working directory.
   EXPECT_EQ(ok("get " + id, src + "/auth")["files"], json({"src/auth/jwt.ts"}));
@@ -610,8 +599,8 @@ TEST_F(CliTest, ExportImportIsLosslessAcrossDaemons) {
     Memqd second(dir2);
     ASSERT_TRUE(second.start()) << second.log();
     fs::path file = dir2 / "memories.jsonl";
-    writeFile(file, first.out);
-    CommandResult imported = second.memq("--json import " + quote(file.string()), project2);
+    writeTextFile(file, first.out);
+    CommandResult imported = second.memq("--json import " + shellQuote(file.string()), project2);
     ASSERT_EQ(imported.exitCode, 0) << imported.err;
     json counts = parseJson(imported);
     EXPECT_EQ(counts["created"], 9) << counts.dump();
@@ -621,7 +610,7 @@ TEST_F(CliTest, ExportImportIsLosslessAcrossDaemons) {
     expectSameJsonl(again.out, first.out);
 
     // Importing the same file again changes nothing.
-    CommandResult twice = second.memq("--json import - < " + quote(file.string()), project2);
+    CommandResult twice = second.memq("--json import - < " + shellQuote(file.string()), project2);
     ASSERT_EQ(twice.exitCode, 0) << twice.err;
     EXPECT_EQ(parseJson(twice)["created"], 0) << twice.out;
     expectSameJsonl(second.memq("export --state all", project2).out, first.out);
@@ -632,7 +621,7 @@ TEST_F(CliTest, ExportImportIsLosslessAcrossDaemons) {
                                                            {"", "The API key lives in the repo"},
                                                            {"--scope global ", "Always use tabs"}};
     for (const auto& [scope, text] : blocked) {
-      CommandResult r = second.memq(std::string("--json ") + scope + "save " + quote(text), project2);
+      CommandResult r = second.memq(std::string("--json ") + scope + "save " + shellQuote(text), project2);
       ASSERT_EQ(r.exitCode, 0) << r.err;
       EXPECT_EQ(parseJson(r)["status"], "rejected") << text;
     }
@@ -656,7 +645,7 @@ TEST_F(CliTest, ExportImportIsLosslessAcrossDaemons) {
     {
       Memqd third(dir3);
       ASSERT_TRUE(third.start()) << third.log();
-      CommandResult all = third.memq("--json --scope project import " + quote(file.string()), project3);
+      CommandResult all = third.memq("--json --scope project import " + shellQuote(file.string()), project3);
       ASSERT_EQ(all.exitCode, 0) << all.err;
       EXPECT_EQ(parseJson(all)["created"], 9);
       EXPECT_EQ(parseJson(third.memq("--json --scope global list", project3))["total"], 0);
@@ -833,7 +822,7 @@ TEST_F(CliTest, ImportFromEmpryoBringsStatesFilesAndTopics) {
     insertFile(db, newId, std::nullopt, "/elsewhere/absolute.txt");  // never matched in the reference
   }
 
-  json r = ok("import --from-empryo " + quote(dbPath.string()));
+  json r = ok("import --from-empryo " + shellQuote(dbPath.string()));
   EXPECT_EQ(r["created"], 6) << r.dump();
   EXPECT_EQ(r["rejected"], 0) << r.dump();
 
@@ -890,13 +879,13 @@ TEST_F(CliTest, ImportFromEmpryoBringsStatesFilesAndTopics) {
   EXPECT_EQ(byText["memories"][0]["id"], active);
 
   // Importing again creates nothing new.
-  json again = ok("import --from-empryo " + quote(dbPath.string()));
+  json again = ok("import --from-empryo " + shellQuote(dbPath.string()));
   EXPECT_EQ(again["created"], 0) << again.dump();
   EXPECT_EQ(ok("list --state all --limit 100")["total"], 6);
 
   // Not a reference database: a usage error naming the file.
-  writeFile(dir_ / "notadb.db", "hello");
-  CommandResult bad = run("import --from-empryo " + quote((dir_ / "notadb.db").string()));
+  writeTextFile(dir_ / "notadb.db", "hello");
+  CommandResult bad = run("import --from-empryo " + shellQuote((dir_ / "notadb.db").string()));
   EXPECT_EQ(bad.exitCode, 2);
   EXPECT_NE(bad.err.find("notadb.db"), std::string::npos) << bad.err;
 }

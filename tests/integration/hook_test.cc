@@ -18,23 +18,12 @@ namespace {
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-void writeFile(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p) << text;
-}
-
 // A git project with two tracked files.
 void makeGitProject(const fs::path& root) {
-  writeFile(root / "src/auth/jwt.ts", "export const verify = 1;\n");
-  writeFile(root / "src/db/pool.ts", "export const pool = 1;\n");
-  std::string git = "git -C " + quote(root.string()) + " -c user.name=t -c user.email=t@memq -c commit.gpgsign=false ";
-  ASSERT_EQ(std::system(("git -c init.defaultBranch=main init -q " + quote(root.string())).c_str()), 0);
+  writeTextFile(root / "src/auth/jwt.ts", "export const verify = 1;\n");
+  writeTextFile(root / "src/db/pool.ts", "export const pool = 1;\n");
+  std::string git = "git -C " + shellQuote(root.string()) + " -c user.name=t -c user.email=t@memq -c commit.gpgsign=false ";
+  ASSERT_EQ(std::system(("git -c init.defaultBranch=main init -q " + shellQuote(root.string())).c_str()), 0);
   ASSERT_EQ(std::system((git + "add -A && " + git + "commit -q -m init >/dev/null").c_str()), 0);
 }
 
@@ -189,8 +178,8 @@ class HookWithoutDaemonTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
   CommandResult timedHook(const std::string& event, const json& input, std::chrono::milliseconds& took) {
-    std::string cmd = "MEMQ_SOCKET=" + quote(socket_) + " MEMQ_DATA_DIR=" + quote((dir_ / "data").string()) + " " +
-                      quote(binDir() + "/memq") + " hook claude-code " + event;
+    std::string cmd = "MEMQ_SOCKET=" + shellQuote(socket_) + " MEMQ_DATA_DIR=" + shellQuote((dir_ / "data").string()) + " " +
+                      shellQuote(binDir() + "/memq") + " hook claude-code " + event;
     auto start = Clock::now();
     CommandResult r = runCommand(cmd, input.dump());
     took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);

@@ -22,12 +22,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 std::string readFile(const fs::path& p) {
   std::ifstream in(p);
   std::stringstream s;
@@ -68,7 +62,7 @@ CommandResult installClient(const fs::path& work) {
   }
   if (fresh) return {0, "", ""};
   fs::remove(work / ".installed-lock.json");
-  CommandResult r = runCommand("cd " + quote(work.string()) +
+  CommandResult r = runCommand("cd " + shellQuote(work.string()) +
                                " && npm ci --no-audit --no-fund --loglevel=error --ignore-scripts");
   if (r.exitCode == 0) std::ofstream(work / ".installed-lock.json") << lock;
   return r;
@@ -86,9 +80,9 @@ TEST_F(McpTest, TheOfficialTypeScriptSdkClientListsSavesRecallsAndSeesToolErrors
   CommandResult install = installClient(work);
   ASSERT_EQ(install.exitCode, 0) << "npm ci failed (the npm registry must be reachable):\n" << install.out << install.err;
 
-  CommandResult r = runCommand("cd " + quote(work.string()) + " && MEMQ_BIN=" + quote(binDir() + "/memq") +
-                               " MEMQ_SOCKET=" + quote(daemon_->socket()) + " MEMQ_DATA_DIR=" +
-                               quote(daemon_->dataDir()) + " MEMQ_TEST_PROJECT=" + quote(project_) +
+  CommandResult r = runCommand("cd " + shellQuote(work.string()) + " && MEMQ_BIN=" + shellQuote(binDir() + "/memq") +
+                               " MEMQ_SOCKET=" + shellQuote(daemon_->socket()) + " MEMQ_DATA_DIR=" +
+                               shellQuote(daemon_->dataDir()) + " MEMQ_TEST_PROJECT=" + shellQuote(project_) +
                                " timeout 60 node client.mjs");
   EXPECT_EQ(r.exitCode, 0) << "client.mjs failed:\n" << r.out << r.err;
 

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <thread>
@@ -32,6 +33,19 @@ inline fs::path makeTempDir(const std::string& tag) {
                                      std::to_string(std::random_device{}() % 100000));
   fs::create_directories(dir);
   return dir;
+}
+
+// A string quoted for /bin/sh: single quotes, with embedded ones escaped.
+inline std::string shellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Writes `text` to `p`, creating its parent directories.
+inline void writeTextFile(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
 }
 
 struct CommandResult {
