@@ -255,18 +255,11 @@ bool CoChangeBuilder::commitFiles(git_commit* commit, std::vector<std::string>& 
   return true;
 }
 
-Result<CoChangeUpdate> CoChangeBuilder::rebuild(CoChangeCounts& counts, const git_oid& head) {
-  CoChangeUpdate update;
-  update.rebuilt = true;
-  counts.clear();
-  std::vector<git_oid> commits;
-  bool sawAll = false;
-  bool unused = false;
-  HistoryWalk(repo_).run(head, nullptr, options_.window, commits, sawAll, unused);
+void CoChangeBuilder::appendCommits(const std::vector<git_oid>& newestFirst, int64_t seq, CoChangeCounts& counts,
+                                    CoChangeUpdate& update) {
   std::vector<std::string> files;
-  // Oldest first, so seq grows with recency like the incremental path appends.
-  int64_t seq = 0;
-  for (auto it = commits.rbegin(); it != commits.rend(); ++it) {
+  // Oldest first, so seq grows with recency whether the window is rebuilt or extended.
+  for (auto it = newestFirst.rbegin(); it != newestFirst.rend(); ++it) {
     git_commit* raw = nullptr;
     bool counted = false;
     if (git_commit_lookup(&raw, repo_, &*it) == 0) {
@@ -275,9 +268,20 @@ Result<CoChangeUpdate> CoChangeBuilder::rebuild(CoChangeCounts& counts, const gi
       if (counted) counts.addCommit(files);
     }
     counts.window.push_back({seq++, oidHex(*it), counted});
+    update.added.push_back(counts.window.back());
   }
-  update.walkedCommits = commits.size();
-  update.added.assign(counts.window.begin(), counts.window.end());
+  update.walkedCommits += newestFirst.size();
+}
+
+Result<CoChangeUpdate> CoChangeBuilder::rebuild(CoChangeCounts& counts, const git_oid& head) {
+  CoChangeUpdate update;
+  update.rebuilt = true;
+  counts.clear();
+  std::vector<git_oid> commits;
+  bool sawAll = false;
+  bool unused = false;
+  HistoryWalk(repo_).run(head, nullptr, options_.window, commits, sawAll, unused);
+  appendCommits(commits, 0, counts, update);
   counts.head = oidHex(head);
   return update;
 }
@@ -326,18 +330,7 @@ Result<CoChangeUpdate> CoChangeBuilder::update(CoChangeCounts& counts, const git
 
   int64_t seq = counts.window.empty() ? 0 : counts.window.back().seq + 1;
   if (!update.removedSeqs.empty()) seq = std::max(seq, update.removedSeqs.back() + 1);
-  for (auto it = fresh.rbegin(); it != fresh.rend(); ++it) {
-    git_commit* raw = nullptr;
-    bool counted = false;
-    if (git_commit_lookup(&raw, repo_, &*it) == 0) {
-      CommitPtr commit(raw);
-      counted = commitFiles(commit.get(), files);
-      if (counted) counts.addCommit(files);
-    }
-    counts.window.push_back({seq++, oidHex(*it), counted});
-    update.added.push_back(counts.window.back());
-  }
-  update.walkedCommits = fresh.size();
+  appendCommits(fresh, seq, counts, update);
   counts.head = headHex;
   return update;
 }

@@ -70,6 +70,9 @@ class CoChangeBuilder {
   // The filtered, de-duplicated file list of one commit against its first parent. Returns false (and leaves
   // `files` empty) when the commit cannot be diffed or touches too many files: it is then not counted.
   bool commitFiles(git_commit* commit, std::vector<std::string>& files);
+  // Counts `newestFirst` (oldest first) into `counts`, appending them to its window from sequence number `seq`.
+  void appendCommits(const std::vector<git_oid>& newestFirst, int64_t seq, CoChangeCounts& counts,
+                     CoChangeUpdate& update);
 
  private:
   Result<CoChangeUpdate> rebuild(CoChangeCounts& counts, const git_oid& head);
