@@ -13,24 +13,13 @@ namespace memq {
 
 namespace {
 
-// Decodes one code point at `i` (input already validated as UTF-8); advances i.
-char32_t decodeAt(std::string_view s, size_t& i) {
-  unsigned char c = static_cast<unsigned char>(s[i]);
-  if (c < 0x80) { ++i; return c; }
-  int len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
-  char32_t cp = c & (0x3F >> (len - 1));
-  for (int k = 1; k < len && i + k < s.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-  i += len;
-  return cp;
-}
-
 bool isSpace(char32_t cp) { return cp == ' ' || cp == '\t' || cp == '\n' || cp == '\r' || isJsWhitespace(cp); }
 
 // The first `maxCodePoints` code points of s.
 std::string cutCodePoints(std::string_view s, size_t maxCodePoints) {
   size_t i = 0, n = 0;
   while (i < s.size() && n < maxCodePoints) {
-    decodeAt(s, i);
+    decodeUtf8At(s, i);
     ++n;
   }
   return std::string(s.substr(0, i));
@@ -50,7 +39,7 @@ std::string trimText(std::string_view text) {
   // leading
   while (begin < end) {
     size_t i = begin;
-    char32_t cp = decodeAt(text, i);
+    char32_t cp = decodeUtf8At(text, i);
     if (!isSpace(cp)) break;
     begin = i;
   }
@@ -59,7 +48,7 @@ std::string trimText(std::string_view text) {
     size_t start = end - 1;
     while (start > begin && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) --start;
     size_t i = start;
-    char32_t cp = decodeAt(text, i);
+    char32_t cp = decodeUtf8At(text, i);
     if (!isSpace(cp)) break;
     end = start;
   }
