@@ -15,6 +15,7 @@
 #include "daemon/store/database.h"
 #include "daemon/util/clock.h"
 #include "daemon/util/trigrams.h"
+#include "daemon/util/unicode.h"
 #include "daemon/util/uuid.h"
 
 namespace memq {
@@ -411,9 +412,10 @@ Result<SaveOutcome> MemoryStore::save(const NormalizedSave& input, const std::ve
         std::vector<std::string> topics = m.topics;
         if (input.mergeTopics) {
           std::unordered_set<std::string> have;
-          for (const auto& t : topics) have.insert(lower(t));
+          // The same case folding as normalizeTopics, so "Ärger" and "ärger" are one topic here too.
+          for (const auto& t : topics) have.insert(jsToLowerUtf8(t));
           for (const auto& t : input.topics) {
-            if (have.insert(lower(t)).second && topics.size() < kMaxTopics) {
+            if (have.insert(jsToLowerUtf8(t)).second && topics.size() < kMaxTopics) {
               topics.push_back(t);
               out.topicsMerged = true;
             }

@@ -109,6 +109,14 @@ TEST_F(StoreTest, DedupMergesTopicsOnlyWhenAsked) {
   r = store_->save(*n, {}, actor_);
   EXPECT_TRUE(r->topicsMerged);
   EXPECT_EQ(r->memory->topics, (std::vector<std::string>{"auth", "jwt"}));
+  // Merging folds case as saving does, beyond ASCII too.
+  in.topics = {"JWT", "\xc3\x84rger"};
+  n = normalizeSave(in, root_);
+  r = store_->save(*n, {}, actor_);
+  in.topics = {"\xc3\xa4rger"};
+  n = normalizeSave(in, root_);
+  r = store_->save(*n, {}, actor_);
+  EXPECT_EQ(r->memory->topics, (std::vector<std::string>{"auth", "jwt", "\xc3\x84rger"}));
 }
 
 TEST_F(StoreTest, ResavingHiddenTextNeverRevivesIt) {
