@@ -104,9 +104,8 @@ HintResult selectHints(HintState& state, std::vector<HintCandidate> candidates, 
   for (auto& c : candidates) {
     if (budgetSpent && !isLoud(c)) continue;  // pinned, gotcha and pref slip through a spent budget
     if (state.surfacedThisTurn.count(c.id)) continue;
-    if (!bypassesCooldown(c)) {
-      if (state.recentlySurfaced.count(c.id) || state.inheritedFromParent.count(c.id)) continue;
-    } else if (state.recentlySurfaced.count(c.id) && state.recentlySurfaced[c.id] == state.turn) {
+    // Pinned and pref rules skip the cooldown (and what a parent saw), but not the per-turn dedup above.
+    if (!bypassesCooldown(c) && (state.recentlySurfaced.count(c.id) || state.inheritedFromParent.count(c.id))) {
       continue;
     }
     fresh.push_back(std::move(c));

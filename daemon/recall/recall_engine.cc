@@ -269,19 +269,19 @@ std::vector<RecallHit> rankAndSelect(std::vector<Candidate> candidates, const Re
   return out;
 }
 
-void annotateStaleness(std::vector<RecallHit>& hits, RepoSignals& repo) {
-  for (auto& h : hits) {
-    for (const auto& f : h.memory.files) {
-      if (!f.blobId) continue;
-      auto current = repo.currentBlobId(f.path);
-      if (!current) {
-        h.missingFiles.push_back(f.path);
-      } else if (*current != *f.blobId) {
-        h.changedFiles.push_back(f.path);
-      }
+void annotateStaleness(RecallHit& h, RepoSignals& repo) {
+  h.changedFiles.clear();
+  h.missingFiles.clear();
+  for (const auto& f : h.memory.files) {
+    if (!f.blobId) continue;
+    auto current = repo.currentBlobId(f.path);
+    if (!current) {
+      h.missingFiles.push_back(f.path);
+    } else if (*current != *f.blobId) {
+      h.changedFiles.push_back(f.path);
     }
-    h.stale = !h.changedFiles.empty() || !h.missingFiles.empty();
   }
+  h.stale = !h.changedFiles.empty() || !h.missingFiles.empty();
 }
 
 nlohmann::json recallHitToJson(const RecallHit& hit, bool explain) {

@@ -89,8 +89,8 @@ std::string querySubject(const std::string& query);
 
 std::vector<RecallHit> rankAndSelect(std::vector<Candidate> candidates, const RecallRequest& request);
 
-// Marks hits whose referenced files changed (stale) or vanished since the memory recorded them.
-void annotateStaleness(std::vector<RecallHit>& hits, RepoSignals& repo);
+// Marks a hit whose referenced files changed (stale) or vanished since the memory recorded them.
+void annotateStaleness(RecallHit& hit, RepoSignals& repo);
 
 nlohmann::json recallHitToJson(const RecallHit& hit, bool explain);
 

@@ -555,10 +555,7 @@ Result<std::vector<RecallHit>> Service::recall(const CallContext& ctx, RecallReq
   if (project && project->repo) {
     // Staleness only means something against the project's own repository.
     for (auto& h : hits) {
-      if (h.memory.scope != "project") continue;
-      std::vector<RecallHit> single{std::move(h)};
-      annotateStaleness(single, *project->repo);
-      h = std::move(single.front());
+      if (h.memory.scope == "project") annotateStaleness(h, *project->repo);
     }
   }
   if (markUsed && !hits.empty()) {
@@ -814,12 +811,11 @@ Result<nlohmann::json> Service::reviewStale(const CallContext& ctx, size_t limit
   for (auto& m : *ms) {
     if (out.size() >= limit) break;
     RecallHit h;
-    h.memory = m;
-    std::vector<RecallHit> one{h};
-    annotateStaleness(one, *(*scope)->repo);
-    if (!one[0].changedFiles.empty()) {
-      auto j = memoryToJson(m);
-      j["changed_files"] = one[0].changedFiles;
+    h.memory = std::move(m);
+    annotateStaleness(h, *(*scope)->repo);
+    if (!h.changedFiles.empty()) {
+      auto j = memoryToJson(h.memory);
+      j["changed_files"] = h.changedFiles;
       out.push_back(j);
     }
   }
