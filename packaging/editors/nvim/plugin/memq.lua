@@ -1,0 +1,35 @@
+-- memq for Neovim: the commands and autocommands. What they do lives in lua/memq/init.lua; this file only declares
+-- them, so loading the plugin costs nothing until a command runs or a file buffer is entered.
+
+if vim.g.loaded_memq then
+  return
+end
+vim.g.loaded_memq = true
+
+if vim.fn.has('nvim-0.7') == 0 then
+  vim.notify('memq: the plugin needs Neovim 0.7 or newer', vim.log.levels.WARN)
+  return
+end
+
+vim.api.nvim_create_user_command('MemqRecall', function(command)
+  -- With no argument the word under the cursor is the query (nil tells recall() to take it).
+  require('memq').recall(command.args ~= '' and command.args or nil)
+end, { nargs = '*', desc = "memq: show the memories of this buffer's file" })
+
+vim.api.nvim_create_user_command('MemqSave', function(command)
+  require('memq').save(command.args)
+end, { nargs = '+', desc = 'memq: save a note attached to this file' })
+
+vim.api.nvim_create_user_command('MemqHints', function()
+  require('memq').show_hints()
+end, { nargs = 0, desc = "memq: print this buffer's hints" })
+
+local group = vim.api.nvim_create_augroup('memq', { clear = true })
+vim.api.nvim_create_autocmd('BufEnter', {
+  group = group,
+  desc = "memq: hints for the file being entered",
+  callback = function(event)
+    -- Entering a file is the editor's "user turn": it restarts the daemon's per-turn dedup.
+    require('memq').refresh_hints(event.buf, { new_turn = true })
+  end,
+})
