@@ -272,6 +272,10 @@ local function run_with_daemon()
   local status = memq.statusline()
   record(status:find('gotcha', 1, true) ~= nil and status:find('helper()', 1, true) ~= nil,
     'statusline() shows the hint', status)
+  messages = {}
+  vim.cmd('MemqHints')
+  record(message_matching('helper%(%) runs in the signal handler') ~= nil,
+    ':MemqHints prints the hint', messages[1] and messages[1].text)
   -- Coming back to the file keeps its hint on screen, although the daemon does not repeat it.
   vim.cmd('buffer ' .. app)
   vim.cmd('buffer ' .. util)

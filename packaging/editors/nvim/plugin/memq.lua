@@ -33,3 +33,10 @@ vim.api.nvim_create_autocmd('BufEnter', {
     require('memq').refresh_hints(event.buf, { new_turn = true })
   end,
 })
+vim.api.nvim_create_autocmd('BufWipeout', {
+  group = group,
+  desc = 'memq: forget the hints of a wiped buffer',
+  callback = function(event)
+    require('memq').forget_buffer(event.buf)
+  end,
+})

@@ -257,6 +257,11 @@ function M.statusline(bufnr)
   return escaped
 end
 
+-- A buffer went away: forget what it showed.
+function M.forget_buffer(bufnr)
+  buffer_hints[bufnr] = nil
+end
+
 -- The buffer's hints as lines (what :MemqHints prints).
 function M.hint_lines(bufnr)
   bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
@@ -395,7 +400,7 @@ local function open_recall_window(lines)
   height = math.min(height, math.max(3, vim.o.lines - 6))
   recall_window = vim.api.nvim_open_win(buf, true, {
     relative = 'editor',
-    row = math.floor((vim.o.lines - height) / 2) - 1,
+    row = math.max(0, math.floor((vim.o.lines - height) / 2) - 1),
     col = math.floor((vim.o.columns - width) / 2),
     width = width,
     height = height,
