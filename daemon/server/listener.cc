@@ -38,6 +38,35 @@ std::string readPid(const std::string& socketPath) {
   return pid;
 }
 
+// What systemd passes for a ListenStream= unit: a listening AF_UNIX stream socket. Anything else on fd 3 (a file,
+// a closed descriptor, a connected socket) means the environment is wrong, and serving it would fail obscurely.
+bool isListeningUnixStream(int fd, std::string& why) {
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) {
+    why = std::string("it is not open (") + std::strerror(errno) + ")";
+    return false;
+  }
+  if (!S_ISSOCK(st.st_mode)) {
+    why = "it is not a socket";
+    return false;
+  }
+  int type = 0, listening = 0;
+  socklen_t len = sizeof type;
+  sockaddr_storage addr{};
+  socklen_t addrLen = sizeof addr;
+  if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &addrLen) != 0 || addr.ss_family != AF_UNIX) {
+    why = "it is not a Unix stream socket";
+    return false;
+  }
+  len = sizeof listening;
+  if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening) {
+    why = "it is not listening";
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string pidFilePathFor(const std::string& socketPath) {
@@ -78,6 +107,12 @@ Result<ListeningSocket> openListeningSocket(const std::string& path) {
       ::unsetenv("LISTEN_FDS");
       ::unsetenv("LISTEN_PID");
       ::unsetenv("LISTEN_FDNAMES");
+      std::string why;
+      if (!isListeningUnixStream(3, why)) {
+        return Status(ErrorCode::kInternalError,
+                      std::string("LISTEN_FDS=") + fds + " names this process, but file descriptor 3 cannot be served: " +
+                          why + "; expected the listening Unix socket passed by socket activation");
+      }
       ::fcntl(3, F_SETFD, FD_CLOEXEC);
       return ListeningSocket{3, path, true};
     }
