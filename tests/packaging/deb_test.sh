@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the Debian package with CPack from a configured and built build directory, unpacks it into a scratch
 # root, and checks what a user would get: both binaries run from /usr/bin, the man pages, the systemd user units
-# (with ExecStart pointing at /usr/bin/memqd) and the bash completion are there, and the package declares its
-# runtime dependencies.
+# (with ExecStart pointing at /usr/bin/memqd), the bash completion and the Neovim plugin are there, and the package
+# declares its runtime dependencies.
 # Usage: deb_test.sh BUILD_DIR. Exits 77 (skipped) when dpkg-deb or cpack is missing.
 set -euo pipefail
 
@@ -46,7 +46,8 @@ dpkg-deb -x "$deb" "$root"
 contents=$(dpkg-deb -c "$deb")
 for path in ./usr/bin/memq ./usr/bin/memqd ./usr/share/man/man1/memq.1 ./usr/share/man/man8/memqd.8 \
             ./usr/lib/systemd/user/memqd.socket ./usr/lib/systemd/user/memqd.service \
-            ./usr/share/bash-completion/completions/memq ./usr/share/doc/memq/protocol.md; do
+            ./usr/share/bash-completion/completions/memq ./usr/share/doc/memq/protocol.md \
+            ./usr/share/memq/editors/nvim/plugin/memq.lua ./usr/share/memq/editors/nvim/lua/memq/init.lua; do
   grep -qF " $path" <<<"$contents" || fail "$path is not in the package"
 done
 
