@@ -15,7 +15,7 @@ DEB_PACKAGES := build-essential cmake ninja-build ccache pkg-config git python3 
   libsqlite3-dev libsqlitecpp-dev nlohmann-json3-dev libasio-dev libgit2-dev libspdlog-dev \
   libgtest-dev libgmock-dev neovim
 
-.PHONY: all build run test clean deps configure install package test-asan test-tsan
+.PHONY: all build run test clean deps configure install package test-asan test-tsan fuzz
 
 all: build
 
@@ -63,5 +63,25 @@ test-tsan: deps
 	cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && ctest --output-on-failure --timeout $(CTEST_TIMEOUT) -R 'Concurren|Clients|Thread'
 
+# The libFuzzer targets of tests/fuzz (clang, with ASan and UBSan), each run for FUZZ_SECONDS on a copy of its seeds
+# in tests/fuzz/corpus/<target>/, so the committed seeds never change. A crash stops the run and leaves the input in
+# build-fuzz/fuzz/run/<target>/artifacts/.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := framing envelope fts_query file_path
+fuzz: DEB_PACKAGES += clang libclang-rt-14-dev
+fuzz: deps
+	cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+	  -DCMAKE_CXX_COMPILER=clang++ -DMEMQ_FUZZ=ON -DMEMQ_BUILD_TESTS=OFF
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_targets
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  run=build-fuzz/fuzz/run/$$t; rm -rf $$run; mkdir -p $$run/corpus $$run/artifacts; \
+	  cp tests/fuzz/corpus/$$t/* $$run/corpus/; \
+	  echo "== fuzz_$$t: $(FUZZ_SECONDS) s"; \
+	  build-fuzz/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	    -artifact_prefix=$$run/artifacts/ -print_final_stats=1 $$run/corpus 2>$$run/log || \
+	    { tail -n 40 $$run/log; echo "fuzz_$$t failed; the input is in $$run/artifacts/"; exit 1; }; \
+	  grep -E '^stat::number_of_executed_units|DONE' $$run/log; \
+	done
+
 clean:
-	rm -rf $(BUILD_DIR) build-asan build-tsan
+	rm -rf $(BUILD_DIR) build-asan build-tsan build-fuzz
