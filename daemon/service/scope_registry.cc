@@ -1,4 +1,4 @@
-// Lazy opening and idle closing of scope databases; see scope_registry.h.
+// Lazy opening and idle closing of scope databases, and per-root repository signals; see scope_registry.h.
 #include "daemon/service/scope_registry.h"
 
 #include <spdlog/spdlog.h>
@@ -7,15 +7,10 @@ namespace memq {
 
 ScopeRegistry::ScopeRegistry(ScopeRegistryOptions options) : options_(std::move(options)) {}
 
-Result<std::shared_ptr<Scope>> ScopeRegistry::openScope(const std::string& key, const std::string& name,
-                                                        const std::string& path, const std::string& root,
-                                                        const ProjectLocation* location) {
-  // Called with mutex_ held.
-  auto it = scopes_.find(key);
-  if (it != scopes_.end()) {
-    it->second->lastUsed = std::chrono::steady_clock::now();
-    return it->second;
-  }
+Result<std::shared_ptr<ScopeDatabase>> ScopeRegistry::openDatabase(const std::string& name, const std::string& path,
+                                                                   const std::string& root) {
+  auto it = databases_.find(path);
+  if (it != databases_.end()) return it->second;
   StoreOptions so;
   so.path = path;
   so.scope = name;
@@ -28,23 +23,39 @@ Result<std::shared_ptr<Scope>> ScopeRegistry::openScope(const std::string& key, 
                                                                        : ErrorCode::kScopeUnavailable,
                   store.status().message(), nlohmann::json{{"scope", name}, {"path", path}});
   }
+  auto db = std::make_shared<ScopeDatabase>();
+  db->path = path;
+  db->store = std::move(*store);
+  databases_[path] = db;
+  spdlog::info("opened {} scope {}", name, path);
+  return db;
+}
+
+Result<std::shared_ptr<Scope>> ScopeRegistry::openScope(const std::string& key, const std::string& name,
+                                                        const std::string& dbPath, const ProjectLocation* location) {
+  auto it = scopes_.find(key);
+  if (it != scopes_.end()) {
+    it->second->lastUsed = std::chrono::steady_clock::now();
+    return it->second;
+  }
+  auto db = openDatabase(name, dbPath, location ? location->root : "");
+  if (!db) return db.status();
   auto scope = std::make_shared<Scope>();
   scope->name = name;
-  scope->store = std::move(*store);
+  scope->db = std::move(*db);
   if (location) {
     scope->location = *location;
+    // Signals follow the work tree, not the database: a linked worktree has its own HEAD, index and files.
     if (options_.repoFactory && location->inGit) scope->repo = options_.repoFactory(*location);
   }
   scope->lastUsed = std::chrono::steady_clock::now();
   scopes_[key] = scope;
-  spdlog::info("opened {} scope {}", name, path);
   return scope;
 }
 
 Result<std::shared_ptr<Scope>> ScopeRegistry::global() {
   std::lock_guard lock(mutex_);
-  std::string path = options_.dataDir + "/global.db";
-  return openScope(path, "global", path, "", nullptr);
+  return openScope("", "global", options_.dataDir + "/global.db", nullptr);
 }
 
 Result<ProjectLocation> ScopeRegistry::locate(const std::string& dir) {
@@ -67,18 +78,26 @@ Result<std::shared_ptr<Scope>> ScopeRegistry::project(const std::string& dir) {
   auto loc = locate(dir);
   if (!loc) return loc.status();
   std::lock_guard lock(mutex_);
-  return openScope(loc->dbPath, "project", loc->dbPath, loc->root, &*loc);
+  return openScope(loc->root, "project", loc->dbPath, &*loc);
 }
 
 size_t ScopeRegistry::closeIdle(std::chrono::steady_clock::duration idle) {
   std::lock_guard lock(mutex_);
-  size_t closed = 0;
   auto now = std::chrono::steady_clock::now();
   for (auto it = scopes_.begin(); it != scopes_.end();) {
     // use_count 1: only the registry holds it, so no request is inside it.
     if (it->second.use_count() == 1 && now - it->second->lastUsed > idle) {
-      spdlog::info("closing idle scope {}", it->first);
       it = scopes_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  size_t closed = 0;
+  for (auto it = databases_.begin(); it != databases_.end();) {
+    // Only the registry holds it: every scope (root) using it was idle and forgotten above.
+    if (it->second.use_count() == 1) {
+      spdlog::info("closing idle scope {}", it->first);
+      it = databases_.erase(it);
       ++closed;
     } else {
       ++it;
@@ -88,21 +107,21 @@ size_t ScopeRegistry::closeIdle(std::chrono::steady_clock::duration idle) {
 }
 
 void ScopeRegistry::checkpointAll() {
-  std::vector<std::shared_ptr<Scope>> open;
+  std::vector<std::shared_ptr<ScopeDatabase>> open;
   {
     std::lock_guard lock(mutex_);
-    for (const auto& [k, v] : scopes_) open.push_back(v);
+    for (const auto& [k, v] : databases_) open.push_back(v);
   }
-  for (auto& scope : open) {
-    std::lock_guard lock(scope->mutex);
-    if (Status st = scope->store->checkpoint(); !st) spdlog::warn("checkpoint of {} failed: {}", scope->store->path(), st.message());
+  for (auto& db : open) {
+    std::lock_guard lock(db->mutex);
+    if (Status st = db->store->checkpoint(); !st) spdlog::warn("checkpoint of {} failed: {}", db->path, st.message());
   }
 }
 
 std::vector<std::string> ScopeRegistry::openScopePaths() {
   std::lock_guard lock(mutex_);
   std::vector<std::string> out;
-  for (const auto& [k, v] : scopes_) out.push_back(k);
+  for (const auto& [k, v] : databases_) out.push_back(k);
   return out;
 }
 

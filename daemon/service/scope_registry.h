@@ -1,7 +1,10 @@
-// ScopeRegistry: the open databases — the global one and one per project root — shared by every connection,
-// opened lazily on first use and closed when idle (MEMQ.md §4).
-// Scope: one database with its lock. Every call into scope->store (and scope->repo's use by recall) happens while
-// holding scope->mutex; that is what serialises writes per scope.
+// ScopeRegistry: the open databases — the global one and one per project — shared by every connection, opened
+// lazily on first use and closed when idle (MEMQ.md §4); and, per project root, that work tree's repository signals.
+// ScopeDatabase: one database file with its lock. Every call into its store (and a repository's use by recall)
+// happens while holding its mutex; that is what serialises writes per database.
+// Scope: a scope as one project root sees it. Linked git worktrees of one repository share one database (it lives in
+// the common git dir) but each has its own files, HEAD and index, so location and repo belong to the root, while db
+// is shared: two roots of one repository get two Scopes holding the same ScopeDatabase.
 // Thread-safety: ScopeRegistry is thread-safe.
 #pragma once
 
@@ -19,12 +22,17 @@
 
 namespace memq {
 
-struct Scope {
-  std::string name;  // "global" | "project"
-  ProjectLocation location;  // project scopes only
+struct ScopeDatabase {
+  std::string path;
   std::mutex mutex;
   std::unique_ptr<MemoryStore> store;
-  std::shared_ptr<RepoSignals> repo;  // project scopes in git; may be null
+};
+
+struct Scope {
+  std::string name;  // "global" | "project"
+  ProjectLocation location;  // project scopes only: the work tree (root) the requests name
+  std::shared_ptr<ScopeDatabase> db;
+  std::shared_ptr<RepoSignals> repo;  // this work tree's signals, for project scopes in git; may be null
   std::chrono::steady_clock::time_point lastUsed;
 };
 
@@ -46,19 +54,25 @@ class ScopeRegistry {
   Result<std::shared_ptr<Scope>> project(const std::string& dir);
   Result<ProjectLocation> locate(const std::string& dir);
 
-  // Closes scopes nobody holds and nobody used for `idle`. Returns how many were closed.
+  // Forgets scopes nobody holds and nobody used for `idle`, and closes the databases no remaining scope holds.
+  // Returns how many databases were closed.
   size_t closeIdle(std::chrono::steady_clock::duration idle);
+  // The paths of the open databases (one per repository, however many of its worktrees are in use).
   std::vector<std::string> openScopePaths();
   // Copies each open scope's WAL back into its database (saves never pay for that themselves).
   void checkpointAll();
 
  private:
-  Result<std::shared_ptr<Scope>> openScope(const std::string& key, const std::string& name, const std::string& path,
-                                           const std::string& root, const ProjectLocation* location);
+  // Both REQUIRE mutex_ held.
+  Result<std::shared_ptr<ScopeDatabase>> openDatabase(const std::string& name, const std::string& path,
+                                                      const std::string& root);
+  Result<std::shared_ptr<Scope>> openScope(const std::string& key, const std::string& name, const std::string& dbPath,
+                                           const ProjectLocation* location);
 
   ScopeRegistryOptions options_;
   std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<Scope>> scopes_;  // key: database path
+  std::map<std::string, std::shared_ptr<ScopeDatabase>> databases_;  // key: database path
+  std::map<std::string, std::shared_ptr<Scope>> scopes_;  // key: project root ("" for the global scope)
   std::map<std::string, ProjectLocation> locations_;      // key: directory asked for
 };
 

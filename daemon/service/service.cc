@@ -299,8 +299,8 @@ Result<Service::Resolved> Service::resolve(const CallContext& ctx, const std::st
   std::vector<Resolved> found;
   nlohmann::json candidates = nlohmann::json::array();
   for (auto& scope : scopes) {
-    std::lock_guard lock(scope->mutex);
-    auto ids = scope->store->matchIds(idOrPrefix, 10);
+    std::lock_guard lock(scope->db->mutex);
+    auto ids = scope->db->store->matchIds(idOrPrefix, 10);
     if (!ids) return ids.status();
     for (const auto& id : *ids) {
       if (id == idOrPrefix) return Resolved{scope, id};  // an exact id wins outright
@@ -376,8 +376,8 @@ Result<nlohmann::json> Service::save(const CallContext& ctx, const SaveInput& ra
   actor.source = normalized->source;
   Result<SaveOutcome> outcome = Status::internal("unreached");
   {
-    std::lock_guard lock((*scope)->mutex);
-    outcome = (*scope)->store->save(*normalized, files, actor);
+    std::lock_guard lock((*scope)->db->mutex);
+    outcome = (*scope)->db->store->save(*normalized, files, actor);
   }
   if (!outcome) return outcome.status();
   if (outcome->status == "created") emit(**scope, outcome->id, "create");
@@ -413,8 +413,8 @@ Result<Memory> Service::get(const CallContext& ctx, const std::string& id) {
   }
   auto r = resolve(ctx, id);
   if (!r) return r.status();
-  std::lock_guard lock(r->scope->mutex);
-  auto m = r->scope->store->get(r->id);
+  std::lock_guard lock(r->scope->db->mutex);
+  auto m = r->scope->db->store->get(r->id);
   if (m && ctx.client) {
     std::lock_guard c(ctx.client->mutex);
     ctx.client->hints.actedThisTurn = true;
@@ -432,10 +432,10 @@ Result<Memory> Service::mutate(const CallContext& ctx, const std::string& id, co
   Result<Memory> out = Status::internal("unreached");
   std::string before;
   {
-    std::lock_guard lock(r->scope->mutex);
-    auto m = r->scope->store->get(r->id);
+    std::lock_guard lock(r->scope->db->mutex);
+    auto m = r->scope->db->store->get(r->id);
     if (m) before = m->updatedAt;
-    out = op(*r->scope->store, r->id);
+    out = op(*r->scope->db->store, r->id);
   }
   if (out && out->updatedAt != before) emit(*r->scope, r->id, action);
   return out;
@@ -472,10 +472,10 @@ Result<Memory> Service::update(const CallContext& ctx, const std::string& id, co
   Result<Memory> out = Status::internal("unreached");
   std::string before;
   {
-    std::lock_guard lock(r->scope->mutex);
-    auto m = r->scope->store->get(r->id);
+    std::lock_guard lock(r->scope->db->mutex);
+    auto m = r->scope->db->store->get(r->id);
     if (m) before = m->updatedAt;
-    out = r->scope->store->update(r->id, in, ctx.actor);
+    out = r->scope->db->store->update(r->id, in, ctx.actor);
   }
   if (out && out->updatedAt != before) emit(*r->scope, r->id, "update");
   return out;
@@ -495,8 +495,8 @@ Result<ListResult> Service::list(const CallContext& ctx, const ListFilter& filte
     f.file = p->front();
   }
   for (auto& scope : *scopes) {
-    std::lock_guard lock(scope->mutex);
-    auto l = scope->store->list(f);
+    std::lock_guard lock(scope->db->mutex);
+    auto l = scope->db->store->list(f);
     if (!l) return l.status();
     out.total += l->total;
     for (auto& m : l->memories) out.memories.push_back(std::move(m));
@@ -546,8 +546,8 @@ Result<std::vector<RecallHit>> Service::recall(const CallContext& ctx, RecallReq
   PreparedQuery query = prepareQuery(request, *options_.embedder, project ? project->repo.get() : nullptr);
   std::vector<Candidate> all;
   for (auto& scope : *scopes) {
-    std::lock_guard lock(scope->mutex);
-    auto c = gatherCandidates(*scope->store, request, query, scope->name == "project" ? scope->repo.get() : nullptr);
+    std::lock_guard lock(scope->db->mutex);
+    auto c = gatherCandidates(*scope->db->store, request, query, scope->name == "project" ? scope->repo.get() : nullptr);
     if (!c) return c.status();
     for (auto& cand : *c) all.push_back(std::move(cand));
   }
@@ -565,9 +565,9 @@ Result<std::vector<RecallHit>> Service::recall(const CallContext& ctx, RecallReq
         if (h.memory.scope == scope->name) pks.push_back(h.memory.pk);
       }
       if (pks.empty()) continue;
-      std::lock_guard lock(scope->mutex);
-      auto st = scope->store->markUsed(pks);
-      if (!st) spdlog::warn("could not record usage in {}: {}", scope->store->path(), st.message());
+      std::lock_guard lock(scope->db->mutex);
+      auto st = scope->db->store->markUsed(pks);
+      if (!st) spdlog::warn("could not record usage in {}: {}", scope->db->store->path(), st.message());
     }
   }
   return hits;
@@ -595,14 +595,14 @@ Result<std::pair<Memory, Memory>> Service::supersede(const CallContext& ctx, con
   if (!oldR) return oldR.status();
   auto byR = resolve(ctx, by, "by");
   if (!byR) return byR.status();
-  if (oldR->scope != byR->scope) {
+  if (oldR->scope->db != byR->scope->db) {
     return Status(ErrorCode::kInvalidParams, "a memory can only be superseded by one in the same scope",
                   nlohmann::json{{"field", "by"}});
   }
   Result<std::pair<Memory, Memory>> out = Status::internal("unreached");
   {
-    std::lock_guard lock(oldR->scope->mutex);
-    out = oldR->scope->store->supersede(oldR->id, byR->id, ctx.actor);
+    std::lock_guard lock(oldR->scope->db->mutex);
+    out = oldR->scope->db->store->supersede(oldR->id, byR->id, ctx.actor);
   }
   if (out) emit(*oldR->scope, oldR->id, "supersede");
   return out;
@@ -628,8 +628,8 @@ Status Service::purge(const CallContext& ctx, const std::string& id, bool confir
   if (!r) return r.status();
   Status st;
   {
-    std::lock_guard lock(r->scope->mutex);
-    st = r->scope->store->purge(r->id, true, ctx.actor);
+    std::lock_guard lock(r->scope->db->mutex);
+    st = r->scope->db->store->purge(r->id, true, ctx.actor);
   }
   if (st) emit(*r->scope, r->id, "purge");
   return st;
@@ -676,13 +676,13 @@ Result<HintResult> Service::hintsForTool(const CallContext& ctx, const std::stri
     candidates.push_back({m.id, m.summary, m.category, m.pinned, direct});
   };
   for (auto& scope : *scopes) {
-    std::lock_guard lock(scope->mutex);
+    std::lock_guard lock(scope->db->mutex);
     if (!files.empty()) {
-      auto hits = scope->store->findByPaths(files, 100);
+      auto hits = scope->db->store->findByPaths(files, 100);
       if (!hits) return hits.status();
       std::vector<int64_t> pks;
       for (const auto& h : *hits) pks.push_back(h.pk);
-      auto ms = scope->store->loadMany(pks);
+      auto ms = scope->db->store->loadMany(pks);
       if (!ms) return ms.status();
       for (const auto& m : *ms) add(m, true);
     }
@@ -690,21 +690,21 @@ Result<HintResult> Service::hintsForTool(const CallContext& ctx, const std::stri
       ListFilter f;
       f.topic = "git";
       f.limit = 20;
-      auto l = scope->store->list(f);
+      auto l = scope->db->store->list(f);
       if (l) {
         for (const auto& m : l->memories) add(m, false);
       }
     }
     if (!query.empty()) {
       // A relevance floor: only strong text matches become hints (bm25 within half of the best hit).
-      auto hits = scope->store->searchFts(FtsLane::kUnicode, unicodeMatch(query), 5);
+      auto hits = scope->db->store->searchFts(FtsLane::kUnicode, unicodeMatch(query), 5);
       if (!hits) return hits.status();
       double best = hits->empty() ? 0 : hits->front().bm25;
       std::vector<int64_t> pks;
       for (const auto& h : *hits) {
         if (best < 0 && h.bm25 <= 0.5 * best) pks.push_back(h.pk);
       }
-      auto ms = scope->store->loadMany(pks);
+      auto ms = scope->db->store->loadMany(pks);
       if (!ms) return ms.status();
       for (const auto& m : *ms) add(m, false);
     }
@@ -766,8 +766,8 @@ Result<nlohmann::json> Service::reviewClusters(const CallContext& ctx, double mi
   if (!scopes) return scopes.status();
   nlohmann::json clusters = nlohmann::json::array();
   for (auto& scope : *scopes) {
-    std::lock_guard lock(scope->mutex);
-    auto edges = scope->store->similarEdges(minWeight);
+    std::lock_guard lock(scope->db->mutex);
+    auto edges = scope->db->store->similarEdges(minWeight);
     if (!edges) return edges.status();
     // Union-find over strong similar edges: each component is one cluster to review.
     std::unordered_map<std::string, std::string> parent;
@@ -791,7 +791,7 @@ Result<nlohmann::json> Service::reviewClusters(const CallContext& ctx, double mi
       std::sort(ids.begin(), ids.end());
       nlohmann::json members = nlohmann::json::array();
       for (const auto& id : ids) {
-        auto m = scope->store->get(id);
+        auto m = scope->db->store->get(id);
         if (m) members.push_back(memoryToJson(*m));
       }
       clusters.push_back({{"scope", scope->name}, {"weight", maxWeight[rootId]}, {"memories", members}});
@@ -805,8 +805,8 @@ Result<nlohmann::json> Service::reviewStale(const CallContext& ctx, size_t limit
   if (!scope) return scope.status();
   nlohmann::json out = nlohmann::json::array();
   if (!(*scope)->repo) return nlohmann::json{{"memories", out}};
-  std::lock_guard lock((*scope)->mutex);
-  auto ms = (*scope)->store->memoriesWithFiles(100000);
+  std::lock_guard lock((*scope)->db->mutex);
+  auto ms = (*scope)->db->store->memoriesWithFiles(100000);
   if (!ms) return ms.status();
   for (auto& m : *ms) {
     if (out.size() >= limit) break;
@@ -826,8 +826,8 @@ Result<nlohmann::json> Service::reviewDead(const CallContext& ctx, size_t limit)
   auto scope = projectScope(ctx);
   if (!scope) return scope.status();
   nlohmann::json out = nlohmann::json::array();
-  std::lock_guard lock((*scope)->mutex);
-  auto ms = (*scope)->store->memoriesWithFiles(100000);
+  std::lock_guard lock((*scope)->db->mutex);
+  auto ms = (*scope)->db->store->memoriesWithFiles(100000);
   if (!ms) return ms.status();
   namespace fs = std::filesystem;
   for (auto& m : *ms) {
@@ -855,11 +855,11 @@ Result<nlohmann::json> Service::auditList(const CallContext& ctx, const AuditFil
   for (auto& scope : *scopes) {
     if (filter.memoryId) {
       auto r = resolve(ctx, *filter.memoryId);
-      if (r && r->scope != scope) continue;
+      if (r && r->scope->db != scope->db) continue;
       if (r) f.memoryId = r->id;
     }
-    std::lock_guard lock(scope->mutex);
-    auto list = scope->store->audit(f);
+    std::lock_guard lock(scope->db->mutex);
+    auto list = scope->db->store->audit(f);
     if (!list) return list.status();
     for (const auto& e : *list) {
       events.push_back({{"seq", e.seq}, {"at", e.at}, {"scope", scope->name}, {"memory_id", e.memoryId},
@@ -874,11 +874,11 @@ Result<std::string> Service::exportJsonl(const CallContext& ctx, std::optional<M
   if (!scopes) return scopes.status();
   std::string out;
   for (auto& scope : *scopes) {
-    std::lock_guard lock(scope->mutex);
+    std::lock_guard lock(scope->db->mutex);
     ListFilter f;
     f.state = allStates ? std::nullopt : std::optional<MemoryState>(state.value_or(MemoryState::kActive));
     f.limit = 1 << 30;
-    auto l = scope->store->list(f);
+    auto l = scope->db->store->list(f);
     if (!l) return l.status();
     // Export order is creation order so that export → import → export is byte-identical.
     std::stable_sort(l->memories.begin(), l->memories.end(), [](const Memory& a, const Memory& b) {
@@ -896,7 +896,7 @@ Result<std::string> Service::exportJsonl(const CallContext& ctx, std::optional<M
       out += j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     }
     if (allStates || state == MemoryState::kRejected) {
-      auto tombs = scope->store->tombstones();
+      auto tombs = scope->db->store->tombstones();
       if (!tombs) return tombs.status();
       for (const auto& t : *tombs) {
         out += nlohmann::json{{"type", "tombstone"}, {"scope", scope->name}, {"content_hash", t.contentHash},
@@ -994,13 +994,13 @@ Result<ImportCounts> Service::importJsonl(const CallContext& ctx, const std::str
     }
   }
   {
-    std::lock_guard lock((*scope)->mutex);
+    std::lock_guard lock((*scope)->db->mutex);
     for (const auto& t : tombstones) {
-      MEMQ_RETURN_IF_ERROR((*scope)->store->importTombstone(t));
+      MEMQ_RETURN_IF_ERROR((*scope)->db->store->importTombstone(t));
       ++counts.tombstones;
     }
     for (const auto& m : memories) {
-      auto r = (*scope)->store->importRecord(m, ctx.actor);
+      auto r = (*scope)->db->store->importRecord(m, ctx.actor);
       if (!r) return r.status();
       if (*r == "created") ++counts.created;
       else if (*r == "deduped") ++counts.deduped;
@@ -1016,8 +1016,8 @@ Result<nlohmann::json> Service::stats(const CallContext& ctx) {
   if (!scopes) return scopes.status();
   nlohmann::json out = nlohmann::json::object();
   for (auto& scope : *scopes) {
-    std::lock_guard lock(scope->mutex);
-    auto s = scope->store->stats();
+    std::lock_guard lock(scope->db->mutex);
+    auto s = scope->db->store->stats();
     if (!s) return s.status();
     if (scope->repo) (*s)["cochange_head"] = scope->repo->head();
     out[scope->name] = *s;

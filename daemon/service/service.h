@@ -115,7 +115,8 @@ class Service {
     std::shared_ptr<Scope> scope;
     std::string id;
   };
-  // Readable scopes in order (project first).
+  // Readable scopes in order (project first). A project Scope carries the database of the repository and the
+  // signals of the work tree `project_root` names.
   Result<std::vector<std::shared_ptr<Scope>>> readScopes(const CallContext& ctx);
   Result<std::shared_ptr<Scope>> writeScope(const CallContext& ctx);
   Result<std::shared_ptr<Scope>> projectScope(const CallContext& ctx);
