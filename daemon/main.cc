@@ -74,6 +74,11 @@ bool parseFlags(int argc, char** argv, Flags& f, std::string& error) {
     } else if (a == "--log-level") {
       if (!(v = value("--log-level"))) return false;
       f.logLevel = v;
+      // spdlog maps any name it does not know to "off"; a typo must not silently disable the log.
+      if (spdlog::level::from_str(f.logLevel) == spdlog::level::off && f.logLevel != "off") {
+        error = "--log-level must be trace, debug, info, warn, error, critical or off (got '" + f.logLevel + "')";
+        return false;
+      }
     } else if (a == "--max-message-bytes") {
       if (!(v = value("--max-message-bytes"))) return false;
       char* end = nullptr;

@@ -285,6 +285,24 @@ TEST_F(DaemonTest, ASecondDaemonOnTheSameSocketExitsNamingTheFirst) {
   EXPECT_NE(r.err.find(std::to_string(daemon_->pid())), std::string::npos) << r.err;
 }
 
+TEST(MemqdFlags, AnUnknownLogLevelIsAUsageErrorNamingTheOption) {
+  fs::path dir = makeTempDir("lvl");
+  const std::string socket = (dir / "memqd.sock").string();
+  auto r = runCommand("'" + binDir() + "/memqd' --foreground --log-level nonsense --socket '" + socket +
+                      "' --data-dir '" + (dir / "data").string() + "'");
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find("--log-level"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("nonsense"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(socket));
+  // "off" is a real level (the one unknown names used to fall to), and spdlog's short names are accepted.
+  for (const char* level : {"off", "warn"}) {
+    auto ok = runCommand("'" + binDir() + "/memqd' --log-level " + level + " --foreground --socket '" + socket +
+                         "' --data-dir '" + (dir / "data").string() + "' --idle-exit 1");
+    EXPECT_EQ(ok.exitCode, 0) << level << ": " << ok.err;
+  }
+  fs::remove_all(dir);
+}
+
 TEST_F(DaemonTest, AStaleSocketFileIsReplaced) {
   daemon_->kill9();  // leaves the socket file behind, with nobody listening
   ASSERT_TRUE(fs::exists(daemon_->socket()));
