@@ -1,0 +1,485 @@
+// memqd over its socket: round-trip latency, recall over the socket against the same recall in-process, and
+// throughput of many concurrent clients. Starts a real memqd (temp socket, temp data dir, a non-git project root)
+// and prints figures; asserts nothing (docs/performance.md records them). Usage:
+//   memq_bench_daemon [--memqd PATH] [--load DIR] [--n 1000] [--gets 20000] [--clients 32] [--seconds 10]
+//                     [--mix get:90,hints:10]... [--log-level info]
+// Phases:
+//   (a) memory/get round trips on one connection, one request in flight (p50/p95/p99 µs);
+//   (b) memory/recall over the socket and the same recall through an in-process Service opened on the same database
+//       (SQLite WAL lets a second process read), query by query, interleaved so machine load hits both alike;
+//   (c) --clients connections, each a thread with one request in flight, running --mix for --seconds; requests/s and
+//       latency percentiles per method. Each --mix runs on its own; by default a get/hints mix (what the server
+//       itself costs) and a mix with recall and save (what the store adds).
+// The preloaded memories are the first --n lines of the load workload (../shared/bench/load/memories.jsonl.xz).
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "client/rpc_client.h"
+#include "daemon/embed/hashbag.h"
+#include "daemon/service/service.h"
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
+
+namespace {
+
+double micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5))];
+}
+
+std::vector<json> readJsonl(const std::string& command, size_t limit) {
+  std::vector<json> out;
+  FILE* f = popen(command.c_str(), "r");
+  if (!f) return out;
+  std::string line;
+  char buf[1 << 16];
+  while (out.size() < limit && fgets(buf, sizeof buf, f)) {
+    line += buf;
+    if (!line.empty() && line.back() == '\n') {
+      out.push_back(json::parse(line, nullptr, false));
+      line.clear();
+    }
+  }
+  pclose(f);
+  return out;
+}
+
+// A memqd child process in the foreground; SIGTERM and reaped on destruction.
+class Daemon {
+ public:
+  Daemon(std::string bin, fs::path dir, std::string logLevel)
+      : bin_(std::move(bin)), dir_(std::move(dir)), logLevel_(std::move(logLevel)) {}
+  ~Daemon() { stop(); }
+
+  bool start() {
+    socket_ = (dir_ / "memqd.sock").string();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      std::vector<std::string> args = {bin_, "--foreground", "--socket", socket_, "--data-dir", (dir_ / "data").string(),
+                                       "--log-file", (dir_ / "memqd.log").string(), "--log-level", logLevel_};
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(bin_.c_str(), argv.data());
+      std::_Exit(127);
+    }
+    for (int i = 0; i < 500; ++i) {
+      if (memq::RpcClient::connect(socket_, std::chrono::milliseconds(100))) return true;
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+  void stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+  const std::string& socket() const { return socket_; }
+  pid_t pid() const { return pid_; }
+
+ private:
+  std::string bin_;
+  fs::path dir_;
+  std::string logLevel_;
+  std::string socket_;
+  pid_t pid_ = -1;
+};
+
+json saveParams(const json& m) {
+  json files = json::array();
+  for (const auto& f : m.value("files", json::array())) {
+    if (files.size() >= 16) break;  // the protocol's bound
+    files.push_back(f.is_object() ? f.value("path", "") : f.get<std::string>());
+  }
+  json p = {{"summary", m.value("summary", "")}, {"details", m.value("details", "")}, {"files", files},
+            {"topics", m.value("topics", json::array())}};
+  if (m.contains("category") && m["category"].is_string()) p["category"] = m["category"];
+  return p;
+}
+
+json recallParams(const json& q) {
+  json files = json::array();
+  for (const auto& f : q.value("editedFiles", json::array())) {
+    if (files.size() < 64) files.push_back(f);
+  }
+  return {{"query", q.value("query", "")}, {"files", files}, {"limit", 3}, {"threshold", 0.01}, {"mark_used", false}};
+}
+
+// CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat.
+double processCpuSeconds(pid_t pid) {
+  FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (!f) return 0;
+  char buf[4096];
+  size_t len = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[len] = '\0';
+  const char* p = std::strrchr(buf, ')');  // the command name may hold spaces
+  if (!p) return 0;
+  unsigned long utime = 0, stime = 0;
+  // Fields after ")": state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime.
+  if (std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2) return 0;
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+double threadCpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+struct Percentiles {
+  double p50, p95, p99;
+};
+Percentiles of(const std::vector<double>& v) { return {percentile(v, 0.5), percentile(v, 0.95), percentile(v, 0.99)}; }
+
+// One weighted request mix, e.g. "get:70,recall:10,save:10,hints:10".
+struct Mix {
+  std::string text;
+  std::vector<std::pair<std::string, int>> parts;
+  int total = 0;
+};
+
+bool parseMix(const std::string& text, Mix& mix, std::string& error) {
+  mix.text = text;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    auto colon = item.find(':');
+    std::string name = item.substr(0, colon);
+    int weight = colon == std::string::npos ? 1 : std::atoi(item.c_str() + colon + 1);
+    if (name != "get" && name != "recall" && name != "save" && name != "hints") {
+      error = "--mix: unknown request kind '" + name + "' (get, recall, save, hints)";
+      return false;
+    }
+    if (weight <= 0) continue;
+    mix.parts.emplace_back(name, weight);
+    mix.total += weight;
+  }
+  if (mix.total == 0) {
+    error = "--mix: no request kind with a positive weight";
+    return false;
+  }
+  return true;
+}
+
+struct ThreadResult {
+  std::map<std::string, std::vector<double>> latencies;  // µs per kind
+  size_t errors = 0;
+  std::string firstError;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string memqd = (fs::path(argv[0]).parent_path() / ".." / "bin" / "memqd").string();
+  std::string loadDir;
+  size_t n = 1000, gets = 20000;
+  int clients = 32;
+  double seconds = 10;
+  std::vector<std::string> mixes;
+  std::string logLevel = "info";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::cerr << a << " needs a value\n";
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--memqd") memqd = next();
+    else if (a == "--load") loadDir = next();
+    else if (a == "--n") n = std::stoul(next());
+    else if (a == "--gets") gets = std::stoul(next());
+    else if (a == "--clients") clients = std::max(1, std::stoi(next()));
+    else if (a == "--seconds") seconds = std::stod(next());
+    else if (a == "--mix") mixes.push_back(next());
+    else if (a == "--log-level") logLevel = next();
+    else {
+      std::cerr << "unknown option " << a << "\n";
+      return 2;
+    }
+  }
+  spdlog::set_level(spdlog::level::warn);  // the in-process Service logs scope openings at info
+  if (mixes.empty()) mixes = {"get:90,hints:10", "get:50,recall:20,save:20,hints:10"};
+  std::vector<Mix> parsedMixes;
+  for (const auto& m : mixes) {
+    Mix mix;
+    std::string error;
+    if (!parseMix(m, mix, error)) {
+      std::cerr << error << "\n";
+      return 2;
+    }
+    parsedMixes.push_back(mix);
+  }
+  if (loadDir.empty()) {
+    const char* src = std::getenv("MEMQ_SOURCE_DIR");
+    loadDir = (fs::path(src ? src : ".") / ".." / "shared" / "bench" / "load").string();
+  }
+  if (!fs::exists(fs::path(loadDir) / "memories.jsonl.xz")) {
+    std::cerr << "load workload not found in " << loadDir << " (pass --load DIR)\n";
+    return 2;
+  }
+  if (!fs::exists(memqd)) {
+    std::cerr << "memqd not found at " << memqd << " (pass --memqd PATH)\n";
+    return 2;
+  }
+  // Enough lines for the preload plus every save the concurrent phases may make.
+  auto memories = readJsonl("xz -dc '" + loadDir + "/memories.jsonl.xz'", n + 20000);
+  auto queries = readJsonl("cat '" + loadDir + "/queries.jsonl'", 1000);
+  if (memories.size() < n || queries.empty()) {
+    std::cerr << "the load workload has fewer than " << n << " memories or no queries\n";
+    return 2;
+  }
+
+  fs::path work = fs::path("/tmp") / ("mqbd-" + std::to_string(::getpid()));
+  fs::remove_all(work);
+  fs::create_directories(work / "project");
+  const std::string root = fs::canonical(work / "project").string();
+  int rc = 0;
+  {
+    Daemon daemon(memqd, work, logLevel);
+    if (!daemon.start()) {
+      std::cerr << "memqd did not start (see " << (work / "memqd.log").string() << ")\n";
+      return 1;
+    }
+    auto connect = [&]() {
+      auto c = memq::RpcClient::connect(daemon.socket(), std::chrono::seconds(10));
+      if (!c) {
+        std::cerr << "connect: " << c.status().toString() << "\n";
+        std::exit(1);
+      }
+      auto init = c->call("initialize", {{"client_name", "memq-bench-daemon"}, {"project_root", root}});
+      if (!init) {
+        std::cerr << "initialize: " << init.status().toString() << "\n";
+        std::exit(1);
+      }
+      return std::move(*c);
+    };
+    memq::RpcClient client = connect();
+
+    // Preload.
+    std::vector<std::string> ids;
+    auto t0 = Clock::now();
+    for (size_t i = 0; i < n; ++i) {
+      auto r = client.call("memory/save", saveParams(memories[i]));
+      if (!r) {
+        std::cerr << "save " << i << ": " << r.status().toString() << "\n";
+        return 1;
+      }
+      ids.push_back((*r)["id"].get<std::string>());
+    }
+    double loadSecs = micros(Clock::now() - t0) / 1e6;
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    std::printf("memqd %s, log level %s; %zu memories preloaded over the socket in %.1f s (%.0f saves/s), %zu distinct\n",
+                memqd.c_str(), logLevel.c_str(), n, loadSecs, n / loadSecs, ids.size());
+
+    // (a) get round trips.
+    std::mt19937 rng(42);
+    for (size_t i = 0; i < 500; ++i) client.call("memory/get", {{"id", ids[rng() % ids.size()]}});  // warm-up
+    std::vector<double> getLat;
+    getLat.reserve(gets);
+    for (size_t i = 0; i < gets; ++i) {
+      json params = {{"id", ids[rng() % ids.size()]}};
+      auto ta = Clock::now();
+      auto r = client.call("memory/get", std::move(params));
+      getLat.push_back(micros(Clock::now() - ta));
+      if (!r) {
+        std::cerr << "get: " << r.status().toString() << "\n";
+        return 1;
+      }
+    }
+    auto g = of(getLat);
+    std::printf("\n(a) memory/get round trip, one connection, %zu calls: p50 %.0f µs, p95 %.0f µs, p99 %.0f µs\n",
+                gets, g.p50, g.p95, g.p99);
+
+    // (b) recall over the socket vs in-process on the same database.
+    {
+      memq::HashbagEmbedder embedder;
+      memq::ServiceOptions so;
+      so.dataDir = (work / "inproc-data").string();
+      so.embedder = &embedder;
+      memq::Service service(so);
+      memq::ClientState state;
+      if (auto init = service.initialize(state, {{"client_name", "in-process"}, {"project_root", root}}); !init) {
+        std::cerr << "in-process initialize: " << init.status().toString() << "\n";
+        return 1;
+      }
+      auto ctx = service.context(state, json::object());
+      std::vector<double> socketLat, inprocLat, diff;
+      size_t mismatched = 0;
+      double daemonCpu0 = processCpuSeconds(daemon.pid()), inprocCpuMs = 0;
+      for (int pass = 0; pass < 3; ++pass) {
+        for (const auto& q : queries) {
+          json params = recallParams(q);
+          memq::RecallRequest req;
+          req.query = params["query"];
+          req.files = params["files"].get<std::vector<std::string>>();
+          req.limit = 3;
+          req.threshold = 0.01;
+          // Alternate which goes first, so neither always finds the pages the other just read.
+          memq::Result<json> overSocket = memq::Status::internal("not run");
+          memq::Result<std::vector<memq::RecallHit>> inproc = memq::Status::internal("not run");
+          double socketMs = 0, inprocMs = 0;
+          for (int turn = 0; turn < 2; ++turn) {
+            auto ta = Clock::now();
+            if ((turn + pass) % 2 == 0) {
+              overSocket = client.call("memory/recall", params);
+              socketMs = micros(Clock::now() - ta) / 1000;
+            } else {
+              double cpu0 = threadCpuMs();
+              inproc = service.recall(*ctx, req, false);
+              inprocMs = micros(Clock::now() - ta) / 1000;
+              inprocCpuMs += threadCpuMs() - cpu0;
+            }
+          }
+          if (!overSocket || !inproc) {
+            std::cerr << "recall failed: " << (overSocket ? inproc.status() : overSocket.status()).toString() << "\n";
+            return 1;
+          }
+          if ((*overSocket)["memories"].size() != inproc->size()) ++mismatched;
+          if (q.value("warmup", false)) continue;
+          socketLat.push_back(socketMs);
+          inprocLat.push_back(inprocMs);
+          diff.push_back(socketLat.back() - inprocLat.back());
+        }
+      }
+      double daemonCpuMs = (processCpuSeconds(daemon.pid()) - daemonCpu0) * 1000;
+      size_t calls = 3 * queries.size();
+      auto s = of(socketLat), p = of(inprocLat), d = of(diff);
+      std::printf("\n(b) memory/recall at %zu memories, %zu measured queries (limit 3, threshold 0.01):\n", n,
+                  socketLat.size());
+      std::printf("    over the socket  p50 %.3f ms  p95 %.3f ms  p99 %.3f ms\n", s.p50, s.p95, s.p99);
+      std::printf("    in-process       p50 %.3f ms  p95 %.3f ms  p99 %.3f ms\n", p.p50, p.p95, p.p99);
+      std::printf("    socket - in-process, per query: p50 %.3f ms  p95 %.3f ms%s\n", d.p50, d.p95,
+                  mismatched ? "  (some result counts differed!)" : "");
+      std::printf("    CPU per recall (mean): memqd %.3f ms (every thread), in-process %.3f ms\n", daemonCpuMs / calls,
+                  inprocCpuMs / calls);
+    }
+
+    // (c) concurrent clients.
+    for (const Mix& mix : parsedMixes) {
+      std::vector<memq::RpcClient> conns;
+      for (int c = 0; c < clients; ++c) conns.push_back(connect());
+      std::vector<ThreadResult> results(clients);
+      std::atomic<size_t> nextSave{n};
+      std::atomic<bool> go{false};
+      std::vector<std::thread> threads;
+      auto deadline = Clock::now() + std::chrono::hours(1);
+      std::atomic<int64_t> deadlineNs{0};
+      for (int c = 0; c < clients; ++c) {
+        threads.emplace_back([&, c] {
+          std::mt19937 local(1000 + c);
+          auto& conn = conns[c];
+          auto& out = results[c];
+          while (!go.load()) std::this_thread::yield();
+          auto end = Clock::time_point(Clock::duration(deadlineNs.load()));
+          while (Clock::now() < end) {
+            int pick = static_cast<int>(local() % mix.total);
+            std::string kind;
+            for (const auto& [name, w] : mix.parts) {
+              if (pick < w) {
+                kind = name;
+                break;
+              }
+              pick -= w;
+            }
+            std::string method;
+            json params;
+            if (kind == "get") {
+              method = "memory/get";
+              params = {{"id", ids[local() % ids.size()]}};
+            } else if (kind == "recall") {
+              method = "memory/recall";
+              params = recallParams(queries[local() % queries.size()]);
+            } else if (kind == "save") {
+              method = "memory/save";
+              size_t i = nextSave.fetch_add(1);
+              params = saveParams(memories[i % memories.size()]);
+              if (i >= memories.size()) params["summary"] = params["summary"].get<std::string>() + " #" + std::to_string(i);
+            } else {
+              method = "hints/for_tool";
+              const auto& m = memories[local() % n];
+              json files = json::array();
+              for (const auto& f : m.value("files", json::array())) {
+                files.push_back(f.value("path", ""));
+                break;
+              }
+              params = {{"tool", "read"}, {"files", files}};
+            }
+            auto ta = Clock::now();
+            auto r = conn.call(method, std::move(params));
+            out.latencies[kind].push_back(micros(Clock::now() - ta));
+            if (!r) {
+              if (out.errors++ == 0) out.firstError = method + ": " + r.status().toString();
+            }
+          }
+        });
+      }
+      deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+      deadlineNs = deadline.time_since_epoch().count();
+      auto start = Clock::now();
+      go = true;
+      for (auto& t : threads) t.join();
+      double elapsed = micros(Clock::now() - start) / 1e6;
+      std::map<std::string, std::vector<double>> byKind;
+      std::vector<double> all;
+      size_t errors = 0;
+      std::string firstError;
+      for (auto& r : results) {
+        for (auto& [k, v] : r.latencies) {
+          byKind[k].insert(byKind[k].end(), v.begin(), v.end());
+          all.insert(all.end(), v.begin(), v.end());
+        }
+        errors += r.errors;
+        if (firstError.empty()) firstError = r.firstError;
+      }
+      auto a = of(all);
+      std::printf("\n(c) %d clients, mix %s, %.1f s: %zu requests, %.0f requests/s, %zu errors%s%s\n", clients,
+                  mix.text.c_str(), elapsed, all.size(), all.size() / elapsed, errors, errors ? ": " : "",
+                  firstError.c_str());
+      std::printf("    %-8s %9s %10s %10s %10s\n", "kind", "requests", "p50 ms", "p95 ms", "p99 ms");
+      std::printf("    %-8s %9zu %10.3f %10.3f %10.3f\n", "all", all.size(), a.p50 / 1000, a.p95 / 1000, a.p99 / 1000);
+      for (auto& [k, v] : byKind) {
+        auto pk = of(v);
+        std::printf("    %-8s %9zu %10.3f %10.3f %10.3f\n", k.c_str(), v.size(), pk.p50 / 1000, pk.p95 / 1000,
+                    pk.p99 / 1000);
+      }
+      if (errors) rc = 1;
+    }
+    client.call("daemon/shutdown", json::object());
+  }
+  fs::remove_all(work);
+  return rc;
+}
