@@ -50,6 +50,7 @@ class Server {
   const std::string& socketPath() const { return options_.socketPath; }
 
  private:
+  static void keepFreedMemoryInArenas();
   void accept();
   void broadcast(const ChangeEvent& event);
   void finishIfDrained();
