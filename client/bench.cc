@@ -6,6 +6,13 @@
 // the project root, saves that split's memories through the socket (JSON-RPC batches), refreshes the repository
 // signals, and runs the split's queries as memory/recall {query, files} for every requested ranker. A query scores a
 // hit when the memory its relevant commit's text landed on (after content-hash dedup) is returned.
+//
+// `memq bench load [--n 1000,10000,100000] [--clients N] [--dataset DIR] [--json]`: the load workload of
+// ../shared/bench/load (its README has the reference's figures). For each N: an isolated memqd (temp socket, temp
+// data dir, a project root outside git), lines 0..N-1 of memories.jsonl.xz saved one at a time in file order through
+// the socket (spread over N connections with --clients), then the 210 queries of queries.jsonl (the first 10 are
+// warm-up) as memory/recall {query, files, limit 3, threshold 0.01}. Prints save throughput, per-save latency, recall
+// p50/p95/p99, memqd's peak RSS (VmHWM) and the database size (db + wal).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +24,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -139,19 +147,302 @@ class Daemon {
     }
     return Status(ErrorCode::kInternalError, "the benchmark's memqd did not start");
   }
-  ~Daemon() {
+  ~Daemon() { stop(); }
+  // SIGTERM (a no-op for a daemon that already exited after daemon/shutdown) and reap it.
+  void stop() {
     if (pid_ > 0) {
       ::kill(pid_, SIGTERM);
       int status;
       ::waitpid(pid_, &status, 0);
+      pid_ = -1;
     }
   }
   const std::string& socket() const { return socket_; }
+  pid_t pid() const { return pid_; }
 
  private:
   std::string socket_;
   pid_t pid_ = -1;
 };
+
+
+// --- memq bench load ---
+
+// Lines of the workload, read on demand from `xz -dc` (or cat, for an uncompressed file), so a 100k run never holds
+// the whole file.
+class LineReader {
+ public:
+  explicit LineReader(const fs::path& path) {
+    std::string cmd = (path.extension() == ".xz" ? "xz -dc '" : "cat '") + path.string() + "' 2>/dev/null";
+    pipe_ = popen(cmd.c_str(), "r");
+  }
+  ~LineReader() {
+    if (pipe_) pclose(pipe_);
+  }
+  bool next(std::string& line) {
+    line.clear();
+    if (!pipe_) return false;
+    char buf[1 << 16];
+    while (std::fgets(buf, sizeof buf, pipe_)) {
+      line += buf;
+      if (!line.empty() && line.back() == '\n') {
+        line.pop_back();
+        return true;
+      }
+    }
+    return !line.empty();
+  }
+
+ private:
+  FILE* pipe_ = nullptr;
+};
+
+// memory/save params from one workload line: summary, details, topics, category and file paths as the line has them
+// (at most 16 files, the protocol's bound).
+json loadSaveParams(const json& m) {
+  json files = json::array();
+  for (const auto& f : m.value("files", json::array())) {
+    if (files.size() >= 16) break;
+    if (f.is_object() && f.contains("path") && f["path"].is_string()) files.push_back(f["path"]);
+    if (f.is_string()) files.push_back(f);
+  }
+  json p = {{"summary", m.value("summary", "")}, {"details", m.value("details", "")}, {"files", files},
+            {"topics", m.value("topics", json::array())}};
+  if (m.contains("category") && m["category"].is_string()) p["category"] = m["category"];
+  return p;
+}
+
+// VmHWM (peak resident set) of a process, in bytes; 0 when unreadable.
+int64_t peakRssBytes(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::atoll(line.c_str() + 6) * 1024;
+  }
+  return 0;
+}
+
+int64_t fileBytes(const fs::path& p) {
+  std::error_code ec;
+  auto size = fs::file_size(p, ec);
+  return ec ? 0 : static_cast<int64_t>(size);
+}
+
+Result<std::vector<size_t>> parseSizes(const std::vector<std::string>& values) {
+  std::vector<size_t> out;
+  for (const auto& v : values) {
+    std::stringstream ss(v);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      char* end = nullptr;
+      long long n = std::strtoll(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || n < 1) {
+        return Status::invalidField("n", "--n takes positive counts separated by commas (got '" + item + "')");
+      }
+      out.push_back(static_cast<size_t>(n));
+    }
+  }
+  return out;
+}
+
+struct LoadRow {
+  size_t n = 0;
+  size_t saved = 0, errors = 0, active = 0;
+  std::string firstError;
+  double saveSecs = 0;
+  std::vector<double> saveMs, recallMs;
+  int64_t peakRss = 0, dbBytes = 0, walBytes = 0;  // db and wal while memqd runs, after the recalls
+  int64_t closedDbBytes = 0;                         // the database alone once memqd has exited
+};
+
+// One size: a fresh memqd, N saves, the queries. Status errors are the harness's (daemon did not start, the dataset
+// ran short); per-request errors are counted in the row.
+Status runLoadSize(const fs::path& dataset, const std::vector<json>& queries, size_t n, int clients, LoadRow& row) {
+  row.n = n;
+  fs::path work = fs::path("/tmp") / ("mqbl-" + std::to_string(::getpid()) + "-" + std::to_string(n));
+  fs::remove_all(work);
+  fs::create_directories(work / "project");
+  struct Cleanup {
+    fs::path dir;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } cleanup{work};
+  const std::string root = fs::canonical(work / "project").string();
+  Daemon daemon;
+  MEMQ_RETURN_IF_ERROR(daemon.start(work));
+  auto open = [&]() -> Result<RpcClient> {
+    auto c = RpcClient::connect(daemon.socket(), std::chrono::seconds(10));
+    if (!c) return c.status();
+    auto init = c->call("initialize", {{"client_name", "memq-bench-load"}, {"project_root", root}});
+    if (!init) return init.status();
+    return std::move(*c);
+  };
+  std::vector<RpcClient> conns;
+  for (int c = 0; c < clients; ++c) {
+    auto conn = open();
+    if (!conn) return conn.status();
+    conns.push_back(std::move(*conn));
+  }
+
+  // Saves: each connection takes the next line under the lock, so requests leave in file order.
+  LineReader reader(dataset / "memories.jsonl.xz");
+  std::mutex readerMutex;
+  size_t issued = 0;
+  bool shortOfLines = false;
+  std::vector<std::vector<double>> latencies(clients);
+  std::vector<size_t> saved(clients, 0), errors(clients, 0);
+  std::vector<std::string> firstErrors(clients);
+  auto t0 = Clock::now();
+  auto writer = [&](int c) {
+    std::string line;
+    while (true) {
+      json params;
+      {
+        std::lock_guard lock(readerMutex);
+        if (issued >= n) return;
+        if (!reader.next(line)) {
+          shortOfLines = true;
+          return;
+        }
+        ++issued;
+      }
+      auto m = json::parse(line, nullptr, false);
+      params = loadSaveParams(m.is_object() ? m : json::object());
+      auto ta = Clock::now();
+      auto r = conns[c].call("memory/save", std::move(params), std::chrono::minutes(5));
+      latencies[c].push_back(std::chrono::duration<double, std::milli>(Clock::now() - ta).count());
+      if (r) {
+        ++saved[c];
+      } else if (errors[c]++ == 0) {
+        firstErrors[c] = r.status().toString();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int c = 1; c < clients; ++c) threads.emplace_back(writer, c);
+  writer(0);
+  for (auto& t : threads) t.join();
+  row.saveSecs = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (shortOfLines) {
+    return Status::invalidField("dataset", "memories.jsonl.xz has fewer than " + std::to_string(n) + " lines");
+  }
+  for (int c = 0; c < clients; ++c) {
+    row.saved += saved[c];
+    row.errors += errors[c];
+    if (row.firstError.empty()) row.firstError = firstErrors[c];
+    row.saveMs.insert(row.saveMs.end(), latencies[c].begin(), latencies[c].end());
+  }
+
+  // Recalls, on the first connection.
+  for (const auto& q : queries) {
+    json files = json::array();
+    for (const auto& f : q.value("editedFiles", json::array())) {
+      if (files.size() < 64) files.push_back(f);
+    }
+    json params = {{"query", q.value("query", "")}, {"files", files}, {"limit", 3}, {"threshold", 0.01}};
+    auto ta = Clock::now();
+    auto r = conns[0].call("memory/recall", std::move(params), std::chrono::minutes(5));
+    double ms = std::chrono::duration<double, std::milli>(Clock::now() - ta).count();
+    if (!r) {
+      if (row.errors++ == 0) row.firstError = r.status().toString();
+      continue;
+    }
+    if (!q.value("warmup", false)) row.recallMs.push_back(ms);
+  }
+
+  auto stats = conns[0].call("stats", {{"read_scope", "project"}});
+  if (!stats) return stats.status();
+  const json& project = (*stats)["scopes"].value("project", json::object());
+  row.active = project.value("states", json::object()).value("active", 0);
+  fs::path db = project.value("path", "");
+  row.dbBytes = fileBytes(db);
+  row.walBytes = fileBytes(db.string() + "-wal");
+  row.peakRss = peakRssBytes(daemon.pid());
+  conns[0].call("daemon/shutdown", json::object());
+  daemon.stop();
+  row.closedDbBytes = fileBytes(db);  // closing the last connection checkpoints the WAL into the database
+  return Status::ok();
+}
+
+int runLoadBench(Context& ctx, const std::vector<std::string>& words) {
+  Args a;
+  std::string error;
+  if (!a.parse(words, {{"json"}, {"clients", "dataset"}, {"n"}}, error)) return usageError(error);
+  constexpr const char* kUsage =
+      "usage: memq bench load [--n 1000,10000,100000]... [--clients N] [--dataset DIR] [--json]";
+  if (!a.positional().empty()) return usageError(kUsage);
+  std::vector<std::string> nValues = a.values("n");
+  if (nValues.empty()) nValues = {"1000,10000,100000"};
+  auto sizes = parseSizes(nValues);
+  if (!sizes) return usageError(sizes.status().message());
+  int clients = 1;
+  if (auto c = a.value("clients")) {
+    char* end = nullptr;
+    long v = std::strtol(c->c_str(), &end, 10);
+    if (c->empty() || *end != '\0' || v < 1 || v > 256) return usageError("--clients takes a count from 1 to 256");
+    clients = static_cast<int>(v);
+  }
+  fs::path dataset = a.value("dataset").value_or("../shared/bench/load");
+  if (!fs::exists(dataset / "memories.jsonl.xz") || !fs::exists(dataset / "queries.jsonl")) {
+    return usageError("--dataset " + dataset.string() + " must hold memories.jsonl.xz and queries.jsonl");
+  }
+  auto queries = readJsonl(dataset / "queries.jsonl");
+  if (!queries) return usageError(queries.status().message());
+  const bool asJson = a.flag("json") || ctx.options.json;
+
+  json out = {{"dataset", dataset.string()}, {"clients", clients}, {"sizes", json::array()}};
+  if (!asJson) {
+    std::printf("%s, %d client(s); recall: %zu queries (limit 3, threshold 0.01), warm-up excluded\n",
+                dataset.string().c_str(), clients, queries->size());
+    std::printf("%8s %8s %7s %9s %10s %9s %9s %9s %10s %10s %10s\n", "N", "saved", "errors", "saves/s", "save p50",
+                "recall50", "recall95", "recall99", "peak RSS", "db+wal", "db closed");
+    std::fflush(stdout);
+  }
+  bool anyErrors = false;
+  for (size_t n : *sizes) {
+    LoadRow row;
+    if (Status st = runLoadSize(dataset, *queries, n, clients, row); !st) {
+      if (st.code() == ErrorCode::kInvalidParams) return usageError(st.message());
+      if (isTransportError(st)) {
+        std::cerr << "memq: " << st.message() << "\n";
+        return kExitUnreachable;
+      }
+      return reportError(ctx, st);
+    }
+    anyErrors = anyErrors || row.errors > 0;
+    json r = {{"n", row.n},
+              {"saved", row.saved},
+              {"errors", row.errors},
+              {"active_memories", row.active},
+              {"save_s", row.saveSecs},
+              {"saves_per_s", row.saveSecs > 0 ? row.saved / row.saveSecs : 0},
+              {"save_p50_ms", percentile(row.saveMs, 0.5)},
+              {"save_p95_ms", percentile(row.saveMs, 0.95)},
+              {"recall_queries", row.recallMs.size()},
+              {"recall_p50_ms", percentile(row.recallMs, 0.5)},
+              {"recall_p95_ms", percentile(row.recallMs, 0.95)},
+              {"recall_p99_ms", percentile(row.recallMs, 0.99)},
+              {"peak_rss_bytes", row.peakRss},
+              {"db_bytes", row.dbBytes},
+              {"wal_bytes", row.walBytes},
+              {"closed_db_bytes", row.closedDbBytes}};
+    if (!row.firstError.empty()) r["first_error"] = row.firstError;
+    out["sizes"].push_back(r);
+    if (!asJson) {
+      std::printf("%8zu %8zu %7zu %9.0f %8.2fms %7.2fms %7.2fms %7.2fms %7.1fMiB %7.1fMiB %7.1fMiB\n", row.n,
+                  row.saved, row.errors, r["saves_per_s"].get<double>(), r["save_p50_ms"].get<double>(),
+                  r["recall_p50_ms"].get<double>(), r["recall_p95_ms"].get<double>(),
+                  r["recall_p99_ms"].get<double>(), row.peakRss / 1048576.0,
+                  (row.dbBytes + row.walBytes) / 1048576.0, row.closedDbBytes / 1048576.0);
+      if (!row.firstError.empty()) std::printf("         first error: %s\n", row.firstError.c_str());
+      std::fflush(stdout);
+    }
+  }
+  if (asJson) std::cout << out.dump(2) << "\n";
+  return anyErrors ? kExitRpcError : kExitOk;
+}
 
 }  // namespace
 
@@ -372,10 +663,9 @@ int runBench(Context& ctx, const std::vector<std::string>& words) {
     return runRetrievalBench(ctx, std::vector<std::string>(words.begin() + 1, words.end()));
   }
   if (!words.empty() && words[0] == "load") {
-    std::cerr << "memq: bench load is not available in this build; see tests/bench/recall_bench.cc\n";
-    return kExitUsage;
+    return runLoadBench(ctx, std::vector<std::string>(words.begin() + 1, words.end()));
   }
-  return usageError("usage: memq bench retrieval --dataset DIR [--ranker R]... | memq bench load [--n N]...");
+  return usageError("usage: memq bench retrieval --dataset DIR [--ranker R]... | memq bench load [--n N]... [--clients N]");
 }
 
 }  // namespace memq::cli
