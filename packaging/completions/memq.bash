@@ -22,7 +22,7 @@ _memq_command_options() {
         export) echo "--state" ;;
         import) echo "--from-empryo" ;;
         daemon) echo "--foreground" ;;
-        bench) echo "--dataset --ranker --limit --max-splits --no-semantic --keep --json --n" ;;
+        bench) echo "--dataset --ranker --limit --max-splits --no-semantic --keep --json --n --clients" ;;
     esac
 }
 
