@@ -41,6 +41,11 @@ bool isInside(const std::string& child, const std::string& root) {
                            child[root.size()] == '/');
 }
 
+// PROTOCOL.md's error table: a path outside the project root is Forbidden, not malformed; data.field still names it.
+Status outsideRoot(const std::string& field, const std::string& message) {
+  return Status(ErrorCode::kForbidden, message, nlohmann::json{{"field", field}});
+}
+
 std::string realPathOr(const std::string& p) {
   char buf[PATH_MAX];
   if (::realpath(p.c_str(), buf) != nullptr) return buf;
@@ -63,11 +68,11 @@ Result<std::string> normalizeFilePath(std::string_view rawPath, std::string_view
   if (path.front() == '/') {
     std::string absolute;
     if (!lexicallyNormalize(path, absolute)) {
-      return Status::invalidField(field, "path '" + std::string(rawPath) + "' is outside the project root");
+      return outsideRoot(field, "path '" + std::string(rawPath) + "' is outside the project root");
     }
     absolute = "/" + absolute;
     if (root.empty() || !isInside(absolute, root)) {
-      return Status::invalidField(field, "path '" + std::string(rawPath) + "' is outside the project root");
+      return outsideRoot(field, "path '" + std::string(rawPath) + "' is outside the project root");
     }
     relative = absolute.size() == root.size() ? "" : absolute.substr(root == "/" ? 1 : root.size() + 1);
   } else {
@@ -75,7 +80,7 @@ Result<std::string> normalizeFilePath(std::string_view rawPath, std::string_view
   }
   std::string normalized;
   if (!lexicallyNormalize(relative, normalized)) {
-    return Status::invalidField(field, "path '" + std::string(rawPath) + "' escapes the project root");
+    return outsideRoot(field, "path '" + std::string(rawPath) + "' escapes the project root");
   }
   if (normalized.empty()) {
     return Status::invalidField(field, "path '" + std::string(rawPath) + "' names the project root, not a file");
@@ -88,7 +93,7 @@ Result<std::string> normalizeFilePath(std::string_view rawPath, std::string_view
       std::string realRoot = realPathOr(root);
       std::string realFile = realPathOr(onDisk);
       if (!isInside(realFile, realRoot)) {
-        return Status::invalidField(field, "path '" + std::string(rawPath) + "' resolves outside the project root");
+        return outsideRoot(field, "path '" + std::string(rawPath) + "' resolves outside the project root");
       }
     }
   }

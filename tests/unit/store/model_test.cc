@@ -30,7 +30,9 @@ TEST(ModelTest, RefusesBadValuesNamingTheField) {
   for (const auto& c : cases) {
     auto r = normalizeSave(c.input, "/work/project");
     ASSERT_FALSE(r.isOk()) << c.field;
-    EXPECT_EQ(r.status().code(), ErrorCode::kInvalidParams) << c.field;
+    // A path outside the root is Forbidden rather than malformed (PROTOCOL.md); every refusal names its field.
+    const bool outside = c.field.rfind("files[", 0) == 0;
+    EXPECT_EQ(r.status().code(), outside ? ErrorCode::kForbidden : ErrorCode::kInvalidParams) << c.field;
     EXPECT_EQ(fieldOf(r.status()), c.field) << r.status().message();
   }
   SaveInput seventeen{.summary = "ok"};
@@ -70,8 +72,17 @@ TEST(ModelTest, PathsAreNormalisedToRootRelativePosix) {
     ASSERT_TRUE(r.isOk()) << c.in << ": " << r.status().message();
     EXPECT_EQ(*r, c.out);
   }
-  for (const char* bad : {"../x", "a/../../x", "/work/projectx/a", "/etc/passwd", "", ".", "/work/project"}) {
-    EXPECT_FALSE(normalizeFilePath(bad, root, "files[0]").isOk()) << bad;
+  // Outside the root is Forbidden (PROTOCOL.md's error table); a malformed path is InvalidParams. Both name the field.
+  for (const char* outside : {"../x", "a/../../x", "/work/projectx/a", "/etc/passwd", "/../x"}) {
+    auto r = normalizeFilePath(outside, root, "files[0]");
+    ASSERT_FALSE(r.isOk()) << outside;
+    EXPECT_EQ(r.status().code(), ErrorCode::kForbidden) << outside;
+    EXPECT_EQ(r.status().data()["field"], "files[0]") << outside;
+  }
+  for (const char* bad : {"", ".", "/work/project"}) {
+    auto r = normalizeFilePath(bad, root, "files[0]");
+    ASSERT_FALSE(r.isOk()) << bad;
+    EXPECT_EQ(r.status().code(), ErrorCode::kInvalidParams) << bad;
   }
 }
 
@@ -82,6 +93,7 @@ TEST(ModelTest, SymlinkOutOfTheRootIsRefused) {
   fs::create_symlink("/etc", dir / "root" / "etc-link");
   auto r = normalizeFilePath("etc-link/passwd", (dir / "root").string(), "files[0]");
   EXPECT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().code(), ErrorCode::kForbidden);
   fs::remove_all(dir);
 }
 
