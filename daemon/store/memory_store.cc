@@ -711,7 +711,7 @@ Result<Memory> MemoryStore::hide(const std::string& id, const std::optional<std:
   return changeState(id, MemoryState::kActive, std::nullopt, MemoryState::kHidden, "hide", actor, reason);
 }
 
-Result<Memory> MemoryStore::restore(const std::string& id, const Actor& actor) {
+Result<Memory> MemoryStore::restore(const std::string& id, const Actor& actor, const std::optional<std::string>& reason) {
   auto m = mustGet(id);
   if (!m) return m.status();
   if (m->state == MemoryState::kActive) return *m;
@@ -721,7 +721,7 @@ Result<Memory> MemoryStore::restore(const std::string& id, const Actor& actor) {
   }
   // Restoring content that another active memory now holds is impossible (content_hash is unique), so no check.
   return changeState(id, MemoryState::kHidden, MemoryState::kSuperseded, MemoryState::kActive, "restore", actor,
-                     std::nullopt);
+                     reason);
 }
 
 Result<Memory> MemoryStore::setPinned(const std::string& id, bool pinned, const Actor& actor) {
@@ -1087,11 +1087,13 @@ Result<std::vector<AuditEvent>> MemoryStore::audit(const AuditFilter& f) {
   try {
     std::string sql = "SELECT seq, at, memory_id, action, actor, detail, scrubbed FROM memory_events WHERE seq > ?";
     if (f.memoryId) sql += " AND memory_id = ?";
+    if (f.sinceAt) sql += " AND at >= ?";
     sql += " ORDER BY seq LIMIT ?";
     SQLite::Statement q(*db_, sql);
     int i = 1;
     q.bind(i++, f.sinceSeq);
     if (f.memoryId) q.bind(i++, *f.memoryId);
+    if (f.sinceAt) q.bind(i++, *f.sinceAt);
     q.bind(i++, f.limit);
     std::vector<AuditEvent> out;
     while (q.executeStep()) {

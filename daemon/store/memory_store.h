@@ -95,6 +95,7 @@ struct AuditEvent {
 struct AuditFilter {
   std::optional<std::string> memoryId;
   int64_t sinceSeq = 0;
+  std::optional<std::string> sinceAt;  // only events at or after this time (ISO-8601 UTC, the journal's own format)
   int limit = 100;
 };
 
@@ -134,7 +135,8 @@ class MemoryStore {
   Result<Memory> update(const std::string& id, const UpdateInput& input, const Actor& actor,
                         std::vector<std::string>* warnings = nullptr);
   Result<Memory> hide(const std::string& id, const std::optional<std::string>& reason, const Actor& actor);
-  Result<Memory> restore(const std::string& id, const Actor& actor);
+  // `reason` is recorded in the audit event (the restored row keeps no state reason).
+  Result<Memory> restore(const std::string& id, const Actor& actor, const std::optional<std::string>& reason = {});
   Result<Memory> setPinned(const std::string& id, bool pinned, const Actor& actor);
   // Returns {old, replacement}.
   Result<std::pair<Memory, Memory>> supersede(const std::string& oldId, const std::string& byId, const Actor& actor);
