@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "daemon/server/server.h"
 #include "protocol/envelope.h"
 
@@ -127,18 +129,26 @@ void Session::writeMore() {
     return;
   }
   writing_ = true;
-  asio::async_write(socket_, asio::buffer(writeQueue_.front()),
-                    [self = shared_from_this()](const asio::error_code& ec, size_t) {
-                      self->writing_ = false;
-                      if (self->closed_) return;  // the queue may no longer hold what was written
-                      if (ec) {
-                        self->close("write failed: " + ec.message());
-                        return;
-                      }
-                      self->queuedBytes_ -= self->writeQueue_.front().size();
-                      self->writeQueue_.pop_front();
-                      self->writeMore();
-                    });
+  // Everything queued goes out in one gathered write: a reply and the notifications queued beside it cost one
+  // sendmsg, not one each. The deque keeps its elements in place while more are pushed behind them, so the buffers
+  // stay valid until the write completes.
+  const size_t count = std::min(writeQueue_.size(), kMaxBuffersPerWrite);
+  std::vector<asio::const_buffer> buffers;
+  buffers.reserve(count);
+  for (size_t i = 0; i < count; ++i) buffers.push_back(asio::buffer(writeQueue_[i]));
+  asio::async_write(socket_, buffers, [self = shared_from_this(), count](const asio::error_code& ec, size_t) {
+    self->writing_ = false;
+    if (self->closed_) return;  // the queue may no longer hold what was written
+    if (ec) {
+      self->close("write failed: " + ec.message());
+      return;
+    }
+    for (size_t i = 0; i < count; ++i) {
+      self->queuedBytes_ -= self->writeQueue_.front().size();
+      self->writeQueue_.pop_front();
+    }
+    self->writeMore();
+  });
 }
 
 void Session::notify(const std::string& scope, const std::string& text) {

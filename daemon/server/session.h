@@ -17,6 +17,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "daemon/service/client_state.h"
 #include "protocol/framing.h"
@@ -28,6 +29,7 @@ class Server;
 class Session : public std::enable_shared_from_this<Session> {
  public:
   static constexpr size_t kMaxQueuedBytes = 16u << 20;
+  static constexpr size_t kMaxBuffersPerWrite = 64;  // queued messages gathered into one write (IOV_MAX is 1024)
   static constexpr auto kPartialMessageTimeout = std::chrono::seconds(10);
   static constexpr auto kSilentConnectionTimeout = std::chrono::seconds(60);
 
