@@ -21,22 +21,12 @@ namespace {
 
 bool blankChar(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
 
-// bm25 of `match` for each candidate that matches it, with the FTS5 table's own statistics, so the figures are
-// comparable with the lane's. One pass over the match's rows, filtered here: a `rowid IN (...)` constraint made
-// SQLite evaluate the MATCH once per listed rowid (seconds per query). Errors leave the signals unset: a failed
-// rescoring degrades ranking, never the request.
-void rescore(MemoryStore& store, const std::string& match, std::unordered_map<int64_t, Signals>& signals,
+// bm25 of the matches' expression for each candidate that matches it, with the lane's own statistics (the store's
+// text index computes FTS5's figures for every matching row at once, so this is a lookup per candidate).
+void rescore(const TextMatches& matches, std::unordered_map<int64_t, Signals>& signals,
              std::optional<double> Signals::*slot) {
-  if (match.empty() || signals.empty()) return;
-  try {
-    SQLite::Statement q(store.database(),
-                        "SELECT rowid, bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ?");
-    q.bind(1, match);
-    while (q.executeStep()) {
-      auto it = signals.find(q.getColumn(0).getInt64());
-      if (it != signals.end()) it->second.*slot = q.getColumn(1).getDouble();
-    }
-  } catch (const std::exception&) {
+  for (auto& [pk, s] : signals) {
+    if (auto bm25 = matches.bm25Of(pk)) s.*slot = *bm25;
   }
 }
 
@@ -128,19 +118,29 @@ Result<std::vector<Candidate>> gatherCandidates(MemoryStore& store, const Recall
   const bool isDefault = request.ranker == Ranker::kDefault;
   const int ftsLimit = isDefault ? kDefaultFtsCandidateLimit : kFtsCandidateLimit;
   const int fileLimit = isDefault ? kDefaultFileCandidateLimit : kFileCandidateLimit;
+  // Every row matching the unicode expression with its bm25: the lane's top rows and, for the default ranker, the
+  // rescoring of every candidate read the same evaluation.
+  TextMatches textMatches;
+  if (!query.unicodeMatch.empty()) {
+    auto m = store.matchText(query.unicodeMatch);
+    if (!m) return m.status();
+    textMatches = std::move(*m);
+  }
   if (!query.unicodeMatch.empty() || !query.trigramMatch.empty()) {
-    auto u = store.searchFts(FtsLane::kUnicode, query.unicodeMatch, ftsLimit);
-    if (!u) return u.status();
+    std::vector<FtsHit> u;
+    for (const auto& [pk, bm25] : textMatches.best(static_cast<size_t>(ftsLimit))) {
+      u.push_back({pk, bm25, static_cast<int>(u.size()) + 1});
+    }
     lap(&RecallTimings::unicodeMs);
     auto t = store.searchFts(FtsLane::kTrigram, query.trigramMatch, ftsLimit);
     if (!t) return t.status();
     if (timings != nullptr) ++timings->trigramRuns;
-    if (u->empty() && t->empty() && !query.bigramMatch.empty()) {
+    if (u.empty() && t->empty() && !query.bigramMatch.empty()) {
       t = store.searchFts(FtsLane::kTrigram, query.bigramMatch, ftsLimit);
       if (!t) return t.status();
     }
     lap(&RecallTimings::trigramMs);
-    for (const auto& h : *u) {
+    for (const auto& h : u) {
       auto& s = at(h.pk);
       if (!s.ftsUnicode) {
         s.ftsUnicode = h.rank;
@@ -193,9 +193,10 @@ Result<std::vector<Candidate>> gatherCandidates(MemoryStore& store, const Recall
   if (isDefault && !query.unicodeMatch.empty()) {
     // Text relevance for every candidate, whichever lane found it (a file or co-change candidate outside the FTS
     // top-N still gets its bm25): the default ranker orders affinity candidates by it.
-    rescore(store, query.unicodeMatch, signals, &Signals::textBm25);
+    rescore(textMatches, signals, &Signals::textBm25);
     if (!query.subjectMatch.empty()) {
-      rescore(store, query.subjectMatch, signals, &Signals::subjectBm25);
+      // A failed subject evaluation leaves the signal unset: it degrades ranking, never the request.
+      if (auto subject = store.matchText(query.subjectMatch)) rescore(*subject, signals, &Signals::subjectBm25);
     } else {
       for (auto& [pk, s] : signals) s.subjectBm25 = s.textBm25;
     }

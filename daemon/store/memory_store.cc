@@ -132,6 +132,10 @@ MemoryStore::~MemoryStore() {
 
 std::string MemoryStore::now() const { return options_.clock ? options_.clock() : isoNow(); }
 
+Status MemoryStore::storageError(const std::exception& e, const std::string& context) const {
+  return memq::storageError(e, context, options_.scope, options_.path);
+}
+
 Result<std::unique_ptr<MemoryStore>> MemoryStore::open(StoreOptions options) {
   if (options.embedder == nullptr) return Status::internal("MemoryStore needs an embedder");
   std::unique_ptr<MemoryStore> store(new MemoryStore(std::move(options)));
@@ -180,7 +184,64 @@ Status MemoryStore::loadIndexes() {
   } catch (const std::exception& e) {
     return storageError(e, "loading vectors of " + options_.path);
   }
+  try {
+    text_ = TextIndex::create(db_->getHandle());
+    if (text_) loadTextIndex();
+  } catch (const std::exception& e) {
+    return storageError(e, "loading the text index of " + options_.path);
+  }
   return Status::ok();
+}
+
+void MemoryStore::loadTextIndex() {
+  textStale_ = true;  // until the load completes
+  text_->clear();
+  // Read before the rows: a commit by another connection in between then shows as a change, never as none.
+  textDataVersion_ = db_->execAndGet("PRAGMA data_version").getInt64();
+  {
+    SQLite::Statement q(*db_, "SELECT pk, summary, details, topics_text, state = 'active' FROM memories");
+    while (q.executeStep()) {
+      const auto& summary = q.getColumn(1);
+      const auto& details = q.getColumn(2);
+      const auto& topics = q.getColumn(3);
+      text_->upsert(q.getColumn(0).getInt64(),
+                    std::string_view(static_cast<const char*>(summary.getText()), static_cast<size_t>(summary.getBytes())),
+                    std::string_view(static_cast<const char*>(details.getText()), static_cast<size_t>(details.getBytes())),
+                    std::string_view(static_cast<const char*>(topics.getText()), static_cast<size_t>(topics.getBytes())),
+                    q.getColumn(4).getInt() != 0);
+    }
+  }
+  textStale_ = false;
+}
+
+void MemoryStore::refreshText(int64_t pk) {
+  if (!text_ || textStale_) return;
+  try {
+    auto q = statement("SELECT summary, details, topics_text, state = 'active' FROM memories WHERE pk = ?");
+    q->bind(1, pk);
+    if (q->executeStep()) {
+      text_->upsert(pk, q->getColumn(0).getString(), q->getColumn(1).getString(), q->getColumn(2).getString(),
+                    q->getColumn(3).getInt() != 0);
+    } else {
+      text_->remove(pk);
+    }
+  } catch (const std::exception&) {
+    textStale_ = true;  // the write itself committed; the index is rebuilt before it is read again
+  }
+}
+
+bool MemoryStore::textIndexReady() {
+  if (!text_) return false;
+  try {
+    // data_version moves only when another connection commits (this one's writes refresh the index themselves).
+    auto v = statement("PRAGMA data_version");
+    int64_t version = v->executeStep() ? v->getColumn(0).getInt64() : -1;
+    if (textStale_ || version != textDataVersion_) loadTextIndex();
+    return true;
+  } catch (const std::exception&) {
+    textStale_ = true;
+    return false;
+  }
 }
 
 std::vector<float> MemoryStore::embedMemory(const std::string& summary, const std::string& details,
@@ -454,6 +515,7 @@ Result<SaveOutcome> MemoryStore::save(const NormalizedSave& input, const std::ve
         }
         tx.commit();
         if (out.topicsMerged) active_->upsert(m.pk, vec);
+        refreshText(m.pk);
         out.status = "deduped";
         auto fresh = get(m.id);
         if (fresh) out.memory = std::move(*fresh);
@@ -514,6 +576,7 @@ Result<SaveOutcome> MemoryStore::save(const NormalizedSave& input, const std::ve
       appendEvent(id, "create", actor, detail);
       tx.commit();
       active_->upsert(*newPk, vec);
+      refreshText(*newPk);
       out.status = "created";
       out.id = id;
     }
@@ -634,6 +697,7 @@ Result<Memory> MemoryStore::update(const std::string& id, const UpdateInput& inp
       if (before.state == MemoryState::kActive) active_->upsert(before.pk, vec);
       if (before.state == MemoryState::kRejected) rejected_->upsert(before.pk, vec);
     }
+    refreshText(before.pk);
     return get(before.id);
   } catch (const std::exception& e) {
     return storageError(e, "update");
@@ -701,6 +765,7 @@ Result<Memory> MemoryStore::changeState(const std::string& id, MemoryState from1
     rejected_->remove(m.pk);
     if (to == MemoryState::kActive && vec) active_->upsert(m.pk, *vec);
     if (to == MemoryState::kRejected && vec) rejected_->upsert(m.pk, *vec);
+    refreshText(m.pk);
     return get(m.id);
   } catch (const std::exception& e) {
     return storageError(e, action);
@@ -781,6 +846,7 @@ Result<std::pair<Memory, Memory>> MemoryStore::supersede(const std::string& oldI
       tx.commit();
     }
     active_->remove(oldM->pk);
+    refreshText(oldM->pk);
     auto o = get(oldId);
     if (!o) return o.status();
     auto b = get(byId);
@@ -841,6 +907,7 @@ Status MemoryStore::purge(const std::string& id, bool confirm, const Actor& acto
     }
     active_->remove(m->pk);
     rejected_->remove(m->pk);
+    refreshText(m->pk);
     return Status::ok();
   } catch (const std::exception& e) {
     return storageError(e, "purge");
@@ -986,6 +1053,7 @@ Result<std::string> MemoryStore::importRecord(const Memory& in, const Actor& act
     tx.commit();
     if (in.state == MemoryState::kActive) active_->upsert(pk, vec);
     if (in.state == MemoryState::kRejected) rejected_->upsert(pk, vec);
+    refreshText(pk);
     return std::string("created");
   } catch (const std::exception& e) {
     return storageError(e, "import");
@@ -1225,11 +1293,42 @@ std::vector<FtsHit> MemoryStore::rankedActive(FtsLane lane, const std::string& m
 Result<std::vector<FtsHit>> MemoryStore::searchFts(FtsLane lane, const std::string& matchExpression, int limit) {
   std::vector<FtsHit> out;
   if (matchExpression.empty()) return out;
+  if (lane == FtsLane::kUnicode) {
+    auto matches = matchText(matchExpression);
+    if (!matches) return matches.status();
+    int rank = 0;
+    for (const auto& [pk, bm25] : matches->best(static_cast<size_t>(std::max(limit, 0)))) out.push_back({pk, bm25, ++rank});
+    return out;
+  }
   try {
     return rankedActive(lane, matchExpression, limit, std::nullopt);
   } catch (const SQLite::Exception& e) {
     // An FTS syntax error means the query builder let something through; an empty lane is the safe answer.
     if (e.getErrorCode() == SQLITE_ERROR) return out;
+    return storageError(e, "full-text search");
+  } catch (const std::exception& e) {
+    return storageError(e, "full-text search");
+  }
+}
+
+Result<TextMatches> MemoryStore::matchText(const std::string& matchExpression) {
+  if (matchExpression.empty()) return TextMatches{};
+  try {
+    if (textIndexReady()) {
+      if (auto phrases = text_->parse(matchExpression)) return text_->evaluate(*phrases);
+    }
+    // Another shape of expression, or no index: SQLite scores every match (the slow path the index replaces).
+    auto q = statement("SELECT memories_fts.rowid, bm25(memories_fts), m.state = 'active' FROM memories_fts "
+                       "CROSS JOIN memories m ON m.pk = memories_fts.rowid WHERE memories_fts MATCH ?");
+    q->bind(1, matchExpression);
+    std::vector<TextMatches::Row> rows;
+    while (q->executeStep()) {
+      rows.push_back({q->getColumn(0).getInt64(), q->getColumn(1).getDouble(), q->getColumn(2).getInt() != 0});
+    }
+    return TextMatches(std::move(rows));
+  } catch (const SQLite::Exception& e) {
+    // An FTS syntax error means the query builder let something through; no rows is the safe answer.
+    if (e.getErrorCode() == SQLITE_ERROR) return TextMatches{};
     return storageError(e, "full-text search");
   } catch (const std::exception& e) {
     return storageError(e, "full-text search");

@@ -1,6 +1,7 @@
 // MemoryStore: one scope's memories in one SQLite file — the correction model of MEMQ.md §2, the audit journal
 // of §3, file refs, similar edges, per-model embeddings, and the in-memory vector index that mirrors the active
-// rows (so recall never re-reads embedding BLOBs).
+// rows (so recall never re-reads embedding BLOBs), and the in-memory unicode text index (text_index.h) that mirrors
+// every row's text and state (so the unicode lane never asks FTS5 to score every matching row).
 //
 // Invariants (each enforced here, each covered by tests/unit/store):
 //  1. A save never changes the state of an existing row: hidden/superseded content is reported, rejected content
@@ -9,6 +10,9 @@
 //  3. activeIndex() holds exactly the active rows' vectors of the default model; rejectedIndex() the rejected rows'.
 //     Both are updated only after the transaction commits.
 //  4. Bad input is refused before any write; a failed transaction leaves nothing behind.
+//  5. The text index holds every row of `memories` with its current text and state: each committed write refreshes
+//     the rows it touched from the table; a refresh that fails, or a commit by another connection (PRAGMA
+//     data_version), makes the next search rebuild it first.
 //
 // Thread-safety: not thread-safe. The owner (a Scope) serialises every call.
 #pragma once
@@ -26,6 +30,7 @@
 #include "daemon/embed/vector_index.h"
 #include "daemon/model/memory.h"
 #include "daemon/model/memory_input.h"
+#include "daemon/store/text_index.h"
 #include "protocol/status.h"
 
 namespace memq {
@@ -163,6 +168,9 @@ class MemoryStore {
 
   // --- recall support (active rows only) ---
   Result<std::vector<FtsHit>> searchFts(FtsLane lane, const std::string& matchExpression, int limit);
+  // Every row (any state) matching a unicode-lane expression, with its bm25 exactly as FTS5 computes it: from the
+  // text index when the expression has unicodeMatch's shape, else from SQLite. An FTS syntax error gives no rows.
+  Result<TextMatches> matchText(const std::string& matchExpression);
   Result<std::vector<FileHit>> findByPaths(const std::vector<std::string>& paths, int limit);
   Result<std::vector<Memory>> loadMany(const std::vector<int64_t>& pks);
   // Memories (any state) whose file refs are listed, for staleness review.
@@ -208,7 +216,16 @@ class MemoryStore {
 
   explicit MemoryStore(StoreOptions options);
   std::string now() const;
+  // Every catch in this class translates SQLite's exception through this member (it hides the free storageError of
+  // database.h), so each StorageError a store returns names its scope and file.
+  Status storageError(const std::exception& e, const std::string& context = "") const;
   Status loadIndexes();
+  // (Re)builds the text index from every row. Throws on SQLite errors.
+  void loadTextIndex();
+  // After a committed write: re-reads row `pk` into the text index (or drops it when the row is gone).
+  void refreshText(int64_t pk);
+  // True when the text index can answer: it exists and is current (rebuilt here if it was not).
+  bool textIndexReady();
   Result<Memory> mustGet(const std::string& id);
   void readFiles(Memory& m);
   void appendEvent(const std::string& memoryId, const std::string& action, const Actor& actor,
@@ -233,6 +250,9 @@ class MemoryStore {
   std::unique_ptr<SQLite::Database> db_;
   std::unique_ptr<VectorIndex> active_;
   std::unique_ptr<VectorIndex> rejected_;
+  std::unique_ptr<TextIndex> text_;  // null when SQLite offers no unicode61 tokenizer: SQL answers instead
+  bool textStale_ = false;           // a refresh failed: rebuild before the next search
+  int64_t textDataVersion_ = 0;      // PRAGMA data_version when the text index was last known current
   std::unordered_map<std::string, CacheEntry> statements_;  // declared after db_: destroyed before it
 };
 

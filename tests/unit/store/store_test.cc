@@ -214,7 +214,7 @@ TEST_F(StoreTest, EveryStateChangeHasExactlyOneEvent) {
     EXPECT_EQ(events(a.id, action), 1) << action;
   }
   EXPECT_EQ(events(a.id, "restore"), 2);
-  auto log = store_->audit({a.id, 0, 100});
+  auto log = store_->audit({.memoryId = a.id, .sinceSeq = 0, .limit = 100});
   ASSERT_TRUE(log.isOk());
   EXPECT_EQ(log->size(), 9u);
   EXPECT_EQ(log->front().actor, "agent:test");
@@ -227,7 +227,7 @@ TEST_F(StoreTest, PurgeScrubsTextFromTheJournalButKeepsEvents) {
   ASSERT_FALSE(no.isOk());
   EXPECT_EQ(no.code(), ErrorCode::kForbidden);
   ASSERT_TRUE(store_->purge(a.id, true, user_).isOk());
-  auto log = store_->audit({a.id, 0, 100});
+  auto log = store_->audit({.memoryId = a.id, .sinceSeq = 0, .limit = 100});
   ASSERT_EQ(log->size(), 3u);
   for (const auto& e : *log) {
     EXPECT_EQ(e.detail.dump().find("staging password"), std::string::npos) << e.action;
@@ -394,6 +394,107 @@ TEST_F(StoreTest, ParaphraseOfRejectedContentIsWrittenWithAWarning) {
   bool warned = false;
   for (const auto& w : b.warnings) warned |= w.rfind("similar_rejected", 0) == 0;
   EXPECT_TRUE(warned);
+}
+
+// The unicode lane answers from the in-memory text index; after every kind of write it must still give exactly
+// what SQLite's FTS5 gives for the same expression (rows, order, bm25), and another connection's commit must be
+// seen too.
+class TextLaneTest : public StoreTest {
+ protected:
+  // rankedActive's SQL: the best `limit` + inactive rows by bm25, active ones kept.
+  std::vector<FtsHit> sqlLane(const std::string& match, int limit) {
+    int64_t inactive = count("SELECT COUNT(*) FROM memories WHERE state != 'active'");
+    SQLite::Statement q(store_->database(),
+                        "SELECT f.rowid, bm25(memories_fts), m.state = 'active' FROM memories_fts f "
+                        "CROSS JOIN memories m ON m.pk = f.rowid WHERE memories_fts MATCH ? "
+                        "ORDER BY bm25(memories_fts) LIMIT ?");
+    q.bind(1, match);
+    q.bind(2, limit + inactive);
+    std::vector<FtsHit> out;
+    int rank = 0;
+    while (static_cast<int>(out.size()) < limit && q.executeStep()) {
+      if (q.getColumn(2).getInt() != 0) out.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getDouble(), ++rank});
+    }
+    return out;
+  }
+  void expectSameLane(const std::string& why) {
+    SCOPED_TRACE(why);
+    for (const std::string match : {"\"jwt\"*", "\"clock\"* OR \"cache\"*", "\"src/jwt.ts\"*", "\"arger\"* OR \"auth\"*",
+                                    "\"the\"* OR \"container\"* OR \"expiry\"*", "\"tok\"*"}) {
+      auto mine = store_->searchFts(FtsLane::kUnicode, match, 30);
+      ASSERT_TRUE(mine.isOk());
+      auto expected = sqlLane(match, 30);
+      ASSERT_EQ(mine->size(), expected.size()) << match;
+      for (size_t i = 0; i < expected.size(); ++i) {
+        EXPECT_EQ((*mine)[i].pk, expected[i].pk) << match;
+        EXPECT_NEAR((*mine)[i].bm25, expected[i].bm25, 1e-9 * std::abs(expected[i].bm25)) << match;
+        EXPECT_EQ((*mine)[i].rank, expected[i].rank);
+      }
+      SQLite::Statement all(store_->database(),
+                            "SELECT rowid, bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ?");
+      all.bind(1, match);
+      auto matches = store_->matchText(match);
+      ASSERT_TRUE(matches.isOk());
+      size_t n = 0;
+      while (all.executeStep()) {
+        ++n;
+        auto bm25 = matches->bm25Of(all.getColumn(0).getInt64());
+        ASSERT_TRUE(bm25.has_value()) << match;
+        EXPECT_NEAR(*bm25, all.getColumn(1).getDouble(), 1e-9 * std::abs(*bm25));
+      }
+      EXPECT_EQ(matches->size(), n) << match;
+    }
+  }
+};
+
+TEST_F(TextLaneTest, EveryWriteKeepsTheLaneIdenticalToFts5) {
+  auto a = save("JWT expiry uses the container clock", "tokens in src/jwt.ts", {"src/jwt.ts"}, {"auth"});
+  auto b = save("Cache the JWKS keys", "the cache lives in src/jwks.ts; tokenizer note", {}, {"cache"});
+  auto c = save("Ärger with the clock", "container clock skew", {}, {"time"});
+  auto d = save("Tokens expire", "expiry is 15 minutes", {}, {"auth"});
+  expectSameLane("saved");
+  ASSERT_TRUE(store_->hide(a.id, std::nullopt, actor_).isOk());
+  expectSameLane("hidden");
+  EXPECT_TRUE(store_->searchFts(FtsLane::kUnicode, "\"src/jwt.ts\"*", 30)->empty());
+  ASSERT_TRUE(store_->restore(a.id, actor_).isOk());
+  expectSameLane("restored");
+  UpdateInput u;
+  u.details = "now the expiry lives in src/auth/jwt.ts";
+  u.topics = std::vector<std::string>{"auth", "jwt"};
+  ASSERT_TRUE(store_->update(a.id, u, actor_).isOk());
+  expectSameLane("updated");
+  ASSERT_TRUE(store_->supersede(d.id, a.id, actor_).isOk());
+  expectSameLane("superseded");
+  ASSERT_TRUE(store_->reject(b.id, "wrong", actor_).isOk());
+  expectSameLane("rejected");
+  ASSERT_TRUE(store_->unreject(b.id, user_).isOk());
+  expectSameLane("unrejected");
+  SaveInput in;
+  in.summary = "Ärger with the clock";
+  in.details = "container clock skew";
+  in.topics = {"tokenizer", "arger"};
+  in.mergeTopics = true;
+  auto merged = store_->save(*normalizeSave(in, root_), {}, actor_);
+  ASSERT_TRUE(merged.isOk());
+  EXPECT_TRUE(merged->topicsMerged);
+  expectSameLane("dedup merged topics");
+  ASSERT_TRUE(store_->purge(c.id, true, user_).isOk());
+  expectSameLane("purged");
+  Memory imported = *store_->get(b.id);
+  imported.id = "00000000-0000-4000-8000-000000000001";
+  imported.summary = "Imported clock note";
+  imported.contentHash = contentHash(imported.summary, imported.details);
+  ASSERT_EQ(*store_->importRecord(imported, user_), "created");
+  expectSameLane("imported");
+
+  // A commit by another connection (a second process on the same file) is picked up before the next search.
+  {
+    SQLite::Database other(path_, SQLite::OPEN_READWRITE);
+    other.exec("UPDATE memories SET summary = 'clock clock clock' WHERE id = '" + b.id + "'");
+  }
+  expectSameLane("written by another connection");
+  open();
+  expectSameLane("reopened");
 }
 
 }  // namespace

@@ -1,0 +1,147 @@
+// TextIndex: one scope's unicode full-text lane (memories_fts) held in memory, answering the MATCH expressions
+// recall builds (fts_query.h unicodeMatch: `"t1"* OR "t2"* ...`) with exactly the rows and bm25 figures FTS5 gives.
+//
+// Why: FTS5 computes bm25 for every row that matches, and a typical query's words match about half of all rows, so
+// `ORDER BY bm25 LIMIT n` in SQLite cost tens of milliseconds at 10k memories. Here the same arithmetic runs over
+// in-memory postings.
+//
+// What "exactly" means (SQLite 3.40 ext/fts5: fts5_aux.c fts5Bm25Function, fts5_expr.c):
+//  - Text is tokenised by SQLite's own unicode61 tokenizer (remove_diacritics 2), obtained through the fts5_api of
+//    the store's connection, so case and diacritic folding are byte for byte FTS5's.
+//  - Every row of `memories` is indexed whatever its state (FTS5's row count and token totals include them all);
+//    only active rows are returned by best().
+//  - A quoted string is a phrase of adjacent tokens in one column; `*` makes its last token a prefix. A phrase that
+//    tokenises to nothing matches nothing but is still a phrase of the query.
+//  - bm25: k1 = 1.2, b = 0.75; IDF = log((N - nHit + 0.5) / (nHit + 0.5)), 1e-6 when <= 0, N = rows, nHit = rows
+//    where the phrase occurs; freq = the phrase's instances in the row (all three columns, weight 1); D = the row's
+//    tokens; avgdl = all tokens / N; bm25 = -(sum over phrases, in query order, of IDF*freq*(k1+1)/(freq+k1*(1-b+b*D/avgdl))).
+//  - Ties in bm25 are ordered by rowid, as SQLite's sorter leaves them (rows arrive in rowid order).
+// tests/unit/store/text_index_test.cc checks all of this against a real FTS5 table on random corpora.
+//
+// Invariants: (1) docs_[slot] is live iff slots_ maps its pk to slot; (2) every live doc's distinct terms each have
+// exactly one posting for its slot, with the term's count in the doc; (3) totalTokens_ is the sum of live docs'
+// lengths, liveDocs_ their number.
+//
+// Thread-safety: not thread-safe (evaluation uses scratch buffers). The owner (MemoryStore, under its scope's lock)
+// serialises every call.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+struct sqlite3;
+struct fts5_tokenizer;
+struct Fts5Tokenizer;
+
+namespace memq {
+
+// SQLite's unicode61 tokenizer (remove_diacritics 2), as memories_fts is declared. Valid while its connection is.
+class Unicode61Tokenizer {
+ public:
+  // Null when the connection has no FTS5 or no unicode61 tokenizer.
+  static std::unique_ptr<Unicode61Tokenizer> open(sqlite3* db);
+  ~Unicode61Tokenizer();
+  Unicode61Tokenizer(const Unicode61Tokenizer&) = delete;
+  Unicode61Tokenizer& operator=(const Unicode61Tokenizer&) = delete;
+
+  // Calls sink(context, token) for each token of `text` (folded, cut to FTS5's maximum token size), in order.
+  using TokenSink = void (*)(void* context, std::string_view token);
+  void tokenize(std::string_view text, TokenSink sink, void* context) const;
+  std::vector<std::string> tokenize(std::string_view text) const;
+
+ private:
+  Unicode61Tokenizer() = default;
+  std::unique_ptr<fts5_tokenizer> api_;
+  Fts5Tokenizer* instance_ = nullptr;
+};
+
+// The rows matching one expression, with their bm25, sorted by pk.
+class TextMatches {
+ public:
+  struct Row {
+    int64_t pk;
+    double bm25;
+    bool active;
+  };
+  TextMatches() = default;
+  explicit TextMatches(std::vector<Row> rows);
+
+  // The `limit` best active rows (lowest bm25, ties by pk), excluding `excludePk`; best first.
+  std::vector<std::pair<int64_t, double>> best(size_t limit, std::optional<int64_t> excludePk = std::nullopt) const;
+  std::optional<double> bm25Of(int64_t pk) const;
+  size_t size() const { return rows_.size(); }
+
+ private:
+  std::vector<Row> rows_;
+};
+
+class TextIndex {
+ public:
+  // Null when the tokenizer is unavailable (the caller keeps using SQL).
+  static std::unique_ptr<TextIndex> create(sqlite3* db);
+
+  // Indexes (or re-indexes) one row of `memories`.
+  void upsert(int64_t pk, std::string_view summary, std::string_view details, std::string_view topicsText,
+              bool active);
+  void remove(int64_t pk);
+  void clear();
+  size_t size() const { return liveDocs_; }
+  bool contains(int64_t pk) const { return slots_.contains(pk); }
+
+  // A parsed expression: nullopt when it is not of the shape unicodeMatch builds (the caller then asks SQLite).
+  struct Phrase {
+    std::vector<std::string> tokens;  // folded
+    bool prefix = false;              // the last token is a prefix
+  };
+  std::optional<std::vector<Phrase>> parse(std::string_view matchExpression) const;
+
+  // Every row matching any of the phrases (OR), with FTS5's bm25.
+  TextMatches evaluate(const std::vector<Phrase>& phrases);
+
+ private:
+  struct Posting {
+    uint32_t slot;
+    uint32_t count;
+  };
+  struct Term {
+    const std::string* text;  // the dictionary's key
+    std::vector<Posting> postings;
+  };
+  struct Doc {
+    int64_t pk = 0;
+    bool live = false;
+    bool active = false;
+    uint32_t columnEnd[3] = {0, 0, 0};  // terms[columnEnd[c-1] .. columnEnd[c]) are column c's
+    std::vector<uint32_t> terms;        // term ids in position order, all columns
+  };
+
+  explicit TextIndex(std::unique_ptr<Unicode61Tokenizer> tokenizer);
+  // Instances of `phrase` per row, appended to `out` as (slot, freq).
+  void phraseFrequencies(const Phrase& phrase, std::vector<std::pair<uint32_t, uint32_t>>& out);
+  std::optional<uint32_t> termId(std::string_view text) const;
+  uint32_t internTerm(std::string_view text);
+  void unlinkDoc(uint32_t slot);
+
+  std::unique_ptr<Unicode61Tokenizer> tokenizer_;
+  std::map<std::string, uint32_t, std::less<>> dictionary_;  // sorted: a prefix is a range
+  std::vector<Term> terms_;
+  std::vector<Doc> docs_;
+  std::vector<uint32_t> freeSlots_;
+  std::unordered_map<int64_t, uint32_t> slots_;
+  int64_t totalTokens_ = 0;
+  int64_t liveDocs_ = 0;
+  // Scratch for evaluate(), sized to docs_ (zero between calls).
+  std::vector<uint32_t> freqScratch_;
+  std::vector<double> scoreScratch_;
+  std::vector<char> touchedScratch_;
+};
+
+}  // namespace memq
