@@ -74,7 +74,9 @@ void checkClean(const std::string& result) {
 void checkRoot(std::string_view input, const std::string& root) {
   memq::Result<std::string> result = memq::normalizeFilePath(input, root, "files[0]");
   if (!result.isOk()) {
-    MEMQ_FUZZ_CHECK(result.status().code() == memq::ErrorCode::kInvalidParams, "a refused path is InvalidParams");
+    MEMQ_FUZZ_CHECK(result.status().code() == memq::ErrorCode::kInvalidParams ||
+                        result.status().code() == memq::ErrorCode::kForbidden,
+                    "a refused path is InvalidParams (malformed) or Forbidden (outside the root)");
     MEMQ_FUZZ_CHECK(result.status().data().value("field", "") == "files[0]", "the error names the field");
     return;
   }
