@@ -629,7 +629,9 @@ TEST_F(CliTest, ExportImportIsLosslessAcrossDaemons) {
     CommandResult dup = second.memq("--json save 'Build with make'", project2);
     EXPECT_EQ(parseJson(dup)["status"], "exists_superseded") << dup.out;
     CommandResult recall = second.memq("--json recall 'Deploys happen on Fridays'", project2);
-    for (const auto& m : parseJson(recall)["memories"]) EXPECT_NE(m["id"], hidden);
+    // Named, not iterated as parseJson(recall)["memories"]: a range-for does not keep that temporary alive.
+    json recalled = parseJson(recall);
+    for (const auto& m : recalled["memories"]) EXPECT_NE(m["id"], hidden);
     // The global memory landed in the second daemon's global scope, so every project sees it.
     CommandResult globals = second.memq("--json --scope global list", dir2.string());
     ASSERT_EQ(globals.exitCode, 0) << globals.err;
