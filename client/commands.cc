@@ -287,6 +287,7 @@ int cmdAudit(Context& ctx, const std::vector<std::string>& words) {
   if (int rc = parseOrUsage(a, words, {{}, {"id", "limit", "since"}, {}}); rc >= 0) return rc;
   json p = json::object();
   if (auto id = a.value("id")) p["id"] = *id;
+  if (auto since = a.value("since")) p["since"] = *since;
   int limit = 100;
   if (auto rc = parseInt(a.value("limit"), "limit", limit)) return *rc;
   p["limit"] = limit;

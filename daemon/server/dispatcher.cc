@@ -33,7 +33,8 @@ Result<nlohmann::json> Dispatcher::invoke(ClientState& client, const Call& call)
   if (const MethodSchema* schema = findMethodSchema(call.method)) {
     MEMQ_RETURN_IF_ERROR(validateParams(schema->params, params));
   }
-  auto ctx = service_.context(client, params);
+  // initialize sets the connection's scopes rather than narrowing them, so its params are no request context.
+  auto ctx = service_.context(client, call.method == "initialize" ? nlohmann::json::object() : params);
   if (!ctx) return ctx.status();
   HandlerEnv env{service_, client, hooks_};
   return entry.handler(env, *ctx, params);

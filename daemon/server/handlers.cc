@@ -100,7 +100,7 @@ MethodTable buildTable() {
   t["memory/get"] = {[](HandlerEnv& env, const CallContext& ctx, const json& p) {
     return memoryResult(env.service.get(ctx, str(p, "id")));
   }};
-  t["memory/update"] = {[](HandlerEnv& env, const CallContext& ctx, const json& p) {
+  t["memory/update"] = {[](HandlerEnv& env, const CallContext& ctx, const json& p) -> Result<json> {
                           UpdateRequest u;
                           u.summary = optStr(p, "summary");
                           u.details = optStr(p, "details");
@@ -108,7 +108,11 @@ MethodTable buildTable() {
                           if (p.contains("topics")) u.topics = strings(p, "topics");
                           if (p.contains("files")) u.files = strings(p, "files");
                           u.pinned = optBool(p, "pinned");
-                          return memoryResult(env.service.update(ctx, str(p, "id"), u));
+                          auto r = env.service.update(ctx, str(p, "id"), u);
+                          if (!r) return r.status();
+                          json out = memoryToJson(r->memory);
+                          out["redactions"] = r->redactions;
+                          return out;
                         },
                         false, true};
   t["memory/list"] = {[](HandlerEnv& env, const CallContext& ctx, const json& p) -> Result<json> {
@@ -151,7 +155,7 @@ MethodTable buildTable() {
                       },
                       false, true};
   t["memory/restore"] = {[](HandlerEnv& env, const CallContext& ctx, const json& p) {
-                           return memoryResult(env.service.restore(ctx, str(p, "id")));
+                           return memoryResult(env.service.restore(ctx, str(p, "id"), optStr(p, "reason")));
                          },
                          false, true};
   t["memory/pin"] = {[](HandlerEnv& env, const CallContext& ctx, const json& p) {
@@ -223,6 +227,7 @@ MethodTable buildTable() {
     AuditFilter f;
     f.memoryId = optStr(p, "id");
     f.sinceSeq = optInt(p, "since_seq").value_or(0);
+    f.sinceAt = optStr(p, "since");
     f.limit = static_cast<int>(optInt(p, "limit").value_or(100));
     return env.service.auditList(ctx, f);
   }};

@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <filesystem>
+#include <regex>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -50,6 +53,45 @@ Status scrubSecrets(std::string& text, const std::string& field, bool refuse, nl
   for (const auto& k : kinds) redactions.push_back({{"kind", k}, {"field", field}});
   text = std::move(redacted);
   return Status::ok();
+}
+
+// audit/list's `since`: a date or date-time (ISO-8601; UTC unless it carries an offset) rewritten in the journal's
+// own format ("2026-11-29T14:33:25.605Z"), so that "at >= since" compares as text exactly as it does as time.
+std::optional<std::string> journalTime(const std::string& text) {
+  static const std::regex kIso(
+      R"(^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?(Z|[+-]\d{2}:?\d{2})?$)");
+  std::smatch m;
+  if (!std::regex_match(text, m, kIso)) return std::nullopt;
+  auto num = [&](int i) { return m[i].matched ? std::stoi(m[i].str()) : 0; };
+  std::tm tm{};
+  tm.tm_year = num(1) - 1900;
+  tm.tm_mon = num(2) - 1;
+  tm.tm_mday = num(3);
+  tm.tm_hour = num(4);
+  tm.tm_min = num(5);
+  tm.tm_sec = num(6);
+  if (tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
+      tm.tm_sec > 60) {
+    return std::nullopt;
+  }
+  const int year = tm.tm_year, mon = tm.tm_mon, day = tm.tm_mday;
+  time_t seconds = timegm(&tm);
+  if (tm.tm_year != year || tm.tm_mon != mon || tm.tm_mday != day) return std::nullopt;  // 31 February and the like
+  if (m[8].matched && m[8].str() != "Z") {
+    std::string off = m[8].str();
+    off.erase(std::remove(off.begin(), off.end(), ':'), off.end());
+    const int minutes = std::stoi(off.substr(1, 2)) * 60 + std::stoi(off.substr(3, 2));
+    seconds -= (off[0] == '+' ? 1 : -1) * minutes * 60;
+  }
+  std::string fraction = m[7].matched ? m[7].str() : "";
+  fraction = (fraction + "000").substr(0, 3);
+  // Formatted here rather than through a system_clock time_point, whose nanosecond range ends in 2262.
+  std::tm utc{};
+  if (gmtime_r(&seconds, &utc) == nullptr) return std::nullopt;
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%sZ", utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday,
+                utc.tm_hour, utc.tm_min, utc.tm_sec, fraction.c_str());
+  return std::string(buf);
 }
 
 }  // namespace
@@ -136,6 +178,21 @@ Result<CallContext> Service::context(ClientState& client, const nlohmann::json& 
                     nlohmann::json{{"field", "read_scope"}});
     }
     ctx.readScope = r;
+  }
+  if (auto it = params.find("write_scope"); it != params.end() && it->is_string()) {
+    WriteScope w;
+    if (!parseWriteScope(it->get<std::string>(), w)) {
+      return Status::invalidField("write_scope", "write_scope must be project, global or none");
+    }
+    // MEMQ.md §4: a request may narrow the connection's write scope (to itself or to none), never widen or move it.
+    if (w != ctx.writeScope && w != WriteScope::kNone) {
+      return Status(ErrorCode::kScopeUnavailable,
+                    std::string("write_scope ") + writeScopeName(w) + " is wider than this connection's (" +
+                        writeScopeName(ctx.writeScope) + ")",
+                    nlohmann::json{{"field", "write_scope"}});
+    }
+    ctx.writeScope = w;
+    ctx.writeScopeNarrowed = true;
   }
   if (auto it = params.find("scope"); it != params.end() && it->is_string()) {
     std::string s = it->get<std::string>();
@@ -269,7 +326,14 @@ Result<std::shared_ptr<Scope>> Service::writeScope(const CallContext& ctx) {
     return Status(ErrorCode::kScopeUnavailable, "writes are disabled for this connection (write_scope none)",
                   nlohmann::json{{"field", "scope"}});
   }
-  std::string target = ctx.scopeOverride.value_or(ctx.writeScope == WriteScope::kGlobal ? "global" : "project");
+  const std::string narrowed = ctx.writeScope == WriteScope::kGlobal ? "global" : "project";
+  if (ctx.writeScopeNarrowed && ctx.scopeOverride && *ctx.scopeOverride != narrowed) {
+    // The request named its write scope itself; a `scope` elsewhere contradicts it.
+    return Status(ErrorCode::kScopeUnavailable,
+                  "scope " + *ctx.scopeOverride + " is not writable with this request's write_scope " + narrowed,
+                  nlohmann::json{{"field", "scope"}});
+  }
+  std::string target = ctx.scopeOverride.value_or(narrowed);
   if (target == "global") return registry_.global();
   return projectScope(ctx);
 }
@@ -441,7 +505,7 @@ Result<Memory> Service::mutate(const CallContext& ctx, const std::string& id, co
   return out;
 }
 
-Result<Memory> Service::update(const CallContext& ctx, const std::string& id, const UpdateRequest& request) {
+Result<UpdateOutcome> Service::update(const CallContext& ctx, const std::string& id, const UpdateRequest& request) {
   if (ctx.writeScope == WriteScope::kNone) {
     return Status(ErrorCode::kScopeUnavailable, "writes are disabled for this connection (write_scope none)");
   }
@@ -452,9 +516,9 @@ Result<Memory> Service::update(const CallContext& ctx, const std::string& id, co
   in.details = request.details;
   in.category = request.category;
   in.topics = request.topics;
+  nlohmann::json redactions = nlohmann::json::array();
   {
     const bool refuse = options_.secretsMode == "refuse";
-    nlohmann::json redactions = nlohmann::json::array();
     if (in.summary) MEMQ_RETURN_IF_ERROR(scrubSecrets(*in.summary, "summary", refuse, redactions));
     if (in.details) MEMQ_RETURN_IF_ERROR(scrubSecrets(*in.details, "details", refuse, redactions));
     if (in.topics) {
@@ -477,8 +541,9 @@ Result<Memory> Service::update(const CallContext& ctx, const std::string& id, co
     if (m) before = m->updatedAt;
     out = r->scope->db->store->update(r->id, in, ctx.actor);
   }
-  if (out && out->updatedAt != before) emit(*r->scope, r->id, "update");
-  return out;
+  if (!out) return out.status();
+  if (out->updatedAt != before) emit(*r->scope, r->id, "update");
+  return UpdateOutcome{std::move(*out), std::move(redactions)};
 }
 
 Result<ListResult> Service::list(const CallContext& ctx, const ListFilter& filter) {
@@ -577,8 +642,9 @@ Result<Memory> Service::hide(const CallContext& ctx, const std::string& id, cons
   return mutate(ctx, id, "hide", [&](MemoryStore& s, const std::string& full) { return s.hide(full, reason, ctx.actor); });
 }
 
-Result<Memory> Service::restore(const CallContext& ctx, const std::string& id) {
-  return mutate(ctx, id, "restore", [&](MemoryStore& s, const std::string& full) { return s.restore(full, ctx.actor); });
+Result<Memory> Service::restore(const CallContext& ctx, const std::string& id, const std::optional<std::string>& reason) {
+  return mutate(ctx, id, "restore",
+                [&](MemoryStore& s, const std::string& full) { return s.restore(full, ctx.actor, reason); });
 }
 
 Result<Memory> Service::pin(const CallContext& ctx, const std::string& id, bool pinned) {
@@ -851,6 +917,13 @@ Result<nlohmann::json> Service::auditList(const CallContext& ctx, const AuditFil
   auto scopes = readScopes(ctx);
   if (!scopes) return scopes.status();
   AuditFilter f = filter;
+  if (filter.sinceAt) {
+    f.sinceAt = journalTime(*filter.sinceAt);
+    if (!f.sinceAt) {
+      return Status::invalidField("since", "since must be an ISO-8601 date or time, e.g. 2026-11-29 or "
+                                           "2026-11-29T14:30:00Z (got '" + *filter.sinceAt + "')");
+    }
+  }
   nlohmann::json events = nlohmann::json::array();
   for (auto& scope : *scopes) {
     if (filter.memoryId) {

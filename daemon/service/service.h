@@ -29,6 +29,7 @@ struct CallContext {
   ReadScope readScope = ReadScope::kAll;
   WriteScope writeScope = WriteScope::kProject;
   std::optional<std::string> scopeOverride;  // "project" | "global": the request's `scope`
+  bool writeScopeNarrowed = false;           // the request itself passed `write_scope`
   Actor actor;
 };
 
@@ -55,6 +56,13 @@ struct UpdateRequest {
   std::optional<bool> pinned;
 };
 
+// memory/update's result: the memory as it now is, and the credentials redacted from the new text ({kind, field}
+// per finding, as memory/save reports them).
+struct UpdateOutcome {
+  Memory memory;
+  nlohmann::json redactions = nlohmann::json::array();
+};
+
 struct ImportCounts {
   int created = 0;
   int deduped = 0;
@@ -75,12 +83,12 @@ class Service {
 
   Result<nlohmann::json> save(const CallContext& ctx, const SaveInput& input);
   Result<Memory> get(const CallContext& ctx, const std::string& id);
-  Result<Memory> update(const CallContext& ctx, const std::string& id, const UpdateRequest& request);
+  Result<UpdateOutcome> update(const CallContext& ctx, const std::string& id, const UpdateRequest& request);
   Result<ListResult> list(const CallContext& ctx, const ListFilter& filter);
   Result<std::vector<RecallHit>> search(const CallContext& ctx, RecallRequest request);
   Result<std::vector<RecallHit>> recall(const CallContext& ctx, RecallRequest request, bool markUsed);
   Result<Memory> hide(const CallContext& ctx, const std::string& id, const std::optional<std::string>& reason);
-  Result<Memory> restore(const CallContext& ctx, const std::string& id);
+  Result<Memory> restore(const CallContext& ctx, const std::string& id, const std::optional<std::string>& reason);
   Result<Memory> pin(const CallContext& ctx, const std::string& id, bool pinned);
   Result<std::pair<Memory, Memory>> supersede(const CallContext& ctx, const std::string& id, const std::string& by);
   Result<Memory> reject(const CallContext& ctx, const std::string& id, const std::string& reason);

@@ -153,9 +153,16 @@ MEMORY_RECORD_FIELDS = {"id", "scope", "category", "summary", "details", "topics
 
 def result_table(method, schema, meanings):
     if is_memory(schema):
-        return ("The result is one memory record: `id`, `scope`, `category`, `summary`, `details`, `topics`, `files`, "
-                "`source`, `session_id`, `created_at`, `updated_at`, `last_used_at`, `use_count`, `pinned`, `state`, "
-                "`superseded_by`, `content_hash` (see [protocol.md](../protocol.md#memory-records)).")
+        record = ("The result is one memory record: `id`, `scope`, `category`, `summary`, `details`, `topics`, `files`, "
+                  "`source`, `session_id`, `created_at`, `updated_at`, `last_used_at`, `use_count`, `pinned`, `state`, "
+                  "`superseded_by`, `content_hash` (see [protocol.md](../protocol.md#memory-records)).")
+        # A record with fields of its own (memory/update's `redactions`) lists those below it.
+        extra = {k: v for k, v in schema.get("properties", {}).items() if k not in MEMORY_RECORD_FIELDS}
+        if not extra:
+            return record
+        rows = [record, "", "Besides the record:", "", "| field | type | always | meaning |", "|---|---|---|---|"]
+        result_rows(method, {"properties": extra}, meanings, "", set(schema.get("required", [])), rows)
+        return "\n".join(rows)
     rows = ["| field | type | always | meaning |", "|---|---|---|---|"]
     result_rows(method, schema, meanings, "", set(schema.get("required", [])), rows)
     return "\n".join(rows)

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -349,6 +350,118 @@ TEST_F(DaemonTest, AClientThatHalfClosesGetsItsReplyAndTheDaemonLives) {
     EXPECT_EQ(json::parse(*second)["id"], 2);
   }
   EXPECT_TRUE(daemon_->running());
+}
+
+TEST_F(DaemonTest, RestoreRecordsItsReasonInTheJournalAsHideDoes) {
+  auto c = daemon_->client(project_);
+  std::string id = save(c, "Restored memories say why")["id"];
+  ASSERT_TRUE(c.call("memory/hide", {{"id", id}, {"reason", "looked outdated"}}).isOk());
+  ASSERT_TRUE(c.call("memory/restore", {{"id", id}, {"reason", "still true after the migration"}}).isOk());
+  auto audit = c.call("audit/list", {{"id", id}});
+  ASSERT_TRUE(audit.isOk()) << audit.status().toString();
+  std::map<std::string, json> byAction;
+  for (const auto& e : (*audit)["events"]) byAction[e["action"]] = e["detail"];
+  EXPECT_EQ(byAction["hide"]["reason"], "looked outdated");
+  EXPECT_EQ(byAction["restore"]["reason"], "still true after the migration") << audit->dump();
+}
+
+TEST_F(DaemonTest, AuditSinceKeepsEventsAtOrAfterTheTime) {
+  auto c = daemon_->client(project_);
+  std::string first = save(c, "The first journal entry")["id"];
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));  // the journal stamps milliseconds
+  std::string second = save(c, "The second journal entry")["id"];
+  auto all = c.call("audit/list", {{"scope", "project"}});
+  ASSERT_TRUE(all.isOk());
+  ASSERT_EQ((*all)["events"].size(), 2u);
+  const std::string firstAt = (*all)["events"][0]["at"], secondAt = (*all)["events"][1]["at"];
+  ASSERT_LT(firstAt, secondAt);
+  auto idsSince = [&](const std::string& since) {
+    std::vector<std::string> ids;
+    auto r = c.call("audit/list", {{"scope", "project"}, {"since", since}});
+    EXPECT_TRUE(r.isOk()) << since << ": " << r.status().toString();
+    if (r) {
+      for (const auto& e : (*r)["events"]) ids.push_back(e["memory_id"]);
+    }
+    return ids;
+  };
+  EXPECT_EQ(idsSince(secondAt), std::vector<std::string>{second});  // at or after: the event at that instant counts
+  EXPECT_EQ(idsSince(firstAt), (std::vector<std::string>{first, second}));
+  EXPECT_EQ(idsSince(firstAt.substr(0, 10)), (std::vector<std::string>{first, second}));  // a date: from midnight UTC
+  EXPECT_TRUE(idsSince("2999-01-01T00:00:00Z").empty());
+  // The same instant written with an offset: 23:00 on the previous day at -01:00 is midnight UTC.
+  EXPECT_TRUE(idsSince("2999-01-01T23:00:00-01:00").empty());
+  EXPECT_EQ(idsSince("2000-01-01T01:00:00+01:00").size(), 2u);
+  for (const char* bad : {"yesterday", "2026-02-31", "2026-11-29T25:00", "2026-11-29T10:00:00+5"}) {
+    auto r = c.call("audit/list", {{"since", bad}});
+    ASSERT_FALSE(r.isOk()) << bad;
+    EXPECT_EQ(r.status().code(), ErrorCode::kInvalidParams) << bad;
+    EXPECT_EQ(r.status().data()["field"], "since") << bad;
+  }
+  // The CLI sends --since.
+  auto cli = daemon_->memq("--json --project " + shellQuote(project_) + " audit --since " + secondAt);
+  ASSERT_EQ(cli.exitCode, 0) << cli.err;
+  json printed = json::parse(cli.out);
+  ASSERT_EQ(printed["events"].size(), 1u) << cli.out;
+  EXPECT_EQ(printed["events"][0]["memory_id"], second);
+}
+
+TEST_F(DaemonTest, UpdateReportsTheRedactionsOfItsNewText) {
+  auto c = daemon_->client(project_);
+  std::string id = save(c, "The staging database login")["id"];
+  auto clean = c.call("memory/update", {{"id", id}, {"details", "ask the platform team"}});
+  ASSERT_TRUE(clean.isOk()) << clean.status().toString();
+  expectMatchesResultSchema("memory/update", *clean);
+  EXPECT_EQ((*clean)["redactions"], json::array());
+  auto secret = c.call("memory/update", {{"id", id}, {"details", "password: Tr0ub4dor&3xQz81"}});
+  ASSERT_TRUE(secret.isOk()) << secret.status().toString();
+  expectMatchesResultSchema("memory/update", *secret);
+  EXPECT_EQ((*secret)["redactions"], json::array({{{"kind", "password"}, {"field", "details"}}})) << secret->dump();
+  EXPECT_EQ((*secret)["details"].get<std::string>().find("Tr0ub4dor"), std::string::npos);
+}
+
+TEST_F(DaemonTest, APerRequestWriteScopeNarrowsTheConnectionsAndNeverWidensIt) {
+  auto c = daemon_->client(project_);  // write_scope project (the default)
+  std::string id = save(c, "Narrowed writes leave this alone")["id"];
+  auto total = [&](const std::string& scope) {
+    auto r = c.call("memory/list", {{"scope", scope}, {"state", "all"}});
+    return r ? (*r)["total"].get<int>() : -1;
+  };
+  // none: every write of the request is refused and nothing changes.
+  auto noneSave = c.call("memory/save", {{"summary", "must not be written"}, {"write_scope", "none"}});
+  ASSERT_FALSE(noneSave.isOk());
+  EXPECT_EQ(noneSave.status().code(), ErrorCode::kScopeUnavailable);
+  auto noneHide = c.call("memory/hide", {{"id", id}, {"write_scope", "none"}});
+  ASSERT_FALSE(noneHide.isOk());
+  EXPECT_EQ(noneHide.status().code(), ErrorCode::kScopeUnavailable);
+  auto noneImport = c.call("import", {{"jsonl", "{\"summary\":\"imported\"}\n"}, {"write_scope", "none"}});
+  EXPECT_EQ(noneImport.status().code(), ErrorCode::kScopeUnavailable);
+  EXPECT_EQ((*c.call("memory/get", {{"id", id}}))["state"], "active");
+  // Wider or different than the connection's: ScopeUnavailable naming write_scope.
+  auto wider = c.call("memory/save", {{"summary", "must not reach global"}, {"write_scope", "global"}});
+  ASSERT_FALSE(wider.isOk());
+  EXPECT_EQ(wider.status().code(), ErrorCode::kScopeUnavailable);
+  EXPECT_EQ(wider.status().data()["field"], "write_scope");
+  EXPECT_EQ(total("project"), 1);
+  EXPECT_EQ(total("global"), 0);
+  // The same value is honoured, and a `scope` contradicting it is refused.
+  auto same = c.call("memory/save", {{"summary", "written to the project"}, {"write_scope", "project"}});
+  ASSERT_TRUE(same.isOk()) << same.status().toString();
+  EXPECT_EQ((*same)["scope"], "project");
+  auto contradicted =
+      c.call("memory/save", {{"summary", "contradiction"}, {"write_scope", "project"}, {"scope", "global"}});
+  ASSERT_FALSE(contradicted.isOk());
+  EXPECT_EQ(contradicted.status().code(), ErrorCode::kScopeUnavailable);
+  EXPECT_EQ(contradicted.status().data()["field"], "scope");
+  EXPECT_EQ(total("global"), 0);
+  // A global-writing connection narrowed per request: its saves land in global.
+  auto g = daemon_->client(project_, "global-writer", {{"write_scope", "global"}});
+  auto toGlobal = g.call("memory/save", {{"summary", "a global preference"}, {"write_scope", "global"}});
+  ASSERT_TRUE(toGlobal.isOk()) << toGlobal.status().toString();
+  EXPECT_EQ((*toGlobal)["scope"], "global");
+  auto moved = g.call("memory/save", {{"summary", "not to the project"}, {"write_scope", "project"}});
+  EXPECT_EQ(moved.status().code(), ErrorCode::kScopeUnavailable);
+  EXPECT_EQ(total("project"), 2);
+  EXPECT_EQ(total("global"), 1);
 }
 
 TEST_F(DaemonTest, ShutdownDrainsAndExitsZero) {
