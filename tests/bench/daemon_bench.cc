@@ -34,6 +34,7 @@
 
 #include "client/rpc_client.h"
 #include "daemon/embed/hashbag.h"
+#include "daemon/git/git_repo_signals.h"
 #include "daemon/service/service.h"
 
 namespace fs = std::filesystem;
@@ -337,6 +338,10 @@ int main(int argc, char** argv) {
       memq::ServiceOptions so;
       so.dataDir = (work / "inproc-data").string();
       so.embedder = &embedder;
+      // The same repository-signals factory as memqd's, so both sides do the same work for a recall.
+      so.repoFactory = [](const memq::ProjectLocation& loc) -> std::shared_ptr<memq::RepoSignals> {
+        return std::make_shared<memq::GitRepoSignals>(loc);
+      };
       memq::Service service(so);
       memq::ClientState state;
       if (auto init = service.initialize(state, {{"client_name", "in-process"}, {"project_root", root}}); !init) {
