@@ -131,6 +131,7 @@ bool parseFlags(int argc, char** argv, Flags& f, std::string& error) {
 int daemonize(int& readyFd) {
   int pipeFds[2];
   if (::pipe(pipeFds) != 0) return -1;
+  const long parentPid = static_cast<long>(::getpid());
   pid_t pid = ::fork();
   if (pid < 0) return -1;
   if (pid > 0) {
@@ -146,6 +147,11 @@ int daemonize(int& readyFd) {
   }
   ::close(pipeFds[0]);
   ::setsid();
+  // Socket activation names the process systemd started; the descriptors now belong to this child instead.
+  const char* listenPid = std::getenv("LISTEN_PID");
+  if (listenPid != nullptr && std::atol(listenPid) == parentPid) {
+    ::setenv("LISTEN_PID", std::to_string(::getpid()).c_str(), 1);
+  }
   readyFd = pipeFds[1];
   return 0;
 }

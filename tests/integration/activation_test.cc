@@ -57,7 +57,8 @@ ino_t inodeOf(const std::string& path) {
 // LISTEN_PID=<the child's own pid> (known only after fork, so set in the child before exec).
 class ActivatedMemqd {
  public:
-  ActivatedMemqd(const fs::path& dir, int passed, std::vector<std::string> extra, std::string listenPid = "")
+  ActivatedMemqd(const fs::path& dir, int passed, std::vector<std::string> extra, std::string listenPid = "",
+                 bool foreground = true)
       : dir_(dir) {
     socket_ = (dir / "memqd.sock").string();
     errFile_ = (dir / "memqd.err").string();
@@ -70,8 +71,9 @@ class ActivatedMemqd {
       ::setenv("LISTEN_FDS", "1", 1);
       ::setenv("LISTEN_PID", listenPid.empty() ? std::to_string(::getpid()).c_str() : listenPid.c_str(), 1);
       std::string bin = binDir() + "/memqd";
-      std::vector<std::string> args = {bin,        "--foreground", "--socket", socket_, "--data-dir",
-                                       (dir / "data").string(), "--log-file", (dir / "memqd.log").string()};
+      std::vector<std::string> args = {bin, "--socket", socket_, "--data-dir", (dir / "data").string(), "--log-file",
+                                       (dir / "memqd.log").string()};
+      if (foreground) args.push_back("--foreground");
       for (auto& a : extra) args.push_back(a);
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
@@ -177,6 +179,28 @@ TEST_F(ActivationTest, ServesThePassedSocketExitsWhenIdleAndLeavesTheSocketToIts
   auto list = waiting->call("memory/list", {{"project_root", project_}});
   ASSERT_TRUE(list.isOk()) << list.status().toString() << again.stderrText();
   EXPECT_EQ((*list)["total"], 1);
+}
+
+TEST_F(ActivationTest, ADetachingMemqdHandsThePassedSocketToItsChild) {
+  // Without --foreground memqd forks and the parent exits; LISTEN_PID named the parent, and the child must still
+  // serve the passed socket rather than find it "already served" and give up.
+  const std::string path = (dir_ / "memqd.sock").string();
+  listenFd_ = bindAndListen(path);
+  ASSERT_GE(listenFd_, 0) << std::strerror(errno);
+  const ino_t inode = inodeOf(path);
+  ActivatedMemqd launcher(dir_, listenFd_, {}, "", /*foreground=*/false);
+  ASSERT_EQ(launcher.waitExit(15s), 0) << launcher.stderrText() << launcher.log();
+  auto c = RpcClient::connect(path, 5s);
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  auto status = c->call("daemon/status", json::object());
+  ASSERT_TRUE(status.isOk()) << status.status().toString();
+  EXPECT_NE(launcher.log().find("(systemd)"), std::string::npos) << launcher.log();
+  ASSERT_TRUE(c->call("daemon/shutdown", json::object()).isOk());
+  const fs::path pidFile = dir_ / "memqd.pid";
+  auto deadline = std::chrono::steady_clock::now() + 15s;
+  while (fs::exists(pidFile) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
+  EXPECT_FALSE(fs::exists(pidFile)) << "the detached memqd did not exit";
+  EXPECT_EQ(inodeOf(path), inode);
 }
 
 TEST_F(ActivationTest, ListenFdsWithoutASocketOnFd3IsAClearErrorAndBindsNothing) {
