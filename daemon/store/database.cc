@@ -23,6 +23,13 @@ Status storageError(const std::exception& e, const std::string& context) {
   return Status(ErrorCode::kStorageError, message);
 }
 
+Status storageError(const std::exception& e, const std::string& context, const std::string& scope,
+                    const std::string& path) {
+  Status plain = storageError(e, context);
+  return Status(ErrorCode::kStorageError, plain.message() + " (" + scope + " database " + path + ")",
+                nlohmann::json{{"scope", scope}, {"path", path}});
+}
+
 Status makePrivateDirectories(const std::string& dir) {
   if (dir.empty()) return Status::ok();
   std::filesystem::path p(dir);

@@ -38,5 +38,9 @@ Status makePrivateDirectories(const std::string& dir);
 
 // The one translation of SQLite exceptions into memq's error path.
 Status storageError(const std::exception& e, const std::string& context = "");
+// The same, for a failure inside one scope's database: the message and data ({scope, path}) name the scope and its
+// file, so a client (and the log) can tell which database is broken while the others keep working.
+Status storageError(const std::exception& e, const std::string& context, const std::string& scope,
+                    const std::string& path);
 
 }  // namespace memq
