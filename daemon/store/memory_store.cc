@@ -121,8 +121,14 @@ MemoryStore::CachedStatement::~CachedStatement() {
 }
 
 MemoryStore::CachedStatement MemoryStore::statement(const std::string& sql) {
-  auto [it, inserted] = statements_.try_emplace(sql);
-  if (inserted) it->second.stmt = std::make_unique<SQLite::Statement>(*db_, sql);
+  auto it = statements_.find(sql);
+  if (it == statements_.end()) {
+    // Prepared before it is cached: a prepare that throws (a corrupt schema or index) must not leave an empty entry
+    // for the next call to dereference.
+    auto prepared = std::make_unique<SQLite::Statement>(*db_, sql);
+    it = statements_.try_emplace(sql).first;
+    it->second.stmt = std::move(prepared);
+  }
   if (it->second.busy) return CachedStatement(nullptr, nullptr, std::make_unique<SQLite::Statement>(*db_, sql));
   return CachedStatement(it->second.stmt.get(), &it->second.busy, nullptr);
 }
