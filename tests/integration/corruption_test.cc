@@ -1,6 +1,7 @@
 // Corrupt project databases under a running memqd: garbage over the header, garbage over interior pages, a file cut
 // short. Requests for such a project answer StorageError naming the scope and its file; the global scope and healthy
 // projects keep working in the same daemon; the daemon stays up; the corrupt file is left byte for byte as it was.
+#include <SQLiteCpp/SQLiteCpp.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -31,11 +32,17 @@ std::string garbage(size_t n, unsigned seed) {
   return s;
 }
 
+// A string member of an error's data, "" when there is no such member.
+std::string dataField(const Status& st, const std::string& key) {
+  return st.data().is_object() && st.data().contains(key) && st.data()[key].is_string() ? st.data()[key].get<std::string>()
+                                                                                          : "";
+}
+
 class CorruptionTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = makeTempDir("corrupt");
-    for (const char* name : {"header", "pages", "truncated", "healthy"}) {
+    for (const char* name : {"header", "pages", "truncated", "fts", "healthy"}) {
       fs::create_directories(dir_ / name / "src");
       writeTextFile(dir_ / name / "src" / "main.c", "int main(void) { return 0; }\n");
     }
@@ -77,11 +84,11 @@ TEST_F(CorruptionTest, ACorruptProjectAnswersStorageErrorWhileOtherScopesKeepWor
   std::map<std::string, std::vector<std::string>> ids;
   {
     auto c = daemon_->client("");
-    for (const char* name : {"header", "pages", "truncated", "healthy"}) ids[name] = fill(c, root(name), 60);
+    for (const char* name : {"header", "pages", "truncated", "fts", "healthy"}) ids[name] = fill(c, root(name), 60);
     ids["global"] = fill(c, "", 5);
   }
   ASSERT_EQ(daemon_->stop(), 0);
-  for (const char* name : {"header", "pages", "truncated"}) {
+  for (const char* name : {"header", "pages", "truncated", "fts"}) {
     // A clean stop copies the WAL back, so the damage below is all SQLite will see.
     fs::path wal = dbOf(name).string() + "-wal";
     ASSERT_TRUE(!fs::exists(wal) || fs::file_size(wal) == 0) << wal;
@@ -91,8 +98,17 @@ TEST_F(CorruptionTest, ACorruptProjectAnswersStorageErrorWhileOtherScopesKeepWor
   const size_t size = fs::file_size(dbOf("pages"));
   writeBytesAt(dbOf("pages"), 4096, garbage(size - 2 * 4096, 2));  // every page but the first and the last
   fs::resize_file(dbOf("truncated"), (fs::file_size(dbOf("truncated")) / 2) & ~size_t{4095});
+  // Damage SQLite finds only when a request reads it: the root page of the full-text index, the rest intact.
+  int ftsRoot = 0, pageSize = 0;
+  {
+    SQLite::Database db(dbOf("fts").string(), SQLite::OPEN_READONLY);
+    ftsRoot = db.execAndGet("SELECT rootpage FROM sqlite_schema WHERE name = 'memories_fts_data'").getInt();
+    pageSize = db.execAndGet("PRAGMA page_size").getInt();
+  }
+  ASSERT_GT(ftsRoot, 1);
+  writeBytesAt(dbOf("fts"), static_cast<size_t>(ftsRoot - 1) * pageSize, garbage(pageSize, 3));
   std::map<std::string, std::string> damaged;
-  for (const char* name : {"header", "pages", "truncated"}) damaged[name] = readBytes(dbOf(name));
+  for (const char* name : {"header", "pages", "truncated", "fts"}) damaged[name] = readBytes(dbOf(name));
 
   ASSERT_TRUE(daemon_->start()) << daemon_->log();
   auto c = daemon_->client("");
@@ -113,11 +129,23 @@ TEST_F(CorruptionTest, ACorruptProjectAnswersStorageErrorWhileOtherScopesKeepWor
         auto r = c.call(method, params);
         ASSERT_FALSE(r.isOk()) << name << " " << method << " answered " << r->dump().substr(0, 200);
         EXPECT_EQ(r.status().code(), ErrorCode::kStorageError) << name << " " << method << ": " << r.status().toString();
-        EXPECT_EQ(r.status().data().value("scope", ""), "project") << name << " " << method << ": " << r.status().data();
-        EXPECT_EQ(r.status().data().value("path", ""), dbOf(name).string()) << name << " " << method;
+        EXPECT_EQ(dataField(r.status(), "scope"), "project") << name << " " << method << ": " << r.status().data();
+        EXPECT_EQ(dataField(r.status(), "path"), dbOf(name).string()) << name << " " << method;
         if (round == 0 && method == "memory/save") std::printf("%s: %s\n", name, r.status().message().c_str());
       }
     }
+    // A write that reaches the damaged index fails the same way; the intact rest of that file is still served.
+    {
+      auto r = c.call("memory/save", {{"summary", "indexed into a corrupt index"}, {"project_root", root("fts")}});
+      ASSERT_FALSE(r.isOk()) << "fts memory/save answered " << r->dump().substr(0, 200);
+      EXPECT_EQ(r.status().code(), ErrorCode::kStorageError) << r.status().toString();
+      EXPECT_EQ(dataField(r.status(), "scope"), "project") << r.status().data();
+      EXPECT_EQ(dataField(r.status(), "path"), dbOf("fts").string());
+      if (round == 0) std::printf("fts: %s\n", r.status().message().c_str());
+    }
+    auto intact = c.call("memory/get", {{"id", ids["fts"][5]}, {"project_root", root("fts")}});
+    EXPECT_TRUE(intact.isOk()) << intact.status().toString();
+
     // The healthy project and the global scope, in the same daemon and on the same connection.
     auto got = c.call("memory/get", {{"id", ids["healthy"][7]}, {"project_root", root("healthy")}});
     ASSERT_TRUE(got.isOk()) << got.status().toString();
@@ -139,7 +167,7 @@ TEST_F(CorruptionTest, ACorruptProjectAnswersStorageErrorWhileOtherScopesKeepWor
   }
   // Never overwritten or silently "repaired", by the requests or by a clean stop.
   ASSERT_EQ(daemon_->stop(), 0);
-  for (const char* name : {"header", "pages", "truncated"}) {
+  for (const char* name : {"header", "pages", "truncated", "fts"}) {
     EXPECT_TRUE(readBytes(dbOf(name)) == damaged[name]) << name << " was changed";
   }
 }
