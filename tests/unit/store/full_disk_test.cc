@@ -107,6 +107,8 @@ TEST_F(FullDiskTest, ASaveThatCannotGrowTheFileFailsCleanlyAndLeavesNoPartialRow
   EXPECT_EQ(count("PRAGMA page_count"), pages);
   EXPECT_EQ(full.status().code(), ErrorCode::kStorageError);
   EXPECT_NE(full.status().message().find("full"), std::string::npos) << full.status().message();
+  EXPECT_EQ(full.status().data().value("scope", ""), "project");
+  EXPECT_EQ(full.status().data().value("path", ""), store_->path());
 
   // Nothing of it anywhere: no row, no full-text entry, no file ref, no edge, no vector, no audit event.
   const std::string token = "quokka" + std::to_string(fitted) + "x";
