@@ -51,17 +51,36 @@ install: build
 package: build
 	cmake --build $(BUILD_DIR) --target package
 
-# The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer.
+# Sanitizer reports are written to files (log_path) rather than stderr, so a report from a memqd or memq that a test
+# spawned is not lost in a log the test never reads. Any report fails the run, after ctest, and is printed.
+# $(1): the build directory.
+define run_under_sanitizers
+	@rm -rf $(1)/sanitizer-reports; mkdir -p $(1)/sanitizer-reports
+	@start=$$(date +%s); (cd $(1) && $(2)); status=$$?; \
+	echo "$(1): ctest exit $$status after $$(( $$(date +%s) - start )) s"; \
+	if [ -n "$$(ls -A $(1)/sanitizer-reports)" ]; then \
+	  cat $(1)/sanitizer-reports/*; echo "sanitizer reports in $(1)/sanitizer-reports/"; status=1; \
+	fi; exit $$status
+endef
+
+# The whole suite under AddressSanitizer (with LeakSanitizer) and UndefinedBehaviorSanitizer.
 test-asan: deps
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMEMQ_SANITIZE=ON
 	cmake --build build-asan -j $(JOBS)
-	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure --timeout $(CTEST_TIMEOUT) -j $(JOBS)
+	$(call run_under_sanitizers,build-asan,\
+	  ASAN_OPTIONS=detect_leaks=1:log_path=$(CURDIR)/build-asan/sanitizer-reports/asan \
+	  UBSAN_OPTIONS=print_stacktrace=1:log_path=$(CURDIR)/build-asan/sanitizer-reports/ubsan \
+	  ctest --output-on-failure --timeout $(CTEST_TIMEOUT) -j $(JOBS))
 
-# The concurrency tests under ThreadSanitizer.
+# ThreadSanitizer on everything that runs threads: the concurrency tests, the co-change cache, the client library and
+# every integration test that drives a real (instrumented) memqd. Serial, because TSan slows each test several-fold.
+TSAN_TESTS ?= Concurren|Clients|Thread|CoChange|RpcClient|DaemonTest|HostileTest|CrashTest|HookTest|HookWithoutDaemonTest|CliTest|UnreachableTest
 test-tsan: deps
 	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMEMQ_TSAN=ON
 	cmake --build build-tsan -j $(JOBS)
-	cd build-tsan && ctest --output-on-failure --timeout $(CTEST_TIMEOUT) -R 'Concurren|Clients|Thread'
+	$(call run_under_sanitizers,build-tsan,\
+	  TSAN_OPTIONS=second_deadlock_stack=1:log_path=$(CURDIR)/build-tsan/sanitizer-reports/tsan \
+	  ctest --output-on-failure --timeout $(CTEST_TIMEOUT) -R '$(TSAN_TESTS)')
 
 # The libFuzzer targets of tests/fuzz (clang, with ASan and UBSan), each run for FUZZ_SECONDS on a copy of its seeds
 # in tests/fuzz/corpus/<target>/, so the committed seeds never change. A crash stops the run and leaves the input in
