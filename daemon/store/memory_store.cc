@@ -192,60 +192,91 @@ Status MemoryStore::loadIndexes() {
   }
   try {
     text_ = TextIndex::create(db_->getHandle());
-    if (text_) loadTextIndex();
+    if (text_) loadMirror();
   } catch (const std::exception& e) {
     return storageError(e, "loading the text index of " + options_.path);
   }
   return Status::ok();
 }
 
-void MemoryStore::loadTextIndex() {
-  textStale_ = true;  // until the load completes
+void MemoryStore::loadMirror() {
+  mirrorStale_ = true;  // until the load completes
   text_->clear();
+  rowMeta_.clear();
+  pathPks_.clear();
   // Read before the rows: a commit by another connection in between then shows as a change, never as none.
-  textDataVersion_ = db_->execAndGet("PRAGMA data_version").getInt64();
+  mirrorDataVersion_ = db_->execAndGet("PRAGMA data_version").getInt64();
+  auto view = [](const SQLite::Column& c) {
+    return std::string_view(static_cast<const char*>(c.getText()), static_cast<size_t>(c.getBytes()));
+  };
   {
-    SQLite::Statement q(*db_, "SELECT pk, summary, details, topics_text, state = 'active' FROM memories");
+    SQLite::Statement q(*db_, "SELECT pk, summary, details, topics_text, state = 'active', last_used_at FROM memories");
     while (q.executeStep()) {
-      const auto& summary = q.getColumn(1);
-      const auto& details = q.getColumn(2);
-      const auto& topics = q.getColumn(3);
-      text_->upsert(q.getColumn(0).getInt64(),
-                    std::string_view(static_cast<const char*>(summary.getText()), static_cast<size_t>(summary.getBytes())),
-                    std::string_view(static_cast<const char*>(details.getText()), static_cast<size_t>(details.getBytes())),
-                    std::string_view(static_cast<const char*>(topics.getText()), static_cast<size_t>(topics.getBytes())),
-                    q.getColumn(4).getInt() != 0);
+      const int64_t pk = q.getColumn(0).getInt64();
+      const bool active = q.getColumn(4).getInt() != 0;
+      text_->upsert(pk, view(q.getColumn(1)), view(q.getColumn(2)), view(q.getColumn(3)), active);
+      rowMeta_[pk] = {active, q.getColumn(5).getString(), {}};
     }
   }
-  textStale_ = false;
+  {
+    SQLite::Statement q(*db_, "SELECT memory_pk, path FROM memory_files");
+    while (q.executeStep()) {
+      const int64_t pk = q.getColumn(0).getInt64();
+      std::string path = q.getColumn(1).getString();
+      auto it = rowMeta_.find(pk);
+      if (it == rowMeta_.end()) continue;
+      pathPks_[path].push_back(pk);
+      it->second.paths.push_back(std::move(path));
+    }
+  }
+  mirrorStale_ = false;
 }
 
-void MemoryStore::refreshText(int64_t pk) {
-  if (!text_ || textStale_) return;
+void MemoryStore::refreshMirror(int64_t pk, bool textChanged) {
+  if (!text_ || mirrorStale_) return;
   try {
-    auto q = statement("SELECT summary, details, topics_text, state = 'active' FROM memories WHERE pk = ?");
-    q->bind(1, pk);
-    if (q->executeStep()) {
-      text_->upsert(pk, q->getColumn(0).getString(), q->getColumn(1).getString(), q->getColumn(2).getString(),
-                    q->getColumn(3).getInt() != 0);
-    } else {
-      text_->remove(pk);
+    // Drop the row's old file refs, then read it back as committed.
+    if (auto it = rowMeta_.find(pk); it != rowMeta_.end()) {
+      for (const auto& path : it->second.paths) {
+        auto& pks = pathPks_[path];
+        pks.erase(std::remove(pks.begin(), pks.end(), pk), pks.end());
+        if (pks.empty()) pathPks_.erase(path);
+      }
+      rowMeta_.erase(it);
     }
+    auto q = statement("SELECT summary, details, topics_text, state = 'active', last_used_at FROM memories WHERE pk = ?");
+    q->bind(1, pk);
+    if (!q->executeStep()) {
+      text_->remove(pk);
+      return;
+    }
+    const bool active = q->getColumn(3).getInt() != 0;
+    if (textChanged || !text_->contains(pk)) {
+      text_->upsert(pk, q->getColumn(0).getString(), q->getColumn(1).getString(), q->getColumn(2).getString(), active);
+    } else {
+      text_->setActive(pk, active);
+    }
+    RowMeta meta{active, q->getColumn(4).getString(), {}};
+    auto files = statement("SELECT path FROM memory_files WHERE memory_pk = ?");
+    files->bind(1, pk);
+    while (files->executeStep()) meta.paths.push_back(files->getColumn(0).getString());
+    for (const auto& path : meta.paths) pathPks_[path].push_back(pk);
+    rowMeta_[pk] = std::move(meta);
   } catch (const std::exception&) {
-    textStale_ = true;  // the write itself committed; the index is rebuilt before it is read again
+    mirrorStale_ = true;  // the write itself committed; the mirror is rebuilt before it is read again
   }
 }
 
-bool MemoryStore::textIndexReady() {
+bool MemoryStore::mirrorReady() {
   if (!text_) return false;
   try {
-    // data_version moves only when another connection commits (this one's writes refresh the index themselves).
+    // data_version moves only when another connection commits (this one's writes refresh the mirror themselves).
     auto v = statement("PRAGMA data_version");
     int64_t version = v->executeStep() ? v->getColumn(0).getInt64() : -1;
-    if (textStale_ || version != textDataVersion_) loadTextIndex();
+    if (mirrorStale_ || version != mirrorDataVersion_) loadMirror();
     return true;
   } catch (const std::exception&) {
-    textStale_ = true;
+    mirrorStale_ = true;
     return false;
   }
 }
@@ -521,7 +552,7 @@ Result<SaveOutcome> MemoryStore::save(const NormalizedSave& input, const std::ve
         }
         tx.commit();
         if (out.topicsMerged) active_->upsert(m.pk, vec);
-        refreshText(m.pk);
+        refreshMirror(m.pk);
         out.status = "deduped";
         auto fresh = get(m.id);
         if (fresh) out.memory = std::move(*fresh);
@@ -582,7 +613,7 @@ Result<SaveOutcome> MemoryStore::save(const NormalizedSave& input, const std::ve
       appendEvent(id, "create", actor, detail);
       tx.commit();
       active_->upsert(*newPk, vec);
-      refreshText(*newPk);
+      refreshMirror(*newPk);
       out.status = "created";
       out.id = id;
     }
@@ -703,7 +734,7 @@ Result<Memory> MemoryStore::update(const std::string& id, const UpdateInput& inp
       if (before.state == MemoryState::kActive) active_->upsert(before.pk, vec);
       if (before.state == MemoryState::kRejected) rejected_->upsert(before.pk, vec);
     }
-    refreshText(before.pk);
+    refreshMirror(before.pk);
     return get(before.id);
   } catch (const std::exception& e) {
     return storageError(e, "update");
@@ -771,7 +802,7 @@ Result<Memory> MemoryStore::changeState(const std::string& id, MemoryState from1
     rejected_->remove(m.pk);
     if (to == MemoryState::kActive && vec) active_->upsert(m.pk, *vec);
     if (to == MemoryState::kRejected && vec) rejected_->upsert(m.pk, *vec);
-    refreshText(m.pk);
+    refreshMirror(m.pk, /*textChanged=*/false);
     return get(m.id);
   } catch (const std::exception& e) {
     return storageError(e, action);
@@ -852,7 +883,7 @@ Result<std::pair<Memory, Memory>> MemoryStore::supersede(const std::string& oldI
       tx.commit();
     }
     active_->remove(oldM->pk);
-    refreshText(oldM->pk);
+    refreshMirror(oldM->pk, /*textChanged=*/false);
     auto o = get(oldId);
     if (!o) return o.status();
     auto b = get(byId);
@@ -913,7 +944,7 @@ Status MemoryStore::purge(const std::string& id, bool confirm, const Actor& acto
     }
     active_->remove(m->pk);
     rejected_->remove(m->pk);
-    refreshText(m->pk);
+    refreshMirror(m->pk);
     return Status::ok();
   } catch (const std::exception& e) {
     return storageError(e, "purge");
@@ -950,6 +981,7 @@ Result<Memory> MemoryStore::attach(const std::string& id, const std::vector<File
     touch.exec();
     appendEvent(m->id, "attach", actor, {{"files", filesJson(toAdd)}});
     tx.commit();
+    refreshMirror(m->pk, /*textChanged=*/false);
     return get(id);
   } catch (const std::exception& e) {
     return storageError(e, "attach");
@@ -976,6 +1008,7 @@ Result<Memory> MemoryStore::detach(const std::string& id, const std::vector<std:
     touch.exec();
     appendEvent(m->id, "detach", actor, {{"files", removed}});
     tx.commit();
+    refreshMirror(m->pk, /*textChanged=*/false);
     return get(id);
   } catch (const std::exception& e) {
     return storageError(e, "detach");
@@ -995,6 +1028,10 @@ Status MemoryStore::markUsed(const std::vector<int64_t>& pks) {
       upd.reset();
     }
     tx.commit();
+    // The file lane orders by last use: the mirror takes the new time without re-reading the rows.
+    for (int64_t pk : pks) {
+      if (auto it = rowMeta_.find(pk); it != rowMeta_.end()) it->second.lastUsedAt = at;
+    }
     return Status::ok();
   } catch (const std::exception& e) {
     return storageError(e, "mark used");
@@ -1059,7 +1096,7 @@ Result<std::string> MemoryStore::importRecord(const Memory& in, const Actor& act
     tx.commit();
     if (in.state == MemoryState::kActive) active_->upsert(pk, vec);
     if (in.state == MemoryState::kRejected) rejected_->upsert(pk, vec);
-    refreshText(pk);
+    refreshMirror(pk);
     return std::string("created");
   } catch (const std::exception& e) {
     return storageError(e, "import");
@@ -1320,7 +1357,7 @@ Result<std::vector<FtsHit>> MemoryStore::searchFts(FtsLane lane, const std::stri
 Result<TextMatches> MemoryStore::matchText(const std::string& matchExpression) {
   if (matchExpression.empty()) return TextMatches{};
   try {
-    if (textIndexReady()) {
+    if (mirrorReady()) {
       if (auto phrases = text_->parse(matchExpression)) return text_->evaluate(*phrases);
     }
     // Another shape of expression, or no index: SQLite scores every match (the slow path the index replaces).
@@ -1344,6 +1381,32 @@ Result<TextMatches> MemoryStore::matchText(const std::string& matchExpression) {
 Result<std::vector<FileHit>> MemoryStore::findByPaths(const std::vector<std::string>& paths, int limit) {
   std::vector<FileHit> out;
   if (paths.empty()) return out;
+  if (limit > 0 && mirrorReady()) {
+    // The SQL below, answered from the mirror: active rows attached to any of the paths, with how many of them,
+    // newest use first (last_used_at compared as SQLite compares TEXT: bytewise), then highest pk.
+    std::unordered_set<std::string_view> unique;
+    std::unordered_map<int64_t, int> matched;
+    for (const auto& p : paths) {
+      if (!unique.insert(p).second) continue;
+      auto it = pathPks_.find(p);
+      if (it == pathPks_.end()) continue;
+      for (int64_t pk : it->second) {
+        if (rowMeta_.at(pk).active) ++matched[pk];
+      }
+    }
+    std::vector<std::pair<const std::string*, FileHit>> hits;
+    hits.reserve(matched.size());
+    for (const auto& [pk, n] : matched) hits.push_back({&rowMeta_.at(pk).lastUsedAt, FileHit{pk, n}});
+    auto newer = [](const auto& a, const auto& b) {
+      int c = a.first->compare(*b.first);
+      return c != 0 ? c > 0 : a.second.pk > b.second.pk;
+    };
+    const size_t n = std::min(hits.size(), static_cast<size_t>(limit));
+    std::partial_sort(hits.begin(), hits.begin() + static_cast<std::ptrdiff_t>(n), hits.end(), newer);
+    out.reserve(n);
+    for (size_t i = 0; i < n; ++i) out.push_back(hits[i].second);
+    return out;
+  }
   try {
     std::string placeholders;
     for (size_t i = 0; i < paths.size(); ++i) placeholders += i ? ",?" : "?";

@@ -1,7 +1,8 @@
 // MemoryStore: one scope's memories in one SQLite file — the correction model of MEMQ.md §2, the audit journal
 // of §3, file refs, similar edges, per-model embeddings, and the in-memory vector index that mirrors the active
-// rows (so recall never re-reads embedding BLOBs), and the in-memory unicode text index (text_index.h) that mirrors
-// every row's text and state (so the unicode lane never asks FTS5 to score every matching row).
+// rows (so recall never re-reads embedding BLOBs), and an in-memory mirror of every row's text, state, last use and
+// file refs (the unicode text index of text_index.h and the path map), so the unicode and file lanes of recall never
+// ask SQLite to score every matching row or to group file refs.
 //
 // Invariants (each enforced here, each covered by tests/unit/store):
 //  1. A save never changes the state of an existing row: hidden/superseded content is reported, rejected content
@@ -10,9 +11,9 @@
 //  3. activeIndex() holds exactly the active rows' vectors of the default model; rejectedIndex() the rejected rows'.
 //     Both are updated only after the transaction commits.
 //  4. Bad input is refused before any write; a failed transaction leaves nothing behind.
-//  5. The text index holds every row of `memories` with its current text and state: each committed write refreshes
-//     the rows it touched from the table; a refresh that fails, or a commit by another connection (PRAGMA
-//     data_version), makes the next search rebuild it first.
+//  5. The mirror holds every row of `memories` with its current text, state, last_used_at and file refs: each
+//     committed write refreshes the rows it touched from the tables; a refresh that fails, or a commit by another
+//     connection (PRAGMA data_version), makes the next search rebuild it first.
 //
 // Thread-safety: not thread-safe. The owner (a Scope) serialises every call.
 #pragma once
@@ -220,12 +221,13 @@ class MemoryStore {
   // database.h), so each StorageError a store returns names its scope and file.
   Status storageError(const std::exception& e, const std::string& context = "") const;
   Status loadIndexes();
-  // (Re)builds the text index from every row. Throws on SQLite errors.
-  void loadTextIndex();
-  // After a committed write: re-reads row `pk` into the text index (or drops it when the row is gone).
-  void refreshText(int64_t pk);
-  // True when the text index can answer: it exists and is current (rebuilt here if it was not).
-  bool textIndexReady();
+  // (Re)builds the mirror (text index, row metadata, path map) from every row. Throws on SQLite errors.
+  void loadMirror();
+  // After a committed write: re-reads row `pk` into the mirror (or drops it when the row is gone). Its text is
+  // re-tokenised only when `textChanged`.
+  void refreshMirror(int64_t pk, bool textChanged = true);
+  // True when the mirror can answer: it exists and is current (rebuilt here if it was not).
+  bool mirrorReady();
   Result<Memory> mustGet(const std::string& id);
   void readFiles(Memory& m);
   void appendEvent(const std::string& memoryId, const std::string& action, const Actor& actor,
@@ -250,9 +252,17 @@ class MemoryStore {
   std::unique_ptr<SQLite::Database> db_;
   std::unique_ptr<VectorIndex> active_;
   std::unique_ptr<VectorIndex> rejected_;
-  std::unique_ptr<TextIndex> text_;  // null when SQLite offers no unicode61 tokenizer: SQL answers instead
-  bool textStale_ = false;           // a refresh failed: rebuild before the next search
-  int64_t textDataVersion_ = 0;      // PRAGMA data_version when the text index was last known current
+  // The mirror. text_ is null when SQLite offers no unicode61 tokenizer: SQL answers instead.
+  struct RowMeta {
+    bool active = false;
+    std::string lastUsedAt;
+    std::vector<std::string> paths;
+  };
+  std::unique_ptr<TextIndex> text_;
+  std::unordered_map<int64_t, RowMeta> rowMeta_;                     // every row
+  std::unordered_map<std::string, std::vector<int64_t>> pathPks_;    // file path -> rows attached to it
+  bool mirrorStale_ = false;       // a refresh failed: rebuild before the next search
+  int64_t mirrorDataVersion_ = 0;  // PRAGMA data_version when the mirror was last known current
   std::unordered_map<std::string, CacheEntry> statements_;  // declared after db_: destroyed before it
 };
 

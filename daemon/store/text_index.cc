@@ -208,6 +208,10 @@ void TextIndex::remove(int64_t pk) {
   slots_.erase(it);
 }
 
+void TextIndex::setActive(int64_t pk, bool active) {
+  if (auto it = slots_.find(pk); it != slots_.end()) docs_[it->second].active = active;
+}
+
 void TextIndex::clear() {
   dictionary_.clear();
   terms_.clear();

@@ -92,6 +92,8 @@ class TextIndex {
   void upsert(int64_t pk, std::string_view summary, std::string_view details, std::string_view topicsText,
               bool active);
   void remove(int64_t pk);
+  // A state change: the row stays counted (FTS5 counts every row), it is just returned by best() or not.
+  void setActive(int64_t pk, bool active);
   void clear();
   size_t size() const { return liveDocs_; }
   bool contains(int64_t pk) const { return slots_.contains(pk); }

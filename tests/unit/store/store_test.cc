@@ -444,15 +444,39 @@ class TextLaneTest : public StoreTest {
       }
       EXPECT_EQ(matches->size(), n) << match;
     }
+    // The file lane, from the mirror, against findByPaths' SQL.
+    for (const std::vector<std::string> paths : {std::vector<std::string>{"src/jwt.ts"},
+                                                 std::vector<std::string>{"src/jwt.ts", "src/jwks.ts", "src/jwt.ts"},
+                                                 std::vector<std::string>{"lib/clock.c", "src/jwks.ts", "none.c"}}) {
+      std::string in;
+      for (size_t i = 0; i < paths.size(); ++i) in += i ? ",?" : "?";
+      SQLite::Statement q(store_->database(),
+                          "SELECT m.pk, COUNT(*) FROM memory_files mf CROSS JOIN memories m ON m.pk = mf.memory_pk "
+                          "WHERE mf.path IN (" + in + ") AND m.state = 'active' "
+                          "GROUP BY m.pk ORDER BY m.last_used_at DESC, m.pk DESC LIMIT 200");
+      for (size_t i = 0; i < paths.size(); ++i) q.bind(static_cast<int>(i + 1), paths[i]);
+      std::vector<std::pair<int64_t, int>> expected;
+      while (q.executeStep()) expected.emplace_back(q.getColumn(0).getInt64(), q.getColumn(1).getInt());
+      auto hits = store_->findByPaths(paths, 200);
+      ASSERT_TRUE(hits.isOk());
+      std::vector<std::pair<int64_t, int>> actual;
+      for (const auto& h : *hits) actual.emplace_back(h.pk, h.matchedFiles);
+      EXPECT_EQ(actual, expected) << paths.size() << " paths";
+    }
   }
 };
 
 TEST_F(TextLaneTest, EveryWriteKeepsTheLaneIdenticalToFts5) {
   auto a = save("JWT expiry uses the container clock", "tokens in src/jwt.ts", {"src/jwt.ts"}, {"auth"});
-  auto b = save("Cache the JWKS keys", "the cache lives in src/jwks.ts; tokenizer note", {}, {"cache"});
-  auto c = save("Ärger with the clock", "container clock skew", {}, {"time"});
-  auto d = save("Tokens expire", "expiry is 15 minutes", {}, {"auth"});
+  auto b = save("Cache the JWKS keys", "the cache lives in src/jwks.ts; tokenizer note", {"src/jwks.ts"}, {"cache"});
+  auto c = save("Ärger with the clock", "container clock skew", {"lib/clock.c", "src/jwt.ts"}, {"time"});
+  auto d = save("Tokens expire", "expiry is 15 minutes", {"src/jwks.ts", "src/jwt.ts"}, {"auth"});
   expectSameLane("saved");
+  ASSERT_TRUE(store_->markUsed({*store_->pkOf(b.id)}).isOk());
+  expectSameLane("used");
+  ASSERT_TRUE(store_->attach(b.id, {{"lib/clock.c", std::nullopt}}, actor_).isOk());
+  ASSERT_TRUE(store_->detach(d.id, {"src/jwt.ts"}, actor_).isOk());
+  expectSameLane("attached and detached");
   ASSERT_TRUE(store_->hide(a.id, std::nullopt, actor_).isOk());
   expectSameLane("hidden");
   EXPECT_TRUE(store_->searchFts(FtsLane::kUnicode, "\"src/jwt.ts\"*", 30)->empty());
