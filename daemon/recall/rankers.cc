@@ -39,12 +39,12 @@ bool parseRanker(std::string_view name, Ranker& out) {
 
 double defaultThreshold(Ranker ranker) { return ranker == Ranker::kReference ? 0.01 : 0.05; }
 
-ScoreBreakdown referenceScore(const Signals& s) {
+ScoreBreakdown referenceScore(const Signals& s, bool withTerms) {
   constexpr double K = 60;
   ScoreBreakdown b;
   double directional = 0;
   auto term = [&](const char* name, double v) {
-    b.terms[name] = v;
+    if (withTerms) b.terms[name] = v;
     return v;
   };
   if (s.ftsUnicode) directional += term("fts_unicode", 1.0 / (K + *s.ftsUnicode));
@@ -52,7 +52,7 @@ ScoreBreakdown referenceScore(const Signals& s) {
   if (s.fileAffinity) directional += term("file_affinity", 1.0 / (K + 1));
   if (s.cochangeAffinity && !s.fileAffinity) directional += term("cochange_affinity", 1.0 / (K + 5));
   if (s.semanticRank) directional += term("semantic_rank", 2.0 / (K + *s.semanticRank));
-  b.terms["directional"] = directional;
+  if (withTerms) b.terms["directional"] = directional;
   if (directional == 0) {
     b.score = 0;
     return b;
@@ -90,10 +90,10 @@ double normalised(const std::optional<double>& bm25, double best) {
 }
 }  // namespace
 
-ScoreBreakdown defaultScore(const Signals& s, const RankContext& c) {
+ScoreBreakdown defaultScore(const Signals& s, const RankContext& c, bool withTerms) {
   ScoreBreakdown b;
   auto term = [&](const char* name, double v) {
-    if (v != 0) b.terms[name] = v;
+    if (withTerms && v != 0) b.terms[name] = v;
     return v;
   };
   // Without the rescoring pass (a caller that filled only the lanes' figures) the unicode lane's bm25 stands in.
@@ -112,7 +112,7 @@ ScoreBreakdown defaultScore(const Signals& s, const RankContext& c) {
                      term("text", kW.text * text) + term("subject", kW.subject * subject) +
                      term("trigram", kW.trigram * trigram) + term("cochange", kW.cochange * cochange) +
                      term("semantic", kW.semantic * semantic);
-  b.terms["relevance"] = relevance;
+  if (withTerms) b.terms["relevance"] = relevance;
   if (relevance == 0 || !s.directional()) {
     b.score = 0;
     return b;

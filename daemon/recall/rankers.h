@@ -13,8 +13,9 @@ enum class Ranker { kDefault, kReference };
 std::string_view rankerName(Ranker ranker);
 bool parseRanker(std::string_view name, Ranker& out);
 
-ScoreBreakdown referenceScore(const Signals& s);
-ScoreBreakdown defaultScore(const Signals& s, const RankContext& context);
+// `withTerms` false leaves breakdown.terms empty (same score): recall names the terms only of the hits it returns.
+ScoreBreakdown referenceScore(const Signals& s, bool withTerms = true);
+ScoreBreakdown defaultScore(const Signals& s, const RankContext& context, bool withTerms = true);
 
 // Default selection threshold per ranker (reference: 0.01 as its DEFAULT_THRESHOLD).
 double defaultThreshold(Ranker ranker);

@@ -253,7 +253,9 @@ std::vector<RecallHit> rankAndSelect(std::vector<Candidate> candidates, const Re
   scored.reserve(candidates.size());
   for (auto& c : candidates) {
     RecallHit h;
-    h.breakdown = request.ranker == Ranker::kReference ? referenceScore(c.signals) : defaultScore(c.signals, ctx);
+    // Scores only: building every candidate's named terms cost more than scoring them; the hits get theirs below.
+    h.breakdown = request.ranker == Ranker::kReference ? referenceScore(c.signals, false)
+                                                       : defaultScore(c.signals, ctx, false);
     h.score = h.breakdown.score;
     h.signals = c.signals;
     h.memory = std::move(c.memory);
@@ -272,6 +274,7 @@ std::vector<RecallHit> rankAndSelect(std::vector<Candidate> candidates, const Re
     if (cost > budget) continue;  // skip, not stop: a smaller memory further down may still fit
     budget -= cost;
     h.normalizedScore = top > 0 ? std::min(1.0, h.score / top) : 0;
+    h.breakdown = request.ranker == Ranker::kReference ? referenceScore(h.signals) : defaultScore(h.signals, ctx);
     out.push_back(std::move(h));
   }
   return out;
