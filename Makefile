@@ -51,8 +51,10 @@ install: build
 package: build
 	cmake --build $(BUILD_DIR) --target package
 
-# Sanitizer reports are written to files (log_path) rather than stderr, so a report from a memqd or memq that a test
-# spawned is not lost in a log the test never reads. Any report fails the run, after ctest, and is printed.
+# ASan, LSan and TSan reports are written to files (log_path) rather than stderr, so a report from a memqd or memq
+# that a test spawned is not lost in a log the test never reads. Any report fails the run, after ctest, and is printed.
+# GCC's UBSan ignores log_path; it prints to stderr and, built with -fno-sanitize-recover, stops the process, which
+# fails the test that ran it.
 # $(1): the build directory.
 define run_under_sanitizers
 	@rm -rf $(1)/sanitizer-reports; mkdir -p $(1)/sanitizer-reports
@@ -69,7 +71,7 @@ test-asan: deps
 	cmake --build build-asan -j $(JOBS)
 	$(call run_under_sanitizers,build-asan,\
 	  ASAN_OPTIONS=detect_leaks=1:log_path=$(CURDIR)/build-asan/sanitizer-reports/asan \
-	  UBSAN_OPTIONS=print_stacktrace=1:log_path=$(CURDIR)/build-asan/sanitizer-reports/ubsan \
+	  UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure --timeout $(CTEST_TIMEOUT) -j $(JOBS))
 
 # ThreadSanitizer on everything that runs threads: the concurrency tests, the co-change cache, the client library and
