@@ -88,6 +88,18 @@ nlohmann::json filesJson(const std::vector<FileRef>& files) {
   return out;
 }
 
+// The refs INSERT OR IGNORE keeps (the first of each path), in readFiles' order (ORDER BY path: SQLite's binary
+// collation, which is std::string's byte order).
+std::vector<FileRef> storedFileRefs(const std::vector<FileRef>& files) {
+  std::vector<FileRef> out;
+  std::unordered_set<std::string> seen;
+  for (const auto& f : files) {
+    if (seen.insert(f.path).second) out.push_back(f);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const FileRef& a, const FileRef& b) { return a.path < b.path; });
+  return out;
+}
+
 Status stateConflict(const Memory& m, const std::string& wanted) {
   return Status(ErrorCode::kConflict,
                 "memory " + m.id + " is " + std::string(stateName(m.state)) + "; cannot " + wanted + " it",
@@ -400,10 +412,16 @@ std::vector<VectorIndex::Hit> MemoryStore::linkSimilar(int64_t pk, const std::ve
 }
 
 void MemoryStore::unlinkSimilar(int64_t pk) {
-  SQLite::Statement q(*db_, "DELETE FROM memory_edges WHERE kind = 'similar' AND (src_pk = ? OR dst_pk = ?)");
-  q.bind(1, pk);
-  q.bind(2, pk);
-  q.exec();
+  // `similar` edges come in pairs (linkSimilar writes both directions), so the rows pointing at pk are exactly the
+  // mirrors of the rows leaving it: both are found through the primary key, without an index on dst_pk.
+  auto mirrors = statement(
+      "DELETE FROM memory_edges WHERE kind = 'similar' AND dst_pk = ?1 AND src_pk IN "
+      "(SELECT dst_pk FROM memory_edges WHERE src_pk = ?1 AND kind = 'similar')");
+  mirrors->bind(1, pk);
+  mirrors->exec();
+  auto own = statement("DELETE FROM memory_edges WHERE src_pk = ? AND kind = 'similar'");
+  own->bind(1, pk);
+  own->exec();
 }
 
 std::vector<SimilarHint> MemoryStore::similarHints(const std::string& summary,
@@ -616,9 +634,22 @@ Result<SaveOutcome> MemoryStore::save(const NormalizedSave& input, const std::ve
       refreshMirror(*newPk);
       out.status = "created";
       out.id = id;
+      // The record as get() would read it back, built from what was just written instead of re-reading it.
+      Memory m;
+      m.pk = *newPk;
+      m.id = id;
+      m.scope = scope();
+      m.category = input.category;
+      m.summary = input.summary;
+      m.details = input.details;
+      m.topics = input.topics;
+      m.source = input.source;
+      m.sessionId = input.sessionId;
+      m.createdAt = m.updatedAt = m.lastUsedAt = at;
+      m.contentHash = input.contentHash;
+      m.files = storedFileRefs(files);
+      out.memory = std::move(m);
     }
-    auto fresh = get(out.id);
-    if (fresh) out.memory = std::move(*fresh);
     return out;
   } catch (const std::exception& e) {
     return storageError(e, "save");

@@ -351,6 +351,74 @@ TEST_F(StoreTest, OlderSchemaUpgradesKeepingMemories) {
   EXPECT_TRUE(store_->get(a.id).isOk());
 }
 
+TEST_F(StoreTest, UpgradeToLeanWritesKeepsVectorsAndEdges) {
+  // 0003 rebuilds memory_embeddings and drops the edges' dst index; rows written before must come through intact.
+  if (latestSchemaVersion() < 3) GTEST_SKIP() << "no migration 0003";
+  store_.reset();
+  fs::remove_all(dir_ / "data");
+  open(2);
+  auto a = save("Use bun for installing packages in this repo");
+  auto b = save("Use bun for installing the packages in this repo");
+  std::vector<unsigned char> before;
+  {
+    SQLite::Statement q(store_->database(), "SELECT vector FROM memory_embeddings ORDER BY memory_pk");
+    while (q.executeStep()) {
+      auto blob = static_cast<const unsigned char*>(q.getColumn(0).getBlob());
+      before.insert(before.end(), blob, blob + q.getColumn(0).getBytes());
+    }
+  }
+  const int64_t edges = count("SELECT COUNT(*) FROM memory_edges");
+  ASSERT_EQ(edges, 2);
+  open();
+  EXPECT_EQ(schemaVersion(store_->database()), latestSchemaVersion());
+  std::vector<unsigned char> after;
+  {
+    SQLite::Statement q(store_->database(), "SELECT vector FROM memory_embeddings ORDER BY memory_pk");
+    while (q.executeStep()) {
+      auto blob = static_cast<const unsigned char*>(q.getColumn(0).getBlob());
+      after.insert(after.end(), blob, blob + q.getColumn(0).getBytes());
+    }
+  }
+  EXPECT_EQ(after, before);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges"), edges);
+  EXPECT_EQ(store_->activeIndex().size(), 2u);
+  // Both directions of the pair go when one side leaves the active state, without the dropped index.
+  ASSERT_TRUE(store_->hide(a.id, std::nullopt, user_).isOk());
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges"), 0);
+  ASSERT_TRUE(store_->restore(a.id, user_).isOk());
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges"), 2);
+  // A purge cascades over the edges too.
+  ASSERT_TRUE(store_->purge(b.id, true, user_).isOk());
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges"), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memory_embeddings"), 1);
+}
+
+TEST_F(StoreTest, CreatedRecordIsWhatGetReadsBack) {
+  // save() builds the returned record from what it wrote; it must match a fresh read field for field.
+  SaveInput in;
+  in.summary = "Record built from the write";
+  in.details = "with details";
+  in.category = "gotcha";
+  in.topics = {"Zeta", "alpha"};
+  in.files = {"src/b.c", "src/a.c", "include/x.h"};
+  in.sessionId = "s-1";
+  auto n = normalizeSave(in, root_);
+  ASSERT_TRUE(n.isOk()) << n.status().toString();
+  std::vector<FileRef> refs = {{"src/b.c", "1111"}, {"src/a.c", std::nullopt}, {"include/x.h", "2222"},
+                               {"src/b.c", "3333"}};  // a repeated path keeps its first ref
+  auto r = store_->save(*n, refs, actor_);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  ASSERT_EQ(r->status, "created");
+  ASSERT_TRUE(r->memory.has_value());
+  auto g = store_->get(r->id);
+  ASSERT_TRUE(g.isOk());
+  EXPECT_EQ(memoryToJson(*r->memory), memoryToJson(*g));
+  EXPECT_EQ(r->memory->pk, g->pk);
+  ASSERT_EQ(g->files.size(), 3u);
+  EXPECT_EQ(g->files[1].path, "src/a.c");
+  EXPECT_EQ(r->memory->files[2].blobId, std::optional<std::string>("1111"));
+}
+
 TEST_F(StoreTest, NewerSchemaIsAClearError) {
   store_->database().exec("INSERT INTO schema_version(version, applied_at) VALUES (999, 'future')");
   store_.reset();
