@@ -2,12 +2,13 @@
 // memories one at a time into a fresh store, then runs the 200 measured queries through recall and prints
 // p50/p95/p99, with per-phase timings and the time to reopen the filled store (loading its in-memory indexes). Usage:
 //   memq_bench_recall [--n 1000,10000] [--load DIR] [--ranker default|reference] [--no-semantic]
-//                     [--repeat R] [--db-dir DIR] [--checkpoint-every-ms MS] [--dump FILE]
+//                     [--repeat R] [--db-dir DIR] [--checkpoint-every-ms MS] [--dump FILE] [--saves-only]
 // --repeat R runs the measured queries R times (latencies pooled). --db-dir keeps each size's database in DIR/N and
 // reuses it when it already holds N memories (recall-only iterations). The save loop calls
 // MemoryStore::checkpoint() every --checkpoint-every-ms of wall time (default 2000, 0 = never), as the daemon's
 // housekeeping timer does; that time counts against save throughput. --dump writes every measured query's candidates
 // (pk and lane signals) and hits of the first pass, to check that a change leaves recall results as they were.
+// --saves-only stops after the save loop (no recall queries), for profiling the write path.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -102,6 +103,7 @@ int main(int argc, char** argv) {
   int repeat = 1;
   int checkpointEveryMs = 2000;
   std::string dumpPath;
+  bool savesOnly = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--n" && i + 1 < argc) {
@@ -121,6 +123,8 @@ int main(int argc, char** argv) {
       dbDir = argv[++i];
     } else if (a == "--dump" && i + 1 < argc) {
       dumpPath = argv[++i];
+    } else if (a == "--saves-only") {
+      savesOnly = true;
     } else if (a == "--checkpoint-every-ms" && i + 1 < argc) {
       checkpointEveryMs = std::stoi(argv[++i]);
     }
@@ -218,7 +222,7 @@ int main(int argc, char** argv) {
     }
     std::vector<double> lat;
     std::vector<double> cpuLat;
-    for (int pass = 0; pass < repeat; ++pass) {
+    for (int pass = 0; pass < (savesOnly ? 0 : repeat); ++pass) {
       for (const auto& q : queries) {
         const bool warmup = q.value("warmup", false);
         if (warmup && pass > 0) continue;
