@@ -454,6 +454,33 @@ TEST_F(StoreTest, SimilarEdgesAndHintsCoverActiveOnly) {
                   "WHERE m.state != 'active'"), 0);
 }
 
+TEST_F(StoreTest, SimilarEdgesArePairedAndWeighedByCosine) {
+  std::vector<std::string> ids;
+  for (const char* s : {"Run the linter before every commit in this repo", "Run the linter before each commit here",
+                        "Always run the linter before a commit in this repo", "Before every commit run the linter",
+                        "Deploys go through the staging cluster first"}) {
+    ids.push_back(save(s).id);
+  }
+  SQLite::Statement q(store_->database(),
+                      "SELECT src_pk, dst_pk, weight, created_at FROM memory_edges WHERE kind = 'similar'");
+  int rows = 0;
+  while (q.executeStep()) {
+    ++rows;
+    const int64_t src = q.getColumn(0).getInt64();
+    const int64_t dst = q.getColumn(1).getInt64();
+    auto expected = store_->activeIndex().score(src, store_->activeIndex().vectorOf(dst));
+    ASSERT_TRUE(expected.has_value());
+    EXPECT_FLOAT_EQ(static_cast<float>(q.getColumn(2).getDouble()), *expected);
+    EXPECT_GE(*expected, 0.4f);
+    EXPECT_FALSE(q.getColumn(3).getString().empty());
+  }
+  EXPECT_GE(rows, 6);  // the four linter memories are pairwise similar
+  EXPECT_EQ(rows % 2, 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges e WHERE NOT EXISTS (SELECT 1 FROM memory_edges m WHERE "
+                  "m.src_pk = e.dst_pk AND m.dst_pk = e.src_pk AND m.kind = e.kind AND m.weight = e.weight)"),
+            0);
+}
+
 TEST_F(StoreTest, ParaphraseOfRejectedContentIsWrittenWithAWarning) {
   auto a = save("Use npm for installs in this repository always");
   ASSERT_TRUE(store_->reject(a.id, "we use pnpm", user_).isOk());
