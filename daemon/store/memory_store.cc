@@ -16,6 +16,7 @@
 #include "daemon/util/clock.h"
 #include "daemon/util/trigrams.h"
 #include "daemon/util/unicode.h"
+#include "daemon/util/utf8.h"
 #include "daemon/util/uuid.h"
 
 namespace memq {
@@ -222,12 +223,16 @@ void MemoryStore::loadMirror() {
     return std::string_view(static_cast<const char*>(c.getText()), static_cast<size_t>(c.getBytes()));
   };
   {
-    SQLite::Statement q(*db_, "SELECT pk, summary, details, topics_text, state = 'active', last_used_at FROM memories");
+    SQLite::Statement q(*db_, "SELECT pk, summary, details, topics_text, state = 'active', last_used_at, use_count, "
+                              "pinned FROM memories");
     while (q.executeStep()) {
       const int64_t pk = q.getColumn(0).getInt64();
       const bool active = q.getColumn(4).getInt() != 0;
-      text_->upsert(pk, view(q.getColumn(1)), view(q.getColumn(2)), view(q.getColumn(3)), active);
-      rowMeta_[pk] = {active, q.getColumn(5).getString(), {}};
+      const auto summary = view(q.getColumn(1));
+      const auto details = view(q.getColumn(2));
+      text_->upsert(pk, summary, details, view(q.getColumn(3)), active);
+      rowMeta_[pk] = {active, q.getColumn(5).getString(), {}, q.getColumn(6).getInt64(), q.getColumn(7).getInt() != 0,
+                      utf16Length(summary) + utf16Length(details)};
     }
   }
   {
@@ -256,7 +261,8 @@ void MemoryStore::refreshMirror(int64_t pk, bool textChanged) {
       }
       rowMeta_.erase(it);
     }
-    auto q = statement("SELECT summary, details, topics_text, state = 'active', last_used_at FROM memories WHERE pk = ?");
+    auto q = statement("SELECT summary, details, topics_text, state = 'active', last_used_at, use_count, pinned "
+                       "FROM memories WHERE pk = ?");
     q->bind(1, pk);
     if (!q->executeStep()) {
       text_->remove(pk);
@@ -268,7 +274,12 @@ void MemoryStore::refreshMirror(int64_t pk, bool textChanged) {
     } else {
       text_->setActive(pk, active);
     }
-    RowMeta meta{active, q->getColumn(4).getString(), {}};
+    MirroredRow meta{active,
+                     q->getColumn(4).getString(),
+                     {},
+                     q->getColumn(5).getInt64(),
+                     q->getColumn(6).getInt() != 0,
+                     utf16Length(q->getColumn(0).getString()) + utf16Length(q->getColumn(1).getString())};
     auto files = statement("SELECT path FROM memory_files WHERE memory_pk = ?");
     files->bind(1, pk);
     while (files->executeStep()) meta.paths.push_back(files->getColumn(0).getString());
@@ -875,6 +886,7 @@ Result<Memory> MemoryStore::setPinned(const std::string& id, bool pinned, const 
     upd.exec();
     appendEvent(m->id, pinned ? "pin" : "unpin", actor, nlohmann::json::object());
     tx.commit();
+    refreshMirror(m->pk, /*textChanged=*/false);  // recall ranks by the mirror's pin
     return get(id);
   } catch (const std::exception& e) {
     return storageError(e, pinned ? "pin" : "unpin");
@@ -1064,9 +1076,13 @@ Status MemoryStore::markUsed(const std::vector<int64_t>& pks) {
       upd.reset();
     }
     tx.commit();
-    // The file lane orders by last use: the mirror takes the new time without re-reading the rows.
+    // The file lane orders by last use and recall ranks by use count: the mirror takes both without re-reading
+    // the rows (a pk listed twice was counted twice by the UPDATE, and is here).
     for (int64_t pk : pks) {
-      if (auto it = rowMeta_.find(pk); it != rowMeta_.end()) it->second.lastUsedAt = at;
+      if (auto it = rowMeta_.find(pk); it != rowMeta_.end()) {
+        it->second.lastUsedAt = at;
+        ++it->second.useCount;
+      }
     }
     return Status::ok();
   } catch (const std::exception& e) {
@@ -1510,6 +1526,17 @@ Result<std::vector<Memory>> MemoryStore::loadMany(const std::vector<int64_t>& pk
   } catch (const std::exception& e) {
     return storageError(e, "load");
   }
+}
+
+std::optional<std::vector<const MemoryStore::MirroredRow*>> MemoryStore::mirroredRows(const std::vector<int64_t>& pks) {
+  if (!mirrorReady()) return std::nullopt;
+  std::vector<const MirroredRow*> out;
+  out.reserve(pks.size());
+  for (int64_t pk : pks) {
+    auto it = rowMeta_.find(pk);
+    out.push_back(it == rowMeta_.end() ? nullptr : &it->second);
+  }
+  return out;
 }
 
 Result<std::vector<Memory>> MemoryStore::memoriesWithFiles(int limit) {

@@ -1,8 +1,9 @@
 // MemoryStore: one scope's memories in one SQLite file — the correction model of MEMQ.md §2, the audit journal
 // of §3, file refs, similar edges, per-model embeddings, and the in-memory vector index that mirrors the active
-// rows (so recall never re-reads embedding BLOBs), and an in-memory mirror of every row's text, state, last use and
-// file refs (the unicode text index of text_index.h and the path map), so the unicode and file lanes of recall never
-// ask SQLite to score every matching row or to group file refs.
+// rows (so recall never re-reads embedding BLOBs), and an in-memory mirror of every row's text, state, last use,
+// use count, pin, text length and file refs (the unicode text index of text_index.h and the path map), so the
+// unicode and file lanes of recall never ask SQLite to score every matching row or to group file refs, and recall
+// ranks its candidates without loading their rows.
 //
 // Invariants (each enforced here, each covered by tests/unit/store):
 //  1. A save never changes the state of an existing row: hidden/superseded content is reported, rejected content
@@ -11,9 +12,9 @@
 //  3. activeIndex() holds exactly the active rows' vectors of the default model; rejectedIndex() the rejected rows'.
 //     Both are updated only after the transaction commits.
 //  4. Bad input is refused before any write; a failed transaction leaves nothing behind.
-//  5. The mirror holds every row of `memories` with its current text, state, last_used_at and file refs: each
-//     committed write refreshes the rows it touched from the tables; a refresh that fails, or a commit by another
-//     connection (PRAGMA data_version), makes the next search rebuild it first.
+//  5. The mirror holds every row of `memories` with its current text, state, last_used_at, use_count, pinned,
+//     text length and file refs: each committed write refreshes the rows it touched from the tables; a refresh
+//     that fails, or a commit by another connection (PRAGMA data_version), makes the next search rebuild it first.
 //
 // Thread-safety: not thread-safe. The owner (a Scope) serialises every call.
 #pragma once
@@ -174,6 +175,19 @@ class MemoryStore {
   Result<TextMatches> matchText(const std::string& matchExpression);
   Result<std::vector<FileHit>> findByPaths(const std::vector<std::string>& paths, int limit);
   Result<std::vector<Memory>> loadMany(const std::vector<int64_t>& pks);
+  // What recall ranks and selects by, mirrored for every row so that only the returned hits are read from SQLite.
+  struct MirroredRow {
+    bool active = false;
+    std::string lastUsedAt;
+    std::vector<std::string> paths;  // file refs
+    int64_t useCount = 0;
+    bool pinned = false;
+    size_t textCost = 0;  // utf16Length(summary) + utf16Length(details): what a hit costs of max_chars
+  };
+  // The mirror's row for each pk (null for a row that is gone), or nullopt when there is no mirror (no unicode61
+  // tokenizer, or a rebuild that failed): the caller then loads the rows with loadMany. The pointers are valid
+  // until the next call on this store.
+  std::optional<std::vector<const MirroredRow*>> mirroredRows(const std::vector<int64_t>& pks);
   // Memories (any state) whose file refs are listed, for staleness review.
   Result<std::vector<Memory>> memoriesWithFiles(int limit);
   // Similar edges with weight ≥ minWeight between active memories.
@@ -253,13 +267,8 @@ class MemoryStore {
   std::unique_ptr<VectorIndex> active_;
   std::unique_ptr<VectorIndex> rejected_;
   // The mirror. text_ is null when SQLite offers no unicode61 tokenizer: SQL answers instead.
-  struct RowMeta {
-    bool active = false;
-    std::string lastUsedAt;
-    std::vector<std::string> paths;
-  };
   std::unique_ptr<TextIndex> text_;
-  std::unordered_map<int64_t, RowMeta> rowMeta_;                     // every row
+  std::unordered_map<int64_t, MirroredRow> rowMeta_;                 // every row
   std::unordered_map<std::string, std::vector<int64_t>> pathPks_;    // file path -> rows attached to it
   bool mirrorStale_ = false;       // a refresh failed: rebuild before the next search
   int64_t mirrorDataVersion_ = 0;  // PRAGMA data_version when the mirror was last known current
