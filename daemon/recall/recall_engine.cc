@@ -210,29 +210,46 @@ Result<std::vector<Candidate>> gatherCandidates(MemoryStore& store, const Recall
     lap(&RecallTimings::unicodeMs);
   }
 
-  auto memories = store.loadMany(order);
-  if (!memories) return memories.status();
   const int64_t nowMs =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count();
   std::vector<Candidate> out;
-  out.reserve(memories->size());
+  out.reserve(order.size());
   std::unordered_map<std::string, int> blastCache;
-  for (auto& m : *memories) {
-    if (m.state != MemoryState::kActive) continue;  // defensive: every lane already reads active rows only
-    Signals s = signals[m.pk];
-    s.useCount = m.useCount;
-    s.pinned = m.pinned;
-    int64_t used = parseIsoUtcMillis(m.lastUsedAt);
+  // Builds one candidate from what ranking reads of its row (both sources below give the same figures).
+  auto add = [&](int64_t pk, int64_t useCount, bool pinned, const std::string& lastUsedAt, size_t cost,
+                 const auto& paths, const auto& pathOf) {
+    Signals s = signals[pk];
+    s.useCount = useCount;
+    s.pinned = pinned;
+    int64_t used = parseIsoUtcMillis(lastUsedAt);
     s.ageDays = used < 0 ? 0 : std::max(0.0, static_cast<double>(nowMs - used) / 86400000.0);
     if (repo != nullptr) {
-      for (const auto& f : m.files) {
-        auto it = blastCache.find(f.path);
-        int r = it != blastCache.end() ? it->second : (blastCache[f.path] = repo->blastRadius(f.path));
+      for (const auto& f : paths) {
+        const std::string& path = pathOf(f);
+        auto it = blastCache.find(path);
+        int r = it != blastCache.end() ? it->second : (blastCache[path] = repo->blastRadius(path));
         s.blastRadius = std::max(s.blastRadius, r);
       }
     }
-    out.push_back({std::move(m), s});
+    out.push_back({pk, store.scope(), s, cost});
+  };
+  if (auto rows = store.mirroredRows(order)) {
+    for (size_t i = 0; i < order.size(); ++i) {
+      const auto* row = (*rows)[i];
+      if (row == nullptr || !row->active) continue;  // defensive: every lane already reads active rows only
+      add(order[i], row->useCount, row->pinned, row->lastUsedAt, row->textCost, row->paths,
+          [](const std::string& p) -> const std::string& { return p; });
+    }
+  } else {
+    // No mirror (no unicode61 tokenizer, or its rebuild failed): the rows themselves.
+    auto memories = store.loadMany(order);
+    if (!memories) return memories.status();
+    for (const auto& m : *memories) {
+      if (m.state != MemoryState::kActive) continue;
+      add(m.pk, m.useCount, m.pinned, m.lastUsedAt, utf16Length(m.summary) + utf16Length(m.details), m.files,
+          [](const FileRef& f) -> const std::string& { return f.path; });
+    }
   }
   lap(&RecallTimings::loadMs);
   return out;
@@ -249,35 +266,62 @@ std::vector<RecallHit> rankAndSelect(std::vector<Candidate> candidates, const Re
     if (s.subjectBm25) ctx.bestSubjectBm25 = std::min(ctx.bestSubjectBm25, *s.subjectBm25);
     if (s.cochangeAffinity && !s.fileAffinity) ctx.maxCochange = std::max(ctx.maxCochange, s.cochangeStrength);
   }
-  std::vector<RecallHit> scored;
+  // Scores only: building every candidate's named terms cost more than scoring them; the hits get theirs below.
+  struct Scored {
+    double score;
+    size_t index;  // into candidates
+  };
+  std::vector<Scored> scored;
   scored.reserve(candidates.size());
-  for (auto& c : candidates) {
-    RecallHit h;
-    // Scores only: building every candidate's named terms cost more than scoring them; the hits get theirs below.
-    h.breakdown = request.ranker == Ranker::kReference ? referenceScore(c.signals, false)
-                                                       : defaultScore(c.signals, ctx, false);
-    h.score = h.breakdown.score;
-    h.signals = c.signals;
-    h.memory = std::move(c.memory);
-    scored.push_back(std::move(h));
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const auto& s = candidates[i].signals;
+    double score = request.ranker == Ranker::kReference ? referenceScore(s, false).score : defaultScore(s, ctx, false).score;
+    scored.push_back({score, i});
   }
   // Stable: ties keep scope order (project first) and lane order, as the reference does.
-  std::stable_sort(scored.begin(), scored.end(), [](const RecallHit& a, const RecallHit& b) { return a.score > b.score; });
+  std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) { return a.score > b.score; });
   const double top = scored.empty() ? 0 : scored.front().score;
   const double threshold = request.threshold.value_or(defaultThreshold(request.ranker));
   std::vector<RecallHit> out;
   size_t budget = request.maxChars;
-  for (auto& h : scored) {
+  for (const auto& sc : scored) {
     if (out.size() >= request.limit) break;
-    if (h.score <= 0 || h.score < threshold) break;  // sorted: nothing after this passes either
-    size_t cost = utf16Length(h.memory.summary) + utf16Length(h.memory.details);
-    if (cost > budget) continue;  // skip, not stop: a smaller memory further down may still fit
-    budget -= cost;
+    if (sc.score <= 0 || sc.score < threshold) break;  // sorted: nothing after this passes either
+    auto& c = candidates[sc.index];
+    if (c.cost > budget) continue;  // skip, not stop: a smaller memory further down may still fit
+    budget -= c.cost;
+    RecallHit h;
+    h.memory.pk = c.pk;
+    h.memory.scope = std::move(c.scope);
+    h.signals = c.signals;
+    h.score = sc.score;
     h.normalizedScore = top > 0 ? std::min(1.0, h.score / top) : 0;
     h.breakdown = request.ranker == Ranker::kReference ? referenceScore(h.signals) : defaultScore(h.signals, ctx);
     out.push_back(std::move(h));
   }
   return out;
+}
+
+Status loadHitRows(MemoryStore& store, std::vector<RecallHit>& hits) {
+  std::vector<int64_t> pks;
+  for (const auto& h : hits) {
+    if (h.memory.scope == store.scope()) pks.push_back(h.memory.pk);
+  }
+  if (pks.empty()) return Status::ok();
+  auto rows = store.loadMany(pks);
+  if (!rows) return rows.status();
+  std::unordered_map<int64_t, Memory*> byPk;
+  for (auto& m : *rows) byPk[m.pk] = &m;
+  // Rows of this scope that are gone or no longer active were changed after ranking (the scope's lock was
+  // released in between): dropping them returns fewer hits, never a hidden, superseded or rejected memory.
+  std::erase_if(hits, [&](RecallHit& h) {
+    if (h.memory.scope != store.scope()) return false;
+    auto it = byPk.find(h.memory.pk);
+    if (it == byPk.end() || it->second->state != MemoryState::kActive) return true;
+    h.memory = std::move(*it->second);
+    return false;
+  });
+  return Status::ok();
 }
 
 void annotateStaleness(RecallHit& h, RepoSignals& repo) {

@@ -2,7 +2,9 @@
 // co-change affinity, semantic), scoring by the chosen ranker, and selection (threshold, limit, max_chars).
 //
 // Usage, per request: prepareQuery() once; gatherCandidates() for each readable scope while holding that scope's
-// lock; rankAndSelect() over all candidates (no lock); then the caller marks the returned ids used.
+// lock; rankAndSelect() over all candidates (no lock); loadHitRows() for each scope holding the hits, under its lock
+// again; then the caller marks the returned ids used. Candidates come from the store's mirror, so only the few
+// returned hits' rows are ever read from SQLite.
 // Hidden, superseded and rejected memories never become candidates: every lane reads active rows only.
 #pragma once
 
@@ -51,13 +53,16 @@ struct PreparedQuery {
   std::vector<CoChangeNeighbor> cochange;  // neighbours of the queried files, strongest first
 };
 
+// A memory that some lane found, with what ranking and selection need; its row is not loaded.
 struct Candidate {
-  Memory memory;
+  int64_t pk = 0;
+  std::string scope;
   Signals signals;
+  size_t cost = 0;  // utf16Length(summary) + utf16Length(details), what it takes of max_chars
 };
 
 struct RecallHit {
-  Memory memory;
+  Memory memory;  // rankAndSelect fills pk and scope only; loadHitRows the rest
   double score = 0;
   double normalizedScore = 0;
   Signals signals;
@@ -75,7 +80,7 @@ struct RecallTimings {
   double trigramMs = 0;  // the trigram lane and, when it ran, the bigram fallback
   double filesMs = 0;    // file and co-change affinity
   double semanticMs = 0;
-  double loadMs = 0;     // loadMany and signal assembly
+  double loadMs = 0;     // signal assembly from the mirror (and, in a benchmark, loading the hits' rows)
   int trigramRuns = 0;   // how many gatherCandidates calls queried the trigram lane
 };
 
@@ -88,6 +93,10 @@ Result<std::vector<Candidate>> gatherCandidates(MemoryStore& store, const Recall
 std::string querySubject(const std::string& query);
 
 std::vector<RecallHit> rankAndSelect(std::vector<Candidate> candidates, const RecallRequest& request);
+
+// Loads the full rows of the hits that belong to `store`'s scope. A hit whose row is gone or no longer active (a
+// write between gatherCandidates and now, e.g. another connection hid it) is dropped from `hits`, never returned.
+Status loadHitRows(MemoryStore& store, std::vector<RecallHit>& hits);
 
 // Marks a hit whose referenced files changed (stale) or vanished since the memory recorded them.
 void annotateStaleness(RecallHit& hit, RepoSignals& repo);

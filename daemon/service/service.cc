@@ -617,22 +617,28 @@ Result<std::vector<RecallHit>> Service::recall(const CallContext& ctx, RecallReq
     for (auto& cand : *c) all.push_back(std::move(cand));
   }
   auto hits = rankAndSelect(std::move(all), request);
+  // Candidates were ranked from the stores' mirrors; only the selected hits' rows are read, each scope under its
+  // lock again. Between the two locks another connection may have hidden (or superseded, rejected, purged) a hit:
+  // loadHitRows drops such a hit rather than return it, so a recall can return fewer than it selected.
+  for (auto& scope : *scopes) {
+    if (std::none_of(hits.begin(), hits.end(), [&](const RecallHit& h) { return h.memory.scope == scope->name; })) {
+      continue;
+    }
+    std::lock_guard lock(scope->db->mutex);
+    auto loaded = loadHitRows(*scope->db->store, hits);
+    if (!loaded) return loaded;
+    if (!markUsed) continue;
+    std::vector<int64_t> pks;
+    for (const auto& h : hits) {
+      if (h.memory.scope == scope->name) pks.push_back(h.memory.pk);
+    }
+    auto st = scope->db->store->markUsed(pks);
+    if (!st) spdlog::warn("could not record usage in {}: {}", scope->db->store->path(), st.message());
+  }
   if (project && project->repo) {
     // Staleness only means something against the project's own repository.
     for (auto& h : hits) {
       if (h.memory.scope == "project") annotateStaleness(h, *project->repo);
-    }
-  }
-  if (markUsed && !hits.empty()) {
-    for (auto& scope : *scopes) {
-      std::vector<int64_t> pks;
-      for (const auto& h : hits) {
-        if (h.memory.scope == scope->name) pks.push_back(h.memory.pk);
-      }
-      if (pks.empty()) continue;
-      std::lock_guard lock(scope->db->mutex);
-      auto st = scope->db->store->markUsed(pks);
-      if (!st) spdlog::warn("could not record usage in {}: {}", scope->db->store->path(), st.message());
     }
   }
   return hits;

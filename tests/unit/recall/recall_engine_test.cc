@@ -31,11 +31,7 @@ class RecallTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("memq-recall-" + std::to_string(std::random_device{}()));
-    StoreOptions o;
-    o.path = (dir_ / "m.db").string();
-    o.projectRoot = dir_.string();
-    o.embedder = &embedder_;
-    store_ = std::move(*MemoryStore::open(o));
+    store_ = std::move(*MemoryStore::open(options()));
   }
   void TearDown() override {
     store_.reset();
@@ -52,9 +48,26 @@ class RecallTest : public ::testing::Test {
     auto q = prepareQuery(r, embedder_, repo);
     auto c = gatherCandidates(*store_, r, q, repo);
     EXPECT_TRUE(c.isOk()) << c.status().toString();
+    auto hits = rankAndSelect(std::move(*c), r);
+    EXPECT_TRUE(loadHitRows(*store_, hits).isOk());
     std::vector<std::string> ids;
-    for (const auto& h : rankAndSelect(std::move(*c), r)) ids.push_back(h.memory.id);
+    for (const auto& h : hits) ids.push_back(h.memory.id);
     return ids;
+  }
+  // The one candidate the query "mirror probe" finds.
+  Candidate probe() {
+    RecallRequest r{.query = "mirror probe"};
+    auto c = gatherCandidates(*store_, r, prepareQuery(r, embedder_, nullptr), nullptr);
+    EXPECT_TRUE(c.isOk());
+    EXPECT_EQ(c->size(), 1u);
+    return c->empty() ? Candidate{} : c->front();
+  }
+  StoreOptions options() const {
+    StoreOptions o;
+    o.path = (dir_ / "m.db").string();
+    o.projectRoot = dir_.string();
+    o.embedder = &embedder_;
+    return o;
   }
 
   HashbagEmbedder embedder_;
@@ -166,6 +179,54 @@ TEST_F(RecallTest, ReferenceRankerKeepsItsOwnCandidateLimits) {
   EXPECT_EQ(recallIds(ref).size(), static_cast<size_t>(kFileCandidateLimit));
   RecallRequest def{.files = {"a.c"}, .limit = 100, .threshold = 0};
   EXPECT_EQ(recallIds(def).size(), 40u);
+}
+
+TEST_F(RecallTest, CandidatesCarryTheRowsCurrentUsePinAndLength) {
+  // Candidates are built without loading rows: each write must reach what ranking and selection read.
+  std::string id = save("mirror probe", {}, "three");
+  int64_t pk = *store_->pkOf(id);
+  Candidate c = probe();
+  EXPECT_EQ(c.pk, pk);
+  EXPECT_EQ(c.scope, "project");
+  EXPECT_EQ(c.signals.useCount, 0);
+  EXPECT_FALSE(c.signals.pinned);
+  EXPECT_EQ(c.cost, std::string("mirror probe").size() + 5);
+  ASSERT_TRUE(store_->markUsed({pk, pk}).isOk());
+  EXPECT_EQ(probe().signals.useCount, 2);
+  ASSERT_TRUE(store_->setPinned(id, true, actor_).isOk());
+  EXPECT_TRUE(probe().signals.pinned);
+  UpdateInput longer;
+  longer.details = "\xF0\x9F\x98\x80 é";  // a surrogate pair and one BMP character: 2 + 1 + 1 UTF-16 units
+  ASSERT_TRUE(store_->update(id, longer, actor_).isOk());
+  EXPECT_EQ(probe().cost, std::string("mirror probe").size() + 4);
+  EXPECT_EQ(probe().signals.useCount, 2);
+  EXPECT_TRUE(probe().signals.pinned);
+  // A write by another connection reaches it too.
+  auto other = MemoryStore::open(options());
+  ASSERT_TRUE(other.isOk());
+  ASSERT_TRUE((*other)->setPinned(id, false, actor_).isOk());
+  EXPECT_FALSE(probe().signals.pinned);
+}
+
+TEST_F(RecallTest, AHitPutAwayAfterRankingIsDroppedWhenLoaded) {
+  std::string kept = save("rollout checklist for the gateway", {"gw.conf"}, "drain first");
+  std::string hidden = save("rollout checklist for the gateway canary", {"gw.conf"});
+  RecallRequest r{.query = "rollout checklist gateway", .limit = 5, .threshold = 0};
+  auto c = gatherCandidates(*store_, r, prepareQuery(r, embedder_, nullptr), nullptr);
+  ASSERT_TRUE(c.isOk());
+  auto hits = rankAndSelect(std::move(*c), r);
+  ASSERT_EQ(hits.size(), 2u);
+  // Another connection hides one between ranking and loading (the service releases the scope's lock in between).
+  auto other = MemoryStore::open(options());
+  ASSERT_TRUE(other.isOk());
+  ASSERT_TRUE((*other)->hide(hidden, std::nullopt, actor_).isOk());
+  ASSERT_TRUE(loadHitRows(*store_, hits).isOk());
+  ASSERT_EQ(hits.size(), 1u);
+  EXPECT_EQ(hits[0].memory.id, kept);
+  EXPECT_EQ(hits[0].memory.details, "drain first");
+  ASSERT_EQ(hits[0].memory.files.size(), 1u);
+  EXPECT_EQ(hits[0].memory.files[0].path, "gw.conf");
+  EXPECT_GT(hits[0].score, 0);
 }
 
 }  // namespace
