@@ -68,6 +68,10 @@ class Server {
   Dispatcher dispatcher_;
   std::set<std::shared_ptr<Session>> sessions_;
   std::atomic<size_t> queuedJobs_{0};
+  // memory/changed broadcasts posted to the I/O thread and not yet queued on the sessions. While one is pending, a
+  // worker's reply goes through the I/O thread too, behind it, so a client sees a change's notification before the
+  // reply to the request that made the change, as it always has.
+  std::atomic<int> pendingBroadcasts_{0};
   std::atomic<uint64_t> requestsServed_{0};
   std::atomic<uint64_t> connectionsAccepted_{0};
   std::atomic<size_t> liveSessions_{0};  // sessions_.size(), readable from workers

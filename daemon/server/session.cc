@@ -2,8 +2,10 @@
 #include "daemon/server/session.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
 
 #include "daemon/server/server.h"
 #include "protocol/envelope.h"
@@ -101,6 +103,7 @@ void Session::finished(std::optional<std::string> reply) {
   busy_ = false;
   if (closed_) return;
   if (reply) enqueue(std::move(*reply));
+  writeMore();  // whatever writeReplyNow left queued
   if (closeAfterFlush_) {
     writeMore();
     return;
@@ -113,42 +116,87 @@ void Session::finished(std::optional<std::string> reply) {
 void Session::enqueue(std::string text) {
   if (closed_) return;
   std::string framed = encodeFrame(decoder_.framing(), text);
-  queuedBytes_ += framed.size();
-  if (queuedBytes_ > kMaxQueuedBytes) {
-    spdlog::warn("connection {}: {} bytes of replies unread; disconnecting the slow client", number_, queuedBytes_);
+  size_t queued = 0;
+  {
+    std::lock_guard lock(writeMutex_);
+    queuedBytes_ += framed.size();
+    queued = queuedBytes_;
+    if (queued <= kMaxQueuedBytes) writeQueue_.push_back(std::move(framed));
+  }
+  if (queued > kMaxQueuedBytes) {
+    spdlog::warn("connection {}: {} bytes of replies unread; disconnecting the slow client", number_, queued);
     close("write queue over its bound");
     return;
   }
-  writeQueue_.push_back(std::move(framed));
   writeMore();
 }
 
-void Session::writeMore() {
-  if (writing_ || writeQueue_.empty() || closed_) {
-    if (!writing_ && writeQueue_.empty() && closeAfterFlush_) close("shutdown");
-    return;
+bool Session::writeReplyNow(const std::string& reply) {
+  // The framing was decided before the message being answered was framed, and the I/O thread does not change it
+  // afterwards; the post to the worker pool orders that decision before this read.
+  std::string framed = encodeFrame(decoder_.framing(), reply);
+  if (framed.size() > kMaxQueuedBytes) return false;  // enqueue's bound check disconnects, as for any reply
+  std::lock_guard lock(writeMutex_);
+  if (closed_ || writing_ || !writeQueue_.empty()) return false;
+  size_t sent = 0;
+  while (sent < framed.size()) {
+    // MSG_DONTWAIT: a client that is not reading must never hold a worker. MSG_NOSIGNAL: a peer that went away is an
+    // EPIPE here, not a SIGPIPE for the whole daemon.
+    ssize_t n = ::send(socket_.native_handle(), framed.data() + sent, framed.size() - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      // EAGAIN (socket buffer full): the rest waits for the I/O thread's async write. Any other error: that write
+      // meets the same error and closes the session on the I/O thread, as it did before.
+      break;
+    }
   }
-  writing_ = true;
-  // Everything queued goes out in one gathered write: a reply and the notifications queued beside it cost one
-  // sendmsg, not one each. The deque keeps its elements in place while more are pushed behind them, so the buffers
-  // stay valid until the write completes.
-  const size_t count = std::min(writeQueue_.size(), kMaxBuffersPerWrite);
-  std::vector<asio::const_buffer> buffers;
-  buffers.reserve(count);
-  for (size_t i = 0; i < count; ++i) buffers.push_back(asio::buffer(writeQueue_[i]));
-  asio::async_write(socket_, buffers, [self = shared_from_this(), count](const asio::error_code& ec, size_t) {
-    self->writing_ = false;
-    if (self->closed_) return;  // the queue may no longer hold what was written
-    if (ec) {
-      self->close("write failed: " + ec.message());
-      return;
+  if (sent < framed.size()) {
+    queuedBytes_ += framed.size() - sent;
+    writeQueue_.push_back(framed.substr(sent));
+  }
+  return true;
+}
+
+void Session::writeMore() {
+  bool flushedForClose = false;
+  {
+    std::lock_guard lock(writeMutex_);
+    if (writing_ || writeQueue_.empty() || closed_) {
+      flushedForClose = !writing_ && writeQueue_.empty() && closeAfterFlush_;
+    } else {
+      writing_ = true;
+      // Everything queued goes out in one gathered write: a reply and the notifications queued beside it cost one
+      // sendmsg, not one each. The deque keeps its elements in place while more are pushed behind them, so the
+      // buffers stay valid until the write completes. Started under the lock because asio may write part of it at
+      // once, and a worker's writeReplyNow must not slip bytes in between; the completion handler never runs inline.
+      const size_t count = std::min(writeQueue_.size(), kMaxBuffersPerWrite);
+      std::vector<asio::const_buffer> buffers;
+      buffers.reserve(count);
+      for (size_t i = 0; i < count; ++i) buffers.push_back(asio::buffer(writeQueue_[i]));
+      asio::async_write(socket_, buffers, [self = shared_from_this(), count](const asio::error_code& ec, size_t) {
+        {
+          std::lock_guard lock(self->writeMutex_);
+          self->writing_ = false;
+          if (self->closed_) return;  // the queue may no longer hold what was written
+          if (!ec) {
+            for (size_t i = 0; i < count; ++i) {
+              self->queuedBytes_ -= self->writeQueue_.front().size();
+              self->writeQueue_.pop_front();
+            }
+          }
+        }
+        if (ec) {
+          self->close("write failed: " + ec.message());
+          return;
+        }
+        self->writeMore();
+      });
     }
-    for (size_t i = 0; i < count; ++i) {
-      self->queuedBytes_ -= self->writeQueue_.front().size();
-      self->writeQueue_.pop_front();
-    }
-    self->writeMore();
-  });
+  }
+  if (flushedForClose) close("shutdown");
 }
 
 void Session::notify(const std::string& scope, const std::string& text) {
@@ -167,12 +215,17 @@ void Session::closeWhenFlushed() {
 
 void Session::close(const std::string& why) {
   if (closed_) return;
-  closed_ = true;
   spdlog::debug("connection {} closed: {}", number_, why);
   asio::error_code ignored;
   timer_.cancel();
-  socket_.shutdown(asio::socket_base::shutdown_both, ignored);
-  socket_.close(ignored);
+  {
+    // Under the lock: a worker in writeReplyNow either finishes its send before the descriptor closes or sees
+    // closed_ and writes nothing.
+    std::lock_guard lock(writeMutex_);
+    closed_ = true;
+    socket_.shutdown(asio::socket_base::shutdown_both, ignored);
+    socket_.close(ignored);
+  }
   // The queue is not cleared here: an async_write in flight still reads its front buffer. It goes with the session.
   server_.sessionClosed(this);
 }

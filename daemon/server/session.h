@@ -7,8 +7,9 @@
 //  2. Queued output is bounded (kMaxQueuedBytes): a client that stops reading is disconnected, never waited for.
 //  3. A partial message that stalls for kPartialMessageTimeout, or a connection that sends nothing for
 //     kSilentConnectionTimeout, is closed (both configurable per server).
-// Thread-safety: every member function runs on the I/O thread, except that the worker job calls only
-// Dispatcher (thread-safe) and posts its result back.
+// Thread-safety: every member function runs on the I/O thread, except writeReplyNow, which the worker calls with
+// its reply before posting back. writeMutex_ guards what both threads touch: the write queue, its byte count, the
+// write-in-flight flag, and closing (the closed flag and the socket's file descriptor).
 #pragma once
 
 #include <asio.hpp>
@@ -16,6 +17,8 @@
 #include <chrono>
 #include <deque>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +50,11 @@ class Session : public std::enable_shared_from_this<Session> {
   void closeWhenFlushed();
   // The worker finished the current message (I/O thread): send its reply, then take the next message.
   void finished(std::optional<std::string> reply);
+  // Worker thread, before it posts finished(): when nothing is queued or being written ahead of the reply, writes it
+  // straight to the socket without blocking, so the client has it without waiting for the I/O thread to wake; what
+  // the socket does not take at once is queued for the I/O thread's next write. Returns false, having done nothing,
+  // when the reply must go through finished() instead (output ahead of it, or the session closed).
+  bool writeReplyNow(const std::string& reply);
 
   bool busy() const { return busy_; }
   bool closed() const { return closed_; }
@@ -69,6 +77,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::shared_ptr<ClientState> client_;
   uint64_t number_;
   std::array<char, 64 * 1024> readBuffer_{};
+  std::mutex writeMutex_;
   std::deque<std::string> writeQueue_;
   size_t queuedBytes_ = 0;
   bool writing_ = false;

@@ -236,6 +236,24 @@ TEST_F(DaemonTest, AWriteReachesASubscriberWithinASecond) {
   EXPECT_EQ((*msg)["params"]["action"], "create");
 }
 
+TEST_F(DaemonTest, ASubscribedWriterSeesItsChangeNotificationBeforeTheReply) {
+  // Replies may be written by the worker that made them; a change's notification must still come first.
+  auto writer = daemon_->client(project_, "writer");
+  ASSERT_TRUE(writer.call("subscribe", json::object()).isOk());
+  for (int i = 0; i < 20; ++i) {
+    json request = {{"jsonrpc", "2.0"}, {"id", 1000 + i}, {"method", "memory/save"},
+                    {"params", {{"summary", "Ordered notification " + std::to_string(i)}}}};
+    ASSERT_TRUE(writer.sendRaw(request.dump() + "\n").isOk());
+    auto first = writer.readMessage(std::chrono::seconds(5));
+    ASSERT_TRUE(first.isOk()) << first.status().toString();
+    EXPECT_EQ((*first)["method"], "memory/changed") << first->dump();
+    auto second = writer.readMessage(std::chrono::seconds(5));
+    ASSERT_TRUE(second.isOk()) << second.status().toString();
+    EXPECT_EQ((*second)["id"], 1000 + i) << second->dump();
+    EXPECT_EQ((*first)["params"]["id"], (*second)["result"]["id"]);
+  }
+}
+
 TEST_F(DaemonTest, ThirtyTwoClientsDoingMixedWorkLoseNothing) {
   constexpr int kClients = 32, kCalls = 500;
   std::atomic<int> errors{0};
