@@ -36,6 +36,7 @@
 #include "daemon/embed/hashbag.h"
 #include "daemon/git/git_repo_signals.h"
 #include "daemon/service/service.h"
+#include "tests/bench/bench_util.h"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -45,28 +46,8 @@ namespace {
 
 double micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5))];
-}
-
-std::vector<json> readJsonl(const std::string& command, size_t limit) {
-  std::vector<json> out;
-  FILE* f = popen(command.c_str(), "r");
-  if (!f) return out;
-  std::string line;
-  char buf[1 << 16];
-  while (out.size() < limit && fgets(buf, sizeof buf, f)) {
-    line += buf;
-    if (!line.empty() && line.back() == '\n') {
-      out.push_back(json::parse(line, nullptr, false));
-      line.clear();
-    }
-  }
-  pclose(f);
-  return out;
-}
+using memq::bench::percentile;
+using memq::bench::readJsonl;
 
 // A memqd child process in the foreground; SIGTERM and reaped on destruction.
 class Daemon {

@@ -25,6 +25,7 @@
 
 #include "daemon/embed/hashbag.h"
 #include "daemon/recall/recall_engine.h"
+#include "tests/bench/bench_util.h"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -33,29 +34,8 @@ namespace {
 
 double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5));
-  return v[i];
-}
-
-std::vector<nlohmann::json> readJsonl(const std::string& command, size_t limit) {
-  std::vector<nlohmann::json> out;
-  FILE* f = popen(command.c_str(), "r");
-  if (!f) return out;
-  std::string line;
-  char buf[1 << 16];
-  while (out.size() < limit && fgets(buf, sizeof buf, f)) {
-    line += buf;
-    if (!line.empty() && line.back() == '\n') {
-      out.push_back(nlohmann::json::parse(line));
-      line.clear();
-    }
-  }
-  pclose(f);
-  return out;
-}
+using memq::bench::percentile;
+using memq::bench::readJsonl;
 
 }  // namespace
 
