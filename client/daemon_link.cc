@@ -88,6 +88,7 @@ Result<DaemonLink> DaemonLink::open(const GlobalOptions& options, bool autostart
   if (!c) return c.status();
   nlohmann::json init = {{"client_name", options.clientName}, {"client_version", "0.1.0"}, {"source", options.source}};
   if (!options.project.empty()) init["project_root"] = options.project;
+  if (!options.tab.empty()) init["tab"] = options.tab;
   auto r = c->call("initialize", init, bounded(RpcClient::kDefaultCallTimeout));
   if (!r) {
     // A daemon that did not answer (timeout, closed connection) will not answer a second try either.

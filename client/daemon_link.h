@@ -18,6 +18,7 @@ struct GlobalOptions {
   std::optional<std::string> scope;
   std::string clientName = "memq-cli";
   std::string source = "user";
+  std::string tab;          // initialize's `tab` ("" = none): hooks name the agent session they serve
 };
 
 // Where memqd lives: next to this executable, else the name for a PATH lookup.

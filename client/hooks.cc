@@ -1,6 +1,8 @@
 // memq hook claude-code EVENT: reads the hook JSON Claude Code sends on stdin and prints the reply it expects.
 //   UserPromptSubmit → recall for the prompt, as additionalContext;
 //   PostToolUse for Read/Edit/Write/MultiEdit (tool_input.file_path) and Bash git commands → hints for those files.
+// Each run is a new connection, so the hook names the agent session as initialize's `tab`: hint dedup, cooldown and
+// budget then span the session's hook runs, and UserPromptSubmit (a real user turn) advances the tab's turn.
 // It never blocks the agent: the daemon is not started from here, and past a 500 ms budget it prints nothing and
 // exits 0. Any failure is silent (exit 0, no output), because a hook error would interrupt the agent.
 #include <iostream>
@@ -69,6 +71,8 @@ int hookReply(Context& ctx, const std::string& event) {
   }
   ctx.options.clientName = "claude-code-hook";
   ctx.options.source = "agent";
+  // Claude Code's session id; an over-long one is not a session id memqd would accept, so it is not passed.
+  if (std::string session = stringField(hook, "session_id"); session.size() <= 256) ctx.options.tab = session;
 
   std::string method;
   json params;
@@ -98,6 +102,10 @@ int hookReply(Context& ctx, const std::string& event) {
   }
   auto link = DaemonLink::open(ctx.options, /*autostart=*/false, left(), deadline);
   if (!link) return kExitOk;
+  if (event == "UserPromptSubmit" && !ctx.options.tab.empty()) {
+    // A new user turn: per-turn dedup starts over and the hint cooldown counts one more turn.
+    if (!link->call("hints/turn", json::object(), left())) return kExitOk;
+  }
   auto r = link->call(method, params, left());
   if (!r || std::chrono::steady_clock::now() > deadline) return kExitOk;
   std::string context;

@@ -1,9 +1,13 @@
 // ClientState: what memqd remembers about one connection ("tab"): who it is (initialize), which project and scopes
 // it reads and writes, its hint state, and whether it subscribed to change notifications.
-// Thread-safety: fields are guarded by `mutex`; a connection's requests are served one at a time, but a subagent's
-// initialize reads its parent's hint state from another connection.
+// TabHints: a tab's hint state. A connection owns its own unless it named a `tab` at initialize: then it shares the
+// tab's, which outlives the connection, because agent hooks connect once per event (Claude Code runs
+// `memq hook` as a new process for every tool call) and per-turn dedup, the cooldown and the budget must span them.
+// Thread-safety: ClientState's fields, including which TabHints `hints` points at, are guarded by `mutex`; the state
+// inside a TabHints by its own `mutex` (connections sharing a tab may run at the same time). Never hold both.
 #pragma once
 
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -20,6 +24,11 @@ bool parseWriteScope(const std::string& s, WriteScope& out);
 const char* readScopeName(ReadScope s);
 const char* writeScopeName(WriteScope s);
 
+struct TabHints {
+  std::mutex mutex;
+  HintState state;
+};
+
 struct ClientState {
   std::mutex mutex;
   std::string token;  // handed out by initialize; a subagent passes it as `parent`
@@ -30,7 +39,7 @@ struct ClientState {
   ReadScope readScope = ReadScope::kAll;
   WriteScope writeScope = WriteScope::kProject;
   std::string source = "agent";
-  HintState hints;
+  std::shared_ptr<TabHints> hints = std::make_shared<TabHints>();  // never null
   bool subscribed = false;
   std::set<std::string> subscribedScopes;  // empty = all
 };

@@ -232,15 +232,37 @@ Result<nlohmann::json> Service::initialize(ClientState& client, const nlohmann::
   std::unordered_set<std::string> inherited;
   bool isSubagent = false;
   if (!parentToken.empty()) {
-    std::lock_guard reg(clientsMutex_);
-    auto it = clients_.find(parentToken);
-    if (it == clients_.end()) {
-      return Status(ErrorCode::kInvalidParams, "parent session " + parentToken + " is not connected",
-                    nlohmann::json{{"field", "parent"}});
+    std::shared_ptr<TabHints> parentHints;
+    {
+      std::lock_guard reg(clientsMutex_);
+      auto it = clients_.find(parentToken);
+      if (it == clients_.end()) {
+        return Status(ErrorCode::kInvalidParams, "parent session " + parentToken + " is not connected",
+                      nlohmann::json{{"field", "parent"}});
+      }
+      parentHints = hintsOf(*it->second);
     }
-    std::lock_guard lock(it->second->mutex);
-    inherited = it->second->hints.seenSet();
+    std::lock_guard lock(parentHints->mutex);
+    inherited = parentHints->state.seenSet();
     isSubagent = true;
+  }
+  // A named tab resumes its hint state; a tab seen for the first time (or a connection without one) starts fresh.
+  std::shared_ptr<TabHints> hints;
+  bool freshHints = true;
+  if (const std::string tab = params.value("tab", std::string()); !tab.empty()) {
+    hints = attachTab(tab, freshHints);
+  } else if (isSubagent) {
+    hints = std::make_shared<TabHints>();
+  } else {
+    hints = hintsOf(client);  // a plain connection keeps its state across a repeated initialize
+    freshHints = false;
+  }
+  if (isSubagent && freshHints) {
+    std::lock_guard lock(hints->mutex);
+    hints->state = HintState{};
+    hints->state.isSubagent = true;
+    hints->state.budgetLimit = kSubagentHintBudget;
+    hints->state.inheritedFromParent = std::move(inherited);
   }
   nlohmann::json project = nullptr;
   std::string token;
@@ -249,12 +271,7 @@ Result<nlohmann::json> Service::initialize(ClientState& client, const nlohmann::
     if (client.token.empty()) client.token = newUuidV4();
     token = client.token;
     client.initialized = true;
-    if (isSubagent) {
-      client.hints = HintState{};
-      client.hints.isSubagent = true;
-      client.hints.budgetLimit = kSubagentHintBudget;
-      client.hints.inheritedFromParent = std::move(inherited);
-    }
+    client.hints = std::move(hints);
   }
   {
     std::lock_guard reg(clientsMutex_);
@@ -279,6 +296,44 @@ Result<nlohmann::json> Service::initialize(ClientState& client, const nlohmann::
                           {"notifications", {"memory/changed"}}}},
                         {"session", token},
                         {"project", project}};
+}
+
+std::shared_ptr<TabHints> Service::hintsOf(ClientState& client) {
+  std::lock_guard lock(client.mutex);
+  return client.hints;
+}
+
+void Service::markActed(ClientState* client) {
+  if (client == nullptr) return;
+  auto tab = hintsOf(*client);
+  std::lock_guard lock(tab->mutex);
+  tab->state.actedThisTurn = true;
+}
+
+std::shared_ptr<TabHints> Service::attachTab(const std::string& tab, bool& created) {
+  using std::chrono::steady_clock;
+  const auto now = steady_clock::now();
+  std::lock_guard lock(tabsMutex_);
+  // A tab nobody has used for kTabRetention is forgotten (its agent session is over); past kMaxRetainedTabs the
+  // longest-idle tabs without a live connection go first, so a flood of tab names cannot grow memqd without bound.
+  std::erase_if(tabs_, [&](const auto& entry) {
+    return entry.second.hints.use_count() == 1 && now - entry.second.lastSeen > kTabRetention;
+  });
+  while (tabs_.size() >= kMaxRetainedTabs) {
+    auto oldest = tabs_.end();
+    for (auto it = tabs_.begin(); it != tabs_.end(); ++it) {
+      if (it->second.hints.use_count() == 1 && (oldest == tabs_.end() || it->second.lastSeen < oldest->second.lastSeen)) {
+        oldest = it;
+      }
+    }
+    if (oldest == tabs_.end()) break;  // every retained tab has a live connection
+    tabs_.erase(oldest);
+  }
+  auto [it, inserted] = tabs_.try_emplace(tab);
+  if (inserted) it->second.hints = std::make_shared<TabHints>();
+  it->second.lastSeen = now;
+  created = inserted;
+  return it->second.hints;
 }
 
 void Service::forget(ClientState& client) {
@@ -479,10 +534,7 @@ Result<Memory> Service::get(const CallContext& ctx, const std::string& id) {
   if (!r) return r.status();
   std::lock_guard lock(r->scope->db->mutex);
   auto m = r->scope->db->store->get(r->id);
-  if (m && ctx.client) {
-    std::lock_guard c(ctx.client->mutex);
-    ctx.client->hints.actedThisTurn = true;
-  }
+  if (m) markActed(ctx.client);
   return m;
 }
 
@@ -576,10 +628,7 @@ Result<ListResult> Service::list(const CallContext& ctx, const ListFilter& filte
   size_t end = std::min<size_t>(begin + filter.limit, out.memories.size());
   out.memories = std::vector<Memory>(std::make_move_iterator(out.memories.begin() + begin),
                                      std::make_move_iterator(out.memories.begin() + end));
-  if (ctx.client) {
-    std::lock_guard c(ctx.client->mutex);
-    ctx.client->hints.actedThisTurn = true;
-  }
+  markActed(ctx.client);
   return out;
 }
 
@@ -587,10 +636,7 @@ Result<std::vector<RecallHit>> Service::search(const CallContext& ctx, RecallReq
   request.useFileSignals = false;
   request.files.clear();
   auto hits = recall(ctx, std::move(request), false);
-  if (hits && ctx.client) {
-    std::lock_guard c(ctx.client->mutex);
-    ctx.client->hints.actedThisTurn = true;
-  }
+  if (hits) markActed(ctx.client);
   return hits;
 }
 
@@ -781,15 +827,17 @@ Result<HintResult> Service::hintsForTool(const CallContext& ctx, const std::stri
       for (const auto& m : *ms) add(m, false);
     }
   }
-  std::lock_guard lock(ctx.client->mutex);
-  return selectHints(ctx.client->hints, std::move(candidates), hintContext);
+  auto tab = hintsOf(*ctx.client);
+  std::lock_guard lock(tab->mutex);
+  return selectHints(tab->state, std::move(candidates), hintContext);
 }
 
 Result<int64_t> Service::hintsTurn(const CallContext& ctx) {
   if (ctx.client == nullptr) return int64_t{0};
-  std::lock_guard lock(ctx.client->mutex);
-  ctx.client->hints.nextTurn();
-  return ctx.client->hints.turn;
+  auto tab = hintsOf(*ctx.client);
+  std::lock_guard lock(tab->mutex);
+  tab->state.nextTurn();
+  return tab->state.turn;
 }
 
 Result<nlohmann::json> Service::repoCochange(const CallContext& ctx, const std::string& file, size_t limit) {

@@ -5,12 +5,14 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "daemon/embed/embedder.h"
@@ -32,6 +34,10 @@ struct CallContext {
   bool writeScopeNarrowed = false;           // the request itself passed `write_scope`
   Actor actor;
 };
+
+// How long the hint state of an initialize `tab` outlives its last connection, and how many idle tabs are kept.
+inline constexpr std::chrono::hours kTabRetention{12};
+inline constexpr size_t kMaxRetainedTabs = 4096;
 
 struct ChangeEvent {
   std::string scope;        // "project" | "global"
@@ -141,8 +147,21 @@ class Service {
   ScopeRegistry registry_;
   std::mutex listenerMutex_;
   std::function<void(const ChangeEvent&)> listener_;
+  // The hint state of a connection (the tab's, when it named one), safe to use after the connection's mutex is
+  // released.
+  static std::shared_ptr<TabHints> hintsOf(ClientState& client);
+  static void markActed(ClientState* client);
+  // The retained hint state of `tab`, created when unknown; `created` says which. Prunes idle tabs.
+  std::shared_ptr<TabHints> attachTab(const std::string& tab, bool& created);
+
   std::mutex clientsMutex_;
   std::map<std::string, ClientState*> clients_;  // token → live connection
+  struct RetainedTab {
+    std::shared_ptr<TabHints> hints;
+    std::chrono::steady_clock::time_point lastSeen;
+  };
+  std::mutex tabsMutex_;
+  std::unordered_map<std::string, RetainedTab> tabs_;  // `tab` of initialize → its hint state
 };
 
 }  // namespace memq

@@ -215,6 +215,45 @@ TEST_F(DaemonTest, HintStateIsPerConnectionAndSubagentsInherit) {
   EXPECT_EQ((*a4)["hints"][0]["label"], "gotcha");
 }
 
+TEST_F(DaemonTest, ConnectionsNamingOneTabShareItsHintStateAfterEachCloses) {
+  // Agent hooks connect once per tool call: with `tab`, what one connection surfaced is known to the next.
+  auto setup = daemon_->client(project_);
+  save(setup, "The JWT clock skew is 30 s", {{"files", {"src/jwt.ts"}}, {"category", "gotcha"}});
+  json read = {{"tool", "read"}, {"files", {"src/jwt.ts"}}};
+  auto hintsOnce = [&](const std::string& tab, const std::string& method = "hints/for_tool") {
+    auto c = daemon_->client(project_, "hook", {{"tab", tab}});
+    auto r = c.call(method, method == "hints/for_tool" ? read : json::object());
+    EXPECT_TRUE(r.isOk()) << r.status().toString();
+    return r ? *r : json();
+  };
+  EXPECT_EQ(hintsOnce("session-1")["hints"].size(), 1u);
+  EXPECT_TRUE(hintsOnce("session-1")["hints"].empty());  // surfaced this turn by an earlier connection of the tab
+  EXPECT_EQ(hintsOnce("session-2")["hints"].size(), 1u);  // another tab
+  EXPECT_EQ(hintsOnce("session-1", "hints/turn")["turn"], 1);
+  EXPECT_TRUE(hintsOnce("session-1")["hints"].empty());  // in its 10-turn cooldown
+  for (int i = 0; i < 10; ++i) hintsOnce("session-1", "hints/turn");
+  auto back = hintsOnce("session-1");
+  ASSERT_EQ(back["hints"].size(), 1u);
+  EXPECT_EQ(back["hints"][0]["label"], "gotcha");
+  // A connection without a tab keeps its own state, as before.
+  auto plain = daemon_->client(project_, "plain");
+  auto p1 = plain.call("hints/for_tool", read);
+  ASSERT_TRUE(p1.isOk());
+  EXPECT_EQ((*p1)["hints"].size(), 1u);
+}
+
+TEST_F(DaemonTest, AnInvalidTabIsRefusedNamingTheField) {
+  for (const json& tab : {json(""), json(std::string(257, 't')), json(42)}) {
+    auto c = daemon_->connect();
+    auto r = c.call("initialize", {{"client_name", "hook"}, {"tab", tab}});
+    ASSERT_FALSE(r.isOk()) << tab.dump();
+    EXPECT_EQ(r.status().code(), ErrorCode::kInvalidParams);
+    EXPECT_NE(r.status().message().find("tab"), std::string::npos) << r.status().message();
+    // Nothing changed: the connection is still uninitialised.
+    EXPECT_EQ(c.call("hints/turn", json::object()).status().code(), ErrorCode::kNotInitialized);
+  }
+}
+
 TEST_F(DaemonTest, HintsNeedInitialize) {
   auto c = daemon_->connect();
   auto r = c.call("hints/turn", json::object());

@@ -81,8 +81,10 @@ class HookTest : public ::testing::Test {
   CommandResult hook(const std::string& event, const json& input) {
     return daemon_->memq("hook claude-code " + event, dir_.string(), input.dump());
   }
-  json postToolUse(const std::string& tool, const json& toolInput) {
-    return {{"session_id", "abc"},     {"transcript_path", "/tmp/t.jsonl"}, {"cwd", project_},
+  // Each call is a new agent session unless one is named: hint state is per session (see the session test).
+  json postToolUse(const std::string& tool, const json& toolInput, std::string session = "") {
+    if (session.empty()) session = "session-" + std::to_string(++sessions_);
+    return {{"session_id", session},   {"transcript_path", "/tmp/t.jsonl"}, {"cwd", project_},
             {"hook_event_name", "PostToolUse"}, {"tool_name", tool},        {"tool_input", toolInput},
             {"tool_response", {{"success", true}}}};
   }
@@ -90,6 +92,7 @@ class HookTest : public ::testing::Test {
   fs::path dir_;
   std::string project_;
   std::unique_ptr<Memqd> daemon_;
+  int sessions_ = 0;
 };
 
 TEST_F(HookTest, UserPromptSubmitRepliesWithRecalledMemories) {
@@ -141,6 +144,25 @@ TEST_F(HookTest, PostToolUseForFileToolsRepliesWithHintsForThatFile) {
   expectSilent(hook("PostToolUse", postToolUse("Read", json::object())), "Read without a file");
   expectSilent(hook("Stop", {{"cwd", project_}}), "Stop event");
   expectSilent(hook("PostToolUse", postToolUse("Read", {{"file_path", "/etc/passwd"}})), "a file outside the project");
+}
+
+TEST_F(HookTest, OneSessionIsNotToldTheSameHintTwiceInATurn) {
+  save({{"summary", "JWT expiry uses the container clock"}, {"category", "gotcha"}, {"files", {"src/auth/jwt.ts"}}});
+  const json read = {{"file_path", project_ + "/src/auth/jwt.ts"}};
+  std::string first = expectReply(hook("PostToolUse", postToolUse("Read", read, "s-1")), "PostToolUse");
+  EXPECT_NE(first.find("container clock"), std::string::npos) << first;
+  // Every hook run is its own process and connection; the session id ties them to one hint state.
+  expectSilent(hook("PostToolUse", postToolUse("Read", read, "s-1")), "the same session, the same turn");
+  expectReply(hook("PostToolUse", postToolUse("Read", read, "s-2")), "PostToolUse");  // another session
+  // Each prompt is a real user turn: the cooldown runs out once more than 10 turns have passed, not before.
+  json prompt = {{"session_id", "s-1"}, {"cwd", project_}, {"hook_event_name", "UserPromptSubmit"},
+                 {"prompt", "zebra quasar xylophone"}};
+  for (int turn = 1; turn <= 11; ++turn) {
+    expectSilent(hook("UserPromptSubmit", prompt), "an unrelated prompt");
+    if (turn == 10) expectSilent(hook("PostToolUse", postToolUse("Read", read, "s-1")), "within the cooldown");
+  }
+  std::string again = expectReply(hook("PostToolUse", postToolUse("Read", read, "s-1")), "PostToolUse");
+  EXPECT_NE(again.find("container clock"), std::string::npos) << again;
 }
 
 TEST_F(HookTest, PostToolUseForGitCommandsRepliesWithGitHints) {
