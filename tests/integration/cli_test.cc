@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -19,25 +18,16 @@ namespace {
 
 using json = nlohmann::json;
 
-void git(const fs::path& root, const std::string& args) {
-  std::string cmd = "git -C " + shellQuote(root.string()) +
-                    " -c user.name=memq-test -c user.email=test@memq -c commit.gpgsign=false " + args +
-                    " >/dev/null 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-}
-
 // A small git repository: src/auth/jwt.ts and src/auth/session.ts change together three times.
 void makeGitProject(const fs::path& root) {
-  fs::create_directories(root);
-  ASSERT_EQ(std::system(("git -c init.defaultBranch=main init -q " + shellQuote(root.string())).c_str()), 0);
+  initGitRepo(root);
   writeTextFile(root / "README.md", "demo\n");
   writeTextFile(root / "package.json", "{}\n");
   writeTextFile(root / "src/app.ts", "import { verify } from './auth/jwt';\n");
   for (int i = 0; i < 3; ++i) {
     writeTextFile(root / "src/auth/jwt.ts", "export const verify = " + std::to_string(i) + ";\n");
     writeTextFile(root / "src/auth/session.ts", "import { verify } from './jwt';\nexport const v = " + std::to_string(i) + ";\n");
-    git(root, "add -A");
-    git(root, "commit -q -m 'auth change " + std::to_string(i) + "'");
+    commitAll(root, "auth change " + std::to_string(i));
   }
 }
 
@@ -91,18 +81,12 @@ void expectSameJsonl(const std::string& actual, const std::string& expected) {
   EXPECT_EQ(actual.size(), expected.size()) << "the exports differ";
 }
 
-class CliTest : public ::testing::Test {
+class CliTest : public MemqdTest {
  protected:
   void SetUp() override {
-    dir_ = makeTempDir("cli");
-    project_ = (dir_ / "proj").string();
-    makeGitProject(project_);
-    daemon_ = std::make_unique<Memqd>(dir_);
-    ASSERT_TRUE(daemon_->start()) << daemon_->log();
-  }
-  void TearDown() override {
-    daemon_.reset();
-    fs::remove_all(dir_);
+    makeWorkDir("cli");
+    ASSERT_NO_FATAL_FAILURE(makeGitProject(project_));
+    startDaemon();
   }
 
   // memq ARGS in `cwd` (the project by default).
@@ -120,10 +104,6 @@ class CliTest : public ::testing::Test {
     EXPECT_TRUE(r.contains("id")) << r.dump();
     return r.value("id", "");
   }
-
-  fs::path dir_;
-  std::string project_;
-  std::unique_ptr<Memqd> daemon_;
 };
 
 // ---- every command -------------------------------------------------------------------------------------------
@@ -433,17 +413,7 @@ TEST_F(UnreachableTest, AutostartStartsMemqdNextToMemqAndDaemonStopStopsIt) {
   std::string env = "cd " + shellQuote((dir_ / "proj").string()) + " && MEMQ_SOCKET=" + shellQuote(socket) +
                     " MEMQ_DATA_DIR=" + shellQuote((dir_ / "data").string()) + " " + shellQuote(binDir() + "/memq") + " ";
   // Whatever happens below, no detached memqd outlives the test.
-  struct Reaper {
-    fs::path pidFile;
-    ~Reaper() {
-      std::ifstream in(pidFile);
-      long pid = 0;
-      if (!(in >> pid) || pid <= 0 || ::kill(static_cast<pid_t>(pid), SIGTERM) != 0) return;
-      for (int i = 0; i < 500 && ::kill(static_cast<pid_t>(pid), 0) == 0; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
-    }
-  } reaper{dir_ / "auto/memqd.pid"};
+  AutostartedMemqdReaper reaper{dir_ / "auto/memqd.pid"};
   CommandResult saved = runCommand(env + "--json save 'autostarted daemons keep this'");
   ASSERT_EQ(saved.exitCode, 0) << saved.err;
   EXPECT_TRUE(fs::exists(socket));

@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <cstring>
-#include <fstream>
 
 #include "memqd_fixture.h"
 
@@ -22,9 +21,8 @@ using Clock = std::chrono::steady_clock;
 void makeGitProject(const fs::path& root) {
   writeTextFile(root / "src/auth/jwt.ts", "export const verify = 1;\n");
   writeTextFile(root / "src/db/pool.ts", "export const pool = 1;\n");
-  std::string git = "git -C " + shellQuote(root.string()) + " -c user.name=t -c user.email=t@memq -c commit.gpgsign=false ";
-  ASSERT_EQ(std::system(("git -c init.defaultBranch=main init -q " + shellQuote(root.string())).c_str()), 0);
-  ASSERT_EQ(std::system((git + "add -A && " + git + "commit -q -m init >/dev/null").c_str()), 0);
+  ASSERT_NO_FATAL_FAILURE(initGitRepo(root));
+  commitAll(root, "init");
 }
 
 // The documented reply: {"hookSpecificOutput":{"hookEventName": EVENT, "additionalContext": TEXT}}, one line.
@@ -58,24 +56,12 @@ void expectSilent(const CommandResult& r, const std::string& what) {
   EXPECT_TRUE(r.err.empty()) << what << ": " << r.err;
 }
 
-class HookTest : public ::testing::Test {
+class HookTest : public MemqdTest {
  protected:
   void SetUp() override {
-    dir_ = makeTempDir("hook");
-    project_ = (dir_ / "proj").string();
-    makeGitProject(project_);
-    daemon_ = std::make_unique<Memqd>(dir_);
-    ASSERT_TRUE(daemon_->start()) << daemon_->log();
-  }
-  void TearDown() override {
-    daemon_.reset();
-    fs::remove_all(dir_);
-  }
-  std::string save(const json& params) {
-    auto c = daemon_->client(project_);
-    auto r = c.call("memory/save", params);
-    EXPECT_TRUE(r.isOk()) << r.status().toString();
-    return r ? (*r)["id"].get<std::string>() : "";
+    makeWorkDir("hook");
+    ASSERT_NO_FATAL_FAILURE(makeGitProject(project_));
+    startDaemon();
   }
   // Runs the hook from an unrelated directory: the project comes from the hook input's cwd, as with Claude Code.
   CommandResult hook(const std::string& event, const json& input) {
@@ -89,9 +75,6 @@ class HookTest : public ::testing::Test {
             {"tool_response", {{"success", true}}}};
   }
 
-  fs::path dir_;
-  std::string project_;
-  std::unique_ptr<Memqd> daemon_;
   int sessions_ = 0;
 };
 

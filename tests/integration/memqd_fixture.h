@@ -1,5 +1,6 @@
 // A real memqd for integration tests: a temp data dir, a temp socket, the built binary started in the foreground,
-// and helpers to talk to it over the socket (RpcClient) or through the memq binary.
+// and helpers to talk to it over the socket (RpcClient) or through the memq binary; MemqdTest, the fixture that
+// gives a test a temp dir, a project path and such a daemon; and the files, shell and git helpers those tests share.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,9 +10,12 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -48,6 +52,35 @@ inline void writeTextFile(const fs::path& p, const std::string& text) {
   std::ofstream(p) << text;
 }
 
+// Every byte of `p`, or "" when it cannot be read.
+inline std::string readTextFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+// git in `root` with a fixed identity and no signing, so commits work on any machine; fails the test on error.
+inline void runGit(const fs::path& root, const std::string& args) {
+  std::string cmd = "git -C " + shellQuote(root.string()) +
+                    " -c user.name=memq-test -c user.email=test@memq -c commit.gpgsign=false " + args +
+                    " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+// An empty repository at `root` (created if missing) whose first branch is main.
+inline void initGitRepo(const fs::path& root) {
+  fs::create_directories(root);
+  std::string cmd = "git -c init.defaultBranch=main init -q " + shellQuote(root.string());
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+// Commits everything in the work tree of `root`.
+inline void commitAll(const fs::path& root, const std::string& message) {
+  runGit(root, "add -A");
+  runGit(root, "commit -q -m " + shellQuote(message));
+}
+
 struct CommandResult {
   int exitCode = -1;
   std::string out;
@@ -68,18 +101,8 @@ inline CommandResult runCommand(const std::string& cmd, const std::string& input
   int rc = std::system(full.c_str());
   CommandResult r;
   r.exitCode = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  auto slurp = [](const std::string& p) {
-    std::string s;
-    if (FILE* f = std::fopen(p.c_str(), "r")) {
-      char buf[4096];
-      size_t n;
-      while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
-      std::fclose(f);
-    }
-    return s;
-  };
-  r.out = slurp(outPath);
-  r.err = slurp(errPath);
+  r.out = readTextFile(outPath);
+  r.err = readTextFile(errPath);
   fs::remove(outPath);
   fs::remove(errPath);
   fs::remove(inPath);
@@ -172,16 +195,7 @@ class Memqd {
     if (r) session_ = (*r)["session"].get<std::string>();
     return c;
   }
-  std::string log() const {
-    std::string s;
-    if (FILE* f = std::fopen(logFile_.c_str(), "r")) {
-      char buf[4096];
-      size_t n;
-      while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
-      std::fclose(f);
-    }
-    return s;
-  }
+  std::string log() const { return readTextFile(logFile_); }
 
   // Runs the memq binary against this daemon.
   CommandResult memq(const std::string& args, const std::string& cwd = "", const std::string& input = "") const {
@@ -203,6 +217,53 @@ class Memqd {
   std::vector<std::string> extra_;
   pid_t pid_ = -1;
   std::string session_;
+};
+
+// Stops, when it leaves scope, the memqd whose pid file is `pidFile`: one that memq started detached (autostart),
+// which no Memqd owns. Even a failed ASSERT leaves no daemon running after the test.
+struct AutostartedMemqdReaper {
+  fs::path pidFile;
+  ~AutostartedMemqdReaper() {
+    std::ifstream in(pidFile);
+    long pid = 0;
+    if (!(in >> pid) || pid <= 0 || ::kill(static_cast<pid_t>(pid), SIGTERM) != 0) return;
+    for (int i = 0; i < 500 && ::kill(static_cast<pid_t>(pid), 0) == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+};
+
+// A test with its own temp dir (dir_), a project path inside it (project_, left for the test to fill) and a real
+// memqd on that dir (daemon_), stopped and the dir removed after the test. A suite's SetUp calls makeWorkDir, fills
+// the project its own way, then startDaemon; a suite whose tests need different daemon flags calls them per test.
+class MemqdTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    daemon_.reset();
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  // A fresh temp dir whose name carries `tag`; project_ is its "proj" subdirectory, not yet created.
+  void makeWorkDir(const std::string& tag) {
+    dir_ = makeTempDir(tag);
+    project_ = (dir_ / "proj").string();
+  }
+  // memqd on dir_ with `extraArgs`; a daemon that does not come up fails the test with its log.
+  void startDaemon(std::vector<std::string> extraArgs = {}) {
+    daemon_ = std::make_unique<Memqd>(dir_, std::move(extraArgs));
+    ASSERT_TRUE(daemon_->start()) << daemon_->log();
+  }
+  // memory/save in the project over a new connection; the new memory's id, or "" (and a failure) when refused.
+  std::string save(const nlohmann::json& params) {
+    RpcClient c = daemon_->client(project_);
+    auto r = c.call("memory/save", params);
+    EXPECT_TRUE(r.isOk()) << r.status().toString();
+    return r ? (*r)["id"].get<std::string>() : "";
+  }
+
+  fs::path dir_;
+  std::string project_;
+  std::unique_ptr<Memqd> daemon_;
 };
 
 }  // namespace memq::testing
