@@ -52,26 +52,17 @@ bool isDefinedErrorCode(int code) {
   return (code >= -32009 && code <= -32001) || code == -32700 || (code >= -32603 && code <= -32600);
 }
 
-class LoadTest : public ::testing::Test {
+// A project of 16 small C files (no git) and its daemon.
+class LoadTest : public MemqdTest {
  protected:
   void SetUp() override {
-    dir_ = makeTempDir("load");
-    project_ = (dir_ / "proj").string();
+    makeWorkDir("load");
     for (int i = 0; i < 16; ++i) {
       writeTextFile(fs::path(project_) / "src" / ("mod" + std::to_string(i) + ".c"),
                     "int mod" + std::to_string(i) + "(void) { return " + std::to_string(i) + "; }\n");
     }
-    daemon_ = std::make_unique<Memqd>(dir_);
-    ASSERT_TRUE(daemon_->start()) << daemon_->log();
+    startDaemon();
   }
-  void TearDown() override {
-    daemon_.reset();
-    fs::remove_all(dir_);
-  }
-
-  fs::path dir_;
-  std::string project_;
-  std::unique_ptr<Memqd> daemon_;
 };
 
 // What one load client saw.

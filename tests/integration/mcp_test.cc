@@ -22,41 +22,25 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string readFile(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 bool onPath(const std::string& tool) { return runCommand("command -v " + tool).exitCode == 0; }
 
-class McpTest : public ::testing::Test {
+// A project with one source file (no git) and its daemon.
+class McpTest : public MemqdTest {
  protected:
   void SetUp() override {
-    dir_ = makeTempDir("mcp");
-    project_ = (dir_ / "proj").string();
-    fs::create_directories(project_ + "/src/auth");
-    std::ofstream(project_ + "/src/auth/session.ts") << "export const s = 1;\n";
-    daemon_ = std::make_unique<Memqd>(dir_);
-    ASSERT_TRUE(daemon_->start()) << daemon_->log();
+    makeWorkDir("mcp");
+    writeTextFile(fs::path(project_) / "src/auth/session.ts", "export const s = 1;\n");
+    startDaemon();
   }
-  void TearDown() override {
-    daemon_.reset();
-    fs::remove_all(dir_);
-  }
-  fs::path dir_;
-  std::string project_;
-  std::unique_ptr<Memqd> daemon_;
 };
 
 // The client's dependencies, installed once per build tree: `npm ci` again only when the lock file changed.
 CommandResult installClient(const fs::path& work) {
   const fs::path source = MEMQ_MCP_CLIENT_SOURCE_DIR;
   fs::create_directories(work);
-  const std::string lock = readFile(source / "package-lock.json");
+  const std::string lock = readTextFile(source / "package-lock.json");
   const bool fresh = fs::exists(work / "node_modules/@modelcontextprotocol/sdk/package.json") &&
-                     readFile(work / ".installed-lock.json") == lock;
+                     readTextFile(work / ".installed-lock.json") == lock;
   for (const char* f : {"package.json", "package-lock.json", "client.mjs"}) {
     fs::copy_file(source / f, work / f, fs::copy_options::overwrite_existing);
   }
@@ -181,17 +165,7 @@ TEST_F(McpTest, ToolErrorsFromTheDaemonAreToolResultsAndTheServerKeepsGoing) {
       R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory_save","arguments":{"summary":"after a restart"}}})"
       "\n";
   CommandResult r = daemon_->memq("mcp", project_, input);
-  struct Reaper {
-    fs::path pidFile;
-    ~Reaper() {
-      std::ifstream in(pidFile);
-      long pid = 0;
-      if (!(in >> pid) || pid <= 0 || ::kill(static_cast<pid_t>(pid), SIGTERM) != 0) return;
-      for (int i = 0; i < 500 && ::kill(static_cast<pid_t>(pid), 0) == 0; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
-    }
-  } reaper{fs::path(daemon_->socket()).parent_path() / "memqd.pid"};
+  AutostartedMemqdReaper reaper{fs::path(daemon_->socket()).parent_path() / "memqd.pid"};
   auto rs = replies(r);
   ASSERT_EQ(rs.size(), 2u) << r.out << r.err;
   EXPECT_EQ(rs[0]["result"]["isError"], true) << rs[0].dump();

@@ -3,9 +3,6 @@
 // modes the secret reaches neither the daemon's log, nor the audit journal, nor any byte of the data directory.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "memqd_fixture.h"
 #include "protocol/error_code.h"
 
@@ -25,13 +22,6 @@ const std::string kConnPassword = "n8Rt5Yq2Zx7Lp3Vb";
 const std::string kUpdatePassword = "Tr0ub4dor&3xQz81";
 const std::string kImportToken = std::string("glpat-") + "Hk3Lm9Qp2Rs7Tv4Wx8Yz";
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Every file under the data dir (databases, WAL, shm), the log, and the journal as audit/list shows it.
 // `control` is text known to be stored: finding it proves the byte search looks in the right place.
 void expectNowhere(Memqd& daemon, const std::string& project, RpcClient& c, const std::vector<std::string>& secrets,
@@ -44,7 +34,7 @@ void expectNowhere(Memqd& daemon, const std::string& project, RpcClient& c, cons
   // The data dir (global scope) and the project (its scope lives in <root>/.memq): every file, WAL and shm included.
   for (const auto& dir : {fs::path(daemon.dataDir()), fs::path(project)}) {
     for (const auto& e : fs::recursive_directory_iterator(dir)) {
-      if (e.is_regular_file()) files.emplace_back(e.path().string(), slurp(e.path()));
+      if (e.is_regular_file()) files.emplace_back(e.path().string(), readTextFile(e.path()));
     }
   }
   bool sawProjectDb = false;
@@ -63,24 +53,17 @@ void expectNowhere(Memqd& daemon, const std::string& project, RpcClient& c, cons
   }
 }
 
-class SecretsTest : public ::testing::Test {
+// Each test starts its daemon with its own flags (redact or refuse), always logging at trace level so that a
+// secret written to the log at any level would be found.
+class SecretsTest : public MemqdTest {
  protected:
   void start(std::vector<std::string> args) {
-    dir_ = makeTempDir("sec");
-    project_ = (dir_ / "proj").string();
+    makeWorkDir("sec");
     fs::create_directories(project_ + "/src");
     args.push_back("--log-level");
     args.push_back("trace");
-    daemon_ = std::make_unique<Memqd>(dir_, args);
-    ASSERT_TRUE(daemon_->start()) << daemon_->log();
+    startDaemon(std::move(args));
   }
-  void TearDown() override {
-    daemon_.reset();
-    fs::remove_all(dir_);
-  }
-  fs::path dir_;
-  std::string project_;
-  std::unique_ptr<Memqd> daemon_;
 };
 
 std::vector<std::string> allSecrets() {
