@@ -3,7 +3,6 @@
 // Usage: memq_bench_vector_index [queries-per-size] [--portable]   (--portable: time the non-SIMD scan kernel)
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -12,22 +11,12 @@
 
 #include "daemon/embed/hashbag.h"
 #include "daemon/embed/vector_index.h"
+#include "tests/common/random_unit_vector.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::vector<float> randomUnit(std::mt19937_64& rng, size_t dim) {
-  std::normal_distribution<float> normal;
-  std::vector<float> v(dim);
-  double norm = 0;
-  for (float& x : v) {
-    x = normal(rng);
-    norm += double(x) * x;
-  }
-  for (float& x : v) x = static_cast<float>(x / std::sqrt(norm));
-  return v;
-}
+using memq::testing::randomUnitVector;
 
 double percentile(std::vector<double> samples, double p) {
   std::sort(samples.begin(), samples.end());
@@ -38,12 +27,12 @@ void benchTopK(size_t rows, int queries) {
   std::mt19937_64 rng(rows);
   memq::VectorIndex index(memq::kHashbagDim);
   index.reserve(rows);
-  for (size_t i = 0; i < rows; ++i) index.upsert(static_cast<int64_t>(i), randomUnit(rng, memq::kHashbagDim));
+  for (size_t i = 0; i < rows; ++i) index.upsert(static_cast<int64_t>(i), randomUnitVector(rng, memq::kHashbagDim));
   for (const float minScore : {0.0f, 0.18f}) {
     std::vector<double> micros;
     size_t returned = 0;
     for (int q = 0; q < queries; ++q) {
-      const auto query = randomUnit(rng, memq::kHashbagDim);
+      const auto query = randomUnitVector(rng, memq::kHashbagDim);
       const auto t0 = Clock::now();
       const auto hits = index.topK(query, 10, minScore);
       micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());

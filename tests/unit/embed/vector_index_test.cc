@@ -6,28 +6,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <random>
 
 #include "daemon/embed/hashbag.h"
+#include "tests/common/random_unit_vector.h"
 
 namespace memq {
 namespace {
 
 using Hit = VectorIndex::Hit;
-
-std::vector<float> randomUnit(std::mt19937_64& rng, size_t dim) {
-  std::normal_distribution<float> normal;
-  std::vector<float> v(dim);
-  double norm = 0;
-  for (float& x : v) {
-    x = normal(rng);
-    norm += double(x) * x;
-  }
-  for (float& x : v) x = static_cast<float>(x / std::sqrt(norm));
-  return v;
-}
+using memq::testing::randomUnitVector;
 
 // Every stored row scored with cosine(), in topK order.
 std::vector<Hit> rankAll(const std::map<int64_t, std::vector<float>>& rows, std::span<const float> q) {
@@ -74,12 +63,12 @@ TEST_P(VectorIndexKernels, RandomUnitVectorsMatchBruteForce) {
     VectorIndex index(dim);
     std::map<int64_t, std::vector<float>> rows;
     for (int64_t key = 0; key < 3000; ++key) {
-      auto v = randomUnit(rng, dim);
+      auto v = randomUnitVector(rng, dim);
       ASSERT_TRUE(index.upsert(key * 7 + 1, v));
       rows[key * 7 + 1] = std::move(v);
     }
     for (int trial = 0; trial < 20; ++trial) {
-      const auto q = randomUnit(rng, dim);
+      const auto q = randomUnitVector(rng, dim);
       const std::vector<Hit> ranked = rankAll(rows, q);
       for (const size_t k : {size_t{1}, size_t{3}, size_t{10}, size_t{50}, size_t{5000}}) {
         for (const float minScore : {-1.0f, 0.0f, 0.05f, 0.18f, 0.4f}) {
@@ -94,7 +83,7 @@ TEST_P(VectorIndexKernels, NearDuplicatesAndExactTiesOrderByKey) {
   std::mt19937_64 rng(7);
   VectorIndex index(384);
   std::map<int64_t, std::vector<float>> rows;
-  const auto base = randomUnit(rng, 384);
+  const auto base = randomUnitVector(rng, 384);
   std::normal_distribution<float> jitter(0.0f, 1e-4f);
   for (int64_t key = 100; key > 0; --key) {  // inserted in descending key order on purpose
     std::vector<float> v = base;
@@ -105,7 +94,7 @@ TEST_P(VectorIndexKernels, NearDuplicatesAndExactTiesOrderByKey) {
     rows[key] = v;
   }
   for (int i = 0; i < 500; ++i) {
-    const auto v = randomUnit(rng, 384);
+    const auto v = randomUnitVector(rng, 384);
     index.upsert(1000 + i, v);
     rows[1000 + i] = v;
   }
@@ -149,14 +138,14 @@ TEST_P(VectorIndexKernels, NonUnitVectors) {
   std::map<int64_t, std::vector<float>> rows;
   std::uniform_real_distribution<float> scale(0.01f, 50.0f);
   for (int64_t key = 0; key < 500; ++key) {
-    auto v = randomUnit(rng, 48);
+    auto v = randomUnitVector(rng, 48);
     const float s = scale(rng);
     for (float& x : v) x *= s;
     index.upsert(key, v);
     rows[key] = std::move(v);
   }
   for (int trial = 0; trial < 20; ++trial) {
-    auto q = randomUnit(rng, 48);
+    auto q = randomUnitVector(rng, 48);
     for (float& x : q) x *= 3.0f;
     expectSameHits(index.topK(q, 10, -1e9f), bruteForce(rows, q, 10, -1e9f));
     expectSameHits(index.topK(q, 10, 2.0f), bruteForce(rows, q, 10, 2.0f));
@@ -237,13 +226,13 @@ TEST(VectorIndex, RandomisedMutationsKeepTheIndexConsistent) {
     if (op(rng) == 0) {
       EXPECT_EQ(index.remove(key), rows.erase(key) == 1);
     } else {
-      auto v = randomUnit(rng, 16);
+      auto v = randomUnitVector(rng, 16);
       index.upsert(key, v);
       rows[key] = std::move(v);
     }
     ASSERT_EQ(index.size(), rows.size());
     if (step % 250 == 0) {
-      const auto q = randomUnit(rng, 16);
+      const auto q = randomUnitVector(rng, 16);
       expectSameHits(index.topK(q, 7, -1.0f), bruteForce(rows, q, 7, -1.0f));
     }
   }
