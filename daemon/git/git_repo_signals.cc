@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <mutex>
+#include <tuple>
+#include <utility>
 
 #include "daemon/model/file_path.h"
 
@@ -60,6 +63,36 @@ int collectTreeFile(const char* root, const git_tree_entry* entry, void* payload
   const SourceLanguage lang = languageOf(path);
   files->push_back({std::move(path), *git_tree_entry_id(entry), lang});
   return 0;
+}
+
+// How both views built lazily from HEAD (the co-change snapshot, the dependency graph) are kept fresh: the
+// published view when it matches HEAD; otherwise one thread rebuilds it under `refreshMu`, and a caller that already
+// has a view answers from it rather than wait behind that rebuild (only the very first lookup, with no view yet,
+// waits). `published` reads the view and whether it matches HEAD; it runs with `snapMu` held. `rebuildLocked` runs
+// with `refreshMu` held and returns the new view, published. Lock order: refreshMu → snapMu.
+template <class View, class Published, class Rebuild>
+std::shared_ptr<const View> currentOrRebuilt(std::mutex& refreshMu, std::mutex& snapMu, Published published,
+                                             Rebuild rebuildLocked) {
+  std::shared_ptr<const View> current;
+  bool fresh = false;
+  {
+    std::lock_guard lock(snapMu);
+    std::tie(current, fresh) = published();
+  }
+  if (current && fresh) return current;
+  std::unique_lock refreshLock(refreshMu, std::defer_lock);
+  if (current) {
+    if (!refreshLock.try_lock()) return current;
+  } else {
+    refreshLock.lock();
+  }
+  {
+    // Another thread may have rebuilt while this one waited.
+    std::lock_guard lock(snapMu);
+    std::tie(current, fresh) = published();
+  }
+  if (current && fresh) return current;
+  return rebuildLocked();
 }
 
 }  // namespace
@@ -218,28 +251,14 @@ RefreshStats GitRepoSignals::refreshLocked() {
 std::shared_ptr<const CoChangeSnapshot> GitRepoSignals::freshCochange() {
   if (!location_.inGit || !quickRepo_) return nullptr;
   const HeadView h = observeHead(false);
-  std::shared_ptr<const CoChangeSnapshot> current;
-  {
-    std::lock_guard lock(snapMu_);
-    current = cochange_;
-  }
-  if (current && current->head() == h.commit) return current;
-  std::unique_lock lock(refreshMu_, std::defer_lock);
-  if (current) {
-    // Someone is already refreshing: the previous graph is a fine answer for this lookup.
-    if (!lock.try_lock()) return current;
-  } else {
-    lock.lock();
-  }
-  {
-    std::lock_guard snapLock(snapMu_);
-    current = cochange_;
-  }
-  // Another thread may have refreshed while this one waited.
-  if (current && current->head() == h.commit) return current;
-  refreshLocked();
-  std::lock_guard snapLock(snapMu_);
-  return cochange_;
+  return currentOrRebuilt<CoChangeSnapshot>(
+      refreshMu_, snapMu_,
+      [&] { return std::pair{cochange_, cochange_ && cochange_->head() == h.commit}; },
+      [&] {
+        refreshLocked();
+        std::lock_guard snapLock(snapMu_);
+        return cochange_;
+      });
 }
 
 std::vector<CoChangeNeighbor> GitRepoSignals::cochangeNeighbors(const std::string& path, size_t limit) {
@@ -308,30 +327,16 @@ std::shared_ptr<const DependencyGraph> GitRepoSignals::buildDependenciesLocked(s
 std::shared_ptr<const DependencyGraph> GitRepoSignals::freshDependencies() {
   if (!location_.inGit || !quickRepo_) return nullptr;
   const HeadView h = observeHead(false);
-  std::shared_ptr<const DependencyGraph> current;
-  std::string currentTree;
-  {
-    std::lock_guard lock(snapMu_);
-    current = deps_;
-    currentTree = depsTree_;
-  }
-  if (current && currentTree == h.tree) return current;
-  std::unique_lock lock(refreshMu_, std::defer_lock);
-  if (current) {
-    if (!lock.try_lock()) return current;
-  } else {
-    lock.lock();
-  }
-  {
-    std::lock_guard snapLock(snapMu_);
-    if (deps_ && depsTree_ == h.tree) return deps_;
-  }
-  std::string tree;
-  auto graph = buildDependenciesLocked(tree);
-  std::lock_guard snapLock(snapMu_);
-  deps_ = graph;
-  depsTree_ = tree;
-  return graph;
+  return currentOrRebuilt<DependencyGraph>(
+      refreshMu_, snapMu_, [&] { return std::pair{deps_, deps_ && depsTree_ == h.tree}; },
+      [&] {
+        std::string tree;
+        auto graph = buildDependenciesLocked(tree);
+        std::lock_guard snapLock(snapMu_);
+        deps_ = graph;
+        depsTree_ = tree;
+        return graph;
+      });
 }
 
 int GitRepoSignals::blastRadius(const std::string& path) {
