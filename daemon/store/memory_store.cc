@@ -231,7 +231,33 @@ int64_t lastUsedKeyOf(std::string_view iso) {
   return key;
 }
 
+// The file lane's order: newest last use first (as SQLite compares TEXT: bytewise), then highest pk.
+bool usedMoreRecently(const MemoryStore::MirroredRow* a, const MemoryStore::MirroredRow* b) {
+  if (a->lastUsedKey >= 0 && b->lastUsedKey >= 0) {
+    if (a->lastUsedKey != b->lastUsedKey) return a->lastUsedKey > b->lastUsedKey;
+  } else if (int c = a->lastUsedAt.compare(b->lastUsedAt); c != 0) {
+    return c > 0;
+  }
+  return a->pk > b->pk;
+}
+
+void insertByLastUse(std::vector<const MemoryStore::MirroredRow*>& rows, const MemoryStore::MirroredRow* row) {
+  rows.insert(std::upper_bound(rows.begin(), rows.end(), row, usedMoreRecently), row);
+}
+
 }  // namespace
+
+void MemoryStore::setLastUsed(MirroredRow& row, const std::string& at) {
+  // Out of each of its paths' lists (found by binary search while the row still has its old key), then back in.
+  for (const auto& path : row.paths) {
+    auto& rows = pathRows_[path];
+    auto it = std::lower_bound(rows.begin(), rows.end(), &row, usedMoreRecently);
+    if (it != rows.end() && *it == &row) rows.erase(it);
+  }
+  row.lastUsedAt = at;
+  row.lastUsedKey = lastUsedKeyOf(at);
+  for (const auto& path : row.paths) insertByLastUse(pathRows_[path], &row);
+}
 
 void MemoryStore::loadMirror() {
   mirrorStale_ = true;  // until the load completes
@@ -269,6 +295,7 @@ void MemoryStore::loadMirror() {
       it->second.paths.push_back(std::move(path));
     }
   }
+  for (auto& [path, rows] : pathRows_) std::sort(rows.begin(), rows.end(), usedMoreRecently);
   mirrorStale_ = false;
 }
 
@@ -309,7 +336,7 @@ void MemoryStore::refreshMirror(int64_t pk, bool textChanged) {
     meta.pk = pk;
     meta.lastUsedKey = lastUsedKeyOf(meta.lastUsedAt);
     auto& row = rowMeta_[pk] = std::move(meta);
-    for (const auto& path : row.paths) pathRows_[path].push_back(&row);
+    for (const auto& path : row.paths) insertByLastUse(pathRows_[path], &row);
   } catch (const std::exception&) {
     mirrorStale_ = true;  // the write itself committed; the mirror is rebuilt before it is read again
   }
@@ -1105,8 +1132,7 @@ Status MemoryStore::markUsed(const std::vector<int64_t>& pks) {
     // the rows (a pk listed twice was counted twice by the UPDATE, and is here).
     for (int64_t pk : pks) {
       if (auto it = rowMeta_.find(pk); it != rowMeta_.end()) {
-        it->second.lastUsedAt = at;
-        it->second.lastUsedKey = lastUsedKeyOf(at);
+        setLastUsed(it->second, at);
         ++it->second.useCount;
       }
     }
@@ -1489,38 +1515,39 @@ Result<std::vector<std::optional<double>>> MemoryStore::textBm25(const std::stri
 }
 
 std::vector<FileHit> MemoryStore::pathHits(const std::vector<std::string>& paths, int limit) {
-  // Each row attached to a queried path is counted on the row itself (pathVisit stamps this call), so a row under
-  // several queried paths is listed once without a map.
-  const uint64_t visit = ++pathVisits_;
-  std::unordered_set<std::string_view> unique;
-  std::vector<const MirroredRow*> matched;
-  for (const auto& p : paths) {
-    if (!unique.insert(p).second) continue;
-    auto it = pathRows_.find(p);
-    if (it == pathRows_.end()) continue;
-    for (const MirroredRow* row : it->second) {
-      if (!row->active) continue;
-      if (row->pathVisit != visit) {
-        row->pathVisit = visit;
-        row->pathMatches = 0;
-        matched.push_back(row);
-      }
-      ++row->pathMatches;
-    }
-  }
-  auto newer = [](const MirroredRow* a, const MirroredRow* b) {
-    if (a->lastUsedKey >= 0 && b->lastUsedKey >= 0) {
-      if (a->lastUsedKey != b->lastUsedKey) return a->lastUsedKey > b->lastUsedKey;
-    } else if (int c = a->lastUsedAt.compare(b->lastUsedAt); c != 0) {
-      return c > 0;
-    }
-    return a->pk > b->pk;
+  // Each path's rows are kept newest first, so the answer is a merge of the queried paths' lists that stops after
+  // `limit` distinct active rows, whatever the lists' lengths. pathVisit stamps the rows this call has listed.
+  std::unordered_set<std::string_view> queried;
+  struct Cursor {
+    const std::vector<const MirroredRow*>* rows;
+    size_t next;
   };
-  const size_t n = std::min(matched.size(), static_cast<size_t>(limit));
-  std::partial_sort(matched.begin(), matched.begin() + static_cast<std::ptrdiff_t>(n), matched.end(), newer);
+  std::vector<Cursor> cursors;
+  for (const auto& p : paths) {
+    if (!queried.insert(p).second) continue;
+    if (auto it = pathRows_.find(p); it != pathRows_.end() && !it->second.empty()) cursors.push_back({&it->second, 0});
+  }
+  auto older = [](const Cursor& a, const Cursor& b) {  // heap order: the cursor at the newest row on top
+    return usedMoreRecently((*b.rows)[b.next], (*a.rows)[a.next]);
+  };
+  std::make_heap(cursors.begin(), cursors.end(), older);
+  const uint64_t visit = ++pathVisits_;
   std::vector<FileHit> out;
-  out.reserve(n);
-  for (size_t i = 0; i < n; ++i) out.push_back({matched[i]->pk, matched[i]->pathMatches});
+  while (!cursors.empty() && out.size() < static_cast<size_t>(limit)) {
+    std::pop_heap(cursors.begin(), cursors.end(), older);
+    Cursor& cursor = cursors.back();
+    const MirroredRow* row = (*cursor.rows)[cursor.next++];
+    if (cursor.next < cursor.rows->size()) {
+      std::push_heap(cursors.begin(), cursors.end(), older);
+    } else {
+      cursors.pop_back();
+    }
+    if (!row->active || row->pathVisit == visit) continue;
+    row->pathVisit = visit;
+    int matched = 0;  // how many of the queried paths the row is attached to
+    for (const auto& path : row->paths) matched += static_cast<int>(queried.count(path));
+    out.push_back({row->pk, matched});
+  }
   return out;
 }
 
