@@ -338,8 +338,10 @@ void TextIndex::phraseFrequencies(const Phrase& phrase, std::vector<std::pair<ui
   // The rarest token drives: only its rows are read. Reading a row's positions costs a cache miss where a posting
   // costs next to nothing, so the other tokens' postings (unless far longer) first mark the rows holding all of
   // them (filterScratch_[slot] == k after k filters).
-  std::sort(exact.begin(), exact.end(),
-            [&](uint32_t a, uint32_t b) { return terms_[a].postings.size() < terms_[b].postings.size(); });
+  std::sort(exact.begin(), exact.end(), [&](uint32_t a, uint32_t b) {
+    const size_t na = terms_[a].postings.size(), nb = terms_[b].postings.size();
+    return na != nb ? na < nb : a < b;  // a repeated token's ids end up side by side, for unique()
+  });
   exact.erase(std::unique(exact.begin(), exact.end()), exact.end());
   const uint32_t driverId = exact.front();
   const std::vector<Posting>& driver = terms_[driverId].postings;
