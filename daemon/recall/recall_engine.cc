@@ -21,13 +21,15 @@ namespace {
 
 bool blankChar(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
 
-// bm25 of the matches' expression for each candidate that matches it, with the lane's own statistics (the store's
-// text index computes FTS5's figures for every matching row at once, so this is a lookup per candidate).
-void rescore(const TextMatches& matches, std::unordered_map<int64_t, Signals>& signals,
-             std::optional<double> Signals::*slot) {
-  for (auto& [pk, s] : signals) {
-    if (auto bm25 = matches.bm25Of(pk)) s.*slot = *bm25;
+// Sets `slot` to the expression's bm25 (with the whole lane's statistics) for each candidate that matches it.
+Status rescore(MemoryStore& store, const std::string& matchExpression, const std::vector<int64_t>& order,
+               std::unordered_map<int64_t, Signals>& signals, std::optional<double> Signals::*slot) {
+  auto bm25 = store.textBm25(matchExpression, order);
+  if (!bm25) return bm25.status();
+  for (size_t i = 0; i < order.size(); ++i) {
+    if ((*bm25)[i]) signals[order[i]].*slot = *(*bm25)[i];
   }
+  return Status::ok();
 }
 
 }  // namespace
@@ -118,19 +120,10 @@ Result<std::vector<Candidate>> gatherCandidates(MemoryStore& store, const Recall
   const bool isDefault = request.ranker == Ranker::kDefault;
   const int ftsLimit = isDefault ? kDefaultFtsCandidateLimit : kFtsCandidateLimit;
   const int fileLimit = isDefault ? kDefaultFileCandidateLimit : kFileCandidateLimit;
-  // Every row matching the unicode expression with its bm25: the lane's top rows and, for the default ranker, the
-  // rescoring of every candidate read the same evaluation.
-  TextMatches textMatches;
-  if (!query.unicodeMatch.empty()) {
-    auto m = store.matchText(query.unicodeMatch);
-    if (!m) return m.status();
-    textMatches = std::move(*m);
-  }
   if (!query.unicodeMatch.empty() || !query.trigramMatch.empty()) {
-    std::vector<FtsHit> u;
-    for (const auto& [pk, bm25] : textMatches.best(static_cast<size_t>(ftsLimit))) {
-      u.push_back({pk, bm25, static_cast<int>(u.size()) + 1});
-    }
+    auto unicode = store.searchFts(FtsLane::kUnicode, query.unicodeMatch, ftsLimit);
+    if (!unicode) return unicode.status();
+    const std::vector<FtsHit>& u = *unicode;
     lap(&RecallTimings::unicodeMs);
     // The trigram lane finds what word matching cannot (partial words, identifiers inside longer tokens), but it
     // scores every row sharing a trigram with the query, the costliest step of recall. The reference ranker always
@@ -175,14 +168,16 @@ Result<std::vector<Candidate>> gatherCandidates(MemoryStore& store, const Recall
       s.fileRank = ++fileRank;
       directPks.insert(h.pk);
     }
-    for (const auto& n : query.cochange) {
-      auto hits = store.findByPaths({n.path}, kFileCandidateLimit);
-      if (!hits) return hits.status();
-      for (const auto& h : *hits) {
+    std::vector<std::string> neighbourPaths;
+    for (const auto& n : query.cochange) neighbourPaths.push_back(n.path);
+    auto neighbourHits = store.findByEachPath(neighbourPaths, kFileCandidateLimit);
+    if (!neighbourHits) return neighbourHits.status();
+    for (size_t i = 0; i < query.cochange.size(); ++i) {
+      for (const auto& h : (*neighbourHits)[i]) {
         if (directPks.count(h.pk)) continue;
         auto& s = at(h.pk);
         s.cochangeAffinity = true;
-        s.cochangeStrength = std::max(s.cochangeStrength, n.strength);
+        s.cochangeStrength = std::max(s.cochangeStrength, query.cochange[i].strength);
       }
     }
   }
@@ -200,10 +195,12 @@ Result<std::vector<Candidate>> gatherCandidates(MemoryStore& store, const Recall
   if (isDefault && !query.unicodeMatch.empty()) {
     // Text relevance for every candidate, whichever lane found it (a file or co-change candidate outside the FTS
     // top-N still gets its bm25): the default ranker orders affinity candidates by it.
-    rescore(textMatches, signals, &Signals::textBm25);
+    if (auto rescored = rescore(store, query.unicodeMatch, order, signals, &Signals::textBm25); !rescored) {
+      return rescored;
+    }
     if (!query.subjectMatch.empty()) {
       // A failed subject evaluation leaves the signal unset: it degrades ranking, never the request.
-      if (auto subject = store.matchText(query.subjectMatch)) rescore(*subject, signals, &Signals::subjectBm25);
+      (void)rescore(store, query.subjectMatch, order, signals, &Signals::subjectBm25);
     } else {
       for (auto& [pk, s] : signals) s.subjectBm25 = s.textBm25;
     }

@@ -212,11 +212,58 @@ Status MemoryStore::loadIndexes() {
   return Status::ok();
 }
 
+namespace {
+
+// MirroredRow::lastUsedKey of an ISO timestamp: its 17 digits as a number when it has isoNow's fixed format
+// (YYYY-MM-DDTHH:MM:SS.mmmZ), where the other bytes are equal so bytewise and numeric order agree; else -1.
+int64_t lastUsedKeyOf(std::string_view iso) {
+  static constexpr std::string_view kShape = "0000-00-00T00:00:00.000Z";
+  if (iso.size() != kShape.size()) return -1;
+  int64_t key = 0;
+  for (size_t i = 0; i < kShape.size(); ++i) {
+    if (kShape[i] == '0') {
+      if (iso[i] < '0' || iso[i] > '9') return -1;
+      key = key * 10 + (iso[i] - '0');
+    } else if (iso[i] != kShape[i]) {
+      return -1;
+    }
+  }
+  return key;
+}
+
+// The file lane's order: newest last use first (as SQLite compares TEXT: bytewise), then highest pk.
+bool usedMoreRecently(const MemoryStore::MirroredRow* a, const MemoryStore::MirroredRow* b) {
+  if (a->lastUsedKey >= 0 && b->lastUsedKey >= 0) {
+    if (a->lastUsedKey != b->lastUsedKey) return a->lastUsedKey > b->lastUsedKey;
+  } else if (int c = a->lastUsedAt.compare(b->lastUsedAt); c != 0) {
+    return c > 0;
+  }
+  return a->pk > b->pk;
+}
+
+void insertByLastUse(std::vector<const MemoryStore::MirroredRow*>& rows, const MemoryStore::MirroredRow* row) {
+  rows.insert(std::upper_bound(rows.begin(), rows.end(), row, usedMoreRecently), row);
+}
+
+}  // namespace
+
+void MemoryStore::setLastUsed(MirroredRow& row, const std::string& at) {
+  // Out of each of its paths' lists (found by binary search while the row still has its old key), then back in.
+  for (const auto& path : row.paths) {
+    auto& rows = pathRows_[path];
+    auto it = std::lower_bound(rows.begin(), rows.end(), &row, usedMoreRecently);
+    if (it != rows.end() && *it == &row) rows.erase(it);
+  }
+  row.lastUsedAt = at;
+  row.lastUsedKey = lastUsedKeyOf(at);
+  for (const auto& path : row.paths) insertByLastUse(pathRows_[path], &row);
+}
+
 void MemoryStore::loadMirror() {
   mirrorStale_ = true;  // until the load completes
   text_->clear();
   rowMeta_.clear();
-  pathPks_.clear();
+  pathRows_.clear();
   // Read before the rows: a commit by another connection in between then shows as a change, never as none.
   mirrorDataVersion_ = db_->execAndGet("PRAGMA data_version").getInt64();
   auto view = [](const SQLite::Column& c) {
@@ -231,8 +278,10 @@ void MemoryStore::loadMirror() {
       const auto summary = view(q.getColumn(1));
       const auto details = view(q.getColumn(2));
       text_->upsert(pk, summary, details, view(q.getColumn(3)), active);
-      rowMeta_[pk] = {active, q.getColumn(5).getString(), {}, q.getColumn(6).getInt64(), q.getColumn(7).getInt() != 0,
-                      utf16Length(summary) + utf16Length(details)};
+      auto& row = rowMeta_[pk] = {active, q.getColumn(5).getString(), {}, q.getColumn(6).getInt64(),
+                                  q.getColumn(7).getInt() != 0, utf16Length(summary) + utf16Length(details)};
+      row.pk = pk;
+      row.lastUsedKey = lastUsedKeyOf(row.lastUsedAt);
     }
   }
   {
@@ -242,10 +291,11 @@ void MemoryStore::loadMirror() {
       std::string path = q.getColumn(1).getString();
       auto it = rowMeta_.find(pk);
       if (it == rowMeta_.end()) continue;
-      pathPks_[path].push_back(pk);
+      pathRows_[path].push_back(&it->second);
       it->second.paths.push_back(std::move(path));
     }
   }
+  for (auto& [path, rows] : pathRows_) std::sort(rows.begin(), rows.end(), usedMoreRecently);
   mirrorStale_ = false;
 }
 
@@ -255,9 +305,9 @@ void MemoryStore::refreshMirror(int64_t pk, bool textChanged) {
     // Drop the row's old file refs, then read it back as committed.
     if (auto it = rowMeta_.find(pk); it != rowMeta_.end()) {
       for (const auto& path : it->second.paths) {
-        auto& pks = pathPks_[path];
-        pks.erase(std::remove(pks.begin(), pks.end(), pk), pks.end());
-        if (pks.empty()) pathPks_.erase(path);
+        auto& rows = pathRows_[path];
+        rows.erase(std::remove(rows.begin(), rows.end(), &it->second), rows.end());
+        if (rows.empty()) pathRows_.erase(path);
       }
       rowMeta_.erase(it);
     }
@@ -283,8 +333,10 @@ void MemoryStore::refreshMirror(int64_t pk, bool textChanged) {
     auto files = statement("SELECT path FROM memory_files WHERE memory_pk = ?");
     files->bind(1, pk);
     while (files->executeStep()) meta.paths.push_back(files->getColumn(0).getString());
-    for (const auto& path : meta.paths) pathPks_[path].push_back(pk);
-    rowMeta_[pk] = std::move(meta);
+    meta.pk = pk;
+    meta.lastUsedKey = lastUsedKeyOf(meta.lastUsedAt);
+    auto& row = rowMeta_[pk] = std::move(meta);
+    for (const auto& path : row.paths) insertByLastUse(pathRows_[path], &row);
   } catch (const std::exception&) {
     mirrorStale_ = true;  // the write itself committed; the mirror is rebuilt before it is read again
   }
@@ -1080,7 +1132,7 @@ Status MemoryStore::markUsed(const std::vector<int64_t>& pks) {
     // the rows (a pk listed twice was counted twice by the UPDATE, and is here).
     for (int64_t pk : pks) {
       if (auto it = rowMeta_.find(pk); it != rowMeta_.end()) {
-        it->second.lastUsedAt = at;
+        setLastUsed(it->second, at);
         ++it->second.useCount;
       }
     }
@@ -1389,6 +1441,19 @@ Result<std::vector<FtsHit>> MemoryStore::searchFts(FtsLane lane, const std::stri
   std::vector<FtsHit> out;
   if (matchExpression.empty()) return out;
   if (lane == FtsLane::kUnicode) {
+    try {
+      if (mirrorReady()) {
+        if (auto phrases = text_->parse(matchExpression)) {
+          int rank = 0;
+          for (const auto& [pk, bm25] : text_->best(*phrases, static_cast<size_t>(std::max(limit, 0)))) {
+            out.push_back({pk, bm25, ++rank});
+          }
+          return out;
+        }
+      }
+    } catch (const std::exception& e) {
+      return storageError(e, "full-text search");
+    }
     auto matches = matchText(matchExpression);
     if (!matches) return matches.status();
     int rank = 0;
@@ -1430,34 +1495,85 @@ Result<TextMatches> MemoryStore::matchText(const std::string& matchExpression) {
   }
 }
 
+Result<std::vector<std::optional<double>>> MemoryStore::textBm25(const std::string& matchExpression,
+                                                                  const std::vector<int64_t>& pks) {
+  if (!matchExpression.empty()) {
+    try {
+      if (mirrorReady()) {
+        if (auto phrases = text_->parse(matchExpression)) return text_->bm25Of(*phrases, pks);
+      }
+    } catch (const std::exception& e) {
+      return storageError(e, "full-text search");
+    }
+  }
+  auto matches = matchText(matchExpression);
+  if (!matches) return matches.status();
+  std::vector<std::optional<double>> out;
+  out.reserve(pks.size());
+  for (int64_t pk : pks) out.push_back(matches->bm25Of(pk));
+  return out;
+}
+
+std::vector<FileHit> MemoryStore::pathHits(const std::vector<std::string>& paths, int limit) {
+  // Each path's rows are kept newest first, so the answer is a merge of the queried paths' lists that stops after
+  // `limit` distinct active rows, whatever the lists' lengths. pathVisit stamps the rows this call has listed.
+  std::unordered_set<std::string_view> queried;
+  struct Cursor {
+    const std::vector<const MirroredRow*>* rows;
+    size_t next;
+  };
+  std::vector<Cursor> cursors;
+  for (const auto& p : paths) {
+    if (!queried.insert(p).second) continue;
+    if (auto it = pathRows_.find(p); it != pathRows_.end() && !it->second.empty()) cursors.push_back({&it->second, 0});
+  }
+  auto older = [](const Cursor& a, const Cursor& b) {  // heap order: the cursor at the newest row on top
+    return usedMoreRecently((*b.rows)[b.next], (*a.rows)[a.next]);
+  };
+  std::make_heap(cursors.begin(), cursors.end(), older);
+  const uint64_t visit = ++pathVisits_;
+  std::vector<FileHit> out;
+  while (!cursors.empty() && out.size() < static_cast<size_t>(limit)) {
+    std::pop_heap(cursors.begin(), cursors.end(), older);
+    Cursor& cursor = cursors.back();
+    const MirroredRow* row = (*cursor.rows)[cursor.next++];
+    if (cursor.next < cursor.rows->size()) {
+      std::push_heap(cursors.begin(), cursors.end(), older);
+    } else {
+      cursors.pop_back();
+    }
+    if (!row->active || row->pathVisit == visit) continue;
+    row->pathVisit = visit;
+    int matched = 0;  // how many of the queried paths the row is attached to
+    for (const auto& path : row->paths) matched += static_cast<int>(queried.count(path));
+    out.push_back({row->pk, matched});
+  }
+  return out;
+}
+
+Result<std::vector<std::vector<FileHit>>> MemoryStore::findByEachPath(const std::vector<std::string>& paths,
+                                                                      int limit) {
+  std::vector<std::vector<FileHit>> out;
+  out.reserve(paths.size());
+  if (limit > 0 && mirrorReady()) {
+    for (const auto& path : paths) out.push_back(pathHits({path}, limit));
+    return out;
+  }
+  for (const auto& path : paths) {
+    auto hits = findByPaths({path}, limit);
+    if (!hits) return hits.status();
+    out.push_back(std::move(*hits));
+  }
+  return out;
+}
+
 Result<std::vector<FileHit>> MemoryStore::findByPaths(const std::vector<std::string>& paths, int limit) {
   std::vector<FileHit> out;
   if (paths.empty()) return out;
   if (limit > 0 && mirrorReady()) {
     // The SQL below, answered from the mirror: active rows attached to any of the paths, with how many of them,
     // newest use first (last_used_at compared as SQLite compares TEXT: bytewise), then highest pk.
-    std::unordered_set<std::string_view> unique;
-    std::unordered_map<int64_t, int> matched;
-    for (const auto& p : paths) {
-      if (!unique.insert(p).second) continue;
-      auto it = pathPks_.find(p);
-      if (it == pathPks_.end()) continue;
-      for (int64_t pk : it->second) {
-        if (rowMeta_.at(pk).active) ++matched[pk];
-      }
-    }
-    std::vector<std::pair<const std::string*, FileHit>> hits;
-    hits.reserve(matched.size());
-    for (const auto& [pk, n] : matched) hits.push_back({&rowMeta_.at(pk).lastUsedAt, FileHit{pk, n}});
-    auto newer = [](const auto& a, const auto& b) {
-      int c = a.first->compare(*b.first);
-      return c != 0 ? c > 0 : a.second.pk > b.second.pk;
-    };
-    const size_t n = std::min(hits.size(), static_cast<size_t>(limit));
-    std::partial_sort(hits.begin(), hits.begin() + static_cast<std::ptrdiff_t>(n), hits.end(), newer);
-    out.reserve(n);
-    for (size_t i = 0; i < n; ++i) out.push_back(hits[i].second);
-    return out;
+    return pathHits(paths, limit);
   }
   try {
     std::string placeholders;

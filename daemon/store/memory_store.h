@@ -173,7 +173,12 @@ class MemoryStore {
   // Every row (any state) matching a unicode-lane expression, with its bm25 exactly as FTS5 computes it: from the
   // text index when the expression has unicodeMatch's shape, else from SQLite. An FTS syntax error gives no rows.
   Result<TextMatches> matchText(const std::string& matchExpression);
+  // matchText(matchExpression)->bm25Of(pk) for each of `pks`, reading only those rows when the text index answers.
+  Result<std::vector<std::optional<double>>> textBm25(const std::string& matchExpression,
+                                                      const std::vector<int64_t>& pks);
   Result<std::vector<FileHit>> findByPaths(const std::vector<std::string>& paths, int limit);
+  // findByPaths({path}, limit) for each path (recall's co-change neighbours), in one call.
+  Result<std::vector<std::vector<FileHit>>> findByEachPath(const std::vector<std::string>& paths, int limit);
   Result<std::vector<Memory>> loadMany(const std::vector<int64_t>& pks);
   // What recall ranks and selects by, mirrored for every row so that only the returned hits are read from SQLite.
   struct MirroredRow {
@@ -183,6 +188,12 @@ class MemoryStore {
     int64_t useCount = 0;
     bool pinned = false;
     size_t textCost = 0;  // utf16Length(summary) + utf16Length(details): what a hit costs of max_chars
+    int64_t pk = 0;
+    // lastUsedAt's digits as one number when it has isoNow's fixed format (then numbers order as the bytes do), else
+    // -1 (the file lane then compares the strings, as SQLite compares TEXT).
+    int64_t lastUsedKey = -1;
+    // findByPaths' scratch: the call that last listed this row.
+    mutable uint64_t pathVisit = 0;
   };
   // The mirror's row for each pk (null for a row that is gone), or nullopt when there is no mirror (no unicode61
   // tokenizer, or a rebuild that failed): the caller then loads the rows with loadMany. The pointers are valid
@@ -242,6 +253,10 @@ class MemoryStore {
   void refreshMirror(int64_t pk, bool textChanged = true);
   // True when the mirror can answer: it exists and is current (rebuilt here if it was not).
   bool mirrorReady();
+  // findByPaths answered from the mirror (which must be ready).
+  std::vector<FileHit> pathHits(const std::vector<std::string>& paths, int limit);
+  // Sets a mirrored row's last use, keeping each of its paths' lists in order.
+  void setLastUsed(MirroredRow& row, const std::string& at);
   Result<Memory> mustGet(const std::string& id);
   void readFiles(Memory& m);
   void appendEvent(const std::string& memoryId, const std::string& action, const Actor& actor,
@@ -268,8 +283,10 @@ class MemoryStore {
   std::unique_ptr<VectorIndex> rejected_;
   // The mirror. text_ is null when SQLite offers no unicode61 tokenizer: SQL answers instead.
   std::unique_ptr<TextIndex> text_;
-  std::unordered_map<int64_t, MirroredRow> rowMeta_;                 // every row
-  std::unordered_map<std::string, std::vector<int64_t>> pathPks_;    // file path -> rows attached to it
+  std::unordered_map<int64_t, MirroredRow> rowMeta_;  // every row (nodes never move: pathRows_ points into them)
+  // file path -> rows attached to it, in the file lane's order (newest last use first, then highest pk)
+  std::unordered_map<std::string, std::vector<const MirroredRow*>> pathRows_;
+  uint64_t pathVisits_ = 0;  // findByPaths calls, stamping MirroredRow::pathVisit
   bool mirrorStale_ = false;       // a refresh failed: rebuild before the next search
   int64_t mirrorDataVersion_ = 0;  // PRAGMA data_version when the mirror was last known current
   std::unordered_map<std::string, CacheEntry> statements_;  // declared after db_: destroyed before it

@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -36,6 +37,25 @@ int forwardToken(void* ctx, int /*tflags*/, const char* token, int size, int /*s
 
 bool startsWith(const std::string& s, std::string_view prefix) {
   return s.size() >= prefix.size() && std::memcmp(s.data(), prefix.data(), prefix.size()) == 0;
+}
+
+// fts5Bm25Function's constants and arithmetic, term by term in the same order, so the doubles come out the same.
+constexpr double kK1 = 1.2;
+constexpr double kB = 0.75;
+
+double idfOf(int64_t nRow, size_t hits) {
+  const auto nHit = static_cast<int64_t>(hits);
+  double idf = std::log((static_cast<double>(nRow - nHit) + 0.5) / (static_cast<double>(nHit) + 0.5));
+  return idf <= 0.0 ? 1e-6 : idf;
+}
+
+// The length part of bm25's denominator for a row of D tokens.
+double lengthNorm(size_t D, double avgdl) { return kK1 * (1 - kB + kB * static_cast<double>(D) / avgdl); }
+
+// One phrase's term of the sum, for a row (of lengthNorm `norm`) where it occurs `count` times.
+double phraseScore(double idf, uint32_t count, double norm) {
+  const double freq = static_cast<double>(count);
+  return idf * ((freq * (kK1 + 1.0)) / (freq + norm));
 }
 
 }  // namespace
@@ -198,6 +218,9 @@ void TextIndex::upsert(int64_t pk, std::string_view summary, std::string_view de
   }
   totalTokens_ += static_cast<int64_t>(doc.terms.size());
   ++liveDocs_;
+  ++generation_;
+  if (docLengths_.size() < docs_.size()) docLengths_.resize(docs_.size(), 0);
+  docLengths_[slot] = static_cast<uint32_t>(doc.terms.size());
 }
 
 void TextIndex::remove(int64_t pk) {
@@ -206,6 +229,7 @@ void TextIndex::remove(int64_t pk) {
   unlinkDoc(it->second);
   freeSlots_.push_back(it->second);
   slots_.erase(it);
+  ++generation_;
 }
 
 void TextIndex::setActive(int64_t pk, bool active) {
@@ -223,6 +247,11 @@ void TextIndex::clear() {
   freqScratch_.clear();
   scoreScratch_.clear();
   touchedScratch_.clear();
+  termPhraseBits_.clear();
+  filterScratch_.clear();
+  docLengths_.clear();
+  hitCounts_.clear();
+  ++generation_;
 }
 
 std::optional<std::vector<TextIndex::Phrase>> TextIndex::parse(std::string_view expr) const {
@@ -290,71 +319,156 @@ void TextIndex::phraseFrequencies(const Phrase& phrase, std::vector<std::pair<ui
   }
   // Several tokens: adjacent positions within one column, the last token exact or a prefix.
   std::vector<uint32_t> ids(n - 1);
-  const std::vector<Posting>* driver = nullptr;
+  std::vector<uint32_t> exact;  // the exact tokens' term ids
   for (size_t j = 0; j + 1 < n; ++j) {
     auto id = termId(phrase.tokens[j]);
     if (!id) return;
     ids[j] = *id;
-    const auto& postings = terms_[*id].postings;
-    if (driver == nullptr || postings.size() < driver->size()) driver = &postings;
+    exact.push_back(*id);
   }
   std::optional<uint32_t> lastId;
   if (!phrase.prefix) {
     lastId = termId(last);
     if (!lastId) return;
+    exact.push_back(*lastId);
   } else {
     auto it = dictionary_.lower_bound(std::string_view(last));
     if (it == dictionary_.end() || !startsWith(it->first, last)) return;
   }
-  for (const auto& posting : *driver) {
+  // The rarest token drives: only its rows are read. Reading a row's positions costs a cache miss where a posting
+  // costs next to nothing, so the other tokens' postings (unless far longer) first mark the rows holding all of
+  // them (filterScratch_[slot] == k after k filters).
+  std::sort(exact.begin(), exact.end(), [&](uint32_t a, uint32_t b) {
+    const size_t na = terms_[a].postings.size(), nb = terms_[b].postings.size();
+    return na != nb ? na < nb : a < b;  // a repeated token's ids end up side by side, for unique()
+  });
+  exact.erase(std::unique(exact.begin(), exact.end()), exact.end());
+  const uint32_t driverId = exact.front();
+  const std::vector<Posting>& driver = terms_[driverId].postings;
+  std::vector<const std::vector<Posting>*> filters;
+  for (size_t k = 1; k < exact.size() && filters.size() < 3; ++k) {
+    const auto& postings = terms_[exact[k]].postings;
+    if (postings.size() <= 32 * driver.size()) filters.push_back(&postings);
+  }
+  if (filterScratch_.size() < docs_.size()) filterScratch_.resize(docs_.size(), 0);
+  for (size_t k = 0; k < filters.size(); ++k) {
+    for (const auto& p : *filters[k]) {
+      if (filterScratch_[p.slot] == k) filterScratch_[p.slot] = static_cast<uint8_t>(k + 1);
+    }
+  }
+  // Each instance starting at s holds the driver at s + driverAt (its first place in the phrase), so the instances
+  // are found from the driver's positions; the posting's count says when the last one has been seen.
+  size_t driverAt = 0;
+  while (driverAt + 1 < n && ids[driverAt] != driverId) ++driverAt;
+  const size_t nDriver = driver.size();
+  for (size_t i = 0; i < nDriver; ++i) {
+    // Rows are read a few postings ahead of their turn, so their positions arrive while earlier rows are scanned.
+    if (i + 8 < nDriver) __builtin_prefetch(&docs_[driver[i + 8].slot]);
+    if (i + 4 < nDriver && filterScratch_[driver[i + 4].slot] == filters.size()) {
+      __builtin_prefetch(docs_[driver[i + 4].slot].terms.data());
+    }
+    const Posting& posting = driver[i];
+    if (filterScratch_[posting.slot] != filters.size()) continue;
     const Doc& doc = docs_[posting.slot];
     uint32_t instances = 0;
-    uint32_t begin = 0;
-    for (uint32_t end : doc.columnEnd) {
-      for (uint32_t p = begin; p + n <= end; ++p) {
-        size_t j = 0;
-        while (j + 1 < n && doc.terms[p + j] == ids[j]) ++j;
-        if (j + 1 < n) continue;
-        uint32_t t = doc.terms[p + n - 1];
-        if (lastId ? t == *lastId : startsWith(*terms_[t].text, last)) ++instances;
-      }
-      begin = end;
+    uint32_t remaining = posting.count;
+    size_t column = 0;
+    for (uint32_t q = 0; remaining > 0 && q < doc.terms.size(); ++q) {
+      if (doc.terms[q] != driverId) continue;
+      --remaining;
+      while (q >= doc.columnEnd[column]) ++column;
+      const uint32_t columnBegin = column == 0 ? 0 : doc.columnEnd[column - 1];
+      if (q < columnBegin + driverAt) continue;
+      const uint32_t start = q - static_cast<uint32_t>(driverAt);
+      if (start + n > doc.columnEnd[column]) continue;
+      size_t j = 0;
+      while (j + 1 < n && doc.terms[start + j] == ids[j]) ++j;
+      if (j + 1 < n) continue;
+      uint32_t t = doc.terms[start + n - 1];
+      if (lastId ? t == *lastId : startsWith(*terms_[t].text, last)) ++instances;
     }
     if (instances > 0) out.emplace_back(posting.slot, instances);
   }
+  if (!filters.empty()) {
+    for (const auto& p : *filters.front()) filterScratch_[p.slot] = 0;
+  }
 }
 
-TextMatches TextIndex::evaluate(const std::vector<Phrase>& phrases) {
-  std::vector<TextMatches::Row> rows;
-  if (liveDocs_ == 0) return TextMatches(std::move(rows));
+double TextIndex::normOf(size_t length, double avgdl) {
+  // A row's norm depends only on its length and avgdl: each length's is computed once per avgdl (the same
+  // arithmetic, so the same double), not once per posting.
+  if (avgdl != normsAvgdl_) {
+    std::fill(normByLength_.begin(), normByLength_.end(), -1.0);
+    normsAvgdl_ = avgdl;
+  }
+  if (length >= normByLength_.size()) normByLength_.resize(length + 1, -1.0);
+  double& norm = normByLength_[length];
+  if (norm < 0) norm = lengthNorm(length, avgdl);
+  return norm;
+}
+
+void TextIndex::sizeScratch() {
   if (freqScratch_.size() < docs_.size()) {
     freqScratch_.resize(docs_.size(), 0);
     scoreScratch_.resize(docs_.size(), 0.0);
     touchedScratch_.resize(docs_.size(), 0);
   }
-  // fts5Bm25Function's constants and arithmetic, term by term in the same order, so the doubles come out the same.
-  const double k1 = 1.2;
-  const double b = 0.75;
+}
+
+std::string TextIndex::phraseKey(const Phrase& phrase) {
+  std::string key(1, phrase.prefix ? '*' : '=');
+  for (const auto& t : phrase.tokens) {
+    const auto n = static_cast<uint32_t>(t.size());
+    key.append(reinterpret_cast<const char*>(&n), sizeof n);
+    key += t;
+  }
+  return key;
+}
+
+void TextIndex::rememberHitCount(const Phrase& phrase, size_t nHit) {
+  if (hitCountsGeneration_ != generation_ || hitCounts_.size() >= 4096) {
+    hitCounts_.clear();
+    hitCountsGeneration_ = generation_;
+  }
+  hitCounts_[phraseKey(phrase)] = nHit;
+}
+
+size_t TextIndex::hitCount(const Phrase& phrase) {
+  if (hitCountsGeneration_ == generation_) {
+    if (auto it = hitCounts_.find(phraseKey(phrase)); it != hitCounts_.end()) return it->second;
+  }
+  sizeScratch();
+  std::vector<std::pair<uint32_t, uint32_t>> freqs;
+  phraseFrequencies(phrase, freqs);
+  rememberHitCount(phrase, freqs.size());
+  return freqs.size();
+}
+
+void TextIndex::accumulate(const std::vector<Phrase>& phrases, std::vector<uint32_t>& matched) {
+  sizeScratch();
   const int64_t nRow = liveDocs_;
   const double avgdl = static_cast<double>(totalTokens_) / static_cast<double>(nRow);
-  std::vector<uint32_t> matched;
   std::vector<std::pair<uint32_t, uint32_t>> freqs;
   for (const auto& phrase : phrases) {
     freqs.clear();
     phraseFrequencies(phrase, freqs);
-    const auto nHit = static_cast<int64_t>(freqs.size());
-    double idf = std::log((static_cast<double>(nRow - nHit) + 0.5) / (static_cast<double>(nHit) + 0.5));
-    if (idf <= 0.0) idf = 1e-6;
+    rememberHitCount(phrase, freqs.size());
+    const double idf = idfOf(nRow, freqs.size());
     for (const auto& [slot, count] : freqs) {
-      const double freq = static_cast<double>(count);
-      const double D = static_cast<double>(docs_[slot].terms.size());
-      scoreScratch_[slot] += idf * ((freq * (k1 + 1.0)) / (freq + k1 * (1 - b + b * D / avgdl)));
+      scoreScratch_[slot] += phraseScore(idf, count, normOf(docLengths_[slot], avgdl));
       if (!touchedScratch_[slot]) {
         touchedScratch_[slot] = 1;
         matched.push_back(slot);
       }
     }
   }
+}
+
+TextMatches TextIndex::evaluate(const std::vector<Phrase>& phrases) {
+  std::vector<TextMatches::Row> rows;
+  if (liveDocs_ == 0) return TextMatches(std::move(rows));
+  std::vector<uint32_t> matched;
+  accumulate(phrases, matched);
   rows.reserve(matched.size());
   for (uint32_t slot : matched) {
     rows.push_back({docs_[slot].pk, -1.0 * scoreScratch_[slot], docs_[slot].active});
@@ -362,6 +476,138 @@ TextMatches TextIndex::evaluate(const std::vector<Phrase>& phrases) {
     touchedScratch_[slot] = 0;
   }
   return TextMatches(std::move(rows));
+}
+
+std::vector<std::pair<int64_t, double>> TextIndex::best(const std::vector<Phrase>& phrases, size_t limit,
+                                                        std::optional<int64_t> excludePk) {
+  std::vector<std::pair<int64_t, double>> heap;  // (pk, bm25); front = the worst kept
+  if (liveDocs_ == 0 || limit == 0) return heap;
+  std::vector<uint32_t> matched;
+  accumulate(phrases, matched);
+  // TextMatches::best's order: lowest bm25 first, ties by pk.
+  auto better = [](const std::pair<int64_t, double>& a, const std::pair<int64_t, double>& b) {
+    return a.second != b.second ? a.second < b.second : a.first < b.first;
+  };
+  heap.reserve(limit + 1);
+  for (uint32_t slot : matched) {
+    const double bm25 = -1.0 * scoreScratch_[slot];
+    scoreScratch_[slot] = 0.0;
+    touchedScratch_[slot] = 0;
+    if (heap.size() == limit && bm25 > heap.front().second) continue;  // the row itself need not be read
+    const Doc& doc = docs_[slot];
+    const std::pair<int64_t, double> row{doc.pk, bm25};
+    if (!doc.active || (excludePk && doc.pk == *excludePk)) continue;
+    if (heap.size() < limit) {
+      heap.push_back(row);
+      std::push_heap(heap.begin(), heap.end(), better);
+    } else if (better(row, heap.front())) {
+      std::pop_heap(heap.begin(), heap.end(), better);
+      heap.back() = row;
+      std::push_heap(heap.begin(), heap.end(), better);
+    }
+  }
+  std::sort_heap(heap.begin(), heap.end(), better);
+  return heap;
+}
+
+std::vector<std::optional<double>> TextIndex::bm25Of(const std::vector<Phrase>& phrases,
+                                                     const std::vector<int64_t>& pks) {
+  std::vector<std::optional<double>> out(pks.size());
+  if (liveDocs_ == 0 || phrases.empty() || pks.empty()) return out;
+  std::vector<const Doc*> rows(pks.size(), nullptr);
+  for (size_t i = 0; i < pks.size(); ++i) {
+    if (auto it = slots_.find(pks[i]); it != slots_.end()) rows[i] = &docs_[it->second];
+  }
+  // Instances of phrase j in row i: counts[i * nPhrases + j].
+  const size_t nPhrases = phrases.size();
+  std::vector<uint32_t> counts(pks.size() * nPhrases, 0);
+  // Single-token phrases, 64 at a time: each term is tagged with the phrases it is an instance of, then each row's
+  // positions are read once. A position holds one term, so a prefix phrase counts each position at most once.
+  if (termPhraseBits_.size() < terms_.size()) termPhraseBits_.resize(terms_.size(), 0);
+  std::vector<uint32_t> tagged;
+  for (size_t block = 0; block < nPhrases; block += 64) {
+    const size_t blockEnd = std::min(nPhrases, block + 64);
+    auto tag = [&](uint32_t id, uint64_t bit) {
+      if (termPhraseBits_[id] == 0) tagged.push_back(id);
+      termPhraseBits_[id] |= bit;
+    };
+    for (size_t j = block; j < blockEnd; ++j) {
+      const Phrase& phrase = phrases[j];
+      if (phrase.tokens.size() != 1) continue;
+      const std::string& token = phrase.tokens.front();
+      const uint64_t bit = uint64_t{1} << (j - block);
+      if (!phrase.prefix) {
+        if (auto id = termId(token)) tag(*id, bit);
+        continue;
+      }
+      for (auto it = dictionary_.lower_bound(std::string_view(token));
+           it != dictionary_.end() && startsWith(it->first, token); ++it) {
+        tag(it->second, bit);
+      }
+    }
+    if (tagged.empty()) continue;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i] == nullptr) continue;
+      uint32_t* rowCounts = &counts[i * nPhrases + block];
+      for (uint32_t term : rows[i]->terms) {
+        for (uint64_t bits = termPhraseBits_[term]; bits != 0; bits &= bits - 1) ++rowCounts[std::countr_zero(bits)];
+      }
+    }
+    for (uint32_t id : tagged) termPhraseBits_[id] = 0;
+    tagged.clear();
+  }
+  // Several tokens: adjacent positions within one column, the last token exact or a prefix (as phraseFrequencies).
+  for (size_t j = 0; j < nPhrases; ++j) {
+    const Phrase& phrase = phrases[j];
+    const size_t n = phrase.tokens.size();
+    if (n < 2) continue;
+    std::vector<uint32_t> ids(n - 1);
+    bool known = true;
+    for (size_t k = 0; k + 1 < n && known; ++k) {
+      auto id = termId(phrase.tokens[k]);
+      if (id) ids[k] = *id;
+      known = id.has_value();
+    }
+    const std::string& last = phrase.tokens.back();
+    std::optional<uint32_t> lastId;
+    if (!phrase.prefix) lastId = termId(last);
+    if (!known || (!phrase.prefix && !lastId)) continue;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i] == nullptr) continue;
+      const Doc& doc = *rows[i];
+      uint32_t instances = 0;
+      uint32_t begin = 0;
+      for (uint32_t end : doc.columnEnd) {
+        for (uint32_t p = begin; p + n <= end; ++p) {
+          size_t k = 0;
+          while (k + 1 < n && doc.terms[p + k] == ids[k]) ++k;
+          if (k + 1 < n) continue;
+          uint32_t t = doc.terms[p + n - 1];
+          if (lastId ? t == *lastId : startsWith(*terms_[t].text, last)) ++instances;
+        }
+        begin = end;
+      }
+      counts[i * nPhrases + j] = instances;
+    }
+  }
+  // The sum in query order, as accumulate() adds it; IDF only for phrases that occur in some row asked about.
+  const int64_t nRow = liveDocs_;
+  const double avgdl = static_cast<double>(totalTokens_) / static_cast<double>(nRow);
+  std::vector<std::optional<double>> idf(nPhrases);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] == nullptr) continue;
+    double score = 0.0;
+    bool occurs = false;
+    for (size_t j = 0; j < nPhrases; ++j) {
+      const uint32_t count = counts[i * nPhrases + j];
+      if (count == 0) continue;
+      if (!idf[j]) idf[j] = idfOf(nRow, hitCount(phrases[j]));
+      score += phraseScore(*idf[j], count, normOf(rows[i]->terms.size(), avgdl));
+      occurs = true;
+    }
+    if (occurs) out[i] = -1.0 * score;
+  }
+  return out;
 }
 
 }  // namespace memq

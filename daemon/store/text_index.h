@@ -107,6 +107,13 @@ class TextIndex {
 
   // Every row matching any of the phrases (OR), with FTS5's bm25.
   TextMatches evaluate(const std::vector<Phrase>& phrases);
+  // evaluate(phrases).best(limit, excludePk), without building and sorting every matching row: the same rows, ties
+  // and bm25 figures, best first.
+  std::vector<std::pair<int64_t, double>> best(const std::vector<Phrase>& phrases, size_t limit,
+                                               std::optional<int64_t> excludePk = std::nullopt);
+  // evaluate(phrases).bm25Of(pk) for each of `pks` (nullopt: no phrase occurs in the row, or no such row), computed
+  // from those rows' own tokens: recall rescores a few dozen candidates, not the half of the table that matches.
+  std::vector<std::optional<double>> bm25Of(const std::vector<Phrase>& phrases, const std::vector<int64_t>& pks);
 
  private:
   struct Posting {
@@ -128,6 +135,16 @@ class TextIndex {
   explicit TextIndex(std::unique_ptr<Unicode61Tokenizer> tokenizer);
   // Instances of `phrase` per row, appended to `out` as (slot, freq).
   void phraseFrequencies(const Phrase& phrase, std::vector<std::pair<uint32_t, uint32_t>>& out);
+  // Scores every row matching the phrases into scoreScratch_ (FTS5's sum, before negation) and lists their slots in
+  // `matched`; the caller zeroes both scratch entries of each listed slot.
+  void accumulate(const std::vector<Phrase>& phrases, std::vector<uint32_t>& matched);
+  // Rows where the phrase occurs (bm25's nHit). accumulate() remembers each phrase's count until the next
+  // upsert/remove/clear, so bm25Of after best on the same phrases (as recall does) does not walk the postings again.
+  size_t hitCount(const Phrase& phrase);
+  void rememberHitCount(const Phrase& phrase, size_t nHit);
+  static std::string phraseKey(const Phrase& phrase);
+  void sizeScratch();
+  double normOf(size_t length, double avgdl);
   std::optional<uint32_t> termId(std::string_view text) const;
   uint32_t internTerm(std::string_view text);
   void unlinkDoc(uint32_t slot);
@@ -144,6 +161,17 @@ class TextIndex {
   std::vector<uint32_t> freqScratch_;
   std::vector<double> scoreScratch_;
   std::vector<char> touchedScratch_;
+  std::vector<uint8_t> filterScratch_;
+  std::vector<uint32_t> docLengths_;  // docs_[slot].terms.size(), dense: scoring reads it for every posting
+  // normOf's memo: bm25's length norm (> 0) by row length, for normsAvgdl_; -1 = not computed yet.
+  std::vector<double> normByLength_;
+  double normsAvgdl_ = -1;  // phraseFrequencies: rows holding each of a phrase's rarer tokens
+  // Scratch for bm25Of(), sized to terms_ (zero between calls): bit j set = the term is phrase j's (of a block of 64).
+  std::vector<uint64_t> termPhraseBits_;
+  // Rows where each phrase occurs (bm25's nHit), by phraseKey, valid while generation_ is hitCountsGeneration_.
+  std::unordered_map<std::string, size_t> hitCounts_;
+  uint64_t generation_ = 0;  // bumped by every change of the rows' text
+  uint64_t hitCountsGeneration_ = 0;
 };
 
 }  // namespace memq

@@ -7,7 +7,7 @@
 // reuses it when it already holds N memories (recall-only iterations). The save loop calls
 // MemoryStore::checkpoint() every --checkpoint-every-ms of wall time (default 2000, 0 = never), as the daemon's
 // housekeeping timer does; that time counts against save throughput. --dump writes every measured query's candidates
-// (pk and lane signals) and hits of the first pass, to check that a change leaves recall results as they were.
+// (pk, lane signals and text relevance) and hits of the first pass, to check that a change leaves recall results as they were.
 // --saves-only stops after the save loop (no recall queries), for profiling the write path.
 #include <algorithm>
 #include <chrono>
@@ -242,14 +242,15 @@ int main(int argc, char** argv) {
         if (dump.is_open() && pass == 0) {
           std::sort(candidates.begin(), candidates.end(),
                     [](const memq::Candidate& a, const memq::Candidate& b) { return a.pk < b.pk; });
-          char buf[256];
+          char buf[384];
           dump << "N " << n << " query " << row.queries << "\n";
           for (const auto& cand : candidates) {
             const auto& sg = cand.signals;
-            std::snprintf(buf, sizeof buf, "  cand %lld u=%d/%.12g t=%d/%.12g f=%d/%d sem=%d\n",
+            std::snprintf(buf, sizeof buf, "  cand %lld u=%d/%.12g t=%d/%.12g f=%d/%d sem=%d text=%.12g subj=%.12g co=%d/%.12g\n",
                           static_cast<long long>(cand.pk), sg.ftsUnicode.value_or(0), sg.bm25Unicode.value_or(0),
                           sg.ftsTrigram.value_or(0), sg.bm25Trigram.value_or(0), sg.fileAffinity ? 1 : 0,
-                          sg.matchedFiles, sg.semanticRank.value_or(0));
+                          sg.matchedFiles, sg.semanticRank.value_or(0), sg.textBm25.value_or(0),
+                          sg.subjectBm25.value_or(0), sg.cochangeAffinity ? 1 : 0, sg.cochangeStrength);
             dump << buf;
           }
           for (const auto& h : hits) {

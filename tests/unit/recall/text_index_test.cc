@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <random>
 
@@ -162,6 +163,20 @@ class TextIndexTest : public ::testing::Test {
           EXPECT_TRUE(mine.has_value()) << "row " << pk << " missing";
           if (mine) expectClose(bm25, *mine, "row " + std::to_string(pk));
         }
+        // The paths recall takes: the best rows without the full evaluation, and point scores for any rows. Same
+        // rows, ties and doubles (exact equality), inactive rows never among the best.
+        EXPECT_EQ(index_->best(*phrases, limit), matches.best(limit));
+        if (!all.empty()) {
+          const int64_t excluded = std::next(all.begin(), static_cast<long>(rng() % all.size()))->first;
+          EXPECT_EQ(index_->best(*phrases, limit, excluded), matches.best(limit, excluded)) << "excluding " << excluded;
+        }
+        std::vector<int64_t> probe = {-7};  // every row, matching or not, active or not, and one that does not exist
+        for (const auto& [pk, r] : rows_) probe.push_back(pk);
+        auto points = index_->bm25Of(*phrases, probe);
+        EXPECT_EQ(points.size(), probe.size());
+        for (size_t k = 0; k < std::min(points.size(), probe.size()); ++k) {
+          EXPECT_EQ(points[k], matches.bm25Of(probe[k])) << "row " << probe[k];
+        }
         auto expected = sqlBest(match, limit);
         auto actual = matches.best(limit);
         EXPECT_EQ(expected.size(), actual.size());
@@ -242,6 +257,60 @@ TEST_F(TextIndexTest, SameRowsOrderAndBm25AsFts5OnRandomCorpora) {
   }
 }
 
+TEST_F(TextIndexTest, PhrasesOfRepeatedAndExactTokensCountAsFts5Does) {
+  // unicodeMatch always ends a phrase with `*`; parse also takes exact phrases, and a phrase may repeat a token.
+  put(1, {"foo foo foo bar", "x y x y x", "", true});
+  put(2, {"foo bar foo", "x, y. x", "foo", true});
+  put(3, {"bar foo", "y x y", "foo foo", false});
+  put(4, {"foo", "foo", "x", true});  // a phrase never spans two columns
+  for (int pk = 5; pk < 40; ++pk) put(pk, {"filler words", pk % 3 ? "foo" : "x y", "", true});
+  for (const std::string match : {"\"foo foo\"", "\"foo foo\"*", "\"x y x\"", "\"y x\"* OR \"foo\"", "\"foo bar foo\"",
+                                  "\"x y\" OR \"foo foo\"* OR \"bar\"", "\"fo fo\"*", "\"foo fo\"*"}) {
+    SCOPED_TRACE(match);
+    auto phrases = index_->parse(match);
+    ASSERT_TRUE(phrases.has_value());
+    auto matches = index_->evaluate(*phrases);
+    auto all = sqlAll(match);
+    EXPECT_EQ(matches.size(), all.size());
+    for (const auto& [pk, bm25] : all) {
+      auto mine = matches.bm25Of(pk);
+      ASSERT_TRUE(mine.has_value()) << "row " << pk;
+      expectClose(bm25, *mine, "row " + std::to_string(pk));
+    }
+    EXPECT_EQ(index_->best(*phrases, 5), matches.best(5));
+    std::vector<int64_t> pks = {1, 2, 3, 4, 5, 6};
+    auto points = index_->bm25Of(*phrases, pks);
+    for (size_t k = 0; k < pks.size(); ++k) EXPECT_EQ(points[k], matches.bm25Of(pks[k])) << "row " << pks[k];
+  }
+}
+
+TEST_F(TextIndexTest, PointScoresFollowChangesToTheRows) {
+  // bm25Of remembers each phrase's row count between calls: a change to the rows must not leave it stale.
+  for (int pk = 1; pk <= 20; ++pk) put(pk, {pk % 4 == 0 ? "token reader" : "filler", "words", "", true});
+  auto phrases = index_->parse("\"token\"* OR \"read\"*");
+  ASSERT_TRUE(phrases.has_value());
+  const std::vector<int64_t> pks = {4, 8, 5};
+  auto before = index_->bm25Of(*phrases, pks);
+  ASSERT_TRUE(before[0].has_value());
+  EXPECT_FALSE(before[2].has_value());
+  EXPECT_EQ(before[0], index_->evaluate(*phrases).bm25Of(4));
+  for (int pk = 21; pk <= 30; ++pk) put(pk, {"tokens", "ready", "", true});  // more rows hold both phrases
+  auto after = index_->bm25Of(*phrases, pks);
+  auto full = index_->evaluate(*phrases);
+  EXPECT_EQ(after[0], full.bm25Of(4));
+  EXPECT_EQ(after[1], full.bm25Of(8));
+  EXPECT_NE(after[0], before[0]);
+  erase(8);
+  after = index_->bm25Of(*phrases, pks);
+  full = index_->evaluate(*phrases);
+  EXPECT_EQ(after[0], full.bm25Of(4));
+  EXPECT_FALSE(after[1].has_value());
+  // A hidden row still counts (FTS5 counts every row) and still has its bm25; best() leaves it out.
+  setActive(4, false);
+  EXPECT_EQ(index_->bm25Of(*phrases, pks)[0], index_->evaluate(*phrases).bm25Of(4));
+  for (const auto& [pk, bm25] : index_->best(*phrases, 100)) EXPECT_NE(pk, 4);
+}
+
 TEST_F(TextIndexTest, EmptyIndexAndUnmatchedQueriesReturnNothing) {
   auto phrases = index_->parse("\"token\"*");
   ASSERT_TRUE(phrases.has_value());
@@ -255,6 +324,8 @@ TEST_F(TextIndexTest, EmptyIndexAndUnmatchedQueriesReturnNothing) {
   EXPECT_EQ(index_->size(), 0u);
   phrases = index_->parse("\"token\"*");
   EXPECT_EQ(index_->evaluate(*phrases).size(), 0u);
+  EXPECT_TRUE(index_->best(*phrases, 30).empty());
+  EXPECT_EQ(index_->bm25Of(*phrases, {1}), (std::vector<std::optional<double>>{std::nullopt}));
 }
 
 }  // namespace

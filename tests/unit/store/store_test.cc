@@ -538,6 +538,14 @@ class TextLaneTest : public StoreTest {
         EXPECT_NEAR(*bm25, all.getColumn(1).getDouble(), 1e-9 * std::abs(*bm25));
       }
       EXPECT_EQ(matches->size(), n) << match;
+      // Recall's rescoring: every row's bm25 from its own tokens, the same doubles as the full evaluation.
+      std::vector<int64_t> pks = {-1};
+      SQLite::Statement rows(store_->database(), "SELECT pk FROM memories");
+      while (rows.executeStep()) pks.push_back(rows.getColumn(0).getInt64());
+      auto points = store_->textBm25(match, pks);
+      ASSERT_TRUE(points.isOk());
+      ASSERT_EQ(points->size(), pks.size());
+      for (size_t i = 0; i < pks.size(); ++i) EXPECT_EQ((*points)[i], matches->bm25Of(pks[i])) << match;
     }
     // The file lane, from the mirror, against findByPaths' SQL.
     for (const std::vector<std::string> paths : {std::vector<std::string>{"src/jwt.ts"},
@@ -557,6 +565,15 @@ class TextLaneTest : public StoreTest {
       std::vector<std::pair<int64_t, int>> actual;
       for (const auto& h : *hits) actual.emplace_back(h.pk, h.matchedFiles);
       EXPECT_EQ(actual, expected) << paths.size() << " paths";
+      auto each = store_->findByEachPath(paths, 2);
+      ASSERT_TRUE(each.isOk());
+      ASSERT_EQ(each->size(), paths.size());
+      for (size_t i = 0; i < paths.size(); ++i) {
+        auto one = store_->findByPaths({paths[i]}, 2);
+        ASSERT_TRUE(one.isOk());
+        ASSERT_EQ((*each)[i].size(), one->size());
+        for (size_t k = 0; k < one->size(); ++k) EXPECT_EQ((*each)[i][k].pk, (*one)[k].pk);
+      }
     }
   }
 };
@@ -612,6 +629,14 @@ TEST_F(TextLaneTest, EveryWriteKeepsTheLaneIdenticalToFts5) {
     other.exec("UPDATE memories SET summary = 'clock clock clock' WHERE id = '" + b.id + "'");
   }
   expectSameLane("written by another connection");
+  // Last use stored in other shapes (hand edits, older writers): the file lane still orders as SQLite orders TEXT.
+  {
+    SQLite::Database other(path_, SQLite::OPEN_READWRITE);
+    other.exec("UPDATE memories SET last_used_at = '2026-01-01T00:00:00Z' WHERE id = '" + a.id + "'");
+    other.exec("UPDATE memories SET last_used_at = '2026-01-01T00:00:00.000Z' WHERE id = '" + b.id + "'");
+    other.exec("UPDATE memories SET last_used_at = '2026-01-01 23:00:00' WHERE id = '" + imported.id + "'");
+  }
+  expectSameLane("last use in other shapes");
   open();
   expectSameLane("reopened");
 }
