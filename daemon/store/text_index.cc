@@ -135,16 +135,19 @@ std::unique_ptr<TextIndex> TextIndex::create(sqlite3* db) {
 }
 
 std::optional<uint32_t> TextIndex::termId(std::string_view text) const {
-  auto it = dictionary_.find(text);
-  if (it == dictionary_.end()) return std::nullopt;
+  auto it = termIds_.find(text);
+  if (it == termIds_.end()) return std::nullopt;
   return it->second;
 }
 
 uint32_t TextIndex::internTerm(std::string_view text) {
-  auto it = dictionary_.find(text);
-  if (it != dictionary_.end()) return it->second;
+  // Every token of every indexed row comes through here (a store open at 100k rows: tens of millions), so the
+  // lookup is a hash probe; the sorted dictionary is touched only for a term never seen before.
+  auto it = termIds_.find(text);
+  if (it != termIds_.end()) return it->second;
   auto id = static_cast<uint32_t>(terms_.size());
   auto inserted = dictionary_.emplace(std::string(text), id).first;
+  termIds_.emplace(std::string_view(inserted->first), id);
   terms_.push_back({&inserted->first, {}});
   return id;
 }
@@ -237,6 +240,7 @@ void TextIndex::setActive(int64_t pk, bool active) {
 }
 
 void TextIndex::clear() {
+  termIds_.clear();
   dictionary_.clear();
   terms_.clear();
   docs_.clear();

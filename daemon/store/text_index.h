@@ -20,7 +20,7 @@
 //
 // Invariants: (1) docs_[slot] is live iff slots_ maps its pk to slot; (2) every live doc's distinct terms each have
 // exactly one posting for its slot, with the term's count in the doc; (3) totalTokens_ is the sum of live docs'
-// lengths, liveDocs_ their number.
+// lengths, liveDocs_ their number; (4) termIds_ maps exactly dictionary_'s terms to the same ids.
 //
 // Thread-safety: not thread-safe (evaluation uses scratch buffers). The owner (MemoryStore, under its scope's lock)
 // serialises every call.
@@ -151,6 +151,7 @@ class TextIndex {
 
   std::unique_ptr<Unicode61Tokenizer> tokenizer_;
   std::map<std::string, uint32_t, std::less<>> dictionary_;  // sorted: a prefix is a range
+  std::unordered_map<std::string_view, uint32_t> termIds_;    // the same terms (keys owned by dictionary_), hashed
   std::vector<Term> terms_;
   std::vector<Doc> docs_;
   std::vector<uint32_t> freeSlots_;
