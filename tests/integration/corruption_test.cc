@@ -4,6 +4,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <random>
 
@@ -42,7 +43,7 @@ class CorruptionTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = makeTempDir("corrupt");
-    for (const char* name : {"header", "pages", "truncated", "fts", "healthy"}) {
+    for (const char* name : {"header", "pages", "truncated", "fts", "trigram", "healthy"}) {
       fs::create_directories(dir_ / name / "src");
       writeTextFile(dir_ / name / "src" / "main.c", "int main(void) { return 0; }\n");
     }
@@ -84,11 +85,13 @@ TEST_F(CorruptionTest, ACorruptProjectAnswersStorageErrorWhileOtherScopesKeepWor
   std::map<std::string, std::vector<std::string>> ids;
   {
     auto c = daemon_->client("");
-    for (const char* name : {"header", "pages", "truncated", "fts", "healthy"}) ids[name] = fill(c, root(name), 60);
+    for (const char* name : {"header", "pages", "truncated", "fts", "trigram", "healthy"}) {
+      ids[name] = fill(c, root(name), 60);
+    }
     ids["global"] = fill(c, "", 5);
   }
   ASSERT_EQ(daemon_->stop(), 0);
-  for (const char* name : {"header", "pages", "truncated", "fts"}) {
+  for (const char* name : {"header", "pages", "truncated", "fts", "trigram"}) {
     // A clean stop copies the WAL back, so the damage below is all SQLite will see.
     fs::path wal = dbOf(name).string() + "-wal";
     ASSERT_TRUE(!fs::exists(wal) || fs::file_size(wal) == 0) << wal;
@@ -98,17 +101,20 @@ TEST_F(CorruptionTest, ACorruptProjectAnswersStorageErrorWhileOtherScopesKeepWor
   const size_t size = fs::file_size(dbOf("pages"));
   writeBytesAt(dbOf("pages"), 4096, garbage(size - 2 * 4096, 2));  // every page but the first and the last
   fs::resize_file(dbOf("truncated"), (fs::file_size(dbOf("truncated")) / 2) & ~size_t{4095});
-  // Damage SQLite finds only when a request reads it: the root page of the full-text index, the rest intact.
-  int ftsRoot = 0, pageSize = 0;
-  {
-    SQLite::Database db(dbOf("fts").string(), SQLite::OPEN_READONLY);
-    ftsRoot = db.execAndGet("SELECT rootpage FROM sqlite_schema WHERE name = 'memories_fts_data'").getInt();
-    pageSize = db.execAndGet("PRAGMA page_size").getInt();
+  // Damage SQLite finds only when a request reads it: the root page of a full-text index (the unicode lane's in
+  // "fts", the trigram lane's in "trigram"), the rest intact.
+  for (auto [name, table] : {std::pair{"fts", "memories_fts_data"}, std::pair{"trigram", "memories_fts_tri_data"}}) {
+    int ftsRoot = 0, pageSize = 0;
+    {
+      SQLite::Database db(dbOf(name).string(), SQLite::OPEN_READONLY);
+      ftsRoot = db.execAndGet(std::string("SELECT rootpage FROM sqlite_schema WHERE name = '") + table + "'").getInt();
+      pageSize = db.execAndGet("PRAGMA page_size").getInt();
+    }
+    ASSERT_GT(ftsRoot, 1) << name;
+    writeBytesAt(dbOf(name), static_cast<size_t>(ftsRoot - 1) * pageSize, garbage(pageSize, 3));
   }
-  ASSERT_GT(ftsRoot, 1);
-  writeBytesAt(dbOf("fts"), static_cast<size_t>(ftsRoot - 1) * pageSize, garbage(pageSize, 3));
   std::map<std::string, std::string> damaged;
-  for (const char* name : {"header", "pages", "truncated", "fts"}) damaged[name] = readBytes(dbOf(name));
+  for (const char* name : {"header", "pages", "truncated", "fts", "trigram"}) damaged[name] = readBytes(dbOf(name));
 
   ASSERT_TRUE(daemon_->start()) << daemon_->log();
   auto c = daemon_->client("");
@@ -145,6 +151,33 @@ TEST_F(CorruptionTest, ACorruptProjectAnswersStorageErrorWhileOtherScopesKeepWor
     }
     auto intact = c.call("memory/get", {{"id", ids["fts"][5]}, {"project_root", root("fts")}});
     EXPECT_TRUE(intact.isOk()) << intact.status().toString();
+    // Recall and search never read the unicode lane's index: that lane is kept in memory, built from the rows
+    // (intact here), so they still answer, and correctly. (mark_used off: a usage write to the intact row pages
+    // would succeed and change the file, which the end of this test checks is byte for byte as damaged.)
+    for (const char* method : {"memory/recall", "memory/search"}) {
+      json p = {{"query", "note"}, {"project_root", root("fts")}, {"scope", "project"}};
+      if (std::string(method) == "memory/recall") p["mark_used"] = false;
+      auto r = c.call(method, p);
+      ASSERT_TRUE(r.isOk()) << method << ": " << r.status().toString();
+      ASSERT_FALSE((*r)["memories"].empty()) << method << ": " << r->dump().substr(0, 300);
+      for (const auto& m : (*r)["memories"]) {
+        EXPECT_NE(std::find(ids["fts"].begin(), ids["fts"].end(), m["id"].get<std::string>()), ids["fts"].end());
+      }
+    }
+    // The trigram lane is read from its index: a recall that queries it (the reference ranker always does) and a
+    // save that indexes into it answer StorageError naming the file.
+    for (const auto& [method, params] : std::vector<std::pair<std::string, json>>{
+             {"memory/recall", {{"query", "note 5"}, {"ranker", "reference"}}},
+             {"memory/save", {{"summary", "indexed into a corrupt trigram index"}}}}) {
+      json p = params;
+      p["project_root"] = root("trigram");
+      auto r = c.call(method, p);
+      ASSERT_FALSE(r.isOk()) << "trigram " << method << " answered " << r->dump().substr(0, 200);
+      EXPECT_EQ(r.status().code(), ErrorCode::kStorageError) << method << ": " << r.status().toString();
+      EXPECT_EQ(dataField(r.status(), "scope"), "project") << method << ": " << r.status().data();
+      EXPECT_EQ(dataField(r.status(), "path"), dbOf("trigram").string()) << method;
+      if (round == 0) std::printf("trigram %s: %s\n", method.c_str(), r.status().message().c_str());
+    }
 
     // The healthy project and the global scope, in the same daemon and on the same connection.
     auto got = c.call("memory/get", {{"id", ids["healthy"][7]}, {"project_root", root("healthy")}});
@@ -167,7 +200,7 @@ TEST_F(CorruptionTest, ACorruptProjectAnswersStorageErrorWhileOtherScopesKeepWor
   }
   // Never overwritten or silently "repaired", by the requests or by a clean stop.
   ASSERT_EQ(daemon_->stop(), 0);
-  for (const char* name : {"header", "pages", "truncated", "fts"}) {
+  for (const char* name : {"header", "pages", "truncated", "fts", "trigram"}) {
     EXPECT_TRUE(readBytes(dbOf(name)) == damaged[name]) << name << " was changed";
   }
 }
