@@ -119,7 +119,6 @@ void Server::submit(std::shared_ptr<Session> session, std::string message) {
     --queuedJobs_;
     std::vector<std::string> log;
     std::optional<std::string> reply = dispatcher_.handleMessage(session->client(), message, &log);
-    for (const auto& line : log) spdlog::info("[{}] {}", session->number(), line);
     requestsServed_ += log.size();
     // The reply is written here when nothing is ahead of it, saving the client a wake-up of the I/O thread on its
     // round trip (context switches dominate a get's cost on small machines, docs/performance.md).
@@ -129,6 +128,8 @@ void Server::submit(std::shared_ptr<Session> session, std::string message) {
       if (written != Session::DirectWrite::kNotWritten) reply.reset();
       nothingLeftToWrite = written == Session::DirectWrite::kWhole;
     }
+    // Logged once the reply is out: the log line (flushed per line) is no part of the client's wait.
+    for (const auto& line : log) spdlog::info("[{}] {}", session->number(), line);
     // With all of the reply written and no one on the I/O thread waiting for this message to end, the message ends
     // here: the I/O thread is not woken (an epoll interrupt, its run-queue lock, a context switch per request) and
     // takes the connection's next message when it arrives.
