@@ -26,7 +26,10 @@ Result<nlohmann::json> Dispatcher::invoke(ClientState& client, const Call& call)
       return Status(ErrorCode::kNotInitialized, call.method + " needs `initialize` first on this connection");
     }
   }
-  nlohmann::json params = call.params.is_null() ? nlohmann::json::object() : call.params;
+  // The call's own params, by reference: validation and the handler only read them (a copy was a deep copy of every
+  // request, a recall's file list included).
+  static const nlohmann::json kNoParams = nlohmann::json::object();
+  const nlohmann::json& params = call.params.is_null() ? kNoParams : call.params;
   if (!params.is_object()) {
     return Status::invalidField("params", "params must be an object with named fields");
   }

@@ -53,7 +53,7 @@ Result<json> hitsResult(Result<std::vector<RecallHit>> r, bool explain) {
   if (!r) return r.status();
   json out = json::array();
   for (const auto& h : *r) out.push_back(recallHitToJson(h, explain));
-  return json{{"memories", out}};
+  return json{{"memories", std::move(out)}};
 }
 
 Result<RecallRequest> recallRequest(const json& p, bool isSearch) {
@@ -136,7 +136,7 @@ MethodTable buildTable() {
     if (!r) return r.status();
     json out = json::array();
     for (const auto& m : r->memories) out.push_back(memoryToJson(m));
-    return json{{"memories", out}, {"total", r->total}};
+    return json{{"memories", std::move(out)}, {"total", r->total}};
   }};
   t["memory/search"] = {[](HandlerEnv& env, const CallContext& ctx, const json& p) -> Result<json> {
     auto r = recallRequest(p, true);

@@ -119,12 +119,25 @@ void Server::submit(std::shared_ptr<Session> session, std::string message) {
     --queuedJobs_;
     std::vector<std::string> log;
     std::optional<std::string> reply = dispatcher_.handleMessage(session->client(), message, &log);
-    for (const auto& line : log) spdlog::info("[{}] {}", session->number(), line);
     requestsServed_ += log.size();
     // The reply is written here when nothing is ahead of it, saving the client a wake-up of the I/O thread on its
-    // round trip (context switches dominate a get's cost on small machines, docs/performance.md). The I/O thread
-    // still runs finished() to take the connection's next message.
-    if (reply && pendingBroadcasts_.load() == 0 && session->writeReplyNow(*reply)) reply.reset();
+    // round trip (context switches dominate a get's cost on small machines, docs/performance.md).
+    bool nothingLeftToWrite = !reply;
+    if (reply && pendingBroadcasts_.load() == 0) {
+      const Session::DirectWrite written = session->writeReplyNow(*reply);
+      if (written != Session::DirectWrite::kNotWritten) reply.reset();
+      nothingLeftToWrite = written == Session::DirectWrite::kWhole;
+    }
+    // Logged once the reply is out: the log line (flushed per line) is no part of the client's wait.
+    for (const auto& line : log) spdlog::info("[{}] {}", session->number(), line);
+    // With all of the reply written and no one on the I/O thread waiting for this message to end, the message ends
+    // here: the I/O thread is not woken (an epoll interrupt, its run-queue lock, a context switch per request) and
+    // takes the connection's next message when it arrives.
+    if (nothingLeftToWrite && !draining_.load() && session->endMessageHere()) {
+      // A shutdown that began after the check above waits for in-flight requests: the last one tells it.
+      if (--inFlight_ == 0 && draining_.load()) asio::post(io_, [this] { finishIfDrained(); });
+      return;
+    }
     asio::post(io_, [this, session, reply = std::move(reply)]() mutable {
       --inFlight_;
       session->finished(std::move(reply));
@@ -160,7 +173,7 @@ void Server::requestShutdown() {
   asio::post(io_, [this] {
     if (draining_) return;
     draining_ = true;
-    spdlog::info("shutting down: {} request(s) in flight", inFlight_);
+    spdlog::info("shutting down: {} request(s) in flight", inFlight_.load());
     asio::error_code ignored;
     if (acceptor_) acceptor_->close(ignored);
     if (!fromSystemd_) ::unlink(options_.socketPath.c_str());

@@ -75,9 +75,12 @@ class Server {
   std::atomic<uint64_t> requestsServed_{0};
   std::atomic<uint64_t> connectionsAccepted_{0};
   std::atomic<size_t> liveSessions_{0};  // sessions_.size(), readable from workers
-  size_t inFlight_ = 0;  // I/O thread only
+  // Messages taken from sessions and not yet ended: counted up on the I/O thread, down there or by the worker
+  // that ends a message itself (Session::endMessageHere).
+  std::atomic<size_t> inFlight_{0};
   uint64_t housekeepingTicks_ = 0;  // I/O thread only
-  bool draining_ = false;
+  // Set once, on the I/O thread; workers read it to know whether a shutdown waits for their message.
+  std::atomic<bool> draining_{false};
   std::chrono::steady_clock::time_point started_;
   std::chrono::steady_clock::time_point lastActivity_;
   bool fromSystemd_ = false;

@@ -40,7 +40,7 @@ void Session::armTimer() {
       self->close("sent nothing for " + std::to_string(self->silentTimeout_.count()) + " ms");
       return;
     }
-    if (self->decoder_.midMessage() && !self->busy_ && now - self->partialSince_ > self->partialTimeout_) {
+    if (self->decoder_.midMessage() && !self->busy() && now - self->partialSince_ > self->partialTimeout_) {
       self->close("a partial message stalled for " + std::to_string(self->partialTimeout_.count()) + " ms");
       return;
     }
@@ -49,13 +49,28 @@ void Session::armTimer() {
 }
 
 void Session::finishInputIfDone() {
-  if (inputEnded_ && !busy_) closeWhenFlushed();
+  if (inputEnded_ && !hearWhenMessageEnds()) closeWhenFlushed();
+}
+
+bool Session::hearWhenMessageEnds() {
+  unsigned state = handling_.load();
+  while (state & kHandling) {
+    if (state & kNotifyIo) return true;
+    // Fails when the worker ended the message meanwhile (state 0: the loop ends) or a racing update happened.
+    if (handling_.compare_exchange_weak(state, state | kNotifyIo)) return true;
+  }
+  return false;
+}
+
+bool Session::endMessageHere() {
+  unsigned expected = kHandling;
+  return handling_.compare_exchange_strong(expected, 0);
 }
 
 void Session::readMore() {
   if (closed_ || reading_ || inputEnded_) return;
   // Back-pressure: while a message is being handled, hold at most a few messages' worth of unread input.
-  if (busy_ && decoder_.bufferedBytes() > 2 * decoder_.maxMessageBytes()) return;
+  if (decoder_.bufferedBytes() > 2 * decoder_.maxMessageBytes() && hearWhenMessageEnds()) return;
   reading_ = true;
   socket_.async_read_some(asio::buffer(readBuffer_), [self = shared_from_this()](const asio::error_code& ec, size_t n) {
     self->reading_ = false;
@@ -79,7 +94,7 @@ void Session::readMore() {
 }
 
 void Session::pump() {
-  if (closed_ || busy_) return;
+  if (closed_ || hearWhenMessageEnds()) return;
   auto frame = decoder_.next();
   if (!frame) return;
   partialSince_ = std::chrono::steady_clock::now();
@@ -93,14 +108,16 @@ void Session::pump() {
       pump();
       return;
     case Frame::Kind::kMessage:
-      busy_ = true;
+      // Input held behind this message (a client that pipelines) is taken when it ends, so that end must reach the
+      // I/O thread: nothing else would wake it for bytes it already has.
+      handling_.store(decoder_.midMessage() ? kHandling | kNotifyIo : kHandling);
       server_.submit(shared_from_this(), std::move(frame->payload));
       return;
   }
 }
 
 void Session::finished(std::optional<std::string> reply) {
-  busy_ = false;
+  handling_.store(0);
   if (closed_) return;
   if (reply) enqueue(std::move(*reply));
   writeMore();  // whatever writeReplyNow left queued
@@ -131,13 +148,14 @@ void Session::enqueue(std::string text) {
   writeMore();
 }
 
-bool Session::writeReplyNow(const std::string& reply) {
+Session::DirectWrite Session::writeReplyNow(const std::string& reply) {
   // The framing was decided before the message being answered was framed, and the I/O thread does not change it
   // afterwards; the post to the worker pool orders that decision before this read.
   std::string framed = encodeFrame(decoder_.framing(), reply);
-  if (framed.size() > kMaxQueuedBytes) return false;  // enqueue's bound check disconnects, as for any reply
+  // enqueue's bound check disconnects, as for any reply.
+  if (framed.size() > kMaxQueuedBytes) return DirectWrite::kNotWritten;
   std::lock_guard lock(writeMutex_);
-  if (closed_ || writing_ || !writeQueue_.empty()) return false;
+  if (closed_ || writing_ || !writeQueue_.empty()) return DirectWrite::kNotWritten;
   size_t sent = 0;
   while (sent < framed.size()) {
     // MSG_DONTWAIT: a client that is not reading must never hold a worker. MSG_NOSIGNAL: a peer that went away is an
@@ -153,11 +171,10 @@ bool Session::writeReplyNow(const std::string& reply) {
       break;
     }
   }
-  if (sent < framed.size()) {
-    queuedBytes_ += framed.size() - sent;
-    writeQueue_.push_back(framed.substr(sent));
-  }
-  return true;
+  if (sent == framed.size()) return DirectWrite::kWhole;
+  queuedBytes_ += framed.size() - sent;
+  writeQueue_.push_back(framed.substr(sent));
+  return DirectWrite::kPartly;
 }
 
 void Session::writeMore() {
@@ -210,7 +227,7 @@ void Session::notify(const std::string& scope, const std::string& text) {
 
 void Session::closeWhenFlushed() {
   closeAfterFlush_ = true;
-  if (!busy_) writeMore();
+  if (!hearWhenMessageEnds()) writeMore();
 }
 
 void Session::close(const std::string& why) {

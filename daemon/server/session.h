@@ -7,13 +7,16 @@
 //  2. Queued output is bounded (kMaxQueuedBytes): a client that stops reading is disconnected, never waited for.
 //  3. A partial message that stalls for kPartialMessageTimeout, or a connection that sends nothing for
 //     kSilentConnectionTimeout, is closed (both configurable per server).
-// Thread-safety: every member function runs on the I/O thread, except writeReplyNow, which the worker calls with
-// its reply before posting back. writeMutex_ guards what both threads touch: the write queue, its byte count, the
-// write-in-flight flag, and closing (the closed flag and the socket's file descriptor).
+// Thread-safety: every member function runs on the I/O thread, except writeReplyNow and endMessageHere, which the
+// worker handling the current message calls. writeMutex_ guards what both threads touch: the write queue, its byte
+// count, the write-in-flight flag, and closing (the closed flag and the socket's file descriptor). handling_ says
+// whether a message is in hand, and whether the I/O thread wants to hear when it is done (then the worker posts
+// finished(); otherwise it may end the message itself, and the I/O thread takes the next one when it arrives).
 #pragma once
 
 #include <asio.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -50,13 +53,21 @@ class Session : public std::enable_shared_from_this<Session> {
   void closeWhenFlushed();
   // The worker finished the current message (I/O thread): send its reply, then take the next message.
   void finished(std::optional<std::string> reply);
-  // Worker thread, before it posts finished(): when nothing is queued or being written ahead of the reply, writes it
-  // straight to the socket without blocking, so the client has it without waiting for the I/O thread to wake; what
-  // the socket does not take at once is queued for the I/O thread's next write. Returns false, having done nothing,
-  // when the reply must go through finished() instead (output ahead of it, or the session closed).
-  bool writeReplyNow(const std::string& reply);
+  enum class DirectWrite {
+    kNotWritten,  // nothing done: the reply must go through finished() (output ahead of it, or the session closed)
+    kPartly,      // what the socket did not take at once is queued for the I/O thread's next write
+    kWhole,       // the client has all of it
+  };
+  // Worker thread, before it ends the message: when nothing is queued or being written ahead of the reply, writes it
+  // straight to the socket without blocking, so the client has it without waiting for the I/O thread to wake.
+  DirectWrite writeReplyNow(const std::string& reply);
+  // Worker thread, when nothing of the message is left for the I/O thread to write: marks the connection free for
+  // its next message without waking the I/O thread, and returns true. Returns false, having changed nothing, when
+  // the I/O thread asked to hear of the end (input waiting behind the message, end of input, a close after flush,
+  // read back-pressure): the caller then posts finished() as for any other message.
+  bool endMessageHere();
 
-  bool busy() const { return busy_; }
+  bool busy() const { return (handling_.load() & kHandling) != 0; }
   bool closed() const { return closed_; }
   uint64_t number() const { return number_; }
   ClientState& client() { return *client_; }
@@ -69,6 +80,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void armTimer();
   // After end of input: close once the last message is answered and its reply written.
   void finishInputIfDone();
+  // I/O thread: true while a message is in hand, and then its end is reported through finished() (the worker may
+  // no longer end it by itself); false when no message is in hand.
+  bool hearWhenMessageEnds();
 
   Server& server_;
   asio::local::stream_protocol::socket socket_;
@@ -82,7 +96,9 @@ class Session : public std::enable_shared_from_this<Session> {
   size_t queuedBytes_ = 0;
   bool writing_ = false;
   bool reading_ = false;
-  bool busy_ = false;
+  static constexpr unsigned kHandling = 1;  // a message is with a worker
+  static constexpr unsigned kNotifyIo = 2;  // ... and the I/O thread waits to hear when it is done
+  std::atomic<unsigned> handling_{0};
   bool closed_ = false;
   bool closeAfterFlush_ = false;
   bool sawBytes_ = false;

@@ -393,9 +393,7 @@ Result<std::shared_ptr<Scope>> Service::writeScope(const CallContext& ctx) {
   return projectScope(ctx);
 }
 
-Result<Service::Resolved> Service::resolve(const CallContext& ctx, const std::string& idOrPrefix,
-                                           const std::string& field) {
-  if (idOrPrefix.empty()) return Status::invalidField(field, field + " must not be empty");
+Result<std::vector<std::shared_ptr<Scope>>> Service::idScopes(const CallContext& ctx) {
   std::vector<std::shared_ptr<Scope>> scopes;
   if (ctx.scopeOverride == std::optional<std::string>("global")) {
     auto g = registry_.global();
@@ -415,9 +413,17 @@ Result<Service::Resolved> Service::resolve(const CallContext& ctx, const std::st
     if (!g) return g.status();
     scopes.push_back(*g);
   }
+  return scopes;
+}
+
+Result<Service::Resolved> Service::resolve(const CallContext& ctx, const std::string& idOrPrefix,
+                                           const std::string& field) {
+  if (idOrPrefix.empty()) return Status::invalidField(field, field + " must not be empty");
+  auto scopes = idScopes(ctx);
+  if (!scopes) return scopes.status();
   std::vector<Resolved> found;
   nlohmann::json candidates = nlohmann::json::array();
-  for (auto& scope : scopes) {
+  for (auto& scope : *scopes) {
     std::lock_guard lock(scope->db->mutex);
     auto ids = scope->db->store->matchIds(idOrPrefix, 10);
     if (!ids) return ids.status();
@@ -530,10 +536,25 @@ Result<Memory> Service::get(const CallContext& ctx, const std::string& id) {
   if (ctx.readScope == ReadScope::kNone) {
     return Status(ErrorCode::kScopeUnavailable, "reads are disabled for this connection (read_scope none)");
   }
-  auto r = resolve(ctx, id);
-  if (!r) return r.status();
-  std::lock_guard lock(r->scope->db->mutex);
-  auto m = r->scope->db->store->get(r->id);
+  // A full id (what clients send back after a recall) is read straight from each scope in resolve's order, one
+  // read per scope and none of resolve's id lookup before it; an exact id in any scope wins over prefixes
+  // elsewhere, as in resolve. What no scope holds exactly goes through resolve: a prefix, or NotFound naming `id`.
+  Result<Memory> m = Status::internal("unreached");
+  if (!id.empty()) {
+    auto scopes = idScopes(ctx);
+    if (!scopes) return scopes.status();
+    for (auto& scope : *scopes) {
+      std::lock_guard lock(scope->db->mutex);
+      m = scope->db->store->get(id);
+      if (m || m.status().code() != ErrorCode::kNotFound) break;
+    }
+  }
+  if (!m && (id.empty() || m.status().code() == ErrorCode::kNotFound)) {
+    auto r = resolve(ctx, id);
+    if (!r) return r.status();
+    std::lock_guard lock(r->scope->db->mutex);
+    m = r->scope->db->store->get(r->id);
+  }
   if (m) markActed(ctx.client);
   return m;
 }

@@ -403,13 +403,12 @@ void MemoryStore::readFiles(Memory& m) {
 
 Result<Memory> MemoryStore::get(const std::string& id) {
   try {
-    Memory m;
-    {
-      auto q = statement(std::string("SELECT ") + kMemoryColumns + " FROM memories WHERE id = ?");
-      q->bind(1, id);
-      if (!q->executeStep()) return Status::notFound("no memory with id " + id + " in the " + scope() + " scope");
-      m = rowToMemory(*q, scope());
-    }
+    auto q = statement(std::string("SELECT ") + kMemoryColumns + " FROM memories WHERE id = ?");
+    q->bind(1, id);
+    if (!q->executeStep()) return Status::notFound("no memory with id " + id + " in the " + scope() + " scope");
+    Memory m = rowToMemory(*q, scope());
+    // Read while the row's statement is still open: both reads share its read transaction (one set of WAL locks,
+    // and the row and its file refs from the same snapshot) instead of each taking its own.
     readFiles(m);
     return m;
   } catch (const std::exception& e) {

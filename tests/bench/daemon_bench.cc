@@ -2,11 +2,13 @@
 // throughput of many concurrent clients. Starts a real memqd (temp socket, temp data dir, a non-git project root)
 // and prints figures; asserts nothing (docs/performance.md records them). Usage:
 //   memq_bench_daemon [--memqd PATH] [--load DIR] [--n 1000] [--gets 20000] [--clients 32] [--seconds 10]
-//                     [--mix get:90,hints:10]... [--log-level info]
+//                     [--mix get:90,hints:10]... [--log-level info] [--phases abc] [--recall-passes 4]
 // Phases:
 //   (a) memory/get round trips on one connection, one request in flight (p50/p95/p99 µs);
 //   (b) memory/recall over the socket and the same recall through an in-process Service opened on the same database
-//       (SQLite WAL lets a second process read), query by query, interleaved so machine load hits both alike;
+//       (SQLite WAL lets a second process read), query by query, interleaved so machine load hits both alike, each
+//       query --recall-passes times with the side that goes first alternating (from query to query and from pass to
+//       pass, so each side goes first equally often); the per-query difference's percentiles are printed;
 //   (c) --clients connections, each a thread with one request in flight, running --mix for --seconds; requests/s and
 //       latency percentiles per method. Each --mix runs on its own; by default a get/hints mix (what the server
 //       itself costs) and a mix with recall and save (what the store adds).
@@ -190,6 +192,8 @@ int main(int argc, char** argv) {
   double seconds = 10;
   std::vector<std::string> mixes;
   std::string logLevel = "info";
+  std::string phases = "abc";  // which of (a), (b), (c) to run
+  int recallPasses = 4;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -207,6 +211,8 @@ int main(int argc, char** argv) {
     else if (a == "--seconds") seconds = std::stod(next());
     else if (a == "--mix") mixes.push_back(next());
     else if (a == "--log-level") logLevel = next();
+    else if (a == "--phases") phases = next();
+    else if (a == "--recall-passes") recallPasses = std::max(1, std::stoi(next()));
     else {
       std::cerr << "unknown option " << a << "\n";
       return 2;
@@ -291,30 +297,34 @@ int main(int argc, char** argv) {
     // happen before anything is measured, so its CPU is not charged to the requests below.
     std::this_thread::sleep_for(std::chrono::milliseconds(3500));
 
+    auto runs = [&](char phase) { return phases.find(phase) != std::string::npos; };
+
     // (a) get round trips.
     std::mt19937 rng(42);
-    for (size_t i = 0; i < 500; ++i) client.call("memory/get", {{"id", ids[rng() % ids.size()]}});  // warm-up
-    std::vector<double> getLat;
-    getLat.reserve(gets);
-    double getCpu0 = processCpuSeconds(daemon.pid());
-    for (size_t i = 0; i < gets; ++i) {
-      json params = {{"id", ids[rng() % ids.size()]}};
-      auto ta = Clock::now();
-      auto r = client.call("memory/get", std::move(params));
-      getLat.push_back(micros(Clock::now() - ta));
-      if (!r) {
-        std::cerr << "get: " << r.status().toString() << "\n";
-        return 1;
-      }
+    if (runs('a')) {
+      for (size_t i = 0; i < 500; ++i) client.call("memory/get", {{"id", ids[rng() % ids.size()]}});  // warm-up
+      std::vector<double> getLat;
+      getLat.reserve(gets);
+      double getCpu0 = processCpuSeconds(daemon.pid());
+      for (size_t i = 0; i < gets; ++i) {
+        json params = {{"id", ids[rng() % ids.size()]}};
+        auto ta = Clock::now();
+        auto r = client.call("memory/get", std::move(params));
+        getLat.push_back(micros(Clock::now() - ta));
+        if (!r) {
+          std::cerr << "get: " << r.status().toString() << "\n";
+          return 1;
+        }
     }
     double getCpuUs = (processCpuSeconds(daemon.pid()) - getCpu0) * 1e6 / static_cast<double>(std::max<size_t>(gets, 1));
     auto g = of(getLat);
     std::printf("\n(a) memory/get round trip, one connection, %zu calls: p50 %.0f µs, p95 %.0f µs, p99 %.0f µs;"
                 " memqd CPU %.0f µs per get\n",
                 gets, g.p50, g.p95, g.p99, getCpuUs);
+    }
 
     // (b) recall over the socket vs in-process on the same database.
-    {
+    if (runs('b')) {
       memq::HashbagEmbedder embedder;
       memq::ServiceOptions so;
       so.dataDir = (work / "inproc-data").string();
@@ -333,8 +343,9 @@ int main(int argc, char** argv) {
       std::vector<double> socketLat, inprocLat, diff;
       size_t mismatched = 0;
       double daemonCpu0 = processCpuSeconds(daemon.pid()), inprocCpuMs = 0;
-      for (int pass = 0; pass < 3; ++pass) {
-        for (const auto& q : queries) {
+      for (int pass = 0; pass < recallPasses; ++pass) {
+        for (size_t qi = 0; qi < queries.size(); ++qi) {
+          const json& q = queries[qi];
           json params = recallParams(q);
           memq::RecallRequest req;
           req.query = params["query"];
@@ -347,7 +358,7 @@ int main(int argc, char** argv) {
           double socketMs = 0, inprocMs = 0;
           for (int turn = 0; turn < 2; ++turn) {
             auto ta = Clock::now();
-            if ((turn + pass) % 2 == 0) {
+            if ((turn + pass + qi) % 2 == 0) {
               overSocket = client.call("memory/recall", params);
               socketMs = micros(Clock::now() - ta) / 1000;
             } else {
@@ -369,10 +380,10 @@ int main(int argc, char** argv) {
         }
       }
       double daemonCpuMs = (processCpuSeconds(daemon.pid()) - daemonCpu0) * 1000;
-      size_t calls = 3 * queries.size();
+      size_t calls = static_cast<size_t>(recallPasses) * queries.size();
       auto s = of(socketLat), p = of(inprocLat), d = of(diff);
-      std::printf("\n(b) memory/recall at %zu memories, %zu measured queries (limit 3, threshold 0.01):\n", n,
-                  socketLat.size());
+      std::printf("\n(b) memory/recall at %zu memories, %zu measured pairs (%d passes over the queries; limit 3,"
+                  " threshold 0.01):\n", n, socketLat.size(), recallPasses);
       std::printf("    over the socket  p50 %.3f ms  p95 %.3f ms  p99 %.3f ms\n", s.p50, s.p95, s.p99);
       std::printf("    in-process       p50 %.3f ms  p95 %.3f ms  p99 %.3f ms\n", p.p50, p.p95, p.p99);
       std::printf("    socket - in-process, per query: p50 %.3f ms  p95 %.3f ms%s\n", d.p50, d.p95,
@@ -382,7 +393,7 @@ int main(int argc, char** argv) {
     }
 
     // (c) concurrent clients.
-    for (const Mix& mix : parsedMixes) {
+    for (const Mix& mix : runs('c') ? parsedMixes : std::vector<Mix>{}) {
       std::vector<memq::RpcClient> conns;
       for (int c = 0; c < clients; ++c) conns.push_back(connect());
       std::vector<ThreadResult> results(clients);

@@ -521,6 +521,63 @@ TEST_F(DaemonTest, APerRequestWriteScopeNarrowsTheConnectionsAndNeverWidensIt) {
   EXPECT_EQ(total("global"), 1);
 }
 
+TEST_F(DaemonTest, GetFindsAFullIdInEitherScopeAndStillResolvesPrefixes) {
+  auto c = daemon_->client(project_);
+  std::string inProject = save(c, "A project memory for get")["id"];
+  std::string inGlobal = save(c, "A global memory for get", {{"scope", "global"}})["id"];
+  auto project = c.call("memory/get", {{"id", inProject}});
+  ASSERT_TRUE(project.isOk()) << project.status().toString();
+  EXPECT_EQ((*project)["id"], inProject);
+  EXPECT_EQ((*project)["scope"], "project");
+  auto global = c.call("memory/get", {{"id", inGlobal}});
+  ASSERT_TRUE(global.isOk()) << global.status().toString();
+  EXPECT_EQ((*global)["id"], inGlobal);
+  EXPECT_EQ((*global)["scope"], "global");
+  // The request's `scope` limits where a full id is looked for.
+  auto elsewhere = c.call("memory/get", {{"id", inProject}, {"scope", "global"}});
+  ASSERT_FALSE(elsewhere.isOk());
+  EXPECT_EQ(elsewhere.status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(elsewhere.status().data()["field"], "id");
+  auto prefix = c.call("memory/get", {{"id", inGlobal.substr(0, 8)}});
+  ASSERT_TRUE(prefix.isOk()) << prefix.status().toString();
+  EXPECT_EQ((*prefix)["id"], inGlobal);
+  auto unknown = c.call("memory/get", {{"id", "00000000-0000-4000-8000-000000000000"}});
+  ASSERT_FALSE(unknown.isOk());
+  EXPECT_EQ(unknown.status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(unknown.status().data()["field"], "id");
+  auto empty = c.call("memory/get", {{"id", ""}});
+  ASSERT_FALSE(empty.isOk());
+  EXPECT_EQ(empty.status().data()["field"], "id");
+}
+
+TEST_F(DaemonTest, PipelinedRequestsAreAllAnsweredInOrder) {
+  // Requests sent back to back without waiting: some arrive in one read behind the one being handled, some while
+  // it is being handled, some split across writes. Every one is answered, in order, and none waits for more input.
+  auto c = daemon_->client(project_);
+  std::string id = save(c, "Pipelined gets read this")["id"];
+  for (int round = 0; round < 20; ++round) {
+    std::string burst;
+    const int count = 1 + round * 3;
+    for (int i = 0; i < count; ++i) {
+      json request = {{"jsonrpc", "2.0"}, {"id", i}, {"method", i % 3 == 2 ? "stats" : "memory/get"}};
+      if (i % 3 != 2) request["params"] = {{"id", id}};
+      burst += request.dump() + "\n";
+    }
+    // The burst's last request is split across two writes.
+    const size_t cut = burst.size() - 10;
+    ASSERT_TRUE(c.sendRaw(burst.substr(0, cut)).isOk());
+    if (round % 2) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    ASSERT_TRUE(c.sendRaw(burst.substr(cut)).isOk());
+    for (int i = 0; i < count; ++i) {
+      auto line = c.readRawLine(std::chrono::seconds(5));
+      ASSERT_TRUE(line.isOk()) << "round " << round << ", reply " << i << ": " << line.status().toString();
+      json reply = json::parse(*line);
+      EXPECT_EQ(reply["id"], i);
+      EXPECT_TRUE(reply.contains("result")) << *line;
+    }
+  }
+}
+
 TEST_F(DaemonTest, ShutdownDrainsAndExitsZero) {
   auto c = daemon_->client(project_);
   save(c, "before shutdown");
