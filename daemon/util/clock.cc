@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <ctime>
+#include <string_view>
 
 namespace memq {
 
@@ -19,7 +20,43 @@ std::string formatIsoUtc(std::chrono::system_clock::time_point t) {
 
 std::string isoNow() { return formatIsoUtc(std::chrono::system_clock::now()); }
 
+namespace {
+
+// Days from 1970-01-01 to year-month-day in the proleptic Gregorian calendar (H. Hinnant's days_from_civil).
+int64_t daysFromCivil(int64_t y, int64_t m, int64_t d) {
+  y -= m <= 2 ? 1 : 0;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const int64_t yoe = y - era * 400;
+  const int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+// formatIsoUtc's exact shape, "YYYY-MM-DDTHH:MM:SS.mmmZ", with fields in range: -1 for anything else.
+int64_t parseCanonicalIso(const std::string& iso) {
+  static constexpr std::string_view kShape = "0000-00-00T00:00:00.000Z";
+  if (iso.size() != kShape.size()) return -1;
+  for (size_t i = 0; i < kShape.size(); ++i) {
+    const bool digit = iso[i] >= '0' && iso[i] <= '9';
+    if (kShape[i] == '0' ? !digit : iso[i] != kShape[i]) return -1;
+  }
+  auto num = [&](size_t at, size_t len) {
+    int64_t v = 0;
+    for (size_t i = at; i < at + len; ++i) v = v * 10 + (iso[i] - '0');
+    return v;
+  };
+  const int64_t year = num(0, 4), mon = num(5, 2), day = num(8, 2), hour = num(11, 2), min = num(14, 2),
+                sec = num(17, 2), milli = num(20, 3);
+  if (mon < 1 || mon > 12 || day < 1 || day > 31 || hour > 23 || min > 59 || sec > 60) return -1;
+  return ((daysFromCivil(year, mon, day) * 24 + hour) * 60 + min) * 60000 + sec * 1000 + milli;
+}
+
+}  // namespace
+
 int64_t parseIsoUtcMillis(const std::string& iso) {
+  // Recall ranks every candidate by the age of its last use: the fixed shape every stored timestamp has is read
+  // directly (sscanf and timegm were 6% of a recall at 10k); other spellings take the general path.
+  if (int64_t ms = parseCanonicalIso(iso); ms >= 0) return ms;
   std::tm tm{};
   int year, mon, day, hour, min, sec, milli = 0;
   int n = std::sscanf(iso.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &year, &mon, &day, &hour, &min, &sec, &milli);

@@ -1,0 +1,64 @@
+// ISO-8601 UTC timestamps (daemon/util/clock.h): formatIsoUtc and parseIsoUtcMillis round-trip, the fast path for
+// the stored shape agrees with the C library's timegm on every day of four centuries, and other spellings still parse.
+#include "daemon/util/clock.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <ctime>
+#include <random>
+#include <string>
+
+namespace memq {
+namespace {
+
+// What parseIsoUtcMillis computed before it had a fast path: timegm over the fields.
+int64_t viaTimegm(int year, int mon, int day, int hour, int min, int sec, int milli) {
+  std::tm tm{};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = mon - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = min;
+  tm.tm_sec = sec;
+  return static_cast<int64_t>(timegm(&tm)) * 1000 + milli;
+}
+
+std::string iso(int year, int mon, int day, int hour, int min, int sec, int milli) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", year, mon, day, hour, min, sec, milli);
+  return buf;
+}
+
+TEST(Clock, FormatThenParseIsTheIdentityToTheMillisecond) {
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 20000; ++i) {
+    const int64_t ms = static_cast<int64_t>(rng() % 8'000'000'000'000ULL);  // 1970 .. 2223
+    const std::string text = formatIsoUtc(std::chrono::system_clock::time_point(std::chrono::milliseconds(ms)));
+    ASSERT_EQ(parseIsoUtcMillis(text), ms) << text;
+  }
+}
+
+TEST(Clock, TheStoredShapeParsesAsTimegmDoesOnEveryDayIncludingLeapDaysAndOverflows) {
+  for (int year = 1900; year < 2300; ++year) {
+    for (int mon = 1; mon <= 12; ++mon) {
+      for (int day = 1; day <= 31; ++day) {  // Feb 30 and Apr 31 roll over exactly as timegm rolls them
+        ASSERT_EQ(parseIsoUtcMillis(iso(year, mon, day, 23, 59, 60, 999)), viaTimegm(year, mon, day, 23, 59, 60, 999))
+            << iso(year, mon, day, 23, 59, 60, 999);
+        ASSERT_EQ(parseIsoUtcMillis(iso(year, mon, day, 0, 0, 0, 0)), viaTimegm(year, mon, day, 0, 0, 0, 0));
+      }
+    }
+  }
+}
+
+TEST(Clock, OtherSpellingsTakeTheGeneralPathAndGarbageIsMinusOne) {
+  EXPECT_EQ(parseIsoUtcMillis("2026-11-29T18:50:51Z"), viaTimegm(2026, 11, 29, 18, 50, 51, 0));
+  EXPECT_EQ(parseIsoUtcMillis("2026-1-2T3:4:5.6Z"), viaTimegm(2026, 1, 2, 3, 4, 5, 6));
+  EXPECT_EQ(parseIsoUtcMillis("2026-13-01T00:00:00.000Z"), viaTimegm(2026, 13, 1, 0, 0, 0, 0));
+  EXPECT_EQ(parseIsoUtcMillis(""), -1);
+  EXPECT_EQ(parseIsoUtcMillis("yesterday"), -1);
+  EXPECT_EQ(parseIsoUtcMillis("2026-11-29"), -1);
+}
+
+}  // namespace
+}  // namespace memq
