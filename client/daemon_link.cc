@@ -90,6 +90,14 @@ Result<DaemonLink> DaemonLink::open(const GlobalOptions& options, bool autostart
   if (!options.project.empty()) init["project_root"] = options.project;
   if (!options.tab.empty()) init["tab"] = options.tab;
   auto r = c->call("initialize", init, bounded(RpcClient::kDefaultCallTimeout));
+  if (!r && !isTransportError(r.status()) && init.contains("tab")) {
+    // A memqd older than `tab` refuses it as an unknown param: go on without shared hint state.
+    const auto& data = r.status().data();
+    if (data.is_object() && data.value("field", std::string()) == "tab") {
+      init.erase("tab");
+      r = c->call("initialize", init, bounded(RpcClient::kDefaultCallTimeout));
+    }
+  }
   if (!r) {
     // A daemon that did not answer (timeout, closed connection) will not answer a second try either.
     if (isTransportError(r.status())) return r.status();

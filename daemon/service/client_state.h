@@ -40,6 +40,7 @@ struct ClientState {
   WriteScope writeScope = WriteScope::kProject;
   std::string source = "agent";
   std::shared_ptr<TabHints> hints = std::make_shared<TabHints>();  // never null
+  std::string tabKey;  // the retained tab `hints` belongs to ("" = the connection's own)
   bool subscribed = false;
   std::set<std::string> subscribedScopes;  // empty = all
 };

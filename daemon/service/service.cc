@@ -247,14 +247,19 @@ Result<nlohmann::json> Service::initialize(ClientState& client, const nlohmann::
     isSubagent = true;
   }
   // A named tab resumes its hint state; a tab seen for the first time (or a connection without one) starts fresh.
+  // A subagent's tab is kept apart from its parent's tab of the same name: it has its own budget and inheritance.
   std::shared_ptr<TabHints> hints;
   bool freshHints = true;
-  if (const std::string tab = params.value("tab", std::string()); !tab.empty()) {
-    hints = attachTab(tab, freshHints);
+  std::string tabKey = params.value("tab", std::string());
+  if (!tabKey.empty() && isSubagent) tabKey = "subagent of " + parentToken + ": " + tabKey;
+  if (!tabKey.empty()) {
+    hints = attachTab(tabKey, freshHints);
   } else if (isSubagent) {
     hints = std::make_shared<TabHints>();
   } else {
-    hints = hintsOf(client);  // a plain connection keeps its state across a repeated initialize
+    std::lock_guard lock(client.mutex);
+    // A plain connection keeps its own state across a repeated initialize; one that named a tab before leaves it.
+    hints = client.tabKey.empty() ? client.hints : std::make_shared<TabHints>();
     freshHints = false;
   }
   if (isSubagent && freshHints) {
@@ -272,6 +277,7 @@ Result<nlohmann::json> Service::initialize(ClientState& client, const nlohmann::
     token = client.token;
     client.initialized = true;
     client.hints = std::move(hints);
+    client.tabKey = tabKey;
   }
   {
     std::lock_guard reg(clientsMutex_);
@@ -314,6 +320,11 @@ std::shared_ptr<TabHints> Service::attachTab(const std::string& tab, bool& creat
   using std::chrono::steady_clock;
   const auto now = steady_clock::now();
   std::lock_guard lock(tabsMutex_);
+  if (auto it = tabs_.find(tab); it != tabs_.end()) {
+    it->second.lastSeen = now;
+    created = false;
+    return it->second.hints;
+  }
   // A tab nobody has used for kTabRetention is forgotten (its agent session is over); past kMaxRetainedTabs the
   // longest-idle tabs without a live connection go first, so a flood of tab names cannot grow memqd without bound.
   std::erase_if(tabs_, [&](const auto& entry) {
@@ -329,14 +340,24 @@ std::shared_ptr<TabHints> Service::attachTab(const std::string& tab, bool& creat
     if (oldest == tabs_.end()) break;  // every retained tab has a live connection
     tabs_.erase(oldest);
   }
-  auto [it, inserted] = tabs_.try_emplace(tab);
-  if (inserted) it->second.hints = std::make_shared<TabHints>();
-  it->second.lastSeen = now;
-  created = inserted;
-  return it->second.hints;
+  auto& added = tabs_[tab];
+  added.hints = std::make_shared<TabHints>();
+  added.lastSeen = now;
+  created = true;
+  return added.hints;
 }
 
 void Service::forget(ClientState& client) {
+  std::string tabKey;
+  {
+    std::lock_guard lock(client.mutex);
+    tabKey = client.tabKey;
+  }
+  if (!tabKey.empty()) {
+    // Retention counts from the tab's last connection, not its first.
+    std::lock_guard lock(tabsMutex_);
+    if (auto it = tabs_.find(tabKey); it != tabs_.end()) it->second.lastSeen = std::chrono::steady_clock::now();
+  }
   std::lock_guard reg(clientsMutex_);
   for (auto it = clients_.begin(); it != clients_.end();) {
     if (it->second == &client) it = clients_.erase(it);

@@ -1451,6 +1451,7 @@ Result<std::vector<FtsHit>> MemoryStore::searchFts(FtsLane lane, const std::stri
         }
       }
     } catch (const std::exception& e) {
+      mirrorStale_ = true;  // an evaluation cut short may leave the index's scratch dirty: rebuild before reuse
       return storageError(e, "full-text search");
     }
     auto matches = matchText(matchExpression);
@@ -1490,6 +1491,7 @@ Result<TextMatches> MemoryStore::matchText(const std::string& matchExpression) {
     if (e.getErrorCode() == SQLITE_ERROR) return TextMatches{};
     return storageError(e, "full-text search");
   } catch (const std::exception& e) {
+    mirrorStale_ = true;  // as in searchFts
     return storageError(e, "full-text search");
   }
 }
@@ -1502,6 +1504,7 @@ Result<std::vector<std::optional<double>>> MemoryStore::textBm25(const std::stri
         if (auto phrases = text_->parse(matchExpression)) return text_->bm25Of(*phrases, pks);
       }
     } catch (const std::exception& e) {
+      mirrorStale_ = true;  // as in searchFts
       return storageError(e, "full-text search");
     }
   }

@@ -162,11 +162,11 @@ class TextIndex {
   std::vector<uint32_t> freqScratch_;
   std::vector<double> scoreScratch_;
   std::vector<char> touchedScratch_;
-  std::vector<uint8_t> filterScratch_;
+  std::vector<uint8_t> filterScratch_;  // phraseFrequencies: rows holding each of a phrase's rarer tokens
   std::vector<uint32_t> docLengths_;  // docs_[slot].terms.size(), dense: scoring reads it for every posting
   // normOf's memo: bm25's length norm (> 0) by row length, for normsAvgdl_; -1 = not computed yet.
   std::vector<double> normByLength_;
-  double normsAvgdl_ = -1;  // phraseFrequencies: rows holding each of a phrase's rarer tokens
+  double normsAvgdl_ = -1;
   // Scratch for bm25Of(), sized to terms_ (zero between calls): bit j set = the term is phrase j's (of a block of 64).
   std::vector<uint64_t> termPhraseBits_;
   // Rows where each phrase occurs (bm25's nHit), by phraseKey, valid while generation_ is hitCountsGeneration_.

@@ -242,6 +242,27 @@ TEST_F(DaemonTest, ConnectionsNamingOneTabShareItsHintStateAfterEachCloses) {
   EXPECT_EQ((*p1)["hints"].size(), 1u);
 }
 
+TEST_F(DaemonTest, ASubagentNamingItsParentsTabGetsItsOwnSubagentState) {
+  auto setup = daemon_->client(project_);
+  save(setup, "Use pnpm, not npm", {{"files", {"src/pkg.json"}}, {"category", "pref"}});
+  json read = {{"tool", "read"}, {"files", {"src/pkg.json"}}};
+  auto parent = daemon_->client(project_, "hook", {{"tab", "session-9"}});
+  const std::string parentToken = daemon_->lastSession();
+  auto p1 = parent.call("hints/for_tool", read);
+  ASSERT_TRUE(p1.isOk()) << p1.status().toString();
+  ASSERT_EQ((*p1)["hints"].size(), 1u);
+  // Same tab, as a subagent: a pref still reaches a subagent once, so it is not the parent's state it reads.
+  auto sub = daemon_->client(project_, "hook", {{"tab", "session-9"}, {"parent", parentToken}});
+  auto s1 = sub.call("hints/for_tool", read);
+  ASSERT_TRUE(s1.isOk()) << s1.status().toString();
+  EXPECT_EQ((*s1)["hints"].size(), 1u) << s1->dump();
+  // And the parent's tab was not turned into a subagent's: it still knows it showed the pref this turn.
+  auto again = daemon_->client(project_, "hook", {{"tab", "session-9"}});
+  auto a1 = again.call("hints/for_tool", read);
+  ASSERT_TRUE(a1.isOk());
+  EXPECT_TRUE((*a1)["hints"].empty()) << a1->dump();
+}
+
 TEST_F(DaemonTest, AnInvalidTabIsRefusedNamingTheField) {
   for (const json& tab : {json(""), json(std::string(257, 't')), json(42)}) {
     auto c = daemon_->connect();
