@@ -560,22 +560,21 @@ Result<Memory> Service::get(const CallContext& ctx, const std::string& id) {
   // A full id (what clients send back after a recall) is read straight from each scope in resolve's order, one
   // read per scope and none of resolve's id lookup before it; an exact id in any scope wins over prefixes
   // elsewhere, as in resolve. What no scope holds exactly goes through resolve: a prefix, or NotFound naming `id`.
-  Result<Memory> m = Status::internal("unreached");
-  if (!id.empty()) {
-    auto scopes = idScopes(ctx);
-    if (!scopes) return scopes.status();
-    for (auto& scope : *scopes) {
-      std::lock_guard lock(scope->db->mutex);
-      m = scope->db->store->get(id);
-      if (m || m.status().code() != ErrorCode::kNotFound) break;
+  Result<Memory> m = [&]() -> Result<Memory> {
+    if (!id.empty()) {
+      auto scopes = idScopes(ctx);
+      if (!scopes) return scopes.status();
+      for (auto& scope : *scopes) {
+        std::lock_guard lock(scope->db->mutex);
+        auto exact = scope->db->store->get(id);
+        if (exact || exact.status().code() != ErrorCode::kNotFound) return exact;
+      }
     }
-  }
-  if (!m && (id.empty() || m.status().code() == ErrorCode::kNotFound)) {
     auto r = resolve(ctx, id);
     if (!r) return r.status();
     std::lock_guard lock(r->scope->db->mutex);
-    m = r->scope->db->store->get(r->id);
-  }
+    return r->scope->db->store->get(r->id);
+  }();
   if (m) markActed(ctx.client);
   return m;
 }
