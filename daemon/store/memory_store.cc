@@ -214,23 +214,6 @@ Status MemoryStore::loadIndexes() {
 
 namespace {
 
-// MirroredRow::lastUsedKey of an ISO timestamp: its 17 digits as a number when it has isoNow's fixed format
-// (YYYY-MM-DDTHH:MM:SS.mmmZ), where the other bytes are equal so bytewise and numeric order agree; else -1.
-int64_t lastUsedKeyOf(std::string_view iso) {
-  static constexpr std::string_view kShape = "0000-00-00T00:00:00.000Z";
-  if (iso.size() != kShape.size()) return -1;
-  int64_t key = 0;
-  for (size_t i = 0; i < kShape.size(); ++i) {
-    if (kShape[i] == '0') {
-      if (iso[i] < '0' || iso[i] > '9') return -1;
-      key = key * 10 + (iso[i] - '0');
-    } else if (iso[i] != kShape[i]) {
-      return -1;
-    }
-  }
-  return key;
-}
-
 // The file lane's order: newest last use first (as SQLite compares TEXT: bytewise), then highest pk.
 bool usedMoreRecently(const MemoryStore::MirroredRow* a, const MemoryStore::MirroredRow* b) {
   if (a->lastUsedKey >= 0 && b->lastUsedKey >= 0) {
@@ -255,7 +238,7 @@ void MemoryStore::setLastUsed(MirroredRow& row, const std::string& at) {
     if (it != rows.end() && *it == &row) rows.erase(it);
   }
   row.lastUsedAt = at;
-  row.lastUsedKey = lastUsedKeyOf(at);
+  row.lastUsedKey = isoUtcDigits(at);
   for (const auto& path : row.paths) insertByLastUse(pathRows_[path], &row);
 }
 
@@ -281,7 +264,7 @@ void MemoryStore::loadMirror() {
       auto& row = rowMeta_[pk] = {active, q.getColumn(5).getString(), {}, q.getColumn(6).getInt64(),
                                   q.getColumn(7).getInt() != 0, utf16Length(summary) + utf16Length(details)};
       row.pk = pk;
-      row.lastUsedKey = lastUsedKeyOf(row.lastUsedAt);
+      row.lastUsedKey = isoUtcDigits(row.lastUsedAt);
     }
   }
   {
@@ -334,7 +317,7 @@ void MemoryStore::refreshMirror(int64_t pk, bool textChanged) {
     files->bind(1, pk);
     while (files->executeStep()) meta.paths.push_back(files->getColumn(0).getString());
     meta.pk = pk;
-    meta.lastUsedKey = lastUsedKeyOf(meta.lastUsedAt);
+    meta.lastUsedKey = isoUtcDigits(meta.lastUsedAt);
     auto& row = rowMeta_[pk] = std::move(meta);
     for (const auto& path : row.paths) insertByLastUse(pathRows_[path], &row);
   } catch (const std::exception&) {

@@ -32,26 +32,34 @@ int64_t daysFromCivil(int64_t y, int64_t m, int64_t d) {
   return era * 146097 + doe - 719468;
 }
 
-// formatIsoUtc's exact shape, "YYYY-MM-DDTHH:MM:SS.mmmZ", with fields in range: -1 for anything else.
+// formatIsoUtc's exact shape with fields in range: -1 for anything else.
 int64_t parseCanonicalIso(const std::string& iso) {
-  static constexpr std::string_view kShape = "0000-00-00T00:00:00.000Z";
-  if (iso.size() != kShape.size()) return -1;
-  for (size_t i = 0; i < kShape.size(); ++i) {
-    const bool digit = iso[i] >= '0' && iso[i] <= '9';
-    if (kShape[i] == '0' ? !digit : iso[i] != kShape[i]) return -1;
-  }
-  auto num = [&](size_t at, size_t len) {
-    int64_t v = 0;
-    for (size_t i = at; i < at + len; ++i) v = v * 10 + (iso[i] - '0');
-    return v;
-  };
-  const int64_t year = num(0, 4), mon = num(5, 2), day = num(8, 2), hour = num(11, 2), min = num(14, 2),
-                sec = num(17, 2), milli = num(20, 3);
+  const int64_t digits = isoUtcDigits(iso);
+  if (digits < 0) return -1;
+  // YYYY MM DD hh mm ss mmm: 4 + 2 + 2 + 2 + 2 + 2 + 3 digits.
+  const int64_t year = digits / 10'000'000'000'000, mon = digits / 100'000'000'000 % 100,
+                day = digits / 1'000'000'000 % 100, hour = digits / 10'000'000 % 100, min = digits / 100'000 % 100,
+                sec = digits / 1000 % 100, milli = digits % 1000;
   if (mon < 1 || mon > 12 || day < 1 || day > 31 || hour > 23 || min > 59 || sec > 60) return -1;
   return ((daysFromCivil(year, mon, day) * 24 + hour) * 60 + min) * 60000 + sec * 1000 + milli;
 }
 
 }  // namespace
+
+int64_t isoUtcDigits(std::string_view iso) {
+  static constexpr std::string_view kShape = "0000-00-00T00:00:00.000Z";
+  if (iso.size() != kShape.size()) return -1;
+  int64_t digits = 0;
+  for (size_t i = 0; i < kShape.size(); ++i) {
+    if (kShape[i] == '0') {
+      if (iso[i] < '0' || iso[i] > '9') return -1;
+      digits = digits * 10 + (iso[i] - '0');
+    } else if (iso[i] != kShape[i]) {
+      return -1;
+    }
+  }
+  return digits;
+}
 
 int64_t parseIsoUtcMillis(const std::string& iso) {
   // Recall ranks every candidate by the age of its last use: the fixed shape every stored timestamp has is read

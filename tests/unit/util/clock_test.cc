@@ -1,5 +1,7 @@
 // ISO-8601 UTC timestamps (daemon/util/clock.h): formatIsoUtc and parseIsoUtcMillis round-trip, the fast path for
-// the stored shape agrees with the C library's timegm on every day of four centuries, and other spellings still parse.
+// the stored shape agrees with the C library's timegm on every day of four centuries (viaTimegm below is the
+// general path written out again on purpose: the oracle must not share the code it checks), other spellings still
+// parse, and isoUtcDigits orders as the strings do.
 #include "daemon/util/clock.h"
 
 #include <gtest/gtest.h>
@@ -48,6 +50,22 @@ TEST(Clock, TheStoredShapeParsesAsTimegmDoesOnEveryDayIncludingLeapDaysAndOverfl
         ASSERT_EQ(parseIsoUtcMillis(iso(year, mon, day, 0, 0, 0, 0)), viaTimegm(year, mon, day, 0, 0, 0, 0));
       }
     }
+  }
+}
+
+TEST(Clock, StoredTimestampDigitsOrderAsTheStringsDo) {
+  EXPECT_EQ(isoUtcDigits("2026-11-29T18:50:51.007Z"), 20261129185051007);
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 5000; ++i) {
+    auto at = [&] {
+      return formatIsoUtc(std::chrono::system_clock::time_point(
+          std::chrono::milliseconds(static_cast<int64_t>(rng() % 8'000'000'000'000ULL))));
+    };
+    const std::string a = at(), b = at();
+    ASSERT_EQ(a < b, isoUtcDigits(a) < isoUtcDigits(b)) << a << " " << b;
+  }
+  for (const char* other : {"", "2026-11-29T18:50:51Z", "2026-11-29 18:50:51.007Z", "2026-11-29T18:50:51.007+00"}) {
+    EXPECT_EQ(isoUtcDigits(other), -1) << other;
   }
 }
 
