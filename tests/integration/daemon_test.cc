@@ -42,6 +42,15 @@ class DaemonTest : public ::testing::Test {
     EXPECT_TRUE(r.isOk()) << r.status().toString();
     return r ? *r : json();
   }
+  // One short-lived connection naming `tab`, as an agent hook makes: `method` (hints/for_tool reads src/jwt.ts,
+  // anything else gets no params), then the connection closes.
+  json onceInTab(const std::string& tab, const std::string& method = "hints/for_tool") {
+    auto c = daemon_->client(project_, "hook", {{"tab", tab}});
+    auto r = c.call(method, method == "hints/for_tool" ? json{{"tool", "read"}, {"files", {"src/jwt.ts"}}}
+                                                       : json::object());
+    EXPECT_TRUE(r.isOk()) << r.status().toString();
+    return r ? *r : json();
+  }
 
   fs::path dir_;
   std::string project_;
@@ -220,19 +229,13 @@ TEST_F(DaemonTest, ConnectionsNamingOneTabShareItsHintStateAfterEachCloses) {
   auto setup = daemon_->client(project_);
   save(setup, "The JWT clock skew is 30 s", {{"files", {"src/jwt.ts"}}, {"category", "gotcha"}});
   json read = {{"tool", "read"}, {"files", {"src/jwt.ts"}}};
-  auto hintsOnce = [&](const std::string& tab, const std::string& method = "hints/for_tool") {
-    auto c = daemon_->client(project_, "hook", {{"tab", tab}});
-    auto r = c.call(method, method == "hints/for_tool" ? read : json::object());
-    EXPECT_TRUE(r.isOk()) << r.status().toString();
-    return r ? *r : json();
-  };
-  EXPECT_EQ(hintsOnce("session-1")["hints"].size(), 1u);
-  EXPECT_TRUE(hintsOnce("session-1")["hints"].empty());  // surfaced this turn by an earlier connection of the tab
-  EXPECT_EQ(hintsOnce("session-2")["hints"].size(), 1u);  // another tab
-  EXPECT_EQ(hintsOnce("session-1", "hints/turn")["turn"], 1);
-  EXPECT_TRUE(hintsOnce("session-1")["hints"].empty());  // in its 10-turn cooldown
-  for (int i = 0; i < 10; ++i) hintsOnce("session-1", "hints/turn");
-  auto back = hintsOnce("session-1");
+  EXPECT_EQ(onceInTab("session-1")["hints"].size(), 1u);
+  EXPECT_TRUE(onceInTab("session-1")["hints"].empty());  // surfaced this turn by an earlier connection of the tab
+  EXPECT_EQ(onceInTab("session-2")["hints"].size(), 1u);  // another tab
+  EXPECT_EQ(onceInTab("session-1", "hints/turn")["turn"], 1);
+  EXPECT_TRUE(onceInTab("session-1")["hints"].empty());  // in its 10-turn cooldown
+  for (int i = 0; i < 10; ++i) onceInTab("session-1", "hints/turn");
+  auto back = onceInTab("session-1");
   ASSERT_EQ(back["hints"].size(), 1u);
   EXPECT_EQ(back["hints"][0]["label"], "gotcha");
   // A connection without a tab keeps its own state, as before.
@@ -261,6 +264,22 @@ TEST_F(DaemonTest, ASubagentNamingItsParentsTabGetsItsOwnSubagentState) {
   auto a1 = again.call("hints/for_tool", read);
   ASSERT_TRUE(a1.isOk());
   EXPECT_TRUE((*a1)["hints"].empty()) << a1->dump();
+}
+
+TEST_F(DaemonTest, RetainedTabsAreBoundedAndAKeptTabIsNeverEvictedToMakeRoomForItself) {
+  constexpr int kMaxRetainedTabs = 4096;  // daemon/service/service.h
+  auto setup = daemon_->client(project_);
+  save(setup, "The JWT clock skew is 30 s", {{"files", {"src/jwt.ts"}}, {"category", "gotcha"}});
+  EXPECT_EQ(onceInTab("target")["hints"].size(), 1u);
+  EXPECT_EQ(onceInTab("early")["hints"].size(), 1u);
+  for (int i = 2; i < kMaxRetainedTabs; ++i) daemon_->client(project_, "hook", {{"tab", "flood-" + std::to_string(i)}});
+  // Every slot is taken by an idle tab, "target" the longest idle; coming back to it keeps its state (it is not the
+  // one evicted to make room for itself).
+  EXPECT_TRUE(onceInTab("target")["hints"].empty());
+  // A new tab makes room by forgetting the longest idle one: "early" starts over, "target" (just used) does not.
+  onceInTab("late", "hints/turn");
+  EXPECT_EQ(onceInTab("early")["hints"].size(), 1u);
+  EXPECT_TRUE(onceInTab("target")["hints"].empty());
 }
 
 TEST_F(DaemonTest, AnInvalidTabIsRefusedNamingTheField) {
