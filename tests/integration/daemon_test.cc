@@ -272,6 +272,15 @@ TEST_F(DaemonTest, RetainedTabsAreBoundedAndAKeptTabIsNeverEvictedToMakeRoomForI
   save(setup, "The JWT clock skew is 30 s", {{"files", {"src/jwt.ts"}}, {"category", "gotcha"}});
   EXPECT_EQ(onceInTab("target")["hints"].size(), 1u);
   EXPECT_EQ(onceInTab("early")["hints"].size(), 1u);
+  // A tab's idle time counts from when memqd sees its connection close, which a loaded machine may delay past the
+  // next connections: wait until only `setup` and this one are left, so "early" is idle longer than every flood tab.
+  auto watcher = daemon_->connect();
+  for (int i = 0; i < 2000; ++i) {
+    auto status = watcher.call("daemon/status", json::object());
+    ASSERT_TRUE(status.isOk()) << status.status().toString();
+    if ((*status)["connections"] == 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   for (int i = 2; i < kMaxRetainedTabs; ++i) daemon_->client(project_, "hook", {{"tab", "flood-" + std::to_string(i)}});
   // Every slot is taken by an idle tab, "target" the longest idle; coming back to it keeps its state (it is not the
   // one evicted to make room for itself).
