@@ -16,6 +16,7 @@ Server::Server(ServerOptions options, Service& service)
       work_(asio::make_work_guard(io_)),
       workers_(options_.workerThreads),
       housekeeping_(io_),
+      saveCommit_(io_),
       signals_(io_, SIGINT, SIGTERM),
       dispatcher_(service, ServerHooks{[this] { return status(); }, [this] { requestShutdown(); }}) {
   started_ = lastActivity_ = std::chrono::steady_clock::now();
@@ -120,6 +121,7 @@ void Server::submit(std::shared_ptr<Session> session, std::string message) {
     std::vector<std::string> log;
     std::optional<std::string> reply = dispatcher_.handleMessage(session->client(), message, &log);
     requestsServed_ += log.size();
+    if (service_.hasPendingSaves()) scheduleSaveCommit();
     // The reply is written here when nothing is ahead of it, saving the client a wake-up of the I/O thread on its
     // round trip (context switches dominate a get's cost on small machines, docs/performance.md).
     bool nothingLeftToWrite = !reply;
@@ -188,6 +190,7 @@ void Server::finishIfDrained() {
   for (auto& s : copy) s->closeWhenFlushed();
   if (sessions_.empty()) {
     housekeeping_.cancel();
+    saveCommit_.cancel();
     work_.reset();
     io_.stop();
   } else {
@@ -200,6 +203,26 @@ void Server::finishIfDrained() {
       io_.stop();
     });
   }
+}
+
+void Server::scheduleSaveCommit() {
+  // Saves that follow each other share one transaction (StoreOptions::saveBatch); each is acknowledged once it is
+  // in the save journal. This bounds how long the last of them waits for its commit when no request comes after it.
+  constexpr auto kSaveCommitDelay = std::chrono::milliseconds(10);
+  if (saveCommitScheduled_.exchange(true)) return;
+  asio::post(io_, [this, kSaveCommitDelay] {
+    saveCommit_.expires_after(kSaveCommitDelay);
+    saveCommit_.async_wait([this](const asio::error_code& ec) {
+      if (ec) {
+        saveCommitScheduled_ = false;
+        return;
+      }
+      asio::post(workers_, [this] {
+        saveCommitScheduled_ = false;
+        service_.commitPendingSaves();
+      });
+    });
+  });
 }
 
 void Server::armHousekeeping() {

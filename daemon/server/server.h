@@ -55,6 +55,8 @@ class Server {
   void broadcast(const ChangeEvent& event);
   void finishIfDrained();
   void armHousekeeping();
+  // After a request that left saves in an open batch: commits them on a worker within kSaveCommitDelay.
+  void scheduleSaveCommit();
   nlohmann::json status();
 
   ServerOptions options_;
@@ -64,6 +66,8 @@ class Server {
   asio::thread_pool workers_;
   std::optional<asio::local::stream_protocol::acceptor> acceptor_;
   asio::steady_timer housekeeping_;
+  asio::steady_timer saveCommit_;  // I/O thread only
+  std::atomic<bool> saveCommitScheduled_{false};
   asio::signal_set signals_;
   Dispatcher dispatcher_;
   std::set<std::shared_ptr<Session>> sessions_;

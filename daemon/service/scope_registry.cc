@@ -16,6 +16,7 @@ Result<std::shared_ptr<ScopeDatabase>> ScopeRegistry::openDatabase(const std::st
   so.scope = name;
   so.projectRoot = root;
   so.embedder = options_.embedder;
+  so.saveBatch = options_.saveBatch;
   auto store = MemoryStore::open(so);
   if (!store) {
     spdlog::error("cannot open {} scope at {}: {}", name, path, store.status().message());
@@ -28,6 +29,9 @@ Result<std::shared_ptr<ScopeDatabase>> ScopeRegistry::openDatabase(const std::st
   db->store = std::move(*store);
   databases_[path] = db;
   spdlog::info("opened {} scope {}", name, path);
+  if (db->store->replayedSaves() > 0) {
+    spdlog::info("applied {} saves from the save journal of {}", db->store->replayedSaves(), path);
+  }
   return db;
 }
 
@@ -116,6 +120,23 @@ void ScopeRegistry::checkpointAll() {
     std::lock_guard lock(db->mutex);
     if (Status st = db->store->checkpoint(); !st) spdlog::warn("checkpoint of {} failed: {}", db->path, st.message());
   }
+}
+
+size_t ScopeRegistry::commitPendingSaves() {
+  std::vector<std::shared_ptr<ScopeDatabase>> open;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [k, v] : databases_) open.push_back(v);
+  }
+  size_t failed = 0;
+  for (auto& db : open) {
+    std::lock_guard lock(db->mutex);
+    if (Status st = db->store->commitPendingSaves(); !st) {
+      ++failed;
+      spdlog::error("commit of saves in {} failed (they stay in its journal): {}", db->path, st.message());
+    }
+  }
+  return failed;
 }
 
 std::vector<std::string> ScopeRegistry::openScopePaths() {

@@ -26,6 +26,17 @@ struct ScopeDatabase {
   std::string path;
   std::mutex mutex;
   std::unique_ptr<MemoryStore> store;
+  // Holds the lock for anything but a save, with the saves the store batches committed first: the request then
+  // sees one committed state, and the file's other connection (the co-change cache, which recall may write
+  // through) never waits on a transaction held open by this one.
+  std::unique_lock<std::mutex> lockCommitted() {
+    std::unique_lock lock(mutex);
+    if (store->hasOpenBatch()) {
+      // A failure is reported by the next write (the saves stay in the journal); reads go on meanwhile.
+      (void)store->commitPendingSaves();
+    }
+    return lock;
+  }
 };
 
 struct Scope {
@@ -43,6 +54,7 @@ struct ScopeRegistryOptions {
   std::string dataDir;  // holds global.db
   const Embedder* embedder = nullptr;
   RepoSignalsFactory repoFactory;  // may be empty: no repository signals
+  int saveBatch = 1;  // StoreOptions::saveBatch of every database opened
 };
 
 class ScopeRegistry {
@@ -61,6 +73,8 @@ class ScopeRegistry {
   std::vector<std::string> openScopePaths();
   // Copies each open scope's WAL back into its database (saves never pay for that themselves).
   void checkpointAll();
+  // Commits the saves each open database holds in a batch (see StoreOptions::saveBatch). Returns how many failed.
+  size_t commitPendingSaves();
 
  private:
   // Both REQUIRE mutex_ held.

@@ -134,7 +134,13 @@ const char* writeScopeName(WriteScope s) {
 
 Service::Service(ServiceOptions options)
     : options_(std::move(options)),
-      registry_(ScopeRegistryOptions{options_.dataDir, options_.embedder, options_.repoFactory}) {}
+      registry_(ScopeRegistryOptions{options_.dataDir, options_.embedder, options_.repoFactory, options_.saveBatch}) {}
+
+size_t Service::commitPendingSaves() {
+  // Cleared first: a save that lands after this point sets it again, and is committed by the next call.
+  savesPending_.store(false);
+  return registry_.commitPendingSaves();
+}
 
 Service::~Service() = default;
 
@@ -445,7 +451,7 @@ Result<Service::Resolved> Service::resolve(const CallContext& ctx, const std::st
   std::vector<Resolved> found;
   nlohmann::json candidates = nlohmann::json::array();
   for (auto& scope : *scopes) {
-    std::lock_guard lock(scope->db->mutex);
+    auto lock = scope->db->lockCommitted();
     auto ids = scope->db->store->matchIds(idOrPrefix, 10);
     if (!ids) return ids.status();
     for (const auto& id : *ids) {
@@ -524,6 +530,7 @@ Result<nlohmann::json> Service::save(const CallContext& ctx, const SaveInput& ra
   {
     std::lock_guard lock((*scope)->db->mutex);
     outcome = (*scope)->db->store->save(*normalized, files, actor);
+    if ((*scope)->db->store->hasPendingSaves()) savesPending_.store(true);
   }
   if (!outcome) return outcome.status();
   if (outcome->status == "created") emit(**scope, outcome->id, "create");
@@ -565,14 +572,14 @@ Result<Memory> Service::get(const CallContext& ctx, const std::string& id) {
       auto scopes = idScopes(ctx);
       if (!scopes) return scopes.status();
       for (auto& scope : *scopes) {
-        std::lock_guard lock(scope->db->mutex);
+        auto lock = scope->db->lockCommitted();
         auto exact = scope->db->store->get(id);
         if (exact || exact.status().code() != ErrorCode::kNotFound) return exact;
       }
     }
     auto r = resolve(ctx, id);
     if (!r) return r.status();
-    std::lock_guard lock(r->scope->db->mutex);
+    auto lock = r->scope->db->lockCommitted();
     return r->scope->db->store->get(r->id);
   }();
   if (m) markActed(ctx.client);
@@ -589,7 +596,7 @@ Result<Memory> Service::mutate(const CallContext& ctx, const std::string& id, co
   Result<Memory> out = Status::internal("unreached");
   std::string before;
   {
-    std::lock_guard lock(r->scope->db->mutex);
+    auto lock = r->scope->db->lockCommitted();
     auto m = r->scope->db->store->get(r->id);
     if (m) before = m->updatedAt;
     out = op(*r->scope->db->store, r->id);
@@ -629,7 +636,7 @@ Result<UpdateOutcome> Service::update(const CallContext& ctx, const std::string&
   Result<Memory> out = Status::internal("unreached");
   std::string before;
   {
-    std::lock_guard lock(r->scope->db->mutex);
+    auto lock = r->scope->db->lockCommitted();
     auto m = r->scope->db->store->get(r->id);
     if (m) before = m->updatedAt;
     out = r->scope->db->store->update(r->id, in, ctx.actor);
@@ -653,7 +660,7 @@ Result<ListResult> Service::list(const CallContext& ctx, const ListFilter& filte
     f.file = p->front();
   }
   for (auto& scope : *scopes) {
-    std::lock_guard lock(scope->db->mutex);
+    auto lock = scope->db->lockCommitted();
     auto l = scope->db->store->list(f);
     if (!l) return l.status();
     out.total += l->total;
@@ -698,7 +705,7 @@ Result<std::vector<RecallHit>> Service::recall(const CallContext& ctx, RecallReq
   PreparedQuery query = prepareQuery(request, *options_.embedder, project ? project->repo.get() : nullptr);
   std::vector<Candidate> all;
   for (auto& scope : *scopes) {
-    std::lock_guard lock(scope->db->mutex);
+    auto lock = scope->db->lockCommitted();
     auto c = gatherCandidates(*scope->db->store, request, query, scope->name == "project" ? scope->repo.get() : nullptr);
     if (!c) return c.status();
     for (auto& cand : *c) all.push_back(std::move(cand));
@@ -711,7 +718,7 @@ Result<std::vector<RecallHit>> Service::recall(const CallContext& ctx, RecallReq
     if (std::none_of(hits.begin(), hits.end(), [&](const RecallHit& h) { return h.memory.scope == scope->name; })) {
       continue;
     }
-    std::lock_guard lock(scope->db->mutex);
+    auto lock = scope->db->lockCommitted();
     auto loaded = loadHitRows(*scope->db->store, hits);
     if (!loaded) return loaded;
     if (!markUsed) continue;
@@ -760,7 +767,7 @@ Result<std::pair<Memory, Memory>> Service::supersede(const CallContext& ctx, con
   }
   Result<std::pair<Memory, Memory>> out = Status::internal("unreached");
   {
-    std::lock_guard lock(oldR->scope->db->mutex);
+    auto lock = oldR->scope->db->lockCommitted();
     out = oldR->scope->db->store->supersede(oldR->id, byR->id, ctx.actor);
   }
   if (out) emit(*oldR->scope, oldR->id, "supersede");
@@ -787,7 +794,7 @@ Status Service::purge(const CallContext& ctx, const std::string& id, bool confir
   if (!r) return r.status();
   Status st;
   {
-    std::lock_guard lock(r->scope->db->mutex);
+    auto lock = r->scope->db->lockCommitted();
     st = r->scope->db->store->purge(r->id, true, ctx.actor);
   }
   if (st) emit(*r->scope, r->id, "purge");
@@ -835,7 +842,7 @@ Result<HintResult> Service::hintsForTool(const CallContext& ctx, const std::stri
     candidates.push_back({m.id, m.summary, m.category, m.pinned, direct});
   };
   for (auto& scope : *scopes) {
-    std::lock_guard lock(scope->db->mutex);
+    auto lock = scope->db->lockCommitted();
     if (!files.empty()) {
       auto hits = scope->db->store->findByPaths(files, 100);
       if (!hits) return hits.status();
@@ -927,7 +934,7 @@ Result<nlohmann::json> Service::reviewClusters(const CallContext& ctx, double mi
   if (!scopes) return scopes.status();
   nlohmann::json clusters = nlohmann::json::array();
   for (auto& scope : *scopes) {
-    std::lock_guard lock(scope->db->mutex);
+    auto lock = scope->db->lockCommitted();
     auto edges = scope->db->store->similarEdges(minWeight);
     if (!edges) return edges.status();
     // Union-find over strong similar edges: each component is one cluster to review.
@@ -966,7 +973,7 @@ Result<nlohmann::json> Service::reviewStale(const CallContext& ctx, size_t limit
   if (!scope) return scope.status();
   nlohmann::json out = nlohmann::json::array();
   if (!(*scope)->repo) return nlohmann::json{{"memories", out}};
-  std::lock_guard lock((*scope)->db->mutex);
+  auto lock = (*scope)->db->lockCommitted();
   auto ms = (*scope)->db->store->memoriesWithFiles(100000);
   if (!ms) return ms.status();
   for (auto& m : *ms) {
@@ -987,7 +994,7 @@ Result<nlohmann::json> Service::reviewDead(const CallContext& ctx, size_t limit)
   auto scope = projectScope(ctx);
   if (!scope) return scope.status();
   nlohmann::json out = nlohmann::json::array();
-  std::lock_guard lock((*scope)->db->mutex);
+  auto lock = (*scope)->db->lockCommitted();
   auto ms = (*scope)->db->store->memoriesWithFiles(100000);
   if (!ms) return ms.status();
   namespace fs = std::filesystem;
@@ -1026,7 +1033,7 @@ Result<nlohmann::json> Service::auditList(const CallContext& ctx, const AuditFil
       if (r && r->scope->db != scope->db) continue;
       if (r) f.memoryId = r->id;
     }
-    std::lock_guard lock(scope->db->mutex);
+    auto lock = scope->db->lockCommitted();
     auto list = scope->db->store->audit(f);
     if (!list) return list.status();
     for (const auto& e : *list) {
@@ -1042,7 +1049,7 @@ Result<std::string> Service::exportJsonl(const CallContext& ctx, std::optional<M
   if (!scopes) return scopes.status();
   std::string out;
   for (auto& scope : *scopes) {
-    std::lock_guard lock(scope->db->mutex);
+    auto lock = scope->db->lockCommitted();
     ListFilter f;
     f.state = allStates ? std::nullopt : std::optional<MemoryState>(state.value_or(MemoryState::kActive));
     f.limit = 1 << 30;
@@ -1162,7 +1169,7 @@ Result<ImportCounts> Service::importJsonl(const CallContext& ctx, const std::str
     }
   }
   {
-    std::lock_guard lock((*scope)->db->mutex);
+    auto lock = (*scope)->db->lockCommitted();
     for (const auto& t : tombstones) {
       MEMQ_RETURN_IF_ERROR((*scope)->db->store->importTombstone(t));
       ++counts.tombstones;
@@ -1184,7 +1191,7 @@ Result<nlohmann::json> Service::stats(const CallContext& ctx) {
   if (!scopes) return scopes.status();
   nlohmann::json out = nlohmann::json::object();
   for (auto& scope : *scopes) {
-    std::lock_guard lock(scope->db->mutex);
+    auto lock = scope->db->lockCommitted();
     auto s = scope->db->store->stats();
     if (!s) return s.status();
     if (scope->repo) (*s)["cochange_head"] = scope->repo->head();

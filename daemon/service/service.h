@@ -51,6 +51,9 @@ struct ServiceOptions {
   const Embedder* embedder = nullptr;
   RepoSignalsFactory repoFactory;
   std::string secretsMode = "redact";  // redact | refuse
+  // StoreOptions::saveBatch of every scope: saves that follow each other share a transaction (and the save journal
+  // keeps each acknowledged one). The owner calls commitPendingSaves() soon after a save that leaves one open.
+  int saveBatch = 64;
 };
 
 struct UpdateRequest {
@@ -122,6 +125,10 @@ class Service {
 
   void setChangeListener(std::function<void(const ChangeEvent&)> listener);
   ScopeRegistry& scopes() { return registry_; }
+  // True when a save since the last commitPendingSaves() left saves in an open batch.
+  bool hasPendingSaves() const { return savesPending_.load(); }
+  // Commits every open batch of saves. Returns how many databases failed to (logged; their saves stay journalled).
+  size_t commitPendingSaves();
   const Embedder& embedder() const { return *options_.embedder; }
 
  private:
@@ -147,6 +154,7 @@ class Service {
 
   ServiceOptions options_;
   ScopeRegistry registry_;
+  std::atomic<bool> savesPending_{false};
   std::mutex listenerMutex_;
   std::function<void(const ChangeEvent&)> listener_;
   // The hint state of a connection (the tab's, when it named one), safe to use after the connection's mutex is

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <stdexcept>
 #include <unordered_set>
 
 #include <sqlite3.h>
@@ -146,6 +148,8 @@ MemoryStore::CachedStatement MemoryStore::statement(const std::string& sql) {
   return CachedStatement(it->second.stmt.get(), &it->second.busy, nullptr);
 }
 MemoryStore::~MemoryStore() {
+  // Saves still in a batch are committed; if that fails they stay in the journal, and the next open applies them.
+  if (db_ && batchOpen_) (void)commitPendingSaves();
   if (db_) db_->tryExec("PRAGMA optimize");
 }
 
@@ -165,6 +169,7 @@ Result<std::unique_ptr<MemoryStore>> MemoryStore::open(StoreOptions options) {
   store->active_ = std::make_unique<VectorIndex>(store->options_.embedder->dim());
   store->rejected_ = std::make_unique<VectorIndex>(store->options_.embedder->dim());
   MEMQ_RETURN_IF_ERROR(store->loadIndexes());
+  MEMQ_RETURN_IF_ERROR(store->openJournal());
   return store;
 }
 
@@ -367,9 +372,9 @@ std::optional<std::vector<float>> MemoryStore::loadVector(int64_t pk) {
 }
 
 void MemoryStore::appendEvent(const std::string& memoryId, const std::string& action, const Actor& actor,
-                              const nlohmann::json& detail) {
+                              const nlohmann::json& detail, const std::optional<std::string>& at) {
   auto q = statement("INSERT INTO memory_events(at, memory_id, action, actor, detail) VALUES (?, ?, ?, ?, ?)");
-  q->bind(1, now());
+  q->bind(1, at ? *at : now());
   q->bind(2, memoryId);
   q->bind(3, action);
   q->bind(4, actor.toString());
@@ -434,7 +439,8 @@ Result<std::vector<std::string>> MemoryStore::matchIds(const std::string& idOrPr
   }
 }
 
-std::vector<VectorIndex::Hit> MemoryStore::linkSimilar(int64_t pk, const std::vector<float>& vec) {
+std::vector<VectorIndex::Hit> MemoryStore::linkSimilar(int64_t pk, const std::vector<float>& vec,
+                                                       const std::string& at) {
   auto hits = active_->topK(vec, kMaxEdges + 1, static_cast<float>(kEdgeThreshold));
   std::vector<VectorIndex::Hit> kept;
   for (const auto& h : hits) {
@@ -448,7 +454,7 @@ std::vector<VectorIndex::Hit> MemoryStore::linkSimilar(int64_t pk, const std::ve
   for (size_t i = 0; i < 2 * kept.size(); ++i) sql += i ? ", (?1, ?, ?, 'similar', ?)" : "(?1, ?, ?, 'similar', ?)";
   sql += " ON CONFLICT(src_pk, dst_pk, kind) DO UPDATE SET weight = excluded.weight";
   auto q = statement(sql);
-  q->bind(1, now());
+  q->bind(1, at);
   int slot = 2;
   for (const auto& h : kept) {
     for (auto [a, b] : {std::pair{pk, h.key}, std::pair{h.key, pk}}) {
@@ -529,186 +535,453 @@ std::vector<SimilarHint> MemoryStore::similarHints(const std::string& summary,
   }
 }
 
+namespace {
+
+nlohmann::json optJson(const std::optional<std::string>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+
+std::optional<std::string> optFromJson(const nlohmann::json& j) {
+  if (j.is_null()) return std::nullopt;
+  return j.get<std::string>();
+}
+
+}  // namespace
+
+std::string MemoryStore::SaveRecord::toJson() const {
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& f : this->files) files.push_back({{"path", f.path}, {"blob_id", optJson(f.blobId)}});
+  nlohmann::json j = {{"id", id},
+                      {"at", at},
+                      {"summary", input.summary},
+                      {"details", input.details},
+                      {"category", optJson(input.category)},
+                      {"topics", input.topics},
+                      {"source", input.source},
+                      {"session_id", optJson(input.sessionId)},
+                      {"merge_topics", input.mergeTopics},
+                      {"truncated", input.truncated},
+                      {"content_hash", input.contentHash},
+                      {"files", files},
+                      {"actor_source", actor.source},
+                      {"actor_client", actor.client}};
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+MemoryStore::SaveRecord MemoryStore::SaveRecord::fromJson(const std::string& text) {
+  const auto j = nlohmann::json::parse(text);
+  SaveRecord r;
+  r.id = j.at("id").get<std::string>();
+  r.at = j.at("at").get<std::string>();
+  r.input.summary = j.at("summary").get<std::string>();
+  r.input.details = j.at("details").get<std::string>();
+  r.input.category = optFromJson(j.at("category"));
+  r.input.topics = j.at("topics").get<std::vector<std::string>>();
+  r.input.source = j.at("source").get<std::string>();
+  r.input.sessionId = optFromJson(j.at("session_id"));
+  r.input.mergeTopics = j.at("merge_topics").get<bool>();
+  r.input.truncated = j.at("truncated").get<bool>();
+  r.input.contentHash = j.at("content_hash").get<std::string>();
+  for (const auto& f : j.at("files")) {
+    r.files.push_back({f.at("path").get<std::string>(), optFromJson(f.at("blob_id"))});
+    r.input.files.push_back(r.files.back().path);
+  }
+  r.actor.source = j.at("actor_source").get<std::string>();
+  r.actor.client = j.at("actor_client").get<std::string>();
+  return r;
+}
+
 Result<SaveOutcome> MemoryStore::save(const NormalizedSave& input, const std::vector<FileRef>& files,
                                       const Actor& actor) {
-  SaveOutcome out;
-  out.warnings = input.warnings;
+  SaveRecord record{input, files, actor, newUuidV4(), now()};
   try {
-    std::vector<float> vec;
-    std::vector<VectorIndex::Hit> neighbours;
-    std::optional<int64_t> newPk;
-    {
-      SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
-      // 1. Rejected content stays refused, even after its row was purged.
-      auto tomb = statement("SELECT memory_id, reason FROM tombstones WHERE content_hash = ?");
-      tomb->bind(1, input.contentHash);
-      if (tomb->executeStep()) {
-        out.status = "rejected";
-        out.id = tomb->getColumn(0).getString();
-        out.reason = tomb->getColumn(1).getString();
-        appendEvent(out.id, "blocked_save", actor,
-                    {{"status", "rejected"}, {"reason", *out.reason}, {"content_hash", input.contentHash}});
-        tx.commit();
-        return out;
-      }
-      // 2. Existing content: never change its state.
-      auto existing = statement(std::string("SELECT ") + kMemoryColumns + " FROM memories WHERE content_hash = ?");
-      existing->bind(1, input.contentHash);
-      if (existing->executeStep()) {
-        Memory m = rowToMemory(*existing, scope());
-        out.id = m.id;
-        if (input.truncated) {
-          out.warnings.push_back("after truncation this text is identical to memory " + m.id);
-        }
-        if (m.state == MemoryState::kHidden || m.state == MemoryState::kSuperseded ||
-            m.state == MemoryState::kRejected) {
-          out.status = m.state == MemoryState::kHidden ? "exists_hidden"
-                       : m.state == MemoryState::kSuperseded ? "exists_superseded"
-                                                             : "rejected";
-          if (m.state == MemoryState::kSuperseded) out.supersededBy = m.supersededBy;
-          if (m.state == MemoryState::kRejected) out.reason = m.stateReason;
-          appendEvent(m.id, "blocked_save", actor, {{"status", out.status}, {"content_hash", input.contentHash}});
-          tx.commit();
-          readFiles(m);
-          out.memory = std::move(m);
-          return out;
-        }
-        // Active: dedup.
-        nlohmann::json detail = {{"use_count", m.useCount + 1}};
-        std::vector<std::string> topics = m.topics;
-        if (input.mergeTopics) {
-          std::unordered_set<std::string> have;
-          // The same case folding as normalizeTopics, so "Ärger" and "ärger" are one topic here too.
-          for (const auto& t : topics) have.insert(jsToLowerUtf8(t));
-          for (const auto& t : input.topics) {
-            if (have.insert(jsToLowerUtf8(t)).second && topics.size() < kMaxTopics) {
-              topics.push_back(t);
-              out.topicsMerged = true;
-            }
+    replayJournalIfNeeded();
+    const auto started = std::chrono::steady_clock::now();
+    // A save that starts soon after the previous one joins its batch; the first save after a pause commits on its
+    // own (durable in SQLite, and any storage error reported, before it is acknowledged).
+    const bool joinsStream = batching() && (batchOpen_ || started - lastSaveEnd_ < options_.saveStreamGap);
+    if (!batchOpen_) beginBatch();
+    const uint64_t journalMark = batching() ? journal_->size() : 0;
+    SaveEffects effects;
+    try {
+      effects = applyInSavepoint(record, [&] {
+        if (!batching()) return;
+        // In the journal before the savepoint is released: a save is acknowledged only once it would be replayed.
+        if (Status st = journal_->append(record.toJson()); !st) throw std::runtime_error(st.message());
+      });
+    } catch (...) {
+      if (batching()) (void)journal_->truncateTo(journalMark);  // not acknowledged: never replayed
+      if (sqlite3_get_autocommit(db_->getHandle()) != 0) {
+        // SQLite rolled the whole transaction back (it may, on a full disk or an I/O error), the batch's earlier
+        // saves with it. They were acknowledged and are in the journal: applied again as soon as possible.
+        const bool earlierSaves = batchSaves_ > 0;
+        abandonBatch(earlierSaves);
+        if (earlierSaves) {
+          replayPending_ = true;
+          try {
+            replayJournalIfNeeded();
+          } catch (const std::exception&) {
+            // Still failing: every later write, and commitPendingSaves(), tries again.
           }
         }
-        const std::string at = now();
-        SQLite::Statement upd(*db_,
-                              "UPDATE memories SET use_count = use_count + 1, last_used_at = ?, topics = ?, "
-                              "topics_text = ?, updated_at = CASE WHEN ? THEN ? ELSE updated_at END WHERE pk = ?");
-        upd.bind(1, at);
-        upd.bind(2, nlohmann::json(topics).dump());
-        upd.bind(3, topicsText(topics));
-        upd.bind(4, out.topicsMerged ? 1 : 0);
-        upd.bind(5, at);
-        upd.bind(6, m.pk);
-        upd.exec();
-        if (out.topicsMerged) detail["topics"] = {{"before", m.topics}, {"after", topics}};
-        // New file refs are added; existing ones keep their recorded blob id.
-        SQLite::Statement addFile(*db_,
-                                  "INSERT OR IGNORE INTO memory_files(memory_pk, path, blob_id) VALUES (?, ?, ?)");
-        nlohmann::json added = nlohmann::json::array();
-        readFiles(m);
-        for (const auto& f : files) {
-          if (m.files.size() + added.size() >= kMaxFiles) break;
-          addFile.bind(1, m.pk);
-          addFile.bind(2, f.path);
-          bindOpt(addFile, 3, f.blobId);
-          if (addFile.exec() > 0) added.push_back(f.path);
-          addFile.reset();
-        }
-        if (!added.empty()) detail["files_added"] = added;
-        appendEvent(m.id, "dedup", actor, detail);
-        if (out.topicsMerged) {
-          vec = embedMemory(m.summary, m.details, topics);
-          storeEmbedding(m.pk, vec);
-        }
-        tx.commit();
-        if (out.topicsMerged) active_->upsert(m.pk, vec);
-        refreshMirror(m.pk);
-        out.status = "deduped";
-        auto fresh = get(m.id);
-        if (fresh) out.memory = std::move(*fresh);
-        return out;
+      } else if (batchSaves_ == 0) {
+        abandonBatch(false);  // nothing else in the transaction: end it
       }
-      // 3. New memory.
-      vec = embedMemory(input.summary, input.details, input.topics);
-      const std::string id = newUuidV4();
-      const std::string at = now();
-      {
-        auto ins = statement(
-            "INSERT INTO memories(id, category, summary, details, topics, topics_text, source, "
-            "session_id, created_at, updated_at, last_used_at, content_hash) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-        ins->bind(1, id);
-        bindOpt(*ins, 2, input.category);
-        ins->bind(3, input.summary);
-        ins->bind(4, input.details);
-        ins->bind(5, nlohmann::json(input.topics).dump());
-        ins->bind(6, topicsText(input.topics));
-        ins->bind(7, input.source);
-        bindOpt(*ins, 8, input.sessionId);
-        ins->bind(9, at);
-        ins->bind(10, at);
-        ins->bind(11, at);
-        ins->bind(12, input.contentHash);
-        ins->exec();
-      }
-      newPk = db_->getLastInsertRowid();
-      {
-        auto addFile = statement("INSERT OR IGNORE INTO memory_files(memory_pk, path, blob_id) VALUES (?, ?, ?)");
-        for (const auto& f : files) {
-          addFile->bind(1, *newPk);
-          addFile->bind(2, f.path);
-          bindOpt(*addFile, 3, f.blobId);
-          addFile->exec();
-          addFile->reset();
-        }
-      }
-      storeEmbedding(*newPk, vec);
-      neighbours = linkSimilar(*newPk, vec);
-      out.similar = similarHints(input.summary, neighbours, *newPk);
-      // A paraphrase of rejected content is written, but the caller is warned.
-      auto rejectedHits = rejected_->topK(vec, 1, static_cast<float>(kSimilarRejectedCosine));
-      if (!rejectedHits.empty()) {
-        SQLite::Statement r(*db_, "SELECT id, state_reason FROM memories WHERE pk = ?");
-        r.bind(1, rejectedHits[0].key);
-        if (r.executeStep()) {
-          out.warnings.push_back("similar_rejected: this is close (cosine " +
-                                 std::to_string(rejectedHits[0].score).substr(0, 4) + ") to rejected memory " +
-                                 r.getColumn(0).getString() + " (reason: " + r.getColumn(1).getString() + ")");
-        }
-      }
-      nlohmann::json detail = {{"summary", input.summary},     {"details", input.details},
-                               {"category", input.category ? nlohmann::json(*input.category) : nlohmann::json()},
-                               {"topics", input.topics},       {"files", filesJson(files)},
-                               {"content_hash", input.contentHash}};
-      appendEvent(id, "create", actor, detail);
-      tx.commit();
-      active_->upsert(*newPk, vec);
-      refreshMirror(*newPk);
-      out.status = "created";
-      out.id = id;
-      // The record as get() would read it back, built from what was just written instead of re-reading it.
-      Memory m;
-      m.pk = *newPk;
-      m.id = id;
-      m.scope = scope();
-      m.category = input.category;
-      m.summary = input.summary;
-      m.details = input.details;
-      m.topics = input.topics;
-      m.source = input.source;
-      m.sessionId = input.sessionId;
-      m.createdAt = m.updatedAt = m.lastUsedAt = at;
-      m.contentHash = input.contentHash;
-      m.files = storedFileRefs(files);
-      out.memory = std::move(m);
+      throw;
     }
-    return out;
+    ++batchSaves_;
+    lastSaveEnd_ = std::chrono::steady_clock::now();
+    if (!joinsStream || batchSaves_ >= options_.saveBatch) {
+      if (batching()) {
+        // This save is not acknowledged if the commit fails: out of the journal, so that no replay brings it back.
+        // The batch's earlier saves were acknowledged; they stay in the journal and are applied again.
+        if (Status st = commitPendingSaves(); !st) {
+          (void)journal_->truncateTo(journalMark);
+          try {
+            replayJournalIfNeeded();
+          } catch (const std::exception&) {
+            // Still failing: every later write, and commitPendingSaves(), tries again.
+          }
+          return st;
+        }
+      } else if (Status st = commitPendingSaves(); !st) {
+        return st;
+      }
+    }
+    return std::move(effects.outcome);
   } catch (const std::exception& e) {
     return storageError(e, "save");
   }
 }
 
+MemoryStore::SaveEffects MemoryStore::applyInSavepoint(const SaveRecord& record,
+                                                       const std::function<void()>& beforeRelease) {
+  db_->exec("SAVEPOINT save");
+  SaveEffects effects;
+  try {
+    effects = applySave(record);
+    if (beforeRelease) beforeRelease();
+    db_->exec("RELEASE save");
+  } catch (...) {
+    db_->tryExec("ROLLBACK TO save");
+    db_->tryExec("RELEASE save");
+    throw;
+  }
+  publish(effects);
+  return effects;
+}
+
+void MemoryStore::publish(SaveEffects& effects) {
+  if (effects.activeVector) active_->upsert(effects.activeVector->first, effects.activeVector->second);
+  if (effects.refreshPk) refreshMirror(*effects.refreshPk);
+  // A dedup answers with the row as it now is (use count, topics, files).
+  if (effects.outcome.status == "deduped") {
+    auto fresh = get(effects.outcome.id);
+    if (fresh) effects.outcome.memory = std::move(*fresh);
+  }
+}
+
+void MemoryStore::beginBatch() {
+  if (journal_ && journalNeedsReset_) {
+    // The journal still holds a committed batch: new records must not follow them under its (applied) number.
+    if (Status st = journal_->reset(journalBatch_); !st) throw std::runtime_error(st.message());
+    journalNeedsReset_ = false;
+  }
+  db_->exec("BEGIN IMMEDIATE");
+  batchOpen_ = true;
+  batchSaves_ = 0;
+  firstPendingPk_.reset();
+}
+
+void MemoryStore::abandonBatch(bool published) {
+  db_->tryExec("ROLLBACK");
+  batchOpen_ = false;
+  batchSaves_ = 0;
+  firstPendingPk_.reset();
+  if (!published) return;
+  // The batch's rows were published to the vector indexes and the mirror: rebuild both from what is committed.
+  active_ = std::make_unique<VectorIndex>(embedder().dim());
+  rejected_ = std::make_unique<VectorIndex>(embedder().dim());
+  mirrorStale_ = true;
+  if (Status st = loadIndexes(); !st) mirrorStale_ = true;  // the next search rebuilds the mirror again
+}
+
+void MemoryStore::writePendingText() {
+  if (!firstPendingPk_) return;
+  for (const char* table : {"memories_fts", "memories_fts_tri"}) {
+    auto q = statement(std::string("INSERT INTO ") + table +
+                       "(rowid, summary, details, topics_text) "
+                       "SELECT pk, summary, details, topics_text FROM memories WHERE pk >= ?");
+    q->bind(1, *firstPendingPk_);
+    q->exec();
+  }
+  firstPendingPk_.reset();
+}
+
+Status MemoryStore::commitPendingSaves() {
+  if (replayPending_) {
+    try {
+      replayJournalIfNeeded();
+    } catch (const std::exception& e) {
+      return storageError(e, "saves in the journal");
+    }
+  }
+  if (!batchOpen_) return Status::ok();
+  try {
+    writePendingText();
+    if (journal_) {
+      auto q = statement("UPDATE save_batches SET applied_batch = ? WHERE id = 1");
+      q->bind(1, static_cast<int64_t>(journalBatch_));
+      q->exec();
+    }
+    db_->exec("COMMIT");
+  } catch (const std::exception& e) {
+    Status failed = storageError(e, "commit of saved memories");
+    abandonBatch(true);
+    // The batch's saves are in the journal: the next write applies them again before its own.
+    if (journal_) replayPending_ = true;
+    return failed;
+  }
+  batchOpen_ = false;
+  batchSaves_ = 0;
+  if (journal_) {
+    ++journalBatch_;
+    journalNeedsReset_ = true;
+    if (journal_->reset(journalBatch_)) journalNeedsReset_ = false;  // else retried before the next append
+  }
+  return Status::ok();
+}
+
+void MemoryStore::settle() {
+  replayJournalIfNeeded();
+  if (batchOpen_) {
+    if (Status st = commitPendingSaves(); !st) throw std::runtime_error(st.message());
+  }
+}
+
+void MemoryStore::replayJournalIfNeeded() {
+  if (!replayPending_) return;
+  auto contents = journal_->read();
+  if (!contents) throw std::runtime_error(contents.status().message());
+  const auto applied = static_cast<uint64_t>(
+      db_->execAndGet("SELECT applied_batch FROM save_batches WHERE id = 1").getInt64());
+  if (contents->batch <= applied || contents->records.empty()) {
+    journalBatch_ = std::max(contents->batch, applied) + 1;
+    journalNeedsReset_ = true;
+    replayPending_ = false;
+    return;
+  }
+  // The records are applied as they were the first time: in order, each with its own id and time.
+  journalBatch_ = contents->batch;
+  journalNeedsReset_ = false;  // the records stay until their batch commits
+  beginBatch();
+  try {
+    for (const auto& text : contents->records) {
+      applyInSavepoint(SaveRecord::fromJson(text), nullptr);
+      ++batchSaves_;
+    }
+  } catch (const std::exception& e) {
+    abandonBatch(true);
+    throw std::runtime_error(std::string("cannot apply the saves in ") + journal_->path() + ": " + e.what());
+  }
+  replayPending_ = false;
+  if (Status st = commitPendingSaves(); !st) throw std::runtime_error(st.message());  // sets replayPending_ again
+  replayedSaves_ = contents->records.size();
+}
+
+Status MemoryStore::openJournal() {
+  if (options_.path.empty() || options_.path == ":memory:") return Status::ok();
+  const std::string path = journalPath(options_.path);
+  std::error_code ec;
+  const bool exists = std::filesystem::exists(path, ec);
+  if (options_.saveBatch <= 1 && !exists) return Status::ok();
+  auto journal = SaveJournal::open(path);
+  if (!journal) return journal.status();
+  journal_ = std::move(*journal);
+  // Readable is required to open: a journal that is not memq's is not silently ignored.
+  auto contents = journal_->read();
+  if (!contents) return contents.status();
+  replayPending_ = true;
+  try {
+    replayJournalIfNeeded();
+  } catch (const std::exception&) {
+    // The store opens (reads work); every write first tries these saves again and reports why they fail.
+    return Status::ok();
+  }
+  if (options_.saveBatch <= 1) {
+    journal_.reset();
+    std::filesystem::remove(path, ec);
+  }
+  return Status::ok();
+}
+
+MemoryStore::SaveEffects MemoryStore::applySave(const SaveRecord& record) {
+  const NormalizedSave& input = record.input;
+  const std::vector<FileRef>& files = record.files;
+  const Actor& actor = record.actor;
+  const std::string& at = record.at;
+  SaveEffects effects;
+  SaveOutcome& out = effects.outcome;
+  out.warnings = input.warnings;
+  // 1. Rejected content stays refused, even after its row was purged.
+  auto tomb = statement("SELECT memory_id, reason FROM tombstones WHERE content_hash = ?");
+  tomb->bind(1, input.contentHash);
+  if (tomb->executeStep()) {
+    out.status = "rejected";
+    out.id = tomb->getColumn(0).getString();
+    out.reason = tomb->getColumn(1).getString();
+    appendEvent(out.id, "blocked_save", actor,
+                {{"status", "rejected"}, {"reason", *out.reason}, {"content_hash", input.contentHash}}, at);
+    return effects;
+  }
+  // 2. Existing content: never change its state.
+  auto existing = statement(std::string("SELECT ") + kMemoryColumns + " FROM memories WHERE content_hash = ?");
+  existing->bind(1, input.contentHash);
+  if (existing->executeStep()) {
+    Memory m = rowToMemory(*existing, scope());
+    out.id = m.id;
+    if (input.truncated) {
+      out.warnings.push_back("after truncation this text is identical to memory " + m.id);
+    }
+    if (m.state == MemoryState::kHidden || m.state == MemoryState::kSuperseded || m.state == MemoryState::kRejected) {
+      out.status = m.state == MemoryState::kHidden       ? "exists_hidden"
+                   : m.state == MemoryState::kSuperseded ? "exists_superseded"
+                                                         : "rejected";
+      if (m.state == MemoryState::kSuperseded) out.supersededBy = m.supersededBy;
+      if (m.state == MemoryState::kRejected) out.reason = m.stateReason;
+      appendEvent(m.id, "blocked_save", actor, {{"status", out.status}, {"content_hash", input.contentHash}}, at);
+      readFiles(m);
+      out.memory = std::move(m);
+      return effects;
+    }
+    // Active: dedup.
+    nlohmann::json detail = {{"use_count", m.useCount + 1}};
+    std::vector<std::string> topics = m.topics;
+    if (input.mergeTopics) {
+      std::unordered_set<std::string> have;
+      // The same case folding as normalizeTopics, so "Ärger" and "ärger" are one topic here too.
+      for (const auto& t : topics) have.insert(jsToLowerUtf8(t));
+      for (const auto& t : input.topics) {
+        if (have.insert(jsToLowerUtf8(t)).second && topics.size() < kMaxTopics) {
+          topics.push_back(t);
+          out.topicsMerged = true;
+        }
+      }
+    }
+    // New topics change the row's text, and the update trigger re-indexes it: a row created in this transaction
+    // must be in the lanes first (its removal from them would otherwise remove what was never added).
+    if (out.topicsMerged && firstPendingPk_ && m.pk >= *firstPendingPk_) writePendingText();
+    SQLite::Statement upd(*db_,
+                          "UPDATE memories SET use_count = use_count + 1, last_used_at = ?, topics = ?, "
+                          "topics_text = ?, updated_at = CASE WHEN ? THEN ? ELSE updated_at END WHERE pk = ?");
+    upd.bind(1, at);
+    upd.bind(2, nlohmann::json(topics).dump());
+    upd.bind(3, topicsText(topics));
+    upd.bind(4, out.topicsMerged ? 1 : 0);
+    upd.bind(5, at);
+    upd.bind(6, m.pk);
+    upd.exec();
+    if (out.topicsMerged) detail["topics"] = {{"before", m.topics}, {"after", topics}};
+    // New file refs are added; existing ones keep their recorded blob id.
+    SQLite::Statement addFile(*db_, "INSERT OR IGNORE INTO memory_files(memory_pk, path, blob_id) VALUES (?, ?, ?)");
+    nlohmann::json added = nlohmann::json::array();
+    readFiles(m);
+    for (const auto& f : files) {
+      if (m.files.size() + added.size() >= kMaxFiles) break;
+      addFile.bind(1, m.pk);
+      addFile.bind(2, f.path);
+      bindOpt(addFile, 3, f.blobId);
+      if (addFile.exec() > 0) added.push_back(f.path);
+      addFile.reset();
+    }
+    if (!added.empty()) detail["files_added"] = added;
+    appendEvent(m.id, "dedup", actor, detail, at);
+    if (out.topicsMerged) {
+      auto vec = embedMemory(m.summary, m.details, topics);
+      storeEmbedding(m.pk, vec);
+      effects.activeVector.emplace(m.pk, std::move(vec));
+    }
+    effects.refreshPk = m.pk;
+    out.status = "deduped";
+    return effects;
+  }
+  // 3. New memory.
+  auto vec = embedMemory(input.summary, input.details, input.topics);
+  const std::string& id = record.id;
+  {
+    auto ins = statement(
+        "INSERT INTO memories(id, category, summary, details, topics, topics_text, source, "
+        "session_id, created_at, updated_at, last_used_at, content_hash) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    ins->bind(1, id);
+    bindOpt(*ins, 2, input.category);
+    ins->bind(3, input.summary);
+    ins->bind(4, input.details);
+    ins->bind(5, nlohmann::json(input.topics).dump());
+    ins->bind(6, topicsText(input.topics));
+    ins->bind(7, input.source);
+    bindOpt(*ins, 8, input.sessionId);
+    ins->bind(9, at);
+    ins->bind(10, at);
+    ins->bind(11, at);
+    ins->bind(12, input.contentHash);
+    ins->exec();
+  }
+  const int64_t newPk = db_->getLastInsertRowid();
+  if (!firstPendingPk_) firstPendingPk_ = newPk;  // indexed into the FTS lanes at commit (writePendingText)
+  {
+    auto addFile = statement("INSERT OR IGNORE INTO memory_files(memory_pk, path, blob_id) VALUES (?, ?, ?)");
+    for (const auto& f : files) {
+      addFile->bind(1, newPk);
+      addFile->bind(2, f.path);
+      bindOpt(*addFile, 3, f.blobId);
+      addFile->exec();
+      addFile->reset();
+    }
+  }
+  storeEmbedding(newPk, vec);
+  const auto neighbours = linkSimilar(newPk, vec, at);
+  out.similar = similarHints(input.summary, neighbours, newPk);
+  // A paraphrase of rejected content is written, but the caller is warned.
+  auto rejectedHits = rejected_->topK(vec, 1, static_cast<float>(kSimilarRejectedCosine));
+  if (!rejectedHits.empty()) {
+    SQLite::Statement r(*db_, "SELECT id, state_reason FROM memories WHERE pk = ?");
+    r.bind(1, rejectedHits[0].key);
+    if (r.executeStep()) {
+      out.warnings.push_back("similar_rejected: this is close (cosine " +
+                             std::to_string(rejectedHits[0].score).substr(0, 4) + ") to rejected memory " +
+                             r.getColumn(0).getString() + " (reason: " + r.getColumn(1).getString() + ")");
+    }
+  }
+  nlohmann::json detail = {{"summary", input.summary},     {"details", input.details},
+                           {"category", input.category ? nlohmann::json(*input.category) : nlohmann::json()},
+                           {"topics", input.topics},       {"files", filesJson(files)},
+                           {"content_hash", input.contentHash}};
+  appendEvent(id, "create", actor, detail, at);
+  effects.activeVector.emplace(newPk, std::move(vec));
+  effects.refreshPk = newPk;
+  out.status = "created";
+  out.id = id;
+  // The record as get() would read it back, built from what was just written instead of re-reading it.
+  Memory m;
+  m.pk = newPk;
+  m.id = id;
+  m.scope = scope();
+  m.category = input.category;
+  m.summary = input.summary;
+  m.details = input.details;
+  m.topics = input.topics;
+  m.source = input.source;
+  m.sessionId = input.sessionId;
+  m.createdAt = m.updatedAt = m.lastUsedAt = at;
+  m.contentHash = input.contentHash;
+  m.files = storedFileRefs(files);
+  out.memory = std::move(m);
+  return effects;
+}
+
 Result<Memory> MemoryStore::update(const std::string& id, const UpdateInput& input, const Actor& actor,
                                    std::vector<std::string>* warnings) {
   try {
+    settle();  // saves held in a batch are committed first (StoreOptions::saveBatch)
     auto current = mustGet(id);
     if (!current) return current.status();
     Memory before = *current;
@@ -805,7 +1078,7 @@ Result<Memory> MemoryStore::update(const std::string& id, const UpdateInput& inp
         if (before.state == MemoryState::kActive) {
           // Edges describe the old text; recompute them against the new one.
           unlinkSimilar(before.pk);
-          linkSimilar(before.pk, vec);
+          linkSimilar(before.pk, vec, now());
         }
       }
       appendEvent(before.id, "update", actor, changes);
@@ -826,6 +1099,7 @@ Result<Memory> MemoryStore::changeState(const std::string& id, MemoryState from1
                                         MemoryState to, const std::string& action, const Actor& actor,
                                         const std::optional<std::string>& reason) {
   try {
+    settle();  // saves held in a batch are committed first (StoreOptions::saveBatch)
     auto current = mustGet(id);
     if (!current) return current.status();
     Memory m = *current;
@@ -854,7 +1128,7 @@ Result<Memory> MemoryStore::changeState(const std::string& id, MemoryState from1
           vec = embedMemory(m.summary, m.details, m.topics);
           storeEmbedding(m.pk, *vec);
         }
-        linkSimilar(m.pk, *vec);
+        linkSimilar(m.pk, *vec, now());
       } else {
         unlinkSimilar(m.pk);
       }
@@ -909,6 +1183,7 @@ Result<Memory> MemoryStore::restore(const std::string& id, const Actor& actor, c
 
 Result<Memory> MemoryStore::setPinned(const std::string& id, bool pinned, const Actor& actor) {
   try {
+    settle();  // saves held in a batch are committed first (StoreOptions::saveBatch)
     auto m = mustGet(id);
     if (!m) return m.status();
     if (m->pinned == pinned) return *m;
@@ -930,6 +1205,7 @@ Result<Memory> MemoryStore::setPinned(const std::string& id, bool pinned, const 
 Result<std::pair<Memory, Memory>> MemoryStore::supersede(const std::string& oldId, const std::string& byId,
                                                          const Actor& actor) {
   try {
+    settle();  // saves held in a batch are committed first (StoreOptions::saveBatch)
     if (oldId == byId) return Status::invalidField("by", "a memory cannot supersede itself");
     auto oldM = mustGet(oldId);
     if (!oldM) return oldM.status();
@@ -1000,6 +1276,7 @@ Status MemoryStore::purge(const std::string& id, bool confirm, const Actor& acto
     return Status(ErrorCode::kForbidden, "purge deletes for good; pass confirm: true", nlohmann::json{{"field", "confirm"}});
   }
   try {
+    settle();  // saves held in a batch are committed first (StoreOptions::saveBatch)
     auto m = mustGet(id);
     if (!m) return m.status();
     {
@@ -1035,6 +1312,7 @@ Status MemoryStore::purge(const std::string& id, bool confirm, const Actor& acto
 
 Result<Memory> MemoryStore::attach(const std::string& id, const std::vector<FileRef>& files, const Actor& actor) {
   try {
+    settle();  // saves held in a batch are committed first (StoreOptions::saveBatch)
     auto m = mustGet(id);
     if (!m) return m.status();
     std::unordered_set<std::string> have;
@@ -1072,6 +1350,7 @@ Result<Memory> MemoryStore::attach(const std::string& id, const std::vector<File
 
 Result<Memory> MemoryStore::detach(const std::string& id, const std::vector<std::string>& paths, const Actor& actor) {
   try {
+    settle();  // saves held in a batch are committed first (StoreOptions::saveBatch)
     auto m = mustGet(id);
     if (!m) return m.status();
     SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
@@ -1100,6 +1379,7 @@ Result<Memory> MemoryStore::detach(const std::string& id, const std::vector<std:
 Status MemoryStore::markUsed(const std::vector<int64_t>& pks) {
   if (pks.empty()) return Status::ok();
   try {
+    settle();  // saves held in a batch are committed first (StoreOptions::saveBatch)
     SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
     SQLite::Statement upd(*db_, "UPDATE memories SET use_count = use_count + 1, last_used_at = ? WHERE pk = ?");
     const std::string at = now();
@@ -1126,6 +1406,7 @@ Status MemoryStore::markUsed(const std::vector<int64_t>& pks) {
 
 Result<std::string> MemoryStore::importRecord(const Memory& in, const Actor& actor) {
   try {
+    settle();  // saves held in a batch are committed first (StoreOptions::saveBatch)
     auto tomb = tombstoneFor(in.contentHash);
     if (!tomb) return tomb.status();
     if (*tomb && in.state != MemoryState::kRejected) return std::string("rejected");
@@ -1157,6 +1438,8 @@ Result<std::string> MemoryStore::importRecord(const Memory& in, const Actor& act
     ins.bind(17, in.contentHash);
     ins.exec();
     int64_t pk = db_->getLastInsertRowid();
+    firstPendingPk_ = pk;
+    writePendingText();
     SQLite::Statement addFile(*db_, "INSERT OR IGNORE INTO memory_files(memory_pk, path, blob_id) VALUES (?, ?, ?)");
     for (const auto& f : in.files) {
       addFile.bind(1, pk);
@@ -1167,7 +1450,7 @@ Result<std::string> MemoryStore::importRecord(const Memory& in, const Actor& act
     }
     auto vec = embedMemory(in.summary, in.details, in.topics);
     storeEmbedding(pk, vec);
-    if (in.state == MemoryState::kActive) linkSimilar(pk, vec);
+    if (in.state == MemoryState::kActive) linkSimilar(pk, vec, now());
     if (in.state == MemoryState::kRejected) {
       SQLite::Statement t(*db_,
                           "INSERT OR IGNORE INTO tombstones(content_hash, memory_id, reason, actor, at) VALUES (?, ?, ?, ?, ?)");
@@ -1191,6 +1474,7 @@ Result<std::string> MemoryStore::importRecord(const Memory& in, const Actor& act
 
 Status MemoryStore::importTombstone(const Tombstone& t) {
   try {
+    settle();  // saves held in a batch are committed first (StoreOptions::saveBatch)
     SQLite::Statement q(*db_,
                         "INSERT OR IGNORE INTO tombstones(content_hash, memory_id, reason, actor, at) VALUES (?, ?, ?, ?, ?)");
     q.bind(1, t.contentHash);
@@ -1373,6 +1657,7 @@ Result<nlohmann::json> MemoryStore::stats() {
 
 Status MemoryStore::checkpoint() {
   try {
+    settle();  // a batch open for long would keep its pages out of the checkpoint
     db_->exec("PRAGMA wal_checkpoint(PASSIVE)");
     return Status::ok();
   } catch (const std::exception& e) {
@@ -1444,6 +1729,7 @@ Result<std::vector<FtsHit>> MemoryStore::searchFts(FtsLane lane, const std::stri
     return out;
   }
   try {
+    settle();  // a batch's rows reach the FTS lanes when it commits
     return rankedActive(lane, matchExpression, limit, std::nullopt);
   } catch (const SQLite::Exception& e) {
     // An FTS syntax error means the query builder let something through; an empty lane is the safe answer.
@@ -1461,6 +1747,7 @@ Result<TextMatches> MemoryStore::matchText(const std::string& matchExpression) {
       if (auto phrases = text_->parse(matchExpression)) return text_->evaluate(*phrases);
     }
     // Another shape of expression, or no index: SQLite scores every match (the slow path the index replaces).
+    settle();  // a batch's rows reach the FTS lanes when it commits
     auto q = statement("SELECT memories_fts.rowid, bm25(memories_fts), m.state = 'active' FROM memories_fts "
                        "CROSS JOIN memories m ON m.pk = memories_fts.rowid WHERE memories_fts MATCH ?");
     q->bind(1, matchExpression);

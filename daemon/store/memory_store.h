@@ -10,17 +10,23 @@
 //     (a tombstone, even after purge) is refused. Only restore/unreject bring a row back.
 //  2. Every mutation and every blocked save appends exactly one event, in the same transaction as the change.
 //  3. activeIndex() holds exactly the active rows' vectors of the default model; rejectedIndex() the rejected rows'.
-//     Both are updated only after the transaction commits.
+//     Both are updated only once a write's rows are written (for a save in a batch: once its savepoint is
+//     released); a batch that fails to commit rebuilds both from the committed rows.
 //  4. Bad input is refused before any write; a failed transaction leaves nothing behind.
 //  5. The mirror holds every row of `memories` with its current text, state, last_used_at, use_count, pinned,
-//     text length and file refs: each committed write refreshes the rows it touched from the tables; a refresh
-//     that fails, or a commit by another connection (PRAGMA data_version), makes the next search rebuild it first.
+//     text length and file refs: each write refreshes the rows it touched from the tables; a refresh that fails, a
+//     batch that fails to commit, or a commit by another connection (PRAGMA data_version), makes the next search
+//     rebuild it first.
+//  6. Saves in a batch (StoreOptions::saveBatch > 1): a save is acknowledged only once it is in the save journal;
+//     the journal holds exactly the acknowledged saves of the batch not yet committed, and a replay applies each of
+//     them once, with the id and time it was acknowledged with. A save that fails is in neither.
 //
 // Thread-safety: not thread-safe. The owner (a Scope) serialises every call.
 #pragma once
 
 #include <SQLiteCpp/Database.h>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <unordered_map>
@@ -32,6 +38,7 @@
 #include "daemon/embed/vector_index.h"
 #include "daemon/model/memory.h"
 #include "daemon/model/memory_input.h"
+#include "daemon/store/save_journal.h"
 #include "daemon/store/text_index.h"
 #include "protocol/status.h"
 
@@ -44,6 +51,14 @@ struct StoreOptions {
   const Embedder* embedder = nullptr;  // required
   int maxSchemaVersion = -1;        // tests of upgrades only
   std::function<std::string()> clock;  // ISO timestamps; defaults to isoNow
+  // Saves per SQLite transaction, at most. 1: every save commits before it returns. More (a file database only): a
+  // save that follows another within saveStreamGap joins an open transaction and is acknowledged once it is in the
+  // save journal (save_journal.h); the batch commits when it holds saveBatch saves, when any other write, full-text
+  // query, checkpoint or close needs a committed state, or when the owner calls commitPendingSaves().
+  int saveBatch = 1;
+  // How soon after the previous save a save must start to join its batch (tests that need every save batched
+  // raise it).
+  std::chrono::milliseconds saveStreamGap{2};
 };
 
 struct SimilarHint {
@@ -158,6 +173,18 @@ class MemoryStore {
   Result<std::string> importRecord(const Memory& memory, const Actor& actor);
   Status importTombstone(const Tombstone& tombstone);
 
+  // Commits the saves a batch holds (see StoreOptions::saveBatch); no-op without one. On failure the batch is rolled
+  // back, its saves stay in the journal, and every later write first tries to apply them again.
+  Status commitPendingSaves();
+  // Saves acknowledged and not yet committed: in an open batch, or in the journal after a failed commit.
+  bool hasPendingSaves() const { return batchOpen_ || replayPending_; }
+  // A write transaction is open on the database, holding saves (a batch).
+  bool hasOpenBatch() const { return batchOpen_; }
+  // How many journalled saves the last replay applied (at open, or after a failed commit).
+  size_t replayedSaves() const { return replayedSaves_; }
+  // The journal beside a database file.
+  static std::string journalPath(const std::string& databasePath) { return databasePath + "-saves"; }
+
   // --- reads ---
   // Exact id, or every id starting with `prefix` (≥ 4 characters), at most `limit`.
   Result<std::vector<std::string>> matchIds(const std::string& idOrPrefix, int limit = 10);
@@ -242,6 +269,42 @@ class MemoryStore {
 
   explicit MemoryStore(StoreOptions options);
   std::string now() const;
+
+  // One save as it is applied and journalled: the input with the id and time it was given, so a replay writes
+  // exactly the rows (and answers with exactly the record) the first application did.
+  struct SaveRecord {
+    NormalizedSave input;
+    std::vector<FileRef> files;
+    Actor actor;
+    std::string id;  // the id a created memory gets
+    std::string at;  // every timestamp the save writes
+    std::string toJson() const;
+    static SaveRecord fromJson(const std::string& text);  // throws on a malformed record
+  };
+  // What a save changes in memory (vector index, mirror), applied once its rows are written.
+  struct SaveEffects {
+    SaveOutcome outcome;
+    std::optional<std::pair<int64_t, std::vector<float>>> activeVector;
+    std::optional<int64_t> refreshPk;
+  };
+  // The rows of one save, inside the open transaction. Throws on SQLite errors; changes nothing in memory.
+  SaveEffects applySave(const SaveRecord& record);
+  void publish(SaveEffects& effects);
+  // applySave in a savepoint, then publish: a failure undoes only this save's rows.
+  SaveEffects applyInSavepoint(const SaveRecord& record, const std::function<void()>& beforeRelease);
+  bool batching() const { return options_.saveBatch > 1 && journal_ != nullptr; }
+  void beginBatch();
+  // Ends a failed batch: rolls it back and, when saves of it were published, rebuilds the in-memory indexes from the
+  // committed rows.
+  void abandonBatch(bool published);
+  // Inserts the rows created in the open transaction into both full-text lanes (one statement each, so FTS5 writes
+  // one segment per lane for the whole batch).
+  void writePendingText();
+  // Before any other write or full-text query: saves left by a failed commit are applied again, and an open batch
+  // is committed. Throws when either fails.
+  void settle();
+  void replayJournalIfNeeded();
+  Status openJournal();
   // Every catch in this class translates SQLite's exception through this member (it hides the free storageError of
   // database.h), so each StorageError a store returns names its scope and file.
   Status storageError(const std::exception& e, const std::string& context = "") const;
@@ -259,13 +322,14 @@ class MemoryStore {
   void setLastUsed(MirroredRow& row, const std::string& at);
   Result<Memory> mustGet(const std::string& id);
   void readFiles(Memory& m);
+  // `at` defaults to now().
   void appendEvent(const std::string& memoryId, const std::string& action, const Actor& actor,
-                   const nlohmann::json& detail);
+                   const nlohmann::json& detail, const std::optional<std::string>& at = std::nullopt);
   std::vector<float> embedMemory(const std::string& summary, const std::string& details,
                                  const std::vector<std::string>& topics) const;
   void storeEmbedding(int64_t pk, const std::vector<float>& vec);
   // Writes similar edges (both directions) to the strongest active neighbours; returns the neighbours.
-  std::vector<VectorIndex::Hit> linkSimilar(int64_t pk, const std::vector<float>& vec);
+  std::vector<VectorIndex::Hit> linkSimilar(int64_t pk, const std::vector<float>& vec, const std::string& at);
   void unlinkSimilar(int64_t pk);
   std::vector<SimilarHint> similarHints(const std::string& summary, const std::vector<VectorIndex::Hit>& neighbours,
                                         int64_t selfPk);
@@ -289,6 +353,16 @@ class MemoryStore {
   uint64_t pathVisits_ = 0;  // findByPaths calls, stamping MirroredRow::pathVisit
   bool mirrorStale_ = false;       // a refresh failed: rebuild before the next search
   int64_t mirrorDataVersion_ = 0;  // PRAGMA data_version when the mirror was last known current
+  // Saves in batches (StoreOptions::saveBatch).
+  std::unique_ptr<SaveJournal> journal_;  // null for a store that never batched saves and has no journal file
+  bool batchOpen_ = false;       // a write transaction holds saves not yet committed
+  int batchSaves_ = 0;
+  std::optional<int64_t> firstPendingPk_;  // the first row created in the open transaction, not yet in the FTS lanes
+  uint64_t journalBatch_ = 0;    // the batch the journal holds (or will hold once reset)
+  bool journalNeedsReset_ = false;  // the journal still holds a committed batch: emptied before the next append
+  bool replayPending_ = false;   // the journal holds saves the database has not committed
+  size_t replayedSaves_ = 0;
+  std::chrono::steady_clock::time_point lastSaveEnd_{};
   std::unordered_map<std::string, CacheEntry> statements_;  // declared after db_: destroyed before it
 };
 

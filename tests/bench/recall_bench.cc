@@ -3,12 +3,15 @@
 // p50/p95/p99, with per-phase timings and the time to reopen the filled store (loading its in-memory indexes). Usage:
 //   memq_bench_recall [--n 1000,10000] [--load DIR] [--ranker default|reference] [--no-semantic]
 //                     [--repeat R] [--db-dir DIR] [--checkpoint-every-ms MS] [--dump FILE] [--saves-only]
+//                     [--save-batch B]
 // --repeat R runs the measured queries R times (latencies pooled). --db-dir keeps each size's database in DIR/N and
 // reuses it when it already holds N memories (recall-only iterations). The save loop calls
 // MemoryStore::checkpoint() every --checkpoint-every-ms of wall time (default 2000, 0 = never), as the daemon's
 // housekeeping timer does; that time counts against save throughput. --dump writes every measured query's candidates
 // (pk, lane signals and text relevance) and hits of the first pass, to check that a change leaves recall results as they were.
-// --saves-only stops after the save loop (no recall queries), for profiling the write path.
+// --saves-only stops after the save loop (no recall queries), for profiling the write path. --save-batch B is the
+// store's StoreOptions::saveBatch (default 64, as memqd; 1 = each save commits before it returns); the commit of the
+// last batch counts against the saves.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -84,6 +87,7 @@ int main(int argc, char** argv) {
   int checkpointEveryMs = 2000;
   std::string dumpPath;
   bool savesOnly = false;
+  int saveBatch = 64;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--n" && i + 1 < argc) {
@@ -103,6 +107,8 @@ int main(int argc, char** argv) {
       dbDir = argv[++i];
     } else if (a == "--dump" && i + 1 < argc) {
       dumpPath = argv[++i];
+    } else if (a == "--save-batch" && i + 1 < argc) {
+      saveBatch = std::max(1, std::stoi(argv[++i]));
     } else if (a == "--saves-only") {
       savesOnly = true;
     } else if (a == "--checkpoint-every-ms" && i + 1 < argc) {
@@ -121,8 +127,9 @@ int main(int argc, char** argv) {
   auto memories = readJsonl("xz -dc '" + loadDir + "/memories.jsonl.xz'", maxN);
   auto queries = readJsonl("cat '" + loadDir + "/queries.jsonl'", 1000);
   memq::HashbagEmbedder embedder;
-  std::printf("ranker=%s semantic=%s repeat=%d checkpoint-every-ms=%d\n",
-              std::string(memq::rankerName(ranker)).c_str(), semantic ? "on" : "off", repeat, checkpointEveryMs);
+  std::printf("ranker=%s semantic=%s repeat=%d checkpoint-every-ms=%d save-batch=%d\n",
+              std::string(memq::rankerName(ranker)).c_str(), semantic ? "on" : "off", repeat, checkpointEveryMs,
+              saveBatch);
   std::vector<Row> rows;
   std::ofstream dump;
   if (!dumpPath.empty()) dump.open(dumpPath);
@@ -138,6 +145,7 @@ int main(int argc, char** argv) {
     o.path = (dir / "memory.db").string();
     o.projectRoot = dir.string();
     o.embedder = &embedder;
+    o.saveBatch = saveBatch;
     auto opened = memq::MemoryStore::open(o);
     if (!opened) {
       std::cerr << "cannot open " << o.path << ": " << opened.status().message() << "\n";
@@ -177,6 +185,10 @@ int main(int argc, char** argv) {
           ++row.checkpoints;
           lastCheckpoint = t2;
         }
+      }
+      if (memq::Status st = store->commitPendingSaves(); !st) {
+        std::cerr << "commit of the last saves failed: " << st.message() << "\n";
+        return 1;
       }
       double saveSecs = ms(Clock::now() - start) / 1000;
       double cpuSecs = cpuSeconds() - cpu0;

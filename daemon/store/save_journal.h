@@ -1,0 +1,63 @@
+// SaveJournal: memq's own redo log for saves that are acknowledged before their SQLite transaction commits (a
+// store that batches saves, see StoreOptions::saveBatch). It is a file beside the database,
+// `<database>-saves`, owned by the one process that owns the database.
+//
+// Layout: a 16-byte header ("memqsj1\n", then the batch number as a little-endian uint64), then one record per
+// save: its length (uint32 LE), a checksum of its bytes (FNV-1a 64, LE) and the bytes (the save as JSON). Each
+// record is appended with one write(2) before the save is acknowledged, so a killed process leaves every
+// acknowledged save in the file (the kernel holds the bytes; like SQLite's synchronous=NORMAL, only a power loss can
+// take the last ones). The database records the last batch it committed; at open, a journal whose batch is newer
+// is replayed. After a commit the file is emptied and starts the next batch.
+//
+// A record cut short, or whose checksum does not match, ends the records read: it was being appended when the
+// process died, so its save was never acknowledged.
+//
+// Thread-safety: not thread-safe; the owning MemoryStore serialises every call.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "protocol/status.h"
+
+namespace memq {
+
+class SaveJournal {
+ public:
+  struct Contents {
+    uint64_t batch = 0;                // 0: an empty (or new) file
+    std::vector<std::string> records;  // in the order they were appended
+    bool tornTail = false;             // bytes after the last whole record were dropped
+  };
+
+  // Opens (creating, mode 0600) the journal at `path` without changing its contents.
+  static Result<std::unique_ptr<SaveJournal>> open(const std::string& path);
+  ~SaveJournal();
+  SaveJournal(const SaveJournal&) = delete;
+  SaveJournal& operator=(const SaveJournal&) = delete;
+
+  const std::string& path() const { return path_; }
+
+  // What the file holds. A header that is not memq's gives an error naming the file: it is not silently discarded.
+  Result<Contents> read() const;
+  // Appends one record. On failure the file is cut back to where it was, so no partial record precedes later ones.
+  Status append(const std::string& record);
+  // Empties the file and starts batch `batch` (> 0).
+  Status reset(uint64_t batch);
+  // Bytes in the file: what append() started from, for truncateTo().
+  uint64_t size() const { return size_; }
+  // Drops the records appended after `size` (a save that was written to the journal but then failed).
+  Status truncateTo(uint64_t size);
+
+ private:
+  SaveJournal(std::string path, int fd, uint64_t size) : path_(std::move(path)), fd_(fd), size_(size) {}
+  Status ioError(const std::string& what, int err) const;
+
+  std::string path_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+};
+
+}  // namespace memq

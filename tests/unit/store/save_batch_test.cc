@@ -1,0 +1,351 @@
+// Saves in batches (StoreOptions::saveBatch) and the save journal behind them: a batched save is readable at once,
+// every acknowledged save survives the process dying before its batch commits (the files are copied as a SIGKILL
+// would leave them, and the copy opened), a replay never applies a save twice, a save that fails leaves the rest of
+// its batch alone, and the journal's format rejects what it must.
+#include <SQLiteCpp/Database.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "daemon/embed/hashbag.h"
+#include "daemon/store/memory_store.h"
+#include "daemon/store/save_journal.h"
+
+namespace memq {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path tempDir(const std::string& tag) {
+  auto dir = fs::temp_directory_path() / ("memq-" + tag + "-" + std::to_string(std::random_device{}()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+// ---- the journal file ----
+
+TEST(SaveJournalTest, RecordsComeBackInOrderUnderTheirBatch) {
+  auto dir = tempDir("journal");
+  auto j = SaveJournal::open((dir / "j").string());
+  ASSERT_TRUE(j.isOk()) << j.status().toString();
+  ASSERT_TRUE((*j)->reset(7).isOk());
+  ASSERT_TRUE((*j)->append("first").isOk());
+  ASSERT_TRUE((*j)->append(std::string("se\0cond", 7)).isOk());
+  auto c = (*j)->read();
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c->batch, 7u);
+  ASSERT_EQ(c->records.size(), 2u);
+  EXPECT_EQ(c->records[0], "first");
+  EXPECT_EQ(c->records[1], std::string("se\0cond", 7));
+  EXPECT_FALSE(c->tornTail);
+  // Reset empties it under a new batch.
+  ASSERT_TRUE((*j)->reset(8).isOk());
+  c = (*j)->read();
+  ASSERT_TRUE(c.isOk());
+  EXPECT_EQ(c->batch, 8u);
+  EXPECT_TRUE(c->records.empty());
+  fs::remove_all(dir);
+}
+
+TEST(SaveJournalTest, ATornOrDamagedTailEndsTheRecordsAndAForeignHeaderIsAnError) {
+  auto dir = tempDir("journal");
+  const std::string path = (dir / "j").string();
+  {
+    auto j = SaveJournal::open(path);
+    ASSERT_TRUE(j.isOk());
+    ASSERT_TRUE((*j)->reset(3).isOk());
+    for (const char* r : {"one", "two", "three"}) ASSERT_TRUE((*j)->append(r).isOk());
+  }
+  const auto whole = fs::file_size(path);
+  // Cut inside the last record (a crash mid-append): the first two stand.
+  fs::resize_file(path, whole - 2);
+  {
+    auto c = (*SaveJournal::open(path))->read();
+    ASSERT_TRUE(c.isOk());
+    ASSERT_EQ(c->records.size(), 2u);
+    EXPECT_EQ(c->records[1], "two");
+    EXPECT_TRUE(c->tornTail);
+  }
+  // A flipped byte inside the second record: its checksum fails, and nothing after it is trusted.
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(16 + 12 + 3 + 12 + 1);
+    f.put('X');
+  }
+  {
+    auto c = (*SaveJournal::open(path))->read();
+    ASSERT_TRUE(c.isOk());
+    ASSERT_EQ(c->records.size(), 1u);
+    EXPECT_EQ(c->records[0], "one");
+  }
+  // Not a journal at all: an error naming the file, not an empty journal.
+  std::ofstream(path, std::ios::trunc) << "this is not a memq save journal";
+  auto c = (*SaveJournal::open(path))->read();
+  ASSERT_FALSE(c.isOk());
+  EXPECT_EQ(c.status().code(), ErrorCode::kStorageError);
+  EXPECT_NE(c.status().message().find(path), std::string::npos) << c.status().message();
+  // Shorter than a header (emptied, or created, when the process stopped): nothing to replay.
+  std::ofstream(path, std::ios::trunc) << "memq";
+  c = (*SaveJournal::open(path))->read();
+  ASSERT_TRUE(c.isOk());
+  EXPECT_EQ(c->batch, 0u);
+  EXPECT_TRUE(c->records.empty());
+  fs::remove_all(dir);
+}
+
+// ---- a store that batches saves ----
+
+class SaveBatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = tempDir("batch");
+    fs::create_directories(dir_ / "root");
+    root_ = (dir_ / "root").string();
+    store_ = openAt(dir_ / "data");
+    // The first save after a pause commits on its own; the saves of each test follow it, and so are batched.
+    auto lead = save(*store_, "The note that opens the stream");
+    ASSERT_TRUE(lead.isOk()) << lead.status().toString();
+    ASSERT_FALSE(store_->hasPendingSaves());
+  }
+  void TearDown() override {
+    store_.reset();
+    fs::remove_all(dir_);
+  }
+
+  std::unique_ptr<MemoryStore> openAt(const fs::path& dataDir, int saveBatch = 64) {
+    StoreOptions o;
+    o.path = (dataDir / "memory.db").string();
+    o.projectRoot = root_;
+    o.embedder = &embedder_;
+    o.saveBatch = saveBatch;
+    o.saveStreamGap = std::chrono::hours(1);  // every save joins the open batch, however slow the machine
+    auto s = MemoryStore::open(o);
+    EXPECT_TRUE(s.isOk()) << s.status().toString();
+    return s.isOk() ? std::move(*s) : nullptr;
+  }
+
+  Result<SaveOutcome> save(MemoryStore& store, const std::string& summary, std::vector<std::string> topics = {"t"},
+                           bool mergeTopics = false) {
+    SaveInput in;
+    in.summary = summary;
+    in.details = "details of " + summary;
+    in.topics = std::move(topics);
+    in.files = {"src/batch.cc"};
+    in.mergeTopics = mergeTopics;
+    auto n = normalizeSave(in, root_);
+    EXPECT_TRUE(n.isOk()) << n.status().toString();
+    std::vector<FileRef> refs;
+    for (const auto& f : n->files) refs.push_back({f, std::nullopt});
+    return store.save(*n, refs, actor_);
+  }
+
+  // The files a SIGKILL leaves: the database, its WAL (committed frames only count) and the save journal, copied
+  // while the store is still open.
+  fs::path crashCopy(const std::string& name) {
+    auto to = dir_ / name;
+    fs::create_directories(to);
+    for (const char* suffix : {"", "-wal", "-saves"}) {
+      auto from = dir_ / "data" / (std::string("memory.db") + suffix);
+      if (fs::exists(from)) fs::copy_file(from, to / (std::string("memory.db") + suffix));
+    }
+    return to;
+  }
+
+  int64_t count(MemoryStore& store, const std::string& sql) { return store.database().execAndGet(sql).getInt64(); }
+
+  HashbagEmbedder embedder_;
+  fs::path dir_;
+  std::string root_;
+  Actor actor_{"agent", "test"};
+  std::unique_ptr<MemoryStore> store_;
+};
+
+TEST_F(SaveBatchTest, SavesInABatchAreReadAtOnceAndCommitBeforeAnyOtherWrite) {
+  auto first = save(*store_, "Batched note alpha about wombats");
+  ASSERT_TRUE(first.isOk()) << first.status().toString();
+  auto second = save(*store_, "Batched note beta about echidnas");
+  ASSERT_TRUE(second.isOk());
+  EXPECT_TRUE(store_->hasPendingSaves());
+  // Read before the commit: by id, in a list, through the in-memory text lane and the vector index.
+  EXPECT_TRUE(store_->get(second->id).isOk());
+  ListFilter all;
+  EXPECT_EQ(store_->list(all)->total, 3);
+  auto hits = store_->searchFts(FtsLane::kUnicode, "echidnas", 5);
+  ASSERT_TRUE(hits.isOk());
+  ASSERT_EQ(hits->size(), 1u);
+  EXPECT_EQ(store_->activeIndex().size(), 3u);
+  // The trigram lane is read from SQLite's index: the query commits the batch first, so it finds both.
+  auto tri = store_->searchFts(FtsLane::kTrigram, "\"wombat\"", 5);
+  ASSERT_TRUE(tri.isOk()) << tri.status().toString();
+  EXPECT_EQ(tri->size(), 1u);
+  EXPECT_FALSE(store_->hasPendingSaves());
+
+  // Any other write commits the open batch before its own transaction.
+  auto third = save(*store_, "Batched note gamma about quolls");
+  ASSERT_TRUE(third.isOk());
+  EXPECT_TRUE(store_->hasPendingSaves());
+  auto hidden = store_->hide(third->id, std::string("test"), actor_);
+  ASSERT_TRUE(hidden.isOk()) << hidden.status().toString();
+  EXPECT_FALSE(store_->hasPendingSaves());
+  EXPECT_EQ(hidden->state, MemoryState::kHidden);
+  EXPECT_EQ(store_->database().execAndGet("PRAGMA integrity_check").getString(), "ok");
+  EXPECT_NO_THROW(store_->database().exec("INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')"));
+  EXPECT_NO_THROW(store_->database().exec("INSERT INTO memories_fts_tri(memories_fts_tri) VALUES('integrity-check')"));
+}
+
+TEST_F(SaveBatchTest, TheFirstSaveAfterAPauseCommitsOnItsOwn) {
+  // SetUp's save was the first: committed before it returned, so it is in the database file itself.
+  SQLite::Database raw((dir_ / "data" / "memory.db").string(), SQLite::OPEN_READONLY);
+  EXPECT_EQ(raw.execAndGet("SELECT COUNT(*) FROM memories").getInt64(), 1);
+  // With no pause allowed between saves, none is batched.
+  StoreOptions o;
+  o.path = (dir_ / "strict2" / "memory.db").string();
+  o.projectRoot = root_;
+  o.embedder = &embedder_;
+  o.saveBatch = 64;
+  o.saveStreamGap = std::chrono::milliseconds(0);
+  auto unbatched = MemoryStore::open(o);
+  ASSERT_TRUE(unbatched.isOk());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(save(**unbatched, "Spaced note " + std::to_string(i)).isOk());
+    EXPECT_FALSE((*unbatched)->hasPendingSaves()) << i;
+  }
+}
+
+TEST_F(SaveBatchTest, EveryAcknowledgedSaveOfAnUncommittedBatchComesBackAfterACrash) {
+  std::vector<SaveOutcome> acked;
+  for (int i = 0; i < 10; ++i) {
+    auto r = save(*store_, "Crash-time note " + std::to_string(i) + " about numbats");
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    acked.push_back(*r);
+  }
+  // A save of the same text again: a dedup inside the batch (use count 1), replayed as one too.
+  ASSERT_EQ(save(*store_, "Crash-time note 3 about numbats")->status, "deduped");
+  ASSERT_TRUE(store_->hasPendingSaves());
+  const auto copy = crashCopy("crashed");
+  {
+    // What the database file alone holds: none of the batch (it never committed).
+    SQLite::Database raw((copy / "memory.db").string(), SQLite::OPEN_READONLY);
+    EXPECT_EQ(raw.execAndGet("SELECT COUNT(*) FROM memories").getInt64(), 1);
+  }
+  auto reopened = openAt(copy);
+  ASSERT_NE(reopened, nullptr);
+  EXPECT_EQ(reopened->replayedSaves(), 11u);
+  for (const auto& a : acked) {
+    auto m = reopened->get(a.id);
+    ASSERT_TRUE(m.isOk()) << a.id << ": " << m.status().toString();
+    // The record the save answered with, exactly: same id, same times, same text.
+    EXPECT_EQ(m->createdAt, a.memory->createdAt);
+    EXPECT_EQ(m->summary, a.memory->summary);
+  }
+  EXPECT_EQ(reopened->get(acked[3].id)->useCount, 1);
+  EXPECT_EQ(count(*reopened, "SELECT COUNT(*) FROM memory_events WHERE action = 'create'"), 11);
+  EXPECT_EQ(count(*reopened, "SELECT COUNT(*) FROM memory_events WHERE action = 'dedup'"), 1);
+  // Indexed in both full-text lanes and the vector index, as a save that committed is.
+  EXPECT_EQ(count(*reopened, "SELECT COUNT(*) FROM memories_fts_tri WHERE memories_fts_tri MATCH 'numbat'"), 10);
+  EXPECT_EQ(count(*reopened, "SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'numbats'"), 10);
+  EXPECT_EQ(reopened->activeIndex().size(), 11u);
+  EXPECT_NO_THROW(reopened->database().exec("INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')"));
+  EXPECT_NO_THROW(
+      reopened->database().exec("INSERT INTO memories_fts_tri(memories_fts_tri) VALUES('integrity-check')"));
+  // Applied once: opening again replays nothing, and a store that does not batch leaves no journal behind.
+  reopened.reset();
+  auto again = openAt(copy, 1);
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->replayedSaves(), 0u);
+  EXPECT_EQ(count(*again, "SELECT COUNT(*) FROM memories"), 11);
+  EXPECT_EQ(again->get(acked[3].id)->useCount, 1);
+  again.reset();
+  EXPECT_FALSE(fs::exists(copy / "memory.db-saves"));
+}
+
+TEST_F(SaveBatchTest, AJournalOfACommittedBatchIsNotAppliedAgain) {
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(save(*store_, "Committed note " + std::to_string(i)).isOk());
+  // The journal as it was just before the commit, beside the database as it is just after: a process that died
+  // between the two steps of a commit.
+  const auto journalBefore = dir_ / "journal-before";
+  fs::copy_file(dir_ / "data" / "memory.db-saves", journalBefore);
+  ASSERT_TRUE(store_->commitPendingSaves().isOk());
+  auto copy = crashCopy("after-commit");
+  fs::copy_file(journalBefore, copy / "memory.db-saves", fs::copy_options::overwrite_existing);
+  auto reopened = openAt(copy);
+  ASSERT_NE(reopened, nullptr);
+  EXPECT_EQ(reopened->replayedSaves(), 0u);
+  EXPECT_EQ(count(*reopened, "SELECT COUNT(*) FROM memories"), 6);
+  EXPECT_EQ(count(*reopened, "SELECT COUNT(*) FROM memory_events"), 6);
+  // The next batch is journalled under a newer number, so a crash in it is replayed.
+  ASSERT_TRUE(save(*reopened, "A note of the next batch").isOk());
+  reopened.reset();
+  auto last = openAt(copy);
+  EXPECT_EQ(count(*last, "SELECT COUNT(*) FROM memories"), 7);
+}
+
+TEST_F(SaveBatchTest, ASaveCutShortInTheJournalIsNotReplayedAndTheRestAre) {
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(save(*store_, "Torn-tail note " + std::to_string(i)).isOk());
+  auto copy = crashCopy("torn");
+  fs::resize_file(copy / "memory.db-saves", fs::file_size(copy / "memory.db-saves") - 5);
+  auto reopened = openAt(copy);
+  ASSERT_NE(reopened, nullptr);
+  EXPECT_EQ(reopened->replayedSaves(), 3u);
+  EXPECT_EQ(count(*reopened, "SELECT COUNT(*) FROM memories"), 4);
+}
+
+TEST_F(SaveBatchTest, NewTopicsOnAMemoryOfTheSameBatchKeepTheTextIndexesExact) {
+  auto created = save(*store_, "Topic merge note about bilbies", {"one"});
+  ASSERT_TRUE(created.isOk());
+  ASSERT_TRUE(store_->hasPendingSaves());
+  auto merged = save(*store_, "Topic merge note about bilbies", {"marsupial"}, /*mergeTopics=*/true);
+  ASSERT_TRUE(merged.isOk()) << merged.status().toString();
+  EXPECT_EQ(merged->status, "deduped");
+  EXPECT_TRUE(merged->topicsMerged);
+  ASSERT_TRUE(store_->commitPendingSaves().isOk());
+  EXPECT_NO_THROW(store_->database().exec("INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')"));
+  EXPECT_NO_THROW(store_->database().exec("INSERT INTO memories_fts_tri(memories_fts_tri) VALUES('integrity-check')"));
+  EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'marsupial'"), 1);
+  EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memories_fts_tri WHERE memories_fts_tri MATCH 'marsupial'"), 1);
+}
+
+TEST_F(SaveBatchTest, ASaveThatFailsInABatchLeavesTheOthersAndIsNeverReplayed) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    auto r = save(*store_, "Before the full disk " + std::to_string(i));
+    ASSERT_TRUE(r.isOk());
+    ids.push_back(r->id);
+  }
+  ASSERT_TRUE(store_->hasPendingSaves());
+  // No page may be added from here on (SQLITE_FULL, as on a full disk): sooner or later a save needs one.
+  const int64_t pages = count(*store_, "PRAGMA page_count");
+  count(*store_, "PRAGMA max_page_count = " + std::to_string(pages));
+  std::string big(1900, 'x');
+  Result<SaveOutcome> failed = Status::internal("none tried");
+  std::string failedSummary;
+  for (int i = 0; i < 200; ++i) {
+    failedSummary = "Too big for the disk " + std::to_string(i) + " " + big.substr(0, 400);
+    failed = save(*store_, failedSummary);
+    if (!failed.isOk()) break;
+    ids.push_back(failed->id);
+  }
+  ASSERT_FALSE(failed.isOk()) << "200 saves fitted in a file that may not grow";
+  EXPECT_EQ(failed.status().code(), ErrorCode::kStorageError);
+  store_->database().exec("PRAGMA max_page_count = 1073741823");
+  auto copy = crashCopy("after-failure");
+  ASSERT_TRUE(store_->commitPendingSaves().isOk());
+  // Every acknowledged save is there, the failed one is not, here and in a copy replayed from the journal.
+  auto replayed = openAt(copy);
+  ASSERT_NE(replayed, nullptr);
+  for (MemoryStore* s : {store_.get(), replayed.get()}) {
+    for (const auto& id : ids) EXPECT_TRUE(s->get(id).isOk()) << id;
+    EXPECT_EQ(count(*s, "SELECT COUNT(*) FROM memories"), static_cast<int64_t>(ids.size()) + 1);
+    SQLite::Statement q(s->database(), "SELECT COUNT(*) FROM memories WHERE summary = ?");
+    q.bind(1, failedSummary);
+    ASSERT_TRUE(q.executeStep());
+    EXPECT_EQ(q.getColumn(0).getInt64(), 0);
+    EXPECT_EQ(s->database().execAndGet("PRAGMA integrity_check").getString(), "ok");
+    EXPECT_NO_THROW(s->database().exec("INSERT INTO memories_fts_tri(memories_fts_tri) VALUES('integrity-check')"));
+  }
+}
+
+}  // namespace
+}  // namespace memq
