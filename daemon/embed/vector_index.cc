@@ -256,18 +256,31 @@ std::vector<VectorIndex::Hit> VectorIndex::topK(std::span<const float> query, si
     }
   }
 
-  hits.reserve(std::min(candidates.size(), 4 * k + 16));
+  // Exact scores, best bound first: once k rows are scored, a candidate whose upper bound is below the k-th best
+  // exact score (less the same rounding hair) cannot enter, and neither can any after it. Most candidates of a
+  // common query are never scored.
+  std::sort(candidates.begin(), candidates.end(),
+            [](const Candidate& a, const Candidate& b) { return a.upper > b.upper; });
+  hits.reserve(k);
   for (const Candidate& c : candidates) {
-    if (c.upper < gate) continue;  // the gate only rose during the scan
+    if (c.upper < gate) break;  // the gate only rose during the scan
+    if (hits.size() == k) {
+      const double kth = hits.front().score;  // the worst kept hit
+      if (c.upper < kth - std::fabs(kth) * 1e-6 - 1e-9) break;
+    }
     const float s = cosine(query, std::span<const float>(rows_).subspan(size_t{c.slot} * dim_, dim_));
-    if (s >= minScore) hits.push_back({keys_[c.slot], s});
+    if (s < minScore) continue;
+    const Hit hit{keys_[c.slot], s};
+    if (hits.size() < k) {
+      hits.push_back(hit);
+      std::push_heap(hits.begin(), hits.end(), hitBefore);  // front: the worst kept hit
+    } else if (hitBefore(hit, hits.front())) {
+      std::pop_heap(hits.begin(), hits.end(), hitBefore);
+      hits.back() = hit;
+      std::push_heap(hits.begin(), hits.end(), hitBefore);
+    }
   }
-  if (hits.size() > k) {
-    std::partial_sort(hits.begin(), hits.begin() + static_cast<ptrdiff_t>(k), hits.end(), hitBefore);
-    hits.resize(k);
-  } else {
-    std::sort(hits.begin(), hits.end(), hitBefore);
-  }
+  std::sort(hits.begin(), hits.end(), hitBefore);
   return hits;
 }
 

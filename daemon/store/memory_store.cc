@@ -330,6 +330,28 @@ void MemoryStore::refreshMirror(int64_t pk, bool textChanged) {
   }
 }
 
+void MemoryStore::mirrorCreatedRow(int64_t pk, const SaveRecord& record) {
+  if (!text_ || mirrorStale_) return;
+  if (rowMeta_.count(pk) != 0) {
+    refreshMirror(pk);
+    return;
+  }
+  try {
+    // The row as refreshMirror would read it back: a new row is active, unused and unpinned, last used when made,
+    // with its file refs in path order.
+    const auto& in = record.input;
+    text_->upsert(pk, in.summary, in.details, topicsText(in.topics), true);
+    MirroredRow meta{true, record.at, {}, 0, false, utf16Length(in.summary) + utf16Length(in.details)};
+    for (const auto& f : storedFileRefs(record.files)) meta.paths.push_back(f.path);
+    meta.pk = pk;
+    meta.lastUsedKey = isoUtcDigits(meta.lastUsedAt);
+    auto& row = rowMeta_[pk] = std::move(meta);
+    for (const auto& path : row.paths) insertByLastUse(pathRows_[path], &row);
+  } catch (const std::exception&) {
+    mirrorStale_ = true;
+  }
+}
+
 bool MemoryStore::mirrorReady() {
   if (!text_) return false;
   try {
@@ -665,13 +687,19 @@ MemoryStore::SaveEffects MemoryStore::applyInSavepoint(const SaveRecord& record,
     db_->tryExec("RELEASE save");
     throw;
   }
-  publish(effects);
+  publish(record, effects);
   return effects;
 }
 
-void MemoryStore::publish(SaveEffects& effects) {
+void MemoryStore::publish(const SaveRecord& record, SaveEffects& effects) {
   if (effects.activeVector) active_->upsert(effects.activeVector->first, effects.activeVector->second);
-  if (effects.refreshPk) refreshMirror(*effects.refreshPk);
+  if (effects.refreshPk) {
+    if (effects.outcome.status == "created") {
+      mirrorCreatedRow(*effects.refreshPk, record);
+    } else {
+      refreshMirror(*effects.refreshPk);
+    }
+  }
   // A dedup answers with the row as it now is (use count, topics, files).
   if (effects.outcome.status == "deduped") {
     auto fresh = get(effects.outcome.id);

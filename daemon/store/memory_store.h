@@ -289,7 +289,9 @@ class MemoryStore {
   };
   // The rows of one save, inside the open transaction. Throws on SQLite errors; changes nothing in memory.
   SaveEffects applySave(const SaveRecord& record);
-  void publish(SaveEffects& effects);
+  void publish(const SaveRecord& record, SaveEffects& effects);
+  // refreshMirror for a row a save just created, from the record instead of reading the row back.
+  void mirrorCreatedRow(int64_t pk, const SaveRecord& record);
   // applySave in a savepoint, then publish: a failure undoes only this save's rows.
   SaveEffects applyInSavepoint(const SaveRecord& record, const std::function<void()>& beforeRelease);
   bool batching() const { return options_.saveBatch > 1 && journal_ != nullptr; }
