@@ -150,12 +150,15 @@ MemoryStore::CachedStatement MemoryStore::statement(const std::string& sql) {
 MemoryStore::~MemoryStore() {
   // Saves still in a batch are committed; if that fails they stay in the journal, and the next open applies them.
   if (db_ && batchOpen_) (void)commitPendingSaves();
-  if (db_) db_->tryExec("PRAGMA optimize");
+  // Statistics for the query planner, written at close; not into a file that answered an error (it may be damaged,
+  // and memq never writes to a damaged file what it does not have to).
+  if (db_ && !sawStorageError_) db_->tryExec("PRAGMA optimize");
 }
 
 std::string MemoryStore::now() const { return options_.clock ? options_.clock() : isoNow(); }
 
 Status MemoryStore::storageError(const std::exception& e, const std::string& context) const {
+  sawStorageError_ = true;
   return memq::storageError(e, context, options_.scope, options_.path);
 }
 

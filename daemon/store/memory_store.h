@@ -364,6 +364,7 @@ class MemoryStore {
   bool journalNeedsReset_ = false;  // the journal still holds a committed batch: emptied before the next append
   bool replayPending_ = false;   // the journal holds saves the database has not committed
   size_t replayedSaves_ = 0;
+  mutable bool sawStorageError_ = false;  // some call failed with a StorageError: no optional writes at close
   std::chrono::steady_clock::time_point lastSaveEnd_{};
   std::unordered_map<std::string, CacheEntry> statements_;  // declared after db_: destroyed before it
 };
