@@ -825,6 +825,11 @@ Status MemoryStore::openJournal() {
   const bool exists = std::filesystem::exists(path, ec);
   if (options_.saveBatch <= 1 && !exists) return Status::ok();
   auto journal = SaveJournal::open(path);
+  if (!journal && journal.status().code() == ErrorCode::kConflict) {
+    // Another process owns this database's saves (memqd, while a tool or benchmark reads the file beside it): this
+    // store neither replays them nor batches its own.
+    return Status::ok();
+  }
   if (!journal) return journal.status();
   journal_ = std::move(*journal);
   // Readable is required to open: a journal that is not memq's is not silently ignored.

@@ -2,6 +2,7 @@
 #include "daemon/store/save_journal.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -57,6 +58,16 @@ int writeAll(int fd, const char* data, size_t n) {
 Result<std::unique_ptr<SaveJournal>> SaveJournal::open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) return Status::storage("cannot open the save journal " + path + ": " + std::strerror(errno));
+  // One owner at a time: a second process opening the same database must not replay (or empty) the saves of the
+  // first one's open batch.
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK) {
+      return Status(ErrorCode::kConflict, "the save journal " + path + " is in use by another process");
+    }
+    return Status::storage("cannot lock the save journal " + path + ": " + std::strerror(err));
+  }
   struct stat st{};
   if (::fstat(fd, &st) != 0) {
     int err = errno;

@@ -32,7 +32,8 @@ class SaveJournal {
     bool tornTail = false;             // bytes after the last whole record were dropped
   };
 
-  // Opens (creating, mode 0600) the journal at `path` without changing its contents.
+  // Opens (creating, mode 0600) the journal at `path` without changing its contents, and locks it (flock) for this
+  // process: Conflict when another process holds it.
   static Result<std::unique_ptr<SaveJournal>> open(const std::string& path);
   ~SaveJournal();
   SaveJournal(const SaveJournal&) = delete;

@@ -347,5 +347,19 @@ TEST_F(SaveBatchTest, ASaveThatFailsInABatchLeavesTheOthersAndIsNeverReplayed) {
   }
 }
 
+TEST_F(SaveBatchTest, ASecondOpenerOfTheDatabaseLeavesTheOwnersOpenBatchAlone) {
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(save(*store_, "Owner's note " + std::to_string(i)).isOk());
+  ASSERT_TRUE(store_->hasPendingSaves());
+  // Another store on the same file (a second process, in effect: the journal's lock is per open file): it must not
+  // replay the owner's uncommitted saves, which would write them twice once the owner commits.
+  auto second = openAt(dir_ / "data");
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(second->replayedSaves(), 0u);
+  second.reset();
+  ASSERT_TRUE(store_->commitPendingSaves().isOk());
+  EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memories"), 4);
+  EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memory_events"), 4);
+}
+
 }  // namespace
 }  // namespace memq
