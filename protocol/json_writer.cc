@@ -6,6 +6,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "protocol/utf8_sequence.h"
+
 namespace memq {
 namespace {
 
@@ -33,43 +35,6 @@ void appendControlEscape(std::string& out, unsigned char c) {
   }
 }
 
-// The length of the well-formed UTF-8 sequence that starts at text[i] (Unicode Table 3-7: no overlongs, no
-// surrogates, nothing above U+10FFFF), or 0 when it is ill-formed. `bad` is set to the index of the first byte that
-// makes it ill-formed (text.size() when the text ends inside the sequence).
-size_t wellFormedSequence(std::string_view text, size_t i, size_t& bad) {
-  const auto lead = static_cast<unsigned char>(text[i]);
-  size_t length = 0;
-  unsigned char low = 0x80, high = 0xBF;  // the range of the second byte; later bytes are always 80..BF
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    if (lead == 0xE0) low = 0xA0;
-    if (lead == 0xED) high = 0x9F;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    if (lead == 0xF0) low = 0x90;
-    if (lead == 0xF4) high = 0x8F;
-  } else {
-    bad = i;
-    return 0;
-  }
-  for (size_t k = 1; k < length; ++k) {
-    if (i + k >= text.size()) {
-      bad = text.size();
-      return 0;
-    }
-    const auto c = static_cast<unsigned char>(text[i + k]);
-    const unsigned char lo = k == 1 ? low : 0x80;
-    const unsigned char hi = k == 1 ? high : 0xBF;
-    if (c < lo || c > hi) {
-      bad = i + k;
-      return 0;
-    }
-  }
-  return length;
-}
-
 }  // namespace
 
 void appendJsonString(std::string& out, std::string_view text) {
@@ -89,7 +54,7 @@ void appendJsonString(std::string& out, std::string_view text) {
       continue;
     }
     size_t bad = 0;
-    if (size_t length = wellFormedSequence(text, i, bad)) {
+    if (size_t length = wellFormedUtf8Length(text, i, bad)) {
       out.append(text.data() + i, length);
       i += length;
       continue;
