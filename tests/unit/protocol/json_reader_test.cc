@@ -63,7 +63,9 @@ void expectAgrees(const std::string& text, bool mustAccept) {
 
 TEST(ProtocolJsonReaderTest, ReadsWhatMemqdSends) {
   for (const char* text : {
-           R"({"id":7,"jsonrpc":"2.0","result":{"memories":[{"category":null,"details":"a \"q\" \\ \n\t é 日本 🚀","files":["src/a.cc"],"normalized_score":0.8414709848078965,"pinned":false,"score":-2.5e-7,"use_count":18446744073709551615}]}})",
+           R"({"id":7,"jsonrpc":"2.0","result":{"memories":[{"category":null,)"
+           R"("details":"a \"q\" \\ \n\t é 日本 🚀","files":["src/a.cc"],"normalized_score":0.8414709848078965,)"
+           R"("pinned":false,"score":-2.5e-7,"use_count":18446744073709551615}]}})",
            R"({"id":"x","jsonrpc":"2.0","error":{"code":-32602,"message":"bad","data":{"field":"limit"}}})",
            R"(  [1, -1, 0, -0, 1.5, -0.0, 1e3, 1E-3, 2.5e+10, true, false, null, "", {}, []]  )",
            R"({"a":1,"a":2,"b":{"a":[{"z":1,"y":2}]}})",
@@ -80,7 +82,8 @@ TEST(ProtocolJsonReaderTest, DeclinesWhatNlohmannRefuses) {
   for (const std::string& text : std::vector<std::string>{
            "", " ", "{", "}", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "{a:1}", "01", "-", "1.", ".5", "1e", "+1", "1x",
            "tru", "nul", "[1 2]", "\"unterminated", "\"bad \\x escape\"", "\"\\u12\"", "\"\\ud800\"", "\"\\udc00\"",
-           "\"\\ud800\\u0041\"", "\"raw \x01 control\"", "\"\xC3\"", "\"\xC0\xAF\"", "\"\xED\xA0\x80\"", "\"\xF4\x90\x80\x80\"",
+           "\"\\ud800\\u0041\"", "\"raw \x01 control\"", "\"\xC3\"", "\"\xC0\xAF\"", "\"\xED\xA0\x80\"",
+           "\"\xF4\x90\x80\x80\"",
            "1 2", "{} x", "[\"a\"]]", "1e999", "-1e999", std::string("\"nul \0 inside\"", 15)}) {
     json fast;
     bool nlohmannAccepts = true;
@@ -129,7 +132,8 @@ json randomValue(std::mt19937_64& rng, int depth) {
     default: {
       json o = json::object();
       for (int k = static_cast<int>(rng() % 5); k > 0; --k) {
-        o[std::string(1, static_cast<char>('a' + rng() % 26)) + pieces[rng() % pieces.size()]] = randomValue(rng, depth + 1);
+        std::string key = std::string(1, static_cast<char>('a' + rng() % 26)) + pieces[rng() % pieces.size()];
+        o[key] = randomValue(rng, depth + 1);
       }
       return o;
     }

@@ -72,9 +72,10 @@ TEST(ProtocolJsonWriterTest, RandomBytesMatchTheSerialiser) {
 }
 
 TEST(ProtocolJsonWriterTest, NumbersMatchTheSerialiser) {
-  std::vector<double> doubles = {0.0,    -0.0,     1.0,     -1.0,    0.1,      0.1 + 0.2, 1.0 / 3.0, 1e-7,
-                                 1e21,   1e22,     123456789.125,    -2.5e-300, DBL_MAX,  DBL_MIN,   4.9e-324,
-                                 1e15,   1e16,     1e17,    12.5,    0.000123, 100.0,     7.0e-05,   0.8414709848078965};
+  std::vector<double> doubles = {0.0,  -0.0,     1.0,      -1.0,     0.1,       0.1 + 0.2, 1.0 / 3.0,
+                                 1e-7, 1e21,     1e22,     1e15,     1e16,      1e17,      123456789.125,
+                                 12.5, 0.000123, 100.0,    7.0e-05,  -2.5e-300, DBL_MAX,   DBL_MIN,
+                                 4.9e-324, 0.8414709848078965};
   std::mt19937_64 rng(11);
   for (int k = 0; k < 5000; ++k) {
     uint64_t bits = rng();
