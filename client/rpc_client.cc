@@ -145,16 +145,13 @@ Status RpcClient::writeAll(std::string_view bytes, Clock::time_point deadline) {
   return Status::ok();
 }
 
-Result<std::string> RpcClient::readLine(Clock::time_point deadline) {
+Result<std::size_t> RpcClient::awaitLine(Clock::time_point deadline) {
   if (fd_ < 0) return transportError("closed", "not connected to memqd");
   for (;;) {
     std::size_t nl = readBuffer_.find('\n', scanned_);
     if (nl != std::string::npos) {
-      std::string line = readBuffer_.substr(0, nl);
-      readBuffer_.erase(0, nl + 1);
-      scanned_ = 0;
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      return line;
+      scanned_ = nl + 1;
+      return nl;
     }
     scanned_ = readBuffer_.size();
     if (readBuffer_.size() > kMaxReplyBytes) {
@@ -178,12 +175,32 @@ Result<std::string> RpcClient::readLine(Clock::time_point deadline) {
   }
 }
 
+void RpcClient::consumeLine() {
+  readBuffer_.erase(0, scanned_);
+  scanned_ = 0;
+}
+
+Result<std::string> RpcClient::readLine(Clock::time_point deadline) {
+  Result<std::size_t> length = awaitLine(deadline);
+  if (!length) return length.status();
+  std::string line = readBuffer_.substr(0, *length);
+  consumeLine();
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  return line;
+}
+
 Result<nlohmann::json> RpcClient::readJson(Clock::time_point deadline) {
   for (;;) {
-    Result<std::string> line = readLine(deadline);
-    if (!line) return line.status();
-    if (line->find_first_not_of(" \t\r") == std::string::npos) continue;
-    Result<nlohmann::json> message = parseJson(*line, kMaxReplyDepth);
+    Result<std::size_t> length = awaitLine(deadline);
+    if (!length) return length.status();
+    // Parsed where it lies in the read buffer: a reply of several KB is not copied out first.
+    std::string_view line(readBuffer_.data(), *length);
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) {
+      consumeLine();
+      continue;
+    }
+    Result<nlohmann::json> message = parseJson(line, kMaxReplyDepth);
+    consumeLine();
     if (!message) return transportError("io", "memqd sent invalid JSON: " + message.status().message());
     return message;
   }

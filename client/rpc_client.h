@@ -67,6 +67,10 @@ class RpcClient {
   RpcClient(int fd, std::string socketPath);
   void close();
   Status writeAll(std::string_view bytes, std::chrono::steady_clock::time_point deadline);
+  // Reads until readBuffer_ holds a whole line; returns its length without the '\n'. The line stays at the front of
+  // the buffer until consumeLine().
+  Result<std::size_t> awaitLine(std::chrono::steady_clock::time_point deadline);
+  void consumeLine();  // drops the line awaitLine found, and its '\n'
   Result<std::string> readLine(std::chrono::steady_clock::time_point deadline);
   Result<nlohmann::json> readJson(std::chrono::steady_clock::time_point deadline);
   Status transportError(const std::string& kind, const std::string& message) const;
@@ -75,7 +79,9 @@ class RpcClient {
   std::string socketPath_;
   std::int64_t nextId_ = 1;
   std::string readBuffer_;
-  std::size_t scanned_ = 0;  // bytes of readBuffer_ already searched for '\n', so a huge reply is scanned once
+  // Bytes of readBuffer_ already searched for '\n', so a huge reply is scanned once; once awaitLine has found a
+  // line, the length of that line and its '\n'.
+  std::size_t scanned_ = 0;
   std::deque<nlohmann::json> pending_;  // notifications (and stray replies) read while waiting for a reply
 };
 

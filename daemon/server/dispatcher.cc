@@ -13,7 +13,24 @@ namespace memq {
 Dispatcher::Dispatcher(Service& service, ServerHooks hooks, const MethodTable& table)
     : service_(service), hooks_(std::move(hooks)), table_(table) {}
 
-Result<nlohmann::json> Dispatcher::invoke(ClientState& client, const Call& call) {
+namespace {
+
+// makeResultReply's object as text, around a result already serialised: serializeMessage writes the keys sorted
+// (id, jsonrpc, result), and a compact dump of an object is its members' dumps joined, so this is the same bytes.
+std::string resultReplyText(const nlohmann::json& id, const std::string& result) {
+  std::string out;
+  out.reserve(result.size() + 48);
+  out += "{\"id\":";
+  out += serializeMessage(id);
+  out += ",\"jsonrpc\":\"2.0\",\"result\":";
+  out += result;
+  out += '}';
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> Dispatcher::invoke(ClientState& client, const Call& call) {
   auto it = table_.find(call.method);
   if (it == table_.end()) {
     return Status(ErrorCode::kMethodNotFound, "method '" + call.method + "' does not exist",
@@ -40,12 +57,15 @@ Result<nlohmann::json> Dispatcher::invoke(ClientState& client, const Call& call)
   auto ctx = service_.context(client, call.method == "initialize" ? nlohmann::json::object() : params);
   if (!ctx) return ctx.status();
   HandlerEnv env{service_, client, hooks_};
-  return entry.handler(env, *ctx, params);
+  if (entry.textHandler) return entry.textHandler(env, *ctx, params);
+  Result<nlohmann::json> result = entry.handler(env, *ctx, params);
+  if (!result) return result.status();
+  return serializeMessage(*result);
 }
 
-nlohmann::json Dispatcher::handleCall(ClientState& client, const Call& call, std::string* logLine) {
+std::optional<std::string> Dispatcher::handleCall(ClientState& client, const Call& call, std::string* logLine) {
   auto start = std::chrono::steady_clock::now();
-  Result<nlohmann::json> result = Status::internal("unreached");
+  Result<std::string> result = Status::internal("unreached");
   try {
     result = invoke(client, call);
   } catch (const std::exception& e) {
@@ -62,29 +82,36 @@ nlohmann::json Dispatcher::handleCall(ClientState& client, const Call& call, std
                            result ? std::string("ok") : std::string(errorCodeName(result.status().code())) + ": " +
                                                             result.status().message());
   }
-  if (call.isNotification()) return nullptr;
-  return result ? makeResultReply(call.id, std::move(*result)) : makeErrorReply(call.id, result.status());
+  if (call.isNotification()) return std::nullopt;
+  return result ? resultReplyText(call.id, *result) : serializeMessage(makeErrorReply(call.id, result.status()));
 }
 
 std::optional<std::string> Dispatcher::handleMessage(ClientState& client, std::string_view text,
                                                      std::vector<std::string>* log) {
   Envelope envelope = parseEnvelope(text);
-  nlohmann::json replies = nlohmann::json::array();
+  std::vector<std::string> replies;
   for (const auto& item : envelope.items) {
     if (!item.call) {
-      replies.push_back(makeErrorReply(item.errorId, item.error));
+      replies.push_back(serializeMessage(makeErrorReply(item.errorId, item.error)));
       if (log) log->push_back(std::string("<invalid> ") + std::string(errorCodeName(item.error.code())) + ": " +
                               item.error.message());
       continue;
     }
     std::string line;
-    nlohmann::json reply = handleCall(client, *item.call, log ? &line : nullptr);
+    std::optional<std::string> reply = handleCall(client, *item.call, log ? &line : nullptr);
     if (log) log->push_back(std::move(line));
-    if (!reply.is_null()) replies.push_back(std::move(reply));
+    if (reply) replies.push_back(std::move(*reply));
   }
   if (replies.empty()) return std::nullopt;
-  if (!envelope.batch) return serializeMessage(replies[0]);
-  return serializeMessage(replies);
+  if (!envelope.batch) return std::move(replies[0]);
+  // A batch reply is the array of the replies: its compact dump is theirs joined by commas.
+  std::string out = "[";
+  for (size_t i = 0; i < replies.size(); ++i) {
+    if (i > 0) out += ',';
+    out += replies[i];
+  }
+  out += ']';
+  return out;
 }
 
 }  // namespace memq

@@ -30,11 +30,25 @@ struct HandlerEnv {
 };
 
 using Handler = std::function<Result<nlohmann::json>(HandlerEnv&, const CallContext&, const nlohmann::json& params)>;
+// A handler whose result is already JSON text in serializeMessage's form (daemon/server/reply_json): for the largest
+// results, where building a nlohmann tree only to dump it cost more than writing the text.
+using TextHandler = std::function<Result<std::string>(HandlerEnv&, const CallContext&, const nlohmann::json& params)>;
 
 struct MethodEntry {
-  Handler handler;
+  MethodEntry() = default;
+  MethodEntry(Handler h, bool needsInit = false, bool mutation = false)  // NOLINT(google-explicit-constructor)
+      : handler(std::move(h)), needsInitialize(needsInit), isMutation(mutation) {}
+  // A read-only method whose result is written as text.
+  static MethodEntry writingText(TextHandler h) {
+    MethodEntry entry;
+    entry.textHandler = std::move(h);
+    return entry;
+  }
+
+  Handler handler;               // exactly one of handler and textHandler is set
   bool needsInitialize = false;  // hints/*: per-connection state needs an identified client
   bool isMutation = false;
+  TextHandler textHandler;
 };
 
 using MethodTable = std::map<std::string, MethodEntry, std::less<>>;
@@ -50,11 +64,12 @@ class Dispatcher {
   // (notifications only). `outcome` receives one line per call for the request log.
   std::optional<std::string> handleMessage(ClientState& client, std::string_view text,
                                            std::vector<std::string>* log = nullptr);
-  // One call; returns the reply object (or null for a notification).
-  nlohmann::json handleCall(ClientState& client, const Call& call, std::string* logLine = nullptr);
+  // One call; returns the reply's text (nullopt for a notification).
+  std::optional<std::string> handleCall(ClientState& client, const Call& call, std::string* logLine = nullptr);
 
  private:
-  Result<nlohmann::json> invoke(ClientState& client, const Call& call);
+  // The call's result as JSON text.
+  Result<std::string> invoke(ClientState& client, const Call& call);
 
   Service& service_;
   ServerHooks hooks_;

@@ -4,6 +4,7 @@
 
 #include "daemon/recall/recall_engine.h"
 #include "daemon/server/dispatcher.h"
+#include "daemon/server/reply_json.h"
 
 namespace memq {
 
@@ -49,11 +50,10 @@ Result<json> memoryResult(Result<Memory> r) {
   return memoryToJson(*r);
 }
 
-Result<json> hitsResult(Result<std::vector<RecallHit>> r, bool explain) {
+// Recall and search results are the largest replies memqd sends; they are written as text (reply_json.h).
+Result<std::string> hitsResult(Result<std::vector<RecallHit>> r, bool explain) {
   if (!r) return r.status();
-  json out = json::array();
-  for (const auto& h : *r) out.push_back(recallHitToJson(h, explain));
-  return json{{"memories", std::move(out)}};
+  return recallHitsJsonText(*r, explain);
 }
 
 Result<RecallRequest> recallRequest(const json& p, bool isSearch) {
@@ -97,9 +97,12 @@ MethodTable buildTable() {
                         return env.service.save(ctx, in);
                       },
                       false, true};
-  t["memory/get"] = {[](HandlerEnv& env, const CallContext& ctx, const json& p) {
-    return memoryResult(env.service.get(ctx, str(p, "id")));
-  }};
+  t["memory/get"] = MethodEntry::writingText(
+      [](HandlerEnv& env, const CallContext& ctx, const json& p) -> Result<std::string> {
+        auto r = env.service.get(ctx, str(p, "id"));
+        if (!r) return r.status();
+        return memoryJsonText(*r);
+      });
   t["memory/update"] = {[](HandlerEnv& env, const CallContext& ctx, const json& p) -> Result<json> {
                           UpdateRequest u;
                           u.summary = optStr(p, "summary");
@@ -138,18 +141,20 @@ MethodTable buildTable() {
     for (const auto& m : r->memories) out.push_back(memoryToJson(m));
     return json{{"memories", std::move(out)}, {"total", r->total}};
   }};
-  t["memory/search"] = {[](HandlerEnv& env, const CallContext& ctx, const json& p) -> Result<json> {
-    auto r = recallRequest(p, true);
-    if (!r) return r.status();
-    bool explain = r->explain;
-    return hitsResult(env.service.search(ctx, std::move(*r)), explain);
-  }};
-  t["memory/recall"] = {[](HandlerEnv& env, const CallContext& ctx, const json& p) -> Result<json> {
-    auto r = recallRequest(p, false);
-    if (!r) return r.status();
-    bool explain = r->explain;
-    return hitsResult(env.service.recall(ctx, std::move(*r), optBool(p, "mark_used").value_or(true)), explain);
-  }};
+  t["memory/search"] = MethodEntry::writingText(
+      [](HandlerEnv& env, const CallContext& ctx, const json& p) -> Result<std::string> {
+        auto r = recallRequest(p, true);
+        if (!r) return r.status();
+        bool explain = r->explain;
+        return hitsResult(env.service.search(ctx, std::move(*r)), explain);
+      });
+  t["memory/recall"] = MethodEntry::writingText(
+      [](HandlerEnv& env, const CallContext& ctx, const json& p) -> Result<std::string> {
+        auto r = recallRequest(p, false);
+        if (!r) return r.status();
+        bool explain = r->explain;
+        return hitsResult(env.service.recall(ctx, std::move(*r), optBool(p, "mark_used").value_or(true)), explain);
+      });
   t["memory/hide"] = {[](HandlerEnv& env, const CallContext& ctx, const json& p) {
                         return memoryResult(env.service.hide(ctx, str(p, "id"), optStr(p, "reason")));
                       },

@@ -9,6 +9,8 @@
 //       (SQLite WAL lets a second process read), query by query, interleaved so machine load hits both alike, each
 //       query --recall-passes times with the side that goes first alternating (from query to query and from pass to
 //       pass, so each side goes first equally often); the per-query difference's percentiles are printed;
+//       It also prints what the reply's JSON costs apart, over the same queries' in-process hits: memqd's text writer
+//       against the nlohmann tree it replaced, and the client's parse against nlohmann's parser;
 //   (c) --clients connections, each a thread with one request in flight, running --mix for --seconds; requests/s and
 //       latency percentiles per method. Each --mix runs on its own; by default a get/hints mix (what the server
 //       itself costs) and a mix with recall and save (what the store adds).
@@ -37,7 +39,9 @@
 #include "client/rpc_client.h"
 #include "daemon/embed/hashbag.h"
 #include "daemon/git/git_repo_signals.h"
+#include "daemon/server/reply_json.h"
 #include "daemon/service/service.h"
+#include "protocol/envelope.h"
 #include "tests/bench/bench_util.h"
 
 namespace fs = std::filesystem;
@@ -341,6 +345,7 @@ int main(int argc, char** argv) {
       }
       auto ctx = service.context(state, json::object());
       std::vector<double> socketLat, inprocLat, diff;
+      std::vector<std::vector<memq::RecallHit>> replyHits;  // the first pass's hits, for the reply-JSON figures
       size_t mismatched = 0;
       double daemonCpu0 = processCpuSeconds(daemon.pid()), inprocCpuMs = 0;
       for (int pass = 0; pass < recallPasses; ++pass) {
@@ -373,6 +378,7 @@ int main(int argc, char** argv) {
             return 1;
           }
           if ((*overSocket)["memories"].size() != inproc->size()) ++mismatched;
+          if (pass == 0) replyHits.push_back(*inproc);
           if (q.value("warmup", false)) continue;
           socketLat.push_back(socketMs);
           inprocLat.push_back(inprocMs);
@@ -390,6 +396,36 @@ int main(int argc, char** argv) {
                   mismatched ? "  (some result counts differed!)" : "");
       std::printf("    CPU per recall (mean): memqd %.3f ms (every thread), in-process %.3f ms\n", daemonCpuMs / calls,
                   inprocCpuMs / calls);
+
+      // The reply's JSON apart (one thread, CPU time, mean per reply over 5 rounds of every query's hits).
+      double treeMs = 0, textMs = 0, nlohmannParseMs = 0, parseJsonMs = 0, bytes = 0;
+      const int rounds = 5;
+      for (int round = 0; round < rounds; ++round) {
+        for (const auto& hits : replyHits) {
+          double t0 = threadCpuMs();
+          json tree = json::array();
+          for (const auto& h : hits) tree.push_back(memq::recallHitToJson(h, false));
+          std::string viaTree = memq::serializeMessage(json{{"memories", std::move(tree)}});
+          double t1 = threadCpuMs();
+          std::string viaText = memq::recallHitsJsonText(hits, false);
+          double t2 = threadCpuMs();
+          json parsedSlow = json::parse(viaText);
+          double t3 = threadCpuMs();
+          auto parsedFast = memq::parseJson(viaText, 256);
+          double t4 = threadCpuMs();
+          treeMs += t1 - t0;
+          textMs += t2 - t1;
+          nlohmannParseMs += t3 - t2;
+          parseJsonMs += t4 - t3;
+          bytes += static_cast<double>(viaText.size());
+          if (viaTree != viaText || !parsedFast || *parsedFast != parsedSlow) ++mismatched;
+        }
+      }
+      const double replies = static_cast<double>(rounds) * static_cast<double>(std::max<size_t>(replyHits.size(), 1));
+      std::printf("    reply JSON (mean %.0f bytes): memqd writes it in %.1f µs (nlohmann tree + dump: %.1f µs);"
+                  " the client parses it in %.1f µs (nlohmann::json::parse: %.1f µs)%s\n",
+                  bytes / replies, textMs * 1000 / replies, treeMs * 1000 / replies, parseJsonMs * 1000 / replies,
+                  nlohmannParseMs * 1000 / replies, mismatched ? "  (some replies differed!)" : "");
     }
 
     // (c) concurrent clients.

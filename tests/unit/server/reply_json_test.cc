@@ -1,0 +1,89 @@
+// The hand-written reply text of memory records and recall hits against the nlohmann trees it replaced
+// (memoryToJson, recallHitToJson): the bytes on the wire must not change, whatever the record holds.
+#include "daemon/server/reply_json.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "protocol/envelope.h"
+
+namespace memq {
+namespace {
+
+using nlohmann::json;
+
+std::string treeText(const std::vector<RecallHit>& hits, bool explain) {
+  json out = json::array();
+  for (const auto& h : hits) out.push_back(recallHitToJson(h, explain));
+  return serializeMessage(json{{"memories", std::move(out)}});
+}
+
+Memory sampleMemory(int variant) {
+  Memory m;
+  m.pk = 17;
+  m.id = "0b9e2c1a-5d3f-4e7a-9c2b-1f0e8d7c6b5a";
+  m.scope = variant % 2 ? "global" : "project";
+  if (variant % 3) m.category = "gotcha";
+  m.summary = "Quote \" backslash \\ tab\t newline\n é 日本 🚀";
+  m.details = std::string("control \x01\x1f\x7f nul ") + std::string(1, '\0') + " invalid \xC3 \xFF end";
+  m.topics = variant % 2 ? std::vector<std::string>{} : std::vector<std::string>{"build", "ci/cd", "ünïcode"};
+  m.files = {{"src/main.cc", std::string("abc123")}, {"docs/\"odd\" name.md", std::nullopt}};
+  if (variant % 4 == 1) m.files.clear();
+  m.source = variant % 2 ? "user" : "agent";
+  if (variant % 2) m.sessionId = "sess-\xE2\x82";
+  m.createdAt = "2026-11-29T21:00:00.000Z";
+  m.updatedAt = "2026-11-29T21:00:01.000Z";
+  m.lastUsedAt = "2026-11-29T21:00:02.000Z";
+  m.useCount = variant == 3 ? std::numeric_limits<int64_t>::max() : variant;
+  m.pinned = variant % 2 == 1;
+  m.state = static_cast<MemoryState>(variant % 4);
+  if (variant % 4 == 2) m.supersededBy = "11111111-2222-4333-8444-555555555555";
+  if (variant % 3 == 2) m.stateReason = "duplicate of \"the other one\"";
+  m.contentHash = "sha256:0123456789abcdef";
+  return m;
+}
+
+TEST(ServerReplyJsonTest, MemoryRecordMatchesTheTree) {
+  for (int variant = 0; variant < 12; ++variant) {
+    Memory m = sampleMemory(variant);
+    EXPECT_EQ(memoryJsonText(m), serializeMessage(memoryToJson(m))) << "variant " << variant;
+  }
+  EXPECT_EQ(memoryJsonText(Memory{}), serializeMessage(memoryToJson(Memory{})));
+}
+
+TEST(ServerReplyJsonTest, RecallHitsMatchTheTree) {
+  std::mt19937 rng(3);
+  std::vector<RecallHit> hits;
+  for (int variant = 0; variant < 12; ++variant) {
+    RecallHit h;
+    h.memory = sampleMemory(variant);
+    h.score = variant == 0 ? 0.0 : 1.0 / (variant + 0.3) + 1e-9 * variant;
+    h.normalizedScore = variant == 5 ? 1e-300 : static_cast<double>(rng()) / 4294967296.0;
+    Signals& s = h.signals;
+    s.fileAffinity = variant & 1;
+    s.cochangeAffinity = variant & 2;
+    if (variant & 4) s.semanticRank = 2, s.semantic = 0.71234;
+    if (variant & 8) s.ftsUnicode = 1, s.bm25Unicode = -3.25;
+    if (variant % 3 == 0) s.ftsTrigram = 4, s.bm25Trigram = -1.5;
+    s.pinned = variant == 7;
+    s.blastRadius = variant;
+    s.ageDays = 0.5 * variant;
+    h.breakdown.terms = {{"text", 0.25 * variant}, {"recency", 1.0 / 3.0}, {"name \"q\"", -0.0}};
+    h.stale = variant % 5 == 1;
+    if (variant % 5 == 1) h.changedFiles = {"src/main.cc"};
+    if (variant % 6 == 1) h.missingFiles = {"gone.txt", "dir/é.md"};
+    hits.push_back(h);
+  }
+  for (bool explain : {false, true}) {
+    EXPECT_EQ(recallHitsJsonText(hits, explain), treeText(hits, explain)) << "explain " << explain;
+    EXPECT_EQ(recallHitsJsonText({hits[3]}, explain), treeText({hits[3]}, explain));
+  }
+  EXPECT_EQ(recallHitsJsonText({}, false), serializeMessage(json{{"memories", json::array()}}));
+}
+
+}  // namespace
+}  // namespace memq
