@@ -205,12 +205,19 @@ void Server::finishIfDrained() {
   }
 }
 
+namespace {
+
+constexpr auto kSaveCommitDelay = std::chrono::milliseconds(10);  // the timer of scheduleSaveCommit
+constexpr auto kBatchIdle = std::chrono::milliseconds(5);         // a batch this long without a save is committed
+
+}  // namespace
+
 void Server::scheduleSaveCommit() {
   // Saves that follow each other share one transaction (StoreOptions::saveBatch); each is acknowledged once it is
-  // in the save journal. This bounds how long the last of them waits for its commit when no request comes after it.
-  constexpr auto kSaveCommitDelay = std::chrono::milliseconds(10);
+  // in the save journal. This commits the last batch of a stream soon after the stream stops (a batch still being
+  // added to is left to fill: it commits itself when full), and is re-armed while any batch stays open.
   if (saveCommitScheduled_.exchange(true)) return;
-  asio::post(io_, [this, kSaveCommitDelay] {
+  asio::post(io_, [this] {
     saveCommit_.expires_after(kSaveCommitDelay);
     saveCommit_.async_wait([this](const asio::error_code& ec) {
       if (ec) {
@@ -219,7 +226,8 @@ void Server::scheduleSaveCommit() {
       }
       asio::post(workers_, [this] {
         saveCommitScheduled_ = false;
-        service_.commitPendingSaves();
+        service_.commitPendingSaves(kBatchIdle);
+        if (service_.hasPendingSaves() && !draining_.load()) scheduleSaveCommit();
       });
     });
   });

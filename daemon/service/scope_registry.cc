@@ -122,21 +122,24 @@ void ScopeRegistry::checkpointAll() {
   }
 }
 
-size_t ScopeRegistry::commitPendingSaves() {
+size_t ScopeRegistry::commitPendingSaves(std::chrono::milliseconds idle) {
   std::vector<std::shared_ptr<ScopeDatabase>> open;
   {
     std::lock_guard lock(mutex_);
     for (const auto& [k, v] : databases_) open.push_back(v);
   }
-  size_t failed = 0;
+  size_t pending = 0;
   for (auto& db : open) {
     std::lock_guard lock(db->mutex);
-    if (Status st = db->store->commitPendingSaves(); !st) {
-      ++failed;
-      spdlog::error("commit of saves in {} failed (they stay in its journal): {}", db->path, st.message());
+    auto still = db->store->commitPendingSavesIfIdle(idle);
+    if (!still) {
+      // Not retried from here: the next write to this database tries again first (and reports it).
+      spdlog::error("commit of saves in {} failed (they stay in its journal): {}", db->path, still.status().message());
+    } else if (*still) {
+      ++pending;
     }
   }
-  return failed;
+  return pending;
 }
 
 std::vector<std::string> ScopeRegistry::openScopePaths() {

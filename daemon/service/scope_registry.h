@@ -73,8 +73,10 @@ class ScopeRegistry {
   std::vector<std::string> openScopePaths();
   // Copies each open scope's WAL back into its database (saves never pay for that themselves).
   void checkpointAll();
-  // Commits the saves each open database holds in a batch (see StoreOptions::saveBatch). Returns how many failed.
-  size_t commitPendingSaves();
+  // Commits the saves each open database holds in a batch (see StoreOptions::saveBatch) once its last save is
+  // `idle` old. Returns how many databases still hold a younger batch. A failed commit is logged; the next write to
+  // that database tries again first.
+  size_t commitPendingSaves(std::chrono::milliseconds idle);
 
  private:
   // Both REQUIRE mutex_ held.

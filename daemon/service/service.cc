@@ -136,10 +136,10 @@ Service::Service(ServiceOptions options)
     : options_(std::move(options)),
       registry_(ScopeRegistryOptions{options_.dataDir, options_.embedder, options_.repoFactory, options_.saveBatch}) {}
 
-size_t Service::commitPendingSaves() {
-  // Cleared first: a save that lands after this point sets it again, and is committed by the next call.
+void Service::commitPendingSaves(std::chrono::milliseconds idle) {
+  // Cleared first: a save that lands after this point sets it again, and is committed by a later call.
   savesPending_.store(false);
-  return registry_.commitPendingSaves();
+  if (registry_.commitPendingSaves(idle) > 0) savesPending_.store(true);
 }
 
 Service::~Service() = default;

@@ -127,8 +127,9 @@ class Service {
   ScopeRegistry& scopes() { return registry_; }
   // True when a save since the last commitPendingSaves() left saves in an open batch.
   bool hasPendingSaves() const { return savesPending_.load(); }
-  // Commits every open batch of saves. Returns how many databases failed to (logged; their saves stay journalled).
-  size_t commitPendingSaves();
+  // Commits every open batch of saves whose last save is `idle` old (ScopeRegistry::commitPendingSaves); the rest
+  // keep hasPendingSaves() true, for the caller to come back.
+  void commitPendingSaves(std::chrono::milliseconds idle);
   const Embedder& embedder() const { return *options_.embedder; }
 
  private:

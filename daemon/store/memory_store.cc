@@ -781,6 +781,12 @@ Status MemoryStore::commitPendingSaves() {
   return Status::ok();
 }
 
+Result<bool> MemoryStore::commitPendingSavesIfIdle(std::chrono::milliseconds idle) {
+  if (batchOpen_ && !replayPending_ && std::chrono::steady_clock::now() - lastSaveEnd_ < idle) return true;
+  MEMQ_RETURN_IF_ERROR(commitPendingSaves());
+  return hasPendingSaves();
+}
+
 void MemoryStore::settle() {
   replayJournalIfNeeded();
   if (batchOpen_) {

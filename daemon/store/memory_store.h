@@ -176,6 +176,9 @@ class MemoryStore {
   // Commits the saves a batch holds (see StoreOptions::saveBatch); no-op without one. On failure the batch is rolled
   // back, its saves stay in the journal, and every later write first tries to apply them again.
   Status commitPendingSaves();
+  // commitPendingSaves() once the last save is at least `idle` old; an open batch that is younger stays open (saves
+  // still streaming in commit it themselves when it is full). Returns whether saves are still pending.
+  Result<bool> commitPendingSavesIfIdle(std::chrono::milliseconds idle);
   // Saves acknowledged and not yet committed: in an open batch, or in the journal after a failed commit.
   bool hasPendingSaves() const { return batchOpen_ || replayPending_; }
   // A write transaction is open on the database, holding saves (a batch).
