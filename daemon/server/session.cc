@@ -49,10 +49,10 @@ void Session::armTimer() {
 }
 
 void Session::finishInputIfDone() {
-  if (inputEnded_ && !hearWhenMessageEnds()) closeWhenFlushed();
+  if (inputEnded_ && !requestMessageEndNotice()) closeWhenFlushed();
 }
 
-bool Session::hearWhenMessageEnds() {
+bool Session::requestMessageEndNotice() {
   unsigned state = handling_.load();
   while (state & kHandling) {
     if (state & kNotifyIo) return true;
@@ -70,7 +70,7 @@ bool Session::endMessageHere() {
 void Session::readMore() {
   if (closed_ || reading_ || inputEnded_) return;
   // Back-pressure: while a message is being handled, hold at most a few messages' worth of unread input.
-  if (decoder_.bufferedBytes() > 2 * decoder_.maxMessageBytes() && hearWhenMessageEnds()) return;
+  if (decoder_.bufferedBytes() > 2 * decoder_.maxMessageBytes() && requestMessageEndNotice()) return;
   reading_ = true;
   socket_.async_read_some(asio::buffer(readBuffer_), [self = shared_from_this()](const asio::error_code& ec, size_t n) {
     self->reading_ = false;
@@ -94,7 +94,7 @@ void Session::readMore() {
 }
 
 void Session::pump() {
-  if (closed_ || hearWhenMessageEnds()) return;
+  if (closed_ || requestMessageEndNotice()) return;
   auto frame = decoder_.next();
   if (!frame) return;
   partialSince_ = std::chrono::steady_clock::now();
@@ -227,7 +227,7 @@ void Session::notify(const std::string& scope, const std::string& text) {
 
 void Session::closeWhenFlushed() {
   closeAfterFlush_ = true;
-  if (!hearWhenMessageEnds()) writeMore();
+  if (!requestMessageEndNotice()) writeMore();
 }
 
 void Session::close(const std::string& why) {

@@ -80,9 +80,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void armTimer();
   // After end of input: close once the last message is answered and its reply written.
   void finishInputIfDone();
-  // I/O thread: true while a message is in hand, and then its end is reported through finished() (the worker may
-  // no longer end it by itself); false when no message is in hand.
-  bool hearWhenMessageEnds();
+  // I/O thread: asks for the end of the message in hand to be reported through finished() (the worker may then no
+  // longer end it by itself). Returns whether there is a message in hand, i.e. whether the request was registered.
+  bool requestMessageEndNotice();
 
   Server& server_;
   asio::local::stream_protocol::socket socket_;
