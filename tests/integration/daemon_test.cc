@@ -1,5 +1,6 @@
 // memqd over its socket: every method reachable, errors per PROTOCOL.md, framing, batches, hints per connection,
 // notifications, concurrency, and the socket's ownership rules. A real daemon, a real socket, real SQLite files.
+#include <SQLiteCpp/SQLiteCpp.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -179,6 +180,33 @@ TEST_F(DaemonTest, ABatchMixingGoodAndBadRequestsAnswersEach) {
   EXPECT_EQ(replies[2]["error"]["code"], -32602);
   EXPECT_EQ(replies[3]["error"]["code"], -32600);
   EXPECT_EQ(replies[4]["id"], "s");
+}
+
+TEST_F(DaemonTest, SavesLeftInABatchAreCommittedSoonAfterTheLastOneWithNoFurtherRequest) {
+  auto c = daemon_->connect();
+  auto init = c.call("initialize", {{"client_name", "batcher"}, {"project_root", project_}});
+  ASSERT_TRUE(init.isOk()) << init.status().toString();
+  const std::string dbPath = (*init)["project"]["db_path"].get<std::string>();
+  // Six saves in one message run back to back: all but the first share a batch that the replies do not wait for.
+  std::string batch = "[";
+  for (int i = 0; i < 6; ++i) {
+    batch += std::string(i ? "," : "") + R"({"jsonrpc":"2.0","id":)" + std::to_string(i) +
+             R"(,"method":"memory/save","params":{"summary":"batched over the socket )" + std::to_string(i) + R"("}})";
+  }
+  ASSERT_TRUE(c.sendRaw(batch + "]\n").isOk());
+  auto line = c.readRawLine(std::chrono::seconds(5));
+  ASSERT_TRUE(line.isOk()) << line.status().toString();
+  json replies = json::parse(*line);
+  ASSERT_EQ(replies.size(), 6u);
+  for (const auto& r : replies) ASSERT_TRUE(r.contains("result")) << r.dump();
+  // Nothing else is sent: memqd's own timer commits the batch, which another connection to the file then sees.
+  int64_t committed = 0;
+  for (int i = 0; i < 400 && committed < 6; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    SQLite::Database db(dbPath, SQLite::OPEN_READONLY);
+    committed = db.execAndGet("SELECT COUNT(*) FROM memories").getInt64();
+  }
+  EXPECT_EQ(committed, 6) << "saves acknowledged but not committed 2 s after the last one";
 }
 
 TEST_F(DaemonTest, ContentLengthFramingIsAnsweredInKind) {
