@@ -233,27 +233,30 @@ int main(int argc, char** argv) {
   so.repoFactory = [](const memq::ProjectLocation& loc) -> std::shared_ptr<memq::RepoSignals> {
     return std::make_shared<memq::GitRepoSignals>(loc);
   };
-  memq::Service service(so);
-  memq::ServerOptions opts;
-  opts.socketPath = flags.socket;
-  opts.maxMessageBytes = flags.maxMessageBytes;
-  opts.idleExitSeconds = flags.idleExit;
-  opts.partialMessageTimeout = std::chrono::milliseconds(flags.partialTimeoutMs);
-  opts.silentConnectionTimeout = std::chrono::milliseconds(flags.silentTimeoutMs);
-  memq::Server server(opts, service);
-  if (auto st = server.listen(); !st) {
-    spdlog::error("{}", st.message());
-    report(readyFd, false, st.message());
-    if (flags.foreground) std::cerr << "memqd: " << st.message() << "\n";
-    return 1;
-  }
   const std::string pidFile = memq::pidFilePathFor(flags.socket);
   {
-    std::ofstream out(pidFile, std::ios::trunc);
-    out << ::getpid() << "\n";
-  }
-  report(readyFd, true, "");
-  server.run();
+    memq::Service service(so);
+    memq::ServerOptions opts;
+    opts.socketPath = flags.socket;
+    opts.maxMessageBytes = flags.maxMessageBytes;
+    opts.idleExitSeconds = flags.idleExit;
+    opts.partialMessageTimeout = std::chrono::milliseconds(flags.partialTimeoutMs);
+    opts.silentConnectionTimeout = std::chrono::milliseconds(flags.silentTimeoutMs);
+    memq::Server server(opts, service);
+    if (auto st = server.listen(); !st) {
+      spdlog::error("{}", st.message());
+      report(readyFd, false, st.message());
+      if (flags.foreground) std::cerr << "memqd: " << st.message() << "\n";
+      return 1;
+    }
+    {
+      std::ofstream out(pidFile, std::ios::trunc);
+      out << ::getpid() << "\n";
+    }
+    report(readyFd, true, "");
+    server.run();
+  }  // the server, then the service: every database is committed and closed before the pid file goes
+  // `memq daemon stop` returns once the pid file is gone: a memqd started right after must find the files closed.
   ::unlink(pidFile.c_str());
   return 0;
 }

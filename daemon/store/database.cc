@@ -125,8 +125,9 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const DatabaseOptions& op
       MEMQ_RETURN_IF_ERROR(precreatePrivateFile(options.path));
     }
     auto db = std::make_unique<SQLite::Database>(options.path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
-    db->exec("PRAGMA journal_mode = WAL");
+    // The busy timeout first: switching to WAL needs a lock too, which a process still closing the file may hold.
     db->exec("PRAGMA busy_timeout = 5000");
+    db->exec("PRAGMA journal_mode = WAL");
     db->exec("PRAGMA synchronous = NORMAL");
     db->exec("PRAGMA foreign_keys = ON");
     db->exec("PRAGMA temp_store = MEMORY");
