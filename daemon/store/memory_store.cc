@@ -358,6 +358,7 @@ void MemoryStore::mirrorCreatedRow(int64_t pk, const SaveRecord& record) {
 bool MemoryStore::mirrorReady() {
   if (!text_) return false;
   try {
+    reloadIndexesIfStale();
     // data_version moves only when another connection commits (this one's writes refresh the mirror themselves).
     auto v = statement("PRAGMA data_version");
     int64_t version = v->executeStep() ? v->getColumn(0).getInt64() : -1;
@@ -679,6 +680,9 @@ Result<SaveOutcome> MemoryStore::save(const NormalizedSave& input, const std::ve
 
 MemoryStore::SaveEffects MemoryStore::applyInSavepoint(const SaveRecord& record,
                                                        const std::function<void()>& beforeRelease) {
+  // A save may write the batch's pending rows into the FTS lanes (a topic merge, see applySave); the rollback undoes
+  // that write, so the rows must be pending again.
+  const std::optional<int64_t> pendingBefore = firstPendingPk_;
   db_->exec("SAVEPOINT save");
   SaveEffects effects;
   try {
@@ -688,6 +692,7 @@ MemoryStore::SaveEffects MemoryStore::applyInSavepoint(const SaveRecord& record,
   } catch (...) {
     db_->tryExec("ROLLBACK TO save");
     db_->tryExec("RELEASE save");
+    firstPendingPk_ = pendingBefore;
     throw;
   }
   publish(record, effects);
@@ -729,10 +734,22 @@ void MemoryStore::abandonBatch(bool published) {
   firstPendingPk_.reset();
   if (!published) return;
   // The batch's rows were published to the vector indexes and the mirror: rebuild both from what is committed.
+  reloadIndexes();
+}
+
+void MemoryStore::reloadIndexes() {
   active_ = std::make_unique<VectorIndex>(embedder().dim());
   rejected_ = std::make_unique<VectorIndex>(embedder().dim());
   mirrorStale_ = true;
-  if (Status st = loadIndexes(); !st) mirrorStale_ = true;  // the next search rebuilds the mirror again
+  // If the reload fails too (the error that failed the batch may persist), it is tried again before the next write
+  // and the next search, so the vector indexes never stay empty.
+  indexesStale_ = !loadIndexes().isOk();
+}
+
+void MemoryStore::reloadIndexesIfStale() {
+  if (!indexesStale_) return;
+  reloadIndexes();
+  if (indexesStale_) throw std::runtime_error("cannot reload the in-memory indexes of " + options_.path);
 }
 
 void MemoryStore::writePendingText() {
@@ -795,6 +812,7 @@ void MemoryStore::settle() {
 }
 
 void MemoryStore::replayJournalIfNeeded() {
+  reloadIndexesIfStale();
   if (!replayPending_) return;
   auto contents = journal_->read();
   if (!contents) throw std::runtime_error(contents.status().message());

@@ -302,6 +302,10 @@ class MemoryStore {
   // Ends a failed batch: rolls it back and, when saves of it were published, rebuilds the in-memory indexes from the
   // committed rows.
   void abandonBatch(bool published);
+  // Rebuilds the vector indexes and the mirror from the committed rows; sets indexesStale_ when that fails.
+  void reloadIndexes();
+  // reloadIndexes() when an earlier one failed; throws if it fails again.
+  void reloadIndexesIfStale();
   // Inserts the rows created in the open transaction into both full-text lanes (one statement each, so FTS5 writes
   // one segment per lane for the whole batch).
   void writePendingText();
@@ -367,6 +371,7 @@ class MemoryStore {
   bool journalNeedsReset_ = false;  // the journal still holds a committed batch: emptied before the next append
   bool replayPending_ = false;   // the journal holds saves the database has not committed
   size_t replayedSaves_ = 0;
+  bool indexesStale_ = false;  // a reload of the vector indexes failed: retried before the next write or search
   mutable bool sawStorageError_ = false;  // some call failed with a StorageError: no optional writes at close
   std::chrono::steady_clock::time_point lastSaveEnd_{};
   std::unordered_map<std::string, CacheEntry> statements_;  // declared after db_: destroyed before it

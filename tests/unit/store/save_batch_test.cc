@@ -307,6 +307,27 @@ TEST_F(SaveBatchTest, NewTopicsOnAMemoryOfTheSameBatchKeepTheTextIndexesExact) {
   EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memories_fts_tri WHERE memories_fts_tri MATCH 'marsupial'"), 1);
 }
 
+TEST_F(SaveBatchTest, ATopicMergeThatFailsLeavesTheBatchsRowsToBeIndexedAtCommit) {
+  auto created = save(*store_, "Topic merge that fails, about dunnarts", {"one"});
+  ASSERT_TRUE(created.isOk());
+  ASSERT_TRUE(store_->hasPendingSaves());
+  // The merge writes the batch's rows into the FTS lanes, then fails on its audit event: its savepoint undoes both.
+  store_->database().exec(
+      "CREATE TEMP TRIGGER fail_dedup BEFORE INSERT ON memory_events WHEN NEW.action = 'dedup' "
+      "BEGIN SELECT RAISE(ABORT, 'injected failure'); END");
+  auto merged = save(*store_, "Topic merge that fails, about dunnarts", {"marsupial"}, /*mergeTopics=*/true);
+  ASSERT_FALSE(merged.isOk());
+  store_->database().exec("DROP TRIGGER temp.fail_dedup");
+  ASSERT_TRUE(save(*store_, "A later note of the same batch about antechinus").isOk());
+  ASSERT_TRUE(store_->commitPendingSaves().isOk());
+  // Both rows of the batch are in both lanes, and the lanes agree with their content table.
+  EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'dunnarts'"), 1);
+  EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memories_fts_tri WHERE memories_fts_tri MATCH 'dunnart'"), 1);
+  EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memories_fts_tri WHERE memories_fts_tri MATCH 'antechinus'"), 1);
+  EXPECT_NO_THROW(store_->database().exec("INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')"));
+  EXPECT_NO_THROW(store_->database().exec("INSERT INTO memories_fts_tri(memories_fts_tri) VALUES('integrity-check')"));
+}
+
 TEST_F(SaveBatchTest, ASaveThatFailsInABatchLeavesTheOthersAndIsNeverReplayed) {
   std::vector<std::string> ids;
   for (int i = 0; i < 3; ++i) {
