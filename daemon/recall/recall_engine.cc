@@ -341,18 +341,12 @@ nlohmann::json recallHitToJson(const RecallHit& hit, bool explain) {
   j["score"] = hit.score;
   j["normalized_score"] = hit.normalizedScore;
   nlohmann::json fired = nlohmann::json::array();
-  const auto& s = hit.signals;
-  if (s.fileAffinity) fired.push_back("file");
-  if (s.cochangeAffinity && !s.fileAffinity) fired.push_back("cochange");
-  if (s.semanticRank) fired.push_back("semantic");
-  if (s.ftsUnicode) fired.push_back("fts");
-  if (s.ftsTrigram) fired.push_back("trigram");
-  if (s.pinned) fired.push_back("pinned");
+  hit.signals.forEachFiredLane([&](const char* lane) { fired.push_back(lane); });
   j["signals"] = fired;
   j["stale"] = hit.stale;
   if (!hit.changedFiles.empty()) j["changed_files"] = hit.changedFiles;
   if (!hit.missingFiles.empty()) j["missing_files"] = hit.missingFiles;
-  if (explain) j["explain"] = {{"signals", s.toJson()}, {"terms", hit.breakdown.terms}};
+  if (explain) j["explain"] = {{"signals", hit.signals.toJson()}, {"terms", hit.breakdown.terms}};
   return j;
 }
 

@@ -33,6 +33,16 @@ struct Signals {
   bool directional() const {
     return ftsUnicode || ftsTrigram || fileAffinity || cochangeAffinity || semanticRank;
   }
+  // Calls `f` with the name of each lane that fired, in the order a recall hit's `signals` lists them (PROTOCOL.md).
+  template <typename F>
+  void forEachFiredLane(F&& f) const {
+    if (fileAffinity) f("file");
+    if (cochangeAffinity && !fileAffinity) f("cochange");
+    if (semanticRank) f("semantic");
+    if (ftsUnicode) f("fts");
+    if (ftsTrigram) f("trigram");
+    if (pinned) f("pinned");
+  }
   nlohmann::json toJson() const;
 };
 

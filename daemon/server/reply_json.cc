@@ -74,16 +74,9 @@ void writeRecord(JsonWriter& w, const Memory& m, const RecallHit* hit, bool expl
   w.key("session_id");
   optionalString(w, m.sessionId);
   if (hit) {
-    // The order recallHitToJson lists the lanes that fired in.
-    const Signals& s = hit->signals;
     w.key("signals");
     w.beginArray();
-    if (s.fileAffinity) w.string("file");
-    if (s.cochangeAffinity && !s.fileAffinity) w.string("cochange");
-    if (s.semanticRank) w.string("semantic");
-    if (s.ftsUnicode) w.string("fts");
-    if (s.ftsTrigram) w.string("trigram");
-    if (s.pinned) w.string("pinned");
+    hit->signals.forEachFiredLane([&](const char* lane) { w.string(lane); });
     w.endArray();
   }
   w.key("source");
