@@ -17,6 +17,7 @@ Result<std::shared_ptr<ScopeDatabase>> ScopeRegistry::openDatabase(const std::st
   so.projectRoot = root;
   so.embedder = options_.embedder;
   so.saveBatch = options_.saveBatch;
+  so.applySavesInBackground = true;  // streams of saves use a second core (StoreOptions)
   auto store = MemoryStore::open(so);
   if (!store) {
     spdlog::error("cannot open {} scope at {}: {}", name, path, store.status().message());

@@ -135,19 +135,22 @@ MemoryStore::CachedStatement::~CachedStatement() {
   if (busy_ != nullptr) *busy_ = false;
 }
 
-MemoryStore::CachedStatement MemoryStore::statement(const std::string& sql) {
-  auto it = statements_.find(sql);
-  if (it == statements_.end()) {
+MemoryStore::CachedStatement MemoryStore::statementOn(SQLite::Database& db, StatementCache& cache,
+                                                     const std::string& sql) {
+  auto it = cache.find(sql);
+  if (it == cache.end()) {
     // Prepared before it is cached: a prepare that throws (a corrupt schema or index) must not leave an empty entry
     // for the next call to dereference.
-    auto prepared = std::make_unique<SQLite::Statement>(*db_, sql);
-    it = statements_.try_emplace(sql).first;
+    auto prepared = std::make_unique<SQLite::Statement>(db, sql);
+    it = cache.try_emplace(sql).first;
     it->second.stmt = std::move(prepared);
   }
-  if (it->second.busy) return CachedStatement(nullptr, nullptr, std::make_unique<SQLite::Statement>(*db_, sql));
+  if (it->second.busy) return CachedStatement(nullptr, nullptr, std::make_unique<SQLite::Statement>(db, sql));
   return CachedStatement(it->second.stmt.get(), &it->second.busy, nullptr);
 }
+
 MemoryStore::~MemoryStore() {
+  stopApplier();
   // Saves still in a batch are committed; if that fails they stay in the journal, and the next open applies them.
   if (db_ && batchOpen_) (void)commitPendingSaves();
   // Statistics for the query planner, written at close; not into a file that answered an error (it may be damaged,
@@ -173,6 +176,16 @@ Result<std::unique_ptr<MemoryStore>> MemoryStore::open(StoreOptions options) {
   store->rejected_ = std::make_unique<VectorIndex>(store->options_.embedder->dim());
   MEMQ_RETURN_IF_ERROR(store->loadIndexes());
   MEMQ_RETURN_IF_ERROR(store->openJournal());
+  if (store->options_.applySavesInBackground && store->batching()) {
+    try {
+      // Committed rows only: what a save answered in the background checks against (with the rows of the batch
+      // not yet committed, kept in memory).
+      store->reader_ = std::make_unique<SQLite::Database>(store->options_.path, SQLite::OPEN_READONLY);
+      store->reader_->exec("PRAGMA busy_timeout = 5000");
+    } catch (const std::exception&) {
+      store->reader_.reset();  // saves are then applied before they are answered, as without the option
+    }
+  }
   return store;
 }
 
@@ -416,6 +429,7 @@ void MemoryStore::readFiles(Memory& m) {
 }
 
 Result<Memory> MemoryStore::get(const std::string& id) {
+  takeDatabase();  // saves handed to the background applier are written first
   try {
     auto q = statement(std::string("SELECT ") + kMemoryColumns + " FROM memories WHERE id = ?");
     q->bind(1, id);
@@ -433,6 +447,7 @@ Result<Memory> MemoryStore::get(const std::string& id) {
 Result<Memory> MemoryStore::mustGet(const std::string& id) { return get(id); }
 
 std::optional<int64_t> MemoryStore::pkOf(const std::string& id) {
+  takeDatabase();  // saves handed to the background applier are written first
   auto q = statement("SELECT pk FROM memories WHERE id = ?");
   q->bind(1, id);
   if (!q->executeStep()) return std::nullopt;
@@ -440,6 +455,7 @@ std::optional<int64_t> MemoryStore::pkOf(const std::string& id) {
 }
 
 std::optional<std::string> MemoryStore::idOf(int64_t pk) {
+  takeDatabase();  // saves handed to the background applier are written first
   auto q = statement("SELECT id FROM memories WHERE pk = ?");
   q->bind(1, pk);
   if (!q->executeStep()) return std::nullopt;
@@ -447,6 +463,7 @@ std::optional<std::string> MemoryStore::idOf(int64_t pk) {
 }
 
 Result<std::vector<std::string>> MemoryStore::matchIds(const std::string& idOrPrefix, int limit) {
+  takeDatabase();  // saves handed to the background applier are written first
   try {
     std::vector<std::string> out;
     if (idOrPrefix.empty()) return out;
@@ -465,6 +482,11 @@ Result<std::vector<std::string>> MemoryStore::matchIds(const std::string& idOrPr
   }
 }
 
+std::vector<VectorIndex::Hit> MemoryStore::similarNeighbours(const std::vector<float>& vec) const {
+  // A new row is not in the index yet, so the best kMaxEdges are all others.
+  return active_->topK(vec, kMaxEdges, static_cast<float>(kEdgeThreshold));
+}
+
 std::vector<VectorIndex::Hit> MemoryStore::linkSimilar(int64_t pk, const std::vector<float>& vec,
                                                        const std::string& at) {
   auto hits = active_->topK(vec, kMaxEdges + 1, static_cast<float>(kEdgeThreshold));
@@ -472,7 +494,12 @@ std::vector<VectorIndex::Hit> MemoryStore::linkSimilar(int64_t pk, const std::ve
   for (const auto& h : hits) {
     if (h.key != pk && kept.size() < kMaxEdges) kept.push_back(h);
   }
-  if (kept.empty()) return kept;
+  writeSimilarEdges(pk, kept, at);
+  return kept;
+}
+
+void MemoryStore::writeSimilarEdges(int64_t pk, const std::vector<VectorIndex::Hit>& kept, const std::string& at) {
+  if (kept.empty()) return;
   // Every edge in both directions through one statement (one per neighbour count, so at most kMaxEdges cached
   // statements): one execution instead of two per neighbour.
   // ?1 (the time) comes first in each row so that every plain ? after it numbers on from 2.
@@ -490,7 +517,6 @@ std::vector<VectorIndex::Hit> MemoryStore::linkSimilar(int64_t pk, const std::ve
     }
   }
   q->exec();
-  return kept;
 }
 
 void MemoryStore::unlinkSimilar(int64_t pk) {
@@ -507,12 +533,21 @@ void MemoryStore::unlinkSimilar(int64_t pk) {
 }
 
 std::vector<SimilarHint> MemoryStore::similarHints(const std::string& summary,
-                                                   const std::vector<VectorIndex::Hit>& neighbours, int64_t selfPk) {
+                                                   const std::vector<VectorIndex::Hit>& neighbours, int64_t selfPk,
+                                                   bool committedView) {
   std::vector<SimilarHint> out;
   for (const auto& h : neighbours) {
     if (h.key == selfPk || h.score < kSimilarHintCosine) continue;
     if (out.size() >= kMaxSimilarHints) break;
-    auto q = statement("SELECT id, summary FROM memories WHERE pk = ? AND state = 'active'");
+    if (committedView) {
+      // A neighbour of the batch not yet committed is known from memory (it is active: only saves happened since).
+      std::lock_guard lock(pipeMutex_);
+      if (auto it = uncommittedRows_.find(h.key); it != uncommittedRows_.end()) {
+        out.push_back({it->second.first, h.score, it->second.second, "semantic"});
+        continue;
+      }
+    }
+    auto q = statement(committedView, "SELECT id, summary FROM memories WHERE pk = ? AND state = 'active'");
     q->bind(1, h.key);
     if (q->executeStep()) {
       out.push_back({q->getColumn(0).getString(), h.score, q->getColumn(1).getString(), "semantic"});
@@ -542,8 +577,8 @@ std::vector<SimilarHint> MemoryStore::similarHints(const std::string& summary,
   try {
     // The 8 best active rows other than the new one, by bm25 (see rankedActive for why the join is not in SQL).
     std::vector<SimilarHint> candidates;
-    auto rows = statement("SELECT id, summary FROM memories WHERE pk = ?");
-    for (const auto& hit : rankedActive(FtsLane::kTrigram, match, 8, selfPk)) {
+    auto rows = statement(committedView, "SELECT id, summary FROM memories WHERE pk = ?");
+    for (const auto& hit : rankedActive(FtsLane::kTrigram, match, 8, selfPk, committedView)) {
       rows->bind(1, hit.pk);
       if (rows->executeStep()) {
         std::string other = rows->getColumn(1).getString();
@@ -589,6 +624,7 @@ std::string MemoryStore::SaveRecord::toJson() const {
                       {"files", files},
                       {"actor_source", actor.source},
                       {"actor_client", actor.client}};
+  if (seq != 0) j["seq"] = seq;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -612,29 +648,43 @@ MemoryStore::SaveRecord MemoryStore::SaveRecord::fromJson(const std::string& tex
   }
   r.actor.source = j.at("actor_source").get<std::string>();
   r.actor.client = j.at("actor_client").get<std::string>();
+  // Records of an older memq have no number: the replay numbers them by their journal's batch.
+  if (auto it = j.find("seq"); it != j.end()) r.seq = it->get<uint64_t>();
   return r;
 }
 
 Result<SaveOutcome> MemoryStore::save(const NormalizedSave& input, const std::vector<FileRef>& files,
                                       const Actor& actor) {
   SaveRecord record{input, files, actor, newUuidV4(), now()};
+  const auto started = std::chrono::steady_clock::now();
+  // A save that starts soon after the previous one joins its batch; the first save after a pause commits on its
+  // own (durable in SQLite, and any storage error reported, before it is acknowledged).
+  const bool joinsStream =
+      batching() && (handedOff_ || batchOpen_ || started - lastSaveEnd_ < options_.saveStreamGap);
+  if (joinsStream && reader_) {
+    if (auto answered = saveInBackground(record)) {
+      lastSaveEnd_ = std::chrono::steady_clock::now();
+      return std::move(*answered);
+    }
+  }
+  takeDatabase();
   try {
     replayJournalIfNeeded();
-    const auto started = std::chrono::steady_clock::now();
-    // A save that starts soon after the previous one joins its batch; the first save after a pause commits on its
-    // own (durable in SQLite, and any storage error reported, before it is acknowledged).
-    const bool joinsStream = batching() && (batchOpen_ || started - lastSaveEnd_ < options_.saveStreamGap);
     if (!batchOpen_) beginBatch();
-    const uint64_t journalMark = batching() ? journal_->size() : 0;
+    uint64_t journalMark = 0;
     SaveEffects effects;
     try {
       effects = applyInSavepoint(record, [&] {
         if (!batching()) return;
         // In the journal before the savepoint is released: a save is acknowledged only once it would be replayed.
-        if (Status st = journal_->append(record.toJson()); !st) throw std::runtime_error(st.message());
+        std::lock_guard lock(pipeMutex_);
+        if (Status st = journalRecord(record, journalMark); !st) throw std::runtime_error(st.message());
       });
     } catch (...) {
-      if (batching()) (void)journal_->truncateTo(journalMark);  // not acknowledged: never replayed
+      if (batching() && record.seq != 0) {
+        std::lock_guard lock(pipeMutex_);
+        unjournalRecord(record, journalMark);  // not acknowledged: never replayed
+      }
       if (sqlite3_get_autocommit(db_->getHandle()) != 0) {
         // SQLite rolled the whole transaction back (it may, on a full disk or an I/O error), the batch's earlier
         // saves with it. They were acknowledged and are in the journal: applied again as soon as possible.
@@ -654,13 +704,21 @@ Result<SaveOutcome> MemoryStore::save(const NormalizedSave& input, const std::ve
       throw;
     }
     ++batchSaves_;
+    if (record.seq != 0) appliedSeq_ = record.seq;
+    if (reader_ && effects.outcome.status == "created") {
+      std::lock_guard lock(pipeMutex_);
+      noteUncommitted(effects.outcome.memory->pk, record);
+    }
     lastSaveEnd_ = std::chrono::steady_clock::now();
     if (!joinsStream || batchSaves_ >= options_.saveBatch) {
       if (batching()) {
         // This save is not acknowledged if the commit fails: out of the journal, so that no replay brings it back.
         // The batch's earlier saves were acknowledged; they stay in the journal and are applied again.
         if (Status st = commitPendingSaves(); !st) {
-          (void)journal_->truncateTo(journalMark);
+          {
+            std::lock_guard lock(pipeMutex_);
+            unjournalRecord(record, journalMark);
+          }
           try {
             replayJournalIfNeeded();
           } catch (const std::exception&) {
@@ -716,11 +774,6 @@ void MemoryStore::publish(const SaveRecord& record, SaveEffects& effects) {
 }
 
 void MemoryStore::beginBatch() {
-  if (journal_ && journalNeedsReset_) {
-    // The journal still holds a committed batch: new records must not follow them under its (applied) number.
-    if (Status st = journal_->reset(journalBatch_); !st) throw std::runtime_error(st.message());
-    journalNeedsReset_ = false;
-  }
   db_->exec("BEGIN IMMEDIATE");
   batchOpen_ = true;
   batchSaves_ = 0;
@@ -764,7 +817,54 @@ void MemoryStore::writePendingText() {
   firstPendingPk_.reset();
 }
 
+Status MemoryStore::journalRecord(SaveRecord& record, uint64_t& sizeBefore) {
+  if (journalNeedsReset_ && journalSeq_ == committedSeq_) {
+    // Every record in the file is committed: emptied first, so a replay never reads them again.
+    MEMQ_RETURN_IF_ERROR(journal_->reset(committedSeq_ + 1));
+    journalNeedsReset_ = false;
+  }
+  sizeBefore = journal_->size();
+  record.seq = journalSeq_ + 1;
+  if (Status st = journal_->append(record.toJson()); !st) {
+    record.seq = 0;
+    return st;
+  }
+  journalSeq_ = record.seq;
+  return Status::ok();
+}
+
+void MemoryStore::unjournalRecord(const SaveRecord& record, uint64_t sizeBefore) {
+  if (record.seq == 0 || record.seq != journalSeq_) return;
+  (void)journal_->truncateTo(sizeBefore);
+  journalSeq_ = record.seq - 1;
+}
+
+void MemoryStore::noteUncommitted(int64_t pk, const SaveRecord& record) {
+  uncommittedHashes_.insert(record.input.contentHash);
+  uncommittedRows_[pk] = {record.id, record.input.summary};
+}
+
+void MemoryStore::commitBatch() {
+  writePendingText();
+  if (journal_) {
+    auto q = statement("UPDATE save_batches SET applied_batch = ? WHERE id = 1");
+    q->bind(1, static_cast<int64_t>(appliedSeq_));
+    q->exec();
+  }
+  db_->exec("COMMIT");
+  batchOpen_ = false;
+  batchSaves_ = 0;
+  if (!journal_) return;
+  std::lock_guard lock(pipeMutex_);
+  committedSeq_ = appliedSeq_;
+  if (journalSeq_ != committedSeq_) return;  // newer saves are in the file, for the next batch: it stays
+  journalNeedsReset_ = !journal_->reset(committedSeq_ + 1).isOk();  // else emptied before the next append
+  uncommittedHashes_.clear();
+  uncommittedRows_.clear();
+}
+
 Status MemoryStore::commitPendingSaves() {
+  takeDatabase();
   if (replayPending_) {
     try {
       replayJournalIfNeeded();
@@ -774,13 +874,7 @@ Status MemoryStore::commitPendingSaves() {
   }
   if (!batchOpen_) return Status::ok();
   try {
-    writePendingText();
-    if (journal_) {
-      auto q = statement("UPDATE save_batches SET applied_batch = ? WHERE id = 1");
-      q->bind(1, static_cast<int64_t>(journalBatch_));
-      q->exec();
-    }
-    db_->exec("COMMIT");
+    commitBatch();
   } catch (const std::exception& e) {
     Status failed = storageError(e, "commit of saved memories");
     abandonBatch(true);
@@ -788,23 +882,19 @@ Status MemoryStore::commitPendingSaves() {
     if (journal_) replayPending_ = true;
     return failed;
   }
-  batchOpen_ = false;
-  batchSaves_ = 0;
-  if (journal_) {
-    ++journalBatch_;
-    journalNeedsReset_ = true;
-    if (journal_->reset(journalBatch_)) journalNeedsReset_ = false;  // else retried before the next append
-  }
   return Status::ok();
 }
 
 Result<bool> MemoryStore::commitPendingSavesIfIdle(std::chrono::milliseconds idle) {
-  if (batchOpen_ && !replayPending_ && std::chrono::steady_clock::now() - lastSaveEnd_ < idle) return true;
+  if ((handedOff_ || batchOpen_) && !replayPending_ && std::chrono::steady_clock::now() - lastSaveEnd_ < idle) {
+    return true;
+  }
   MEMQ_RETURN_IF_ERROR(commitPendingSaves());
   return hasPendingSaves();
 }
 
 void MemoryStore::settle() {
+  takeDatabase();
   replayJournalIfNeeded();
   if (batchOpen_) {
     if (Status st = commitPendingSaves(); !st) throw std::runtime_error(st.message());
@@ -818,19 +908,36 @@ void MemoryStore::replayJournalIfNeeded() {
   if (!contents) throw std::runtime_error(contents.status().message());
   const auto applied = static_cast<uint64_t>(
       db_->execAndGet("SELECT applied_batch FROM save_batches WHERE id = 1").getInt64());
-  if (contents->batch <= applied || contents->records.empty()) {
-    journalBatch_ = std::max(contents->batch, applied) + 1;
-    journalNeedsReset_ = true;
+  // Records numbered up to `applied` are committed (the file was not emptied after their commit); the rest are
+  // applied as they were the first time: in order, each with its own id and time.
+  std::vector<SaveRecord> unapplied;
+  uint64_t last = applied;
+  try {
+    for (const auto& text : contents->records) {
+      SaveRecord r = SaveRecord::fromJson(text);
+      if (r.seq == 0) r.seq = contents->batch;  // an older memq's journal: one number per batch
+      last = std::max(last, r.seq);
+      if (r.seq > applied) unapplied.push_back(std::move(r));
+    }
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("cannot read the saves in ") + journal_->path() + ": " + e.what());
+  }
+  {
+    std::lock_guard lock(pipeMutex_);
+    journalSeq_ = last;
+    committedSeq_ = applied;
+    journalNeedsReset_ = unapplied.empty();
+  }
+  appliedSeq_ = applied;
+  if (unapplied.empty()) {
     replayPending_ = false;
     return;
   }
-  // The records are applied as they were the first time: in order, each with its own id and time.
-  journalBatch_ = contents->batch;
-  journalNeedsReset_ = false;  // the records stay until their batch commits
   beginBatch();
   try {
-    for (const auto& text : contents->records) {
-      applyInSavepoint(SaveRecord::fromJson(text), nullptr);
+    for (const auto& r : unapplied) {
+      applyInSavepoint(r, nullptr);
+      appliedSeq_ = r.seq;
       ++batchSaves_;
     }
   } catch (const std::exception& e) {
@@ -839,7 +946,7 @@ void MemoryStore::replayJournalIfNeeded() {
   }
   replayPending_ = false;
   if (Status st = commitPendingSaves(); !st) throw std::runtime_error(st.message());  // sets replayPending_ again
-  replayedSaves_ = contents->records.size();
+  replayedSaves_ = unapplied.size();
 }
 
 Status MemoryStore::openJournal() {
@@ -965,31 +1072,47 @@ MemoryStore::SaveEffects MemoryStore::applySave(const SaveRecord& record) {
   }
   // 3. New memory.
   auto vec = embedMemory(input.summary, input.details, input.topics);
-  const std::string& id = record.id;
+  const auto neighbours = similarNeighbours(vec);
+  const int64_t newPk = writeCreatedRows(record, std::nullopt, vec, neighbours);
+  out.similar = similarHints(input.summary, neighbours, newPk);
+  if (auto warning = rejectedWarning(vec, false)) out.warnings.push_back(std::move(*warning));
+  effects.activeVector.emplace(newPk, std::move(vec));
+  effects.refreshPk = newPk;
+  out.status = "created";
+  out.id = record.id;
+  out.memory = createdMemory(record, newPk);
+  return effects;
+}
+
+int64_t MemoryStore::writeCreatedRows(const SaveRecord& record, std::optional<int64_t> pk,
+                                      const std::vector<float>& vec, const std::vector<VectorIndex::Hit>& neighbours) {
+  const NormalizedSave& input = record.input;
+  const std::string& at = record.at;
   {
     auto ins = statement(
-        "INSERT INTO memories(id, category, summary, details, topics, topics_text, source, "
+        "INSERT INTO memories(pk, id, category, summary, details, topics, topics_text, source, "
         "session_id, created_at, updated_at, last_used_at, content_hash) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    ins->bind(1, id);
-    bindOpt(*ins, 2, input.category);
-    ins->bind(3, input.summary);
-    ins->bind(4, input.details);
-    ins->bind(5, nlohmann::json(input.topics).dump());
-    ins->bind(6, topicsText(input.topics));
-    ins->bind(7, input.source);
-    bindOpt(*ins, 8, input.sessionId);
-    ins->bind(9, at);
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    if (pk) ins->bind(1, *pk);  // else NULL: the next rowid
+    ins->bind(2, record.id);
+    bindOpt(*ins, 3, input.category);
+    ins->bind(4, input.summary);
+    ins->bind(5, input.details);
+    ins->bind(6, nlohmann::json(input.topics).dump());
+    ins->bind(7, topicsText(input.topics));
+    ins->bind(8, input.source);
+    bindOpt(*ins, 9, input.sessionId);
     ins->bind(10, at);
     ins->bind(11, at);
-    ins->bind(12, input.contentHash);
+    ins->bind(12, at);
+    ins->bind(13, input.contentHash);
     ins->exec();
   }
   const int64_t newPk = db_->getLastInsertRowid();
   if (!firstPendingPk_) firstPendingPk_ = newPk;  // indexed into the FTS lanes at commit (writePendingText)
   {
     auto addFile = statement("INSERT OR IGNORE INTO memory_files(memory_pk, path, blob_id) VALUES (?, ?, ?)");
-    for (const auto& f : files) {
+    for (const auto& f : record.files) {
       addFile->bind(1, newPk);
       addFile->bind(2, f.path);
       bindOpt(*addFile, 3, f.blobId);
@@ -998,32 +1121,32 @@ MemoryStore::SaveEffects MemoryStore::applySave(const SaveRecord& record) {
     }
   }
   storeEmbedding(newPk, vec);
-  const auto neighbours = linkSimilar(newPk, vec, at);
-  out.similar = similarHints(input.summary, neighbours, newPk);
-  // A paraphrase of rejected content is written, but the caller is warned.
-  auto rejectedHits = rejected_->topK(vec, 1, static_cast<float>(kSimilarRejectedCosine));
-  if (!rejectedHits.empty()) {
-    SQLite::Statement r(*db_, "SELECT id, state_reason FROM memories WHERE pk = ?");
-    r.bind(1, rejectedHits[0].key);
-    if (r.executeStep()) {
-      out.warnings.push_back("similar_rejected: this is close (cosine " +
-                             std::to_string(rejectedHits[0].score).substr(0, 4) + ") to rejected memory " +
-                             r.getColumn(0).getString() + " (reason: " + r.getColumn(1).getString() + ")");
-    }
-  }
+  writeSimilarEdges(newPk, neighbours, at);
   nlohmann::json detail = {{"summary", input.summary},     {"details", input.details},
                            {"category", input.category ? nlohmann::json(*input.category) : nlohmann::json()},
-                           {"topics", input.topics},       {"files", filesJson(files)},
+                           {"topics", input.topics},       {"files", filesJson(record.files)},
                            {"content_hash", input.contentHash}};
-  appendEvent(id, "create", actor, detail, at);
-  effects.activeVector.emplace(newPk, std::move(vec));
-  effects.refreshPk = newPk;
-  out.status = "created";
-  out.id = id;
+  appendEvent(record.id, "create", record.actor, detail, at);
+  return newPk;
+}
+
+std::optional<std::string> MemoryStore::rejectedWarning(const std::vector<float>& vec, bool committedView) {
+  // A paraphrase of rejected content is written, but the caller is warned.
+  auto rejectedHits = rejected_->topK(vec, 1, static_cast<float>(kSimilarRejectedCosine));
+  if (rejectedHits.empty()) return std::nullopt;
+  auto r = statement(committedView, "SELECT id, state_reason FROM memories WHERE pk = ?");
+  r->bind(1, rejectedHits[0].key);
+  if (!r->executeStep()) return std::nullopt;
+  return "similar_rejected: this is close (cosine " + std::to_string(rejectedHits[0].score).substr(0, 4) +
+         ") to rejected memory " + r->getColumn(0).getString() + " (reason: " + r->getColumn(1).getString() + ")";
+}
+
+Memory MemoryStore::createdMemory(const SaveRecord& record, int64_t pk) const {
   // The record as get() would read it back, built from what was just written instead of re-reading it.
+  const NormalizedSave& input = record.input;
   Memory m;
-  m.pk = newPk;
-  m.id = id;
+  m.pk = pk;
+  m.id = record.id;
   m.scope = scope();
   m.category = input.category;
   m.summary = input.summary;
@@ -1031,15 +1154,15 @@ MemoryStore::SaveEffects MemoryStore::applySave(const SaveRecord& record) {
   m.topics = input.topics;
   m.source = input.source;
   m.sessionId = input.sessionId;
-  m.createdAt = m.updatedAt = m.lastUsedAt = at;
+  m.createdAt = m.updatedAt = m.lastUsedAt = record.at;
   m.contentHash = input.contentHash;
-  m.files = storedFileRefs(files);
-  out.memory = std::move(m);
-  return effects;
+  m.files = storedFileRefs(record.files);
+  return m;
 }
 
 Result<Memory> MemoryStore::update(const std::string& id, const UpdateInput& input, const Actor& actor,
                                    std::vector<std::string>* warnings) {
+  takeDatabase();  // saves handed to the background applier are written first
   try {
     settle();  // saves held in a batch are committed first (StoreOptions::saveBatch)
     auto current = mustGet(id);
@@ -1225,10 +1348,12 @@ Result<Memory> MemoryStore::changeState(const std::string& id, MemoryState from1
 }
 
 Result<Memory> MemoryStore::hide(const std::string& id, const std::optional<std::string>& reason, const Actor& actor) {
+  takeDatabase();  // saves handed to the background applier are written first
   return changeState(id, MemoryState::kActive, std::nullopt, MemoryState::kHidden, "hide", actor, reason);
 }
 
 Result<Memory> MemoryStore::restore(const std::string& id, const Actor& actor, const std::optional<std::string>& reason) {
+  takeDatabase();  // saves handed to the background applier are written first
   auto m = mustGet(id);
   if (!m) return m.status();
   if (m->state == MemoryState::kActive) return *m;
@@ -1242,6 +1367,7 @@ Result<Memory> MemoryStore::restore(const std::string& id, const Actor& actor, c
 }
 
 Result<Memory> MemoryStore::setPinned(const std::string& id, bool pinned, const Actor& actor) {
+  takeDatabase();  // saves handed to the background applier are written first
   try {
     settle();  // saves held in a batch are committed first (StoreOptions::saveBatch)
     auto m = mustGet(id);
@@ -1264,6 +1390,7 @@ Result<Memory> MemoryStore::setPinned(const std::string& id, bool pinned, const 
 
 Result<std::pair<Memory, Memory>> MemoryStore::supersede(const std::string& oldId, const std::string& byId,
                                                          const Actor& actor) {
+  takeDatabase();  // saves handed to the background applier are written first
   try {
     settle();  // saves held in a batch are committed first (StoreOptions::saveBatch)
     if (oldId == byId) return Status::invalidField("by", "a memory cannot supersede itself");
@@ -1313,6 +1440,7 @@ Result<std::pair<Memory, Memory>> MemoryStore::supersede(const std::string& oldI
 }
 
 Result<Memory> MemoryStore::reject(const std::string& id, const std::string& reason, const Actor& actor) {
+  takeDatabase();  // saves handed to the background applier are written first
   if (reason.empty()) return Status::invalidField("reason", "reason is required to reject a memory");
   auto m = mustGet(id);
   if (!m) return m.status();
@@ -1321,6 +1449,7 @@ Result<Memory> MemoryStore::reject(const std::string& id, const std::string& rea
 }
 
 Result<Memory> MemoryStore::unreject(const std::string& id, const Actor& actor) {
+  takeDatabase();  // saves handed to the background applier are written first
   if (actor.source != "user") {
     return Status(ErrorCode::kForbidden, "only a user may take back a rejection (source must be 'user')",
                   nlohmann::json{{"field", "source"}});
@@ -1332,6 +1461,7 @@ Result<Memory> MemoryStore::unreject(const std::string& id, const Actor& actor) 
 }
 
 Status MemoryStore::purge(const std::string& id, bool confirm, const Actor& actor) {
+  takeDatabase();  // saves handed to the background applier are written first
   if (!confirm) {
     return Status(ErrorCode::kForbidden, "purge deletes for good; pass confirm: true", nlohmann::json{{"field", "confirm"}});
   }
@@ -1371,6 +1501,7 @@ Status MemoryStore::purge(const std::string& id, bool confirm, const Actor& acto
 }
 
 Result<Memory> MemoryStore::attach(const std::string& id, const std::vector<FileRef>& files, const Actor& actor) {
+  takeDatabase();  // saves handed to the background applier are written first
   try {
     settle();  // saves held in a batch are committed first (StoreOptions::saveBatch)
     auto m = mustGet(id);
@@ -1409,6 +1540,7 @@ Result<Memory> MemoryStore::attach(const std::string& id, const std::vector<File
 }
 
 Result<Memory> MemoryStore::detach(const std::string& id, const std::vector<std::string>& paths, const Actor& actor) {
+  takeDatabase();  // saves handed to the background applier are written first
   try {
     settle();  // saves held in a batch are committed first (StoreOptions::saveBatch)
     auto m = mustGet(id);
@@ -1437,6 +1569,7 @@ Result<Memory> MemoryStore::detach(const std::string& id, const std::vector<std:
 }
 
 Status MemoryStore::markUsed(const std::vector<int64_t>& pks) {
+  takeDatabase();  // saves handed to the background applier are written first
   if (pks.empty()) return Status::ok();
   try {
     settle();  // saves held in a batch are committed first (StoreOptions::saveBatch)
@@ -1465,6 +1598,7 @@ Status MemoryStore::markUsed(const std::vector<int64_t>& pks) {
 }
 
 Result<std::string> MemoryStore::importRecord(const Memory& in, const Actor& actor) {
+  takeDatabase();  // saves handed to the background applier are written first
   try {
     settle();  // saves held in a batch are committed first (StoreOptions::saveBatch)
     auto tomb = tombstoneFor(in.contentHash);
@@ -1533,6 +1667,7 @@ Result<std::string> MemoryStore::importRecord(const Memory& in, const Actor& act
 }
 
 Status MemoryStore::importTombstone(const Tombstone& t) {
+  takeDatabase();  // saves handed to the background applier are written first
   try {
     settle();  // saves held in a batch are committed first (StoreOptions::saveBatch)
     SQLite::Statement q(*db_,
@@ -1550,6 +1685,7 @@ Status MemoryStore::importTombstone(const Tombstone& t) {
 }
 
 Result<ListResult> MemoryStore::list(const ListFilter& f) {
+  takeDatabase();  // saves handed to the background applier are written first
   try {
     std::string where = " WHERE 1=1";
     std::vector<std::function<void(SQLite::Statement&, int&)>> binders;
@@ -1625,6 +1761,7 @@ Result<ListResult> MemoryStore::list(const ListFilter& f) {
 }
 
 Result<std::vector<AuditEvent>> MemoryStore::audit(const AuditFilter& f) {
+  takeDatabase();  // saves handed to the background applier are written first
   try {
     std::string sql = "SELECT seq, at, memory_id, action, actor, detail, scrubbed FROM memory_events WHERE seq > ?";
     if (f.memoryId) sql += " AND memory_id = ?";
@@ -1655,6 +1792,7 @@ Result<std::vector<AuditEvent>> MemoryStore::audit(const AuditFilter& f) {
 }
 
 Result<std::vector<Tombstone>> MemoryStore::tombstones() {
+  takeDatabase();  // saves handed to the background applier are written first
   try {
     SQLite::Statement q(*db_, "SELECT content_hash, memory_id, reason, actor, at FROM tombstones ORDER BY at, content_hash");
     std::vector<Tombstone> out;
@@ -1669,6 +1807,7 @@ Result<std::vector<Tombstone>> MemoryStore::tombstones() {
 }
 
 Result<std::optional<Tombstone>> MemoryStore::tombstoneFor(const std::string& contentHash) {
+  takeDatabase();  // saves handed to the background applier are written first
   try {
     SQLite::Statement q(*db_, "SELECT content_hash, memory_id, reason, actor, at FROM tombstones WHERE content_hash = ?");
     q.bind(1, contentHash);
@@ -1682,6 +1821,7 @@ Result<std::optional<Tombstone>> MemoryStore::tombstoneFor(const std::string& co
 }
 
 Result<nlohmann::json> MemoryStore::stats() {
+  takeDatabase();  // saves handed to the background applier are written first
   try {
     nlohmann::json byState = {{"active", 0}, {"hidden", 0}, {"superseded", 0}, {"rejected", 0}};
     nlohmann::json byCategory = nlohmann::json::object();
@@ -1716,6 +1856,9 @@ Result<nlohmann::json> MemoryStore::stats() {
 }
 
 Status MemoryStore::checkpoint() {
+  // Saves are being applied in the background: the applier's commits checkpoint a WAL that grows
+  // (installCheckpointGuard), and waiting for it here would stall the stream.
+  if (handedOff_) return Status::ok();
   try {
     settle();  // a batch open for long would keep its pages out of the checkpoint
     db_->exec("PRAGMA wal_checkpoint(PASSIVE)");
@@ -1726,7 +1869,7 @@ Status MemoryStore::checkpoint() {
 }
 
 std::vector<FtsHit> MemoryStore::rankedActive(FtsLane lane, const std::string& matchExpression, int limit,
-                                              std::optional<int64_t> excludePk) {
+                                              std::optional<int64_t> excludePk, bool committedView) {
   // Same rows and order as `FTS JOIN memories ON pk = rowid WHERE state = 'active' ORDER BY bm25 LIMIT n`, but the
   // join is not done for every match: bm25 is computed (it must be) for every matching row, the top-N sorter keeps
   // `limit` + (rows that may be skipped) of them, and only those are looked up. A common-word query matches most of
@@ -1734,10 +1877,12 @@ std::vector<FtsHit> MemoryStore::rankedActive(FtsLane lane, const std::string& m
   // idx_memories_state.
   int64_t skippable = excludePk ? 1 : 0;
   {
-    auto inactive = statement("SELECT COUNT(*) FROM memories WHERE state IN ('hidden', 'superseded', 'rejected')");
+    auto inactive =
+        statement(committedView, "SELECT COUNT(*) FROM memories WHERE state IN ('hidden', 'superseded', 'rejected')");
     if (inactive->executeStep()) skippable += inactive->getColumn(0).getInt64();
   }
-  auto q = statement(lane == FtsLane::kUnicode
+  auto q = statement(committedView,
+                     lane == FtsLane::kUnicode
                          ? "SELECT rowid, bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ? "
                            "ORDER BY bm25(memories_fts) LIMIT ?"
                          : "SELECT rowid, bm25(memories_fts_tri) FROM memories_fts_tri WHERE memories_fts_tri MATCH ? "
@@ -1747,7 +1892,8 @@ std::vector<FtsHit> MemoryStore::rankedActive(FtsLane lane, const std::string& m
   std::vector<FtsHit> out;
   if (limit <= 0) return out;
   auto state = skippable > (excludePk ? 1 : 0)
-                   ? std::optional<CachedStatement>(statement("SELECT state = 'active' FROM memories WHERE pk = ?"))
+                   ? std::optional<CachedStatement>(
+                         statement(committedView, "SELECT state = 'active' FROM memories WHERE pk = ?"))
                    : std::nullopt;
   int rank = 0;
   while (static_cast<int>(out.size()) < limit && q->executeStep()) {
@@ -1765,6 +1911,7 @@ std::vector<FtsHit> MemoryStore::rankedActive(FtsLane lane, const std::string& m
 }
 
 Result<std::vector<FtsHit>> MemoryStore::searchFts(FtsLane lane, const std::string& matchExpression, int limit) {
+  takeDatabase();  // saves handed to the background applier are written first
   std::vector<FtsHit> out;
   if (matchExpression.empty()) return out;
   if (lane == FtsLane::kUnicode) {
@@ -1801,6 +1948,7 @@ Result<std::vector<FtsHit>> MemoryStore::searchFts(FtsLane lane, const std::stri
 }
 
 Result<TextMatches> MemoryStore::matchText(const std::string& matchExpression) {
+  takeDatabase();  // saves handed to the background applier are written first
   if (matchExpression.empty()) return TextMatches{};
   try {
     if (mirrorReady()) {
@@ -1828,6 +1976,7 @@ Result<TextMatches> MemoryStore::matchText(const std::string& matchExpression) {
 
 Result<std::vector<std::optional<double>>> MemoryStore::textBm25(const std::string& matchExpression,
                                                                   const std::vector<int64_t>& pks) {
+  takeDatabase();  // saves handed to the background applier are written first
   if (!matchExpression.empty()) {
     try {
       if (mirrorReady()) {
@@ -1885,6 +2034,7 @@ std::vector<FileHit> MemoryStore::pathHits(const std::vector<std::string>& paths
 
 Result<std::vector<std::vector<FileHit>>> MemoryStore::findByEachPath(const std::vector<std::string>& paths,
                                                                       int limit) {
+  takeDatabase();  // saves handed to the background applier are written first
   std::vector<std::vector<FileHit>> out;
   out.reserve(paths.size());
   if (limit > 0 && mirrorReady()) {
@@ -1900,6 +2050,7 @@ Result<std::vector<std::vector<FileHit>>> MemoryStore::findByEachPath(const std:
 }
 
 Result<std::vector<FileHit>> MemoryStore::findByPaths(const std::vector<std::string>& paths, int limit) {
+  takeDatabase();  // saves handed to the background applier are written first
   std::vector<FileHit> out;
   if (paths.empty()) return out;
   if (limit > 0 && mirrorReady()) {
@@ -1927,6 +2078,7 @@ Result<std::vector<FileHit>> MemoryStore::findByPaths(const std::vector<std::str
 }
 
 Result<std::vector<Memory>> MemoryStore::loadMany(const std::vector<int64_t>& pks) {
+  takeDatabase();  // saves handed to the background applier are written first
   std::vector<Memory> out;
   if (pks.empty()) return out;
   try {
@@ -1977,6 +2129,7 @@ Result<std::vector<Memory>> MemoryStore::loadMany(const std::vector<int64_t>& pk
 }
 
 std::optional<std::vector<const MemoryStore::MirroredRow*>> MemoryStore::mirroredRows(const std::vector<int64_t>& pks) {
+  takeDatabase();  // saves handed to the background applier are written first
   if (!mirrorReady()) return std::nullopt;
   std::vector<const MirroredRow*> out;
   out.reserve(pks.size());
@@ -1988,6 +2141,7 @@ std::optional<std::vector<const MemoryStore::MirroredRow*>> MemoryStore::mirrore
 }
 
 Result<std::vector<Memory>> MemoryStore::memoriesWithFiles(int limit) {
+  takeDatabase();  // saves handed to the background applier are written first
   try {
     SQLite::Statement q(*db_, "SELECT DISTINCT m.pk FROM memories m JOIN memory_files mf ON mf.memory_pk = m.pk "
                               "WHERE m.state = 'active' ORDER BY m.pk LIMIT ?");
@@ -2001,6 +2155,7 @@ Result<std::vector<Memory>> MemoryStore::memoriesWithFiles(int limit) {
 }
 
 Result<std::vector<std::tuple<std::string, std::string, double>>> MemoryStore::similarEdges(double minWeight) {
+  takeDatabase();  // saves handed to the background applier are written first
   try {
     SQLite::Statement q(*db_,
                         "SELECT a.id, b.id, e.weight FROM memory_edges e JOIN memories a ON a.pk = e.src_pk "

@@ -17,21 +17,32 @@
 //     text length and file refs: each write refreshes the rows it touched from the tables; a refresh that fails, a
 //     batch that fails to commit, or a commit by another connection (PRAGMA data_version), makes the next search
 //     rebuild it first.
-//  6. Saves in a batch (StoreOptions::saveBatch > 1): a save is acknowledged only once it is in the save journal;
-//     the journal holds exactly the acknowledged saves of the batch not yet committed, and a replay applies each of
-//     them once, with the id and time it was acknowledged with. A save that fails is in neither.
+//  6. Saves in batches (StoreOptions::saveBatch > 1): a save is acknowledged only once it is in the save journal;
+//     every journal record carries a sequence number, the database records the last one it committed
+//     (save_batches.applied_batch), and a replay applies each record above it once, with the id and time it was
+//     acknowledged with. A save that fails is in neither.
+//  7. Saves applied in the background (StoreOptions::applySavesInBackground): while saves are handed to the applier
+//     thread, that thread alone uses the connection (db_, statements_); the caller's thread answers saves from
+//     memory and from a read-only connection, and takes the connection back (takeDatabase: the queue applied, the
+//     transaction left open) before anything else. The applier never touches the in-memory indexes.
 //
-// Thread-safety: not thread-safe. The owner (a Scope) serialises every call.
+// Thread-safety: not thread-safe. The owner (a Scope) serialises every call; the applier thread is internal.
 #pragma once
 
 #include <SQLiteCpp/Database.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <functional>
 #include <memory>
-#include <unordered_map>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "daemon/embed/embedder.h"
@@ -59,6 +70,11 @@ struct StoreOptions {
   // How soon after the previous save a save must start to join its batch (tests that need every save batched
   // raise it).
   std::chrono::milliseconds saveStreamGap{2};
+  // With saveBatch > 1: a save that joins a stream and writes a new memory is answered from memory and the
+  // committed database, acknowledged once journalled, and written to SQLite by a thread of this store, so that a
+  // stream of saves uses a second core (docs/architecture.md, "Saves in the background"). Other saves (the first
+  // after a pause, a duplicate, rejected content) and every other call wait for that thread to finish first.
+  bool applySavesInBackground = false;
 };
 
 struct SimilarHint {
@@ -179,10 +195,14 @@ class MemoryStore {
   // commitPendingSaves() once the last save is at least `idle` old; an open batch that is younger stays open (saves
   // still streaming in commit it themselves when it is full). Returns whether saves are still pending.
   Result<bool> commitPendingSavesIfIdle(std::chrono::milliseconds idle);
-  // Saves acknowledged and not yet committed: in an open batch, or in the journal after a failed commit.
-  bool hasPendingSaves() const { return batchOpen_ || replayPending_; }
-  // A write transaction is open on the database, holding saves (a batch).
-  bool hasOpenBatch() const { return batchOpen_; }
+  // Saves acknowledged and not yet committed: handed to the background applier, in an open batch, or in the
+  // journal after a failed commit.
+  bool hasPendingSaves() const { return handedOff_ || batchOpen_ || replayPending_; }
+  // A write transaction is open on the database, holding saves (a batch), or saves are being applied to one.
+  bool hasOpenBatch() const { return handedOff_ || batchOpen_; }
+  // Returns once every save handed to the background applier is written into the open transaction (not
+  // committed); a no-op without one. For tests that copy the files as a crash would leave them.
+  void waitForAppliedSaves() { takeDatabase(); }
   // How many journalled saves the last replay applied (at open, or after a failed commit).
   size_t replayedSaves() const { return replayedSaves_; }
   // The journal beside a database file.
@@ -242,7 +262,10 @@ class MemoryStore {
   // housekeeping timer calls this every few seconds for each open scope, under the scope's lock.
   Status checkpoint();
 
-  SQLite::Database& database() { return *db_; }
+  SQLite::Database& database() {
+    takeDatabase();
+    return *db_;
+  }
 
  private:
   // A prepared statement borrowed from the cache (prepared once per store, not per call). Bindings start cleared;
@@ -268,7 +291,13 @@ class MemoryStore {
     std::unique_ptr<SQLite::Statement> stmt;
     bool busy = false;
   };
-  CachedStatement statement(const std::string& sql);
+  using StatementCache = std::unordered_map<std::string, CacheEntry>;
+  static CachedStatement statementOn(SQLite::Database& db, StatementCache& cache, const std::string& sql);
+  CachedStatement statement(const std::string& sql) { return statementOn(*db_, statements_, sql); }
+  // On the read-only connection (committedView) or on db_: what the background path reads is committed only.
+  CachedStatement statement(bool committedView, const std::string& sql) {
+    return committedView ? statementOn(*reader_, readerStatements_, sql) : statement(sql);
+  }
 
   explicit MemoryStore(StoreOptions options);
   std::string now() const;
@@ -281,6 +310,7 @@ class MemoryStore {
     Actor actor;
     std::string id;  // the id a created memory gets
     std::string at;  // every timestamp the save writes
+    uint64_t seq = 0;  // its number in the journal (0: not journalled)
     std::string toJson() const;
     static SaveRecord fromJson(const std::string& text);  // throws on a malformed record
   };
@@ -292,6 +322,38 @@ class MemoryStore {
   };
   // The rows of one save, inside the open transaction. Throws on SQLite errors; changes nothing in memory.
   SaveEffects applySave(const SaveRecord& record);
+  // A new memory's rows (memories, files, embedding, similar edges both ways, the create event), with `pk` or the
+  // next rowid; returns its pk. Throws on SQLite errors; changes nothing in memory.
+  int64_t writeCreatedRows(const SaveRecord& record, std::optional<int64_t> pk, const std::vector<float>& vec,
+                           const std::vector<VectorIndex::Hit>& neighbours);
+  // The record a created memory reads back as, built from what was written.
+  Memory createdMemory(const SaveRecord& record, int64_t pk) const;
+  // The similar_rejected warning for a new memory's vector, if any.
+  std::optional<std::string> rejectedWarning(const std::vector<float>& vec, bool committedView);
+  // Appends the record to the journal under the next sequence number (record.seq). The caller holds pipeMutex_.
+  Status journalRecord(SaveRecord& record, uint64_t& sizeBefore);
+  // Drops a record journalRecord appended (its save failed). The caller holds pipeMutex_.
+  void unjournalRecord(const SaveRecord& record, uint64_t sizeBefore);
+  // Commits the open batch: its rows into the FTS lanes, the journal's last applied number, COMMIT, then the
+  // journal emptied if it holds nothing newer. Throws with the transaction still to be rolled back.
+  void commitBatch();
+  // Rows of a batch not yet committed, which the read-only connection cannot see. The caller holds pipeMutex_.
+  void noteUncommitted(int64_t pk, const SaveRecord& record);
+
+  // --- saves applied in the background (background_saves.cc) ---
+  struct QueuedSave {
+    SaveRecord record;
+    int64_t pk = 0;
+    std::vector<float> vec;
+    std::vector<VectorIndex::Hit> neighbours;
+  };
+  // The save answered here and queued for the applier, or nullopt when it must take the synchronous path.
+  std::optional<Result<SaveOutcome>> saveInBackground(SaveRecord& record);
+  void runApplier();
+  // Waits for the applier to apply what it was handed; after a failure of the applier, rebuilds the in-memory
+  // indexes from the committed rows and marks the journal for replay. Never throws.
+  void takeDatabase();
+  void stopApplier();
   void publish(const SaveRecord& record, SaveEffects& effects);
   // refreshMirror for a row a save just created, from the record instead of reading the row back.
   void mirrorCreatedRow(int64_t pk, const SaveRecord& record);
@@ -339,13 +401,17 @@ class MemoryStore {
   void storeEmbedding(int64_t pk, const std::vector<float>& vec);
   // Writes similar edges (both directions) to the strongest active neighbours; returns the neighbours.
   std::vector<VectorIndex::Hit> linkSimilar(int64_t pk, const std::vector<float>& vec, const std::string& at);
+  // Edges both ways between pk and each neighbour.
+  void writeSimilarEdges(int64_t pk, const std::vector<VectorIndex::Hit>& neighbours, const std::string& at);
   void unlinkSimilar(int64_t pk);
+  // The active neighbours a new vector gets similar edges to (cosine ≥ 0.4, top 8).
+  std::vector<VectorIndex::Hit> similarNeighbours(const std::vector<float>& vec) const;
   std::vector<SimilarHint> similarHints(const std::string& summary, const std::vector<VectorIndex::Hit>& neighbours,
-                                        int64_t selfPk);
+                                        int64_t selfPk, bool committedView = false);
   std::optional<std::vector<float>> loadVector(int64_t pk);
   // The `limit` best active rows (other than excludePk) for an FTS5 MATCH, by bm25. Throws on SQLite errors.
   std::vector<FtsHit> rankedActive(FtsLane lane, const std::string& matchExpression, int limit,
-                                   std::optional<int64_t> excludePk);
+                                   std::optional<int64_t> excludePk, bool committedView = false);
   Result<Memory> changeState(const std::string& id, MemoryState from1, std::optional<MemoryState> from2,
                              MemoryState to, const std::string& action, const Actor& actor,
                              const std::optional<std::string>& reason);
@@ -367,14 +433,35 @@ class MemoryStore {
   bool batchOpen_ = false;       // a write transaction holds saves not yet committed
   int batchSaves_ = 0;
   std::optional<int64_t> firstPendingPk_;  // the first row created in the open transaction, not yet in the FTS lanes
-  uint64_t journalBatch_ = 0;    // the batch the journal holds (or will hold once reset)
-  bool journalNeedsReset_ = false;  // the journal still holds a committed batch: emptied before the next append
+  // Journal sequence numbers: journalSeq_ the last appended, committedSeq_ the last committed (both under
+  // pipeMutex_), appliedSeq_ the last written into the open transaction (by the connection's current user).
+  uint64_t journalSeq_ = 0;
+  uint64_t committedSeq_ = 0;
+  uint64_t appliedSeq_ = 0;
+  bool journalNeedsReset_ = false;  // every record is committed but the file still holds them: emptied before the
+                                    // next append (under pipeMutex_)
   bool replayPending_ = false;   // the journal holds saves the database has not committed
   size_t replayedSaves_ = 0;
   bool indexesStale_ = false;  // a reload of the vector indexes failed: retried before the next write or search
-  mutable bool sawStorageError_ = false;  // some call failed with a StorageError: no optional writes at close
+  mutable std::atomic<bool> sawStorageError_{false};  // some call failed with a StorageError: no optional writes at close
   std::chrono::steady_clock::time_point lastSaveEnd_{};
-  std::unordered_map<std::string, CacheEntry> statements_;  // declared after db_: destroyed before it
+  StatementCache statements_;  // declared after db_: destroyed before it
+  // Saves in the background (StoreOptions::applySavesInBackground).
+  std::unique_ptr<SQLite::Database> reader_;  // read-only: what is committed
+  StatementCache readerStatements_;           // declared after reader_: destroyed before it
+  bool handedOff_ = false;        // saves were queued since the last takeDatabase(): db_ is the applier's
+  std::optional<int64_t> nextPk_;  // the pk the next queued save gets (rows are numbered as SQLite would)
+  std::mutex pipeMutex_;           // guards what follows, and the journal's appends and resets
+  std::condition_variable applierWake_;
+  std::condition_variable applierIdle_;
+  std::deque<QueuedSave> queue_;
+  bool applierWorking_ = false;   // the applier holds an item (and so the connection)
+  bool applierStop_ = false;
+  std::optional<Status> applierFailure_;  // why the applier rolled its batch back; collected by takeDatabase()
+  // Content hashes and (id, summary) of rows written but not committed: the read-only connection cannot see them.
+  std::unordered_set<std::string> uncommittedHashes_;
+  std::unordered_map<int64_t, std::pair<std::string, std::string>> uncommittedRows_;
+  std::thread applier_;  // last: started after, and joined before, everything above is destroyed
 };
 
 }  // namespace memq

@@ -3,7 +3,7 @@
 // p50/p95/p99, with per-phase timings and the time to reopen the filled store (loading its in-memory indexes). Usage:
 //   memq_bench_recall [--n 1000,10000] [--load DIR] [--ranker default|reference] [--no-semantic]
 //                     [--repeat R] [--db-dir DIR] [--checkpoint-every-ms MS] [--dump FILE] [--saves-only]
-//                     [--save-batch B]
+//                     [--save-batch B] [--no-background]
 // --repeat R runs the measured queries R times (latencies pooled). --db-dir keeps each size's database in DIR/N and
 // reuses it when it already holds N memories (recall-only iterations). The save loop calls
 // MemoryStore::checkpoint() every --checkpoint-every-ms of wall time (default 2000, 0 = never), as the daemon's
@@ -11,7 +11,8 @@
 // (pk, lane signals and text relevance) and hits of the first pass, to check that a change leaves recall results as they were.
 // --saves-only stops after the save loop (no recall queries), for profiling the write path. --save-batch B is the
 // store's StoreOptions::saveBatch (default 64, as memqd; 1 = each save commits before it returns); the commit of the
-// last batch counts against the saves.
+// last batch counts against the saves. --no-background turns off StoreOptions::applySavesInBackground (on, as in
+// memqd): every save is then written to SQLite before it returns.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -89,6 +90,7 @@ int main(int argc, char** argv) {
   std::string dumpPath;
   bool savesOnly = false;
   int saveBatch = 64;
+  bool background = true;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--n" && i + 1 < argc) {
@@ -108,6 +110,8 @@ int main(int argc, char** argv) {
       dbDir = argv[++i];
     } else if (a == "--dump" && i + 1 < argc) {
       dumpPath = argv[++i];
+    } else if (a == "--no-background") {
+      background = false;
     } else if (a == "--save-batch" && i + 1 < argc) {
       saveBatch = std::max(1, std::stoi(argv[++i]));
     } else if (a == "--saves-only") {
@@ -128,9 +132,9 @@ int main(int argc, char** argv) {
   auto memories = readJsonl("xz -dc '" + loadDir + "/memories.jsonl.xz'", maxN);
   auto queries = readJsonl("cat '" + loadDir + "/queries.jsonl'", 1000);
   memq::HashbagEmbedder embedder;
-  std::printf("ranker=%s semantic=%s repeat=%d checkpoint-every-ms=%d save-batch=%d\n",
+  std::printf("ranker=%s semantic=%s repeat=%d checkpoint-every-ms=%d save-batch=%d background=%s\n",
               std::string(memq::rankerName(ranker)).c_str(), semantic ? "on" : "off", repeat, checkpointEveryMs,
-              saveBatch);
+              saveBatch, background ? "on" : "off");
   std::vector<Row> rows;
   std::ofstream dump;
   if (!dumpPath.empty()) dump.open(dumpPath);
@@ -147,6 +151,7 @@ int main(int argc, char** argv) {
     o.projectRoot = dir.string();
     o.embedder = &embedder;
     o.saveBatch = saveBatch;
+    o.applySavesInBackground = background;
     auto opened = memq::MemoryStore::open(o);
     if (!opened) {
       std::cerr << "cannot open " << o.path << ": " << opened.status().message() << "\n";
@@ -169,6 +174,12 @@ int main(int argc, char** argv) {
       size_t tailWritten = 0;
       for (size_t i = 0; i < total; ++i) {
         if (i == tailFrom) {
+          // The last tenth starts with nothing pending, so that its figure counts the work of exactly its own saves
+          // (queued for the background applier, written and committed within it).
+          if (memq::Status st = store->commitPendingSaves(); !st) {
+            std::cerr << "commit failed: " << st.message() << "\n";
+            return 1;
+          }
           tailStart = Clock::now();
           tailCpu0 = cpuSeconds();
           tailWritten = written;
