@@ -72,6 +72,7 @@ std::optional<Result<SaveOutcome>> MemoryStore::saveInBackground(SaveRecord& rec
   applierWake_.notify_one();
   handedOff_ = true;
   nextPk_ = pk + 1;
+  ++savesAnsweredInBackground_;
   if (!applier_.joinable()) applier_ = std::thread([this] { runApplier(); });
   // Published now: the next save's neighbours and every read after takeDatabase() see it.
   active_->upsert(pk, vec);

@@ -205,6 +205,8 @@ class MemoryStore {
   void waitForAppliedSaves() { takeDatabase(); }
   // How many journalled saves the last replay applied (at open, or after a failed commit).
   size_t replayedSaves() const { return replayedSaves_; }
+  // How many saves were answered and handed to the background applier since open.
+  size_t savesAnsweredInBackground() const { return savesAnsweredInBackground_; }
   // The journal beside a database file.
   static std::string journalPath(const std::string& databasePath) { return databasePath + "-saves"; }
 
@@ -442,6 +444,7 @@ class MemoryStore {
                                     // next append (under pipeMutex_)
   bool replayPending_ = false;   // the journal holds saves the database has not committed
   size_t replayedSaves_ = 0;
+  size_t savesAnsweredInBackground_ = 0;
   bool indexesStale_ = false;  // a reload of the vector indexes failed: retried before the next write or search
   mutable std::atomic<bool> sawStorageError_{false};  // some call failed with a StorageError: no optional writes at close
   std::chrono::steady_clock::time_point lastSaveEnd_{};

@@ -7,7 +7,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <random>
+#include <set>
 
 #include "daemon/embed/hashbag.h"
 #include "daemon/store/memory_store.h"
@@ -121,6 +124,7 @@ class SaveBatchTest : public ::testing::Test {
     o.embedder = &embedder_;
     o.saveBatch = saveBatch;
     o.saveStreamGap = std::chrono::hours(1);  // every save joins the open batch, however slow the machine
+    o.applySavesInBackground = background_;
     auto s = MemoryStore::open(o);
     EXPECT_TRUE(s.isOk()) << s.status().toString();
     return s.isOk() ? std::move(*s) : nullptr;
@@ -155,6 +159,7 @@ class SaveBatchTest : public ::testing::Test {
 
   int64_t count(MemoryStore& store, const std::string& sql) { return store.database().execAndGet(sql).getInt64(); }
 
+  bool background_ = false;  // StoreOptions::applySavesInBackground for every store the test opens
   HashbagEmbedder embedder_;
   fs::path dir_;
   std::string root_;
@@ -380,6 +385,197 @@ TEST_F(SaveBatchTest, ASecondOpenerOfTheDatabaseLeavesTheOwnersOpenBatchAlone) {
   ASSERT_TRUE(store_->commitPendingSaves().isOk());
   EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memories"), 4);
   EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memory_events"), 4);
+}
+
+// ---- saves applied in the background (StoreOptions::applySavesInBackground) ----
+
+class BackgroundSaveTest : public SaveBatchTest {
+ protected:
+  BackgroundSaveTest() { background_ = true; }
+
+  // Every saved row's summary with its use count, and every similar edge by the summaries it joins: what two stores
+  // fed the same saves must agree on, whatever ids they drew.
+  std::multiset<std::string> rowsOf(MemoryStore& store) {
+    std::multiset<std::string> out;
+    SQLite::Statement q(store.database(), "SELECT summary, use_count, state, topics FROM memories");
+    while (q.executeStep()) {
+      out.insert(q.getColumn(0).getString() + "|" + q.getColumn(1).getString() + "|" + q.getColumn(2).getString() +
+                 "|" + q.getColumn(3).getString());
+    }
+    SQLite::Statement e(store.database(),
+                        "SELECT a.summary, b.summary, printf('%.6f', e.weight) FROM memory_edges e "
+                        "JOIN memories a ON a.pk = e.src_pk JOIN memories b ON b.pk = e.dst_pk");
+    while (e.executeStep()) {
+      out.insert("edge " + e.getColumn(0).getString() + " -> " + e.getColumn(1).getString() + " " +
+                 e.getColumn(2).getString());
+    }
+    SQLite::Statement ev(store.database(), "SELECT action, COUNT(*) FROM memory_events GROUP BY action");
+    while (ev.executeStep()) out.insert("events " + ev.getColumn(0).getString() + " " + ev.getColumn(1).getString());
+    return out;
+  }
+
+  // A save's answer without the ids and times a store draws: similar hints by summary.
+  static std::string answerOf(const Result<SaveOutcome>& r) {
+    if (!r.isOk()) return "error " + r.status().toString();
+    std::string out = r->status + (r->topicsMerged ? " merged" : "");
+    for (const auto& h : r->similar) out += " | " + h.kind + " " + h.summary + " " + std::to_string(h.weight);
+    for (const auto& w : r->warnings) out += " | warning " + w.substr(0, w.find(" to rejected memory"));
+    if (r->memory) out += " | use " + std::to_string(r->memory->useCount) + " files " +
+                          std::to_string(r->memory->files.size()) + " topics " + std::to_string(r->memory->topics.size());
+    return out;
+  }
+};
+
+TEST_F(BackgroundSaveTest, AnswersAndRowsAreThoseOfTheSynchronousPath) {
+  background_ = false;
+  auto sync = openAt(dir_ / "sync");
+  ASSERT_NE(sync, nullptr);
+  ASSERT_TRUE(save(*sync, "The note that opens the stream").isOk());
+  background_ = true;
+  // Paraphrases (semantic hints and edges among rows not yet committed), a duplicate and a topic merge of rows not
+  // yet committed, rejected content and a paraphrase of it: each answer and, once committed, each row, edge and
+  // event must be the same in both stores.
+  std::vector<std::function<Result<SaveOutcome>(MemoryStore&)>> steps;
+  for (int i = 0; i < 12; ++i) {
+    steps.push_back([this, i](MemoryStore& s) {
+      return save(s, "Use pnpm, not npm, to install the packages of workspace " + std::to_string(i % 4) +
+                         (i >= 4 ? " in the monorepo" : "") + (i >= 8 ? " on CI" : ""));
+    });
+  }
+  steps.push_back([this](MemoryStore& s) { return save(s, "Use pnpm, not npm, to install the packages of workspace 2"); });
+  steps.push_back([this](MemoryStore& s) {
+    return save(s, "Use pnpm, not npm, to install the packages of workspace 3", {"tooling"}, /*mergeTopics=*/true);
+  });
+  steps.push_back([this](MemoryStore& s) { return save(s, "Deploy with make deploy-prod from the main branch only"); });
+  steps.push_back([this](MemoryStore& s) -> Result<SaveOutcome> {
+    auto r = save(s, "Deploy with make deploy-prod from a release branch only");
+    if (!r.isOk()) return r;
+    auto rejected = s.reject(r->id, "wrong: releases deploy from main", actor_);
+    if (!rejected.isOk()) return rejected.status();
+    return r;
+  });
+  steps.push_back([this](MemoryStore& s) { return save(s, "Deploy with make deploy-prod from a release branch only"); });
+  steps.push_back([this](MemoryStore& s) { return save(s, "Deploy with make deploy-prod from a release branch, only"); });
+  for (int i = 0; i < 6; ++i) {
+    steps.push_back([this, i](MemoryStore& s) { return save(s, "JWT expiry check number " + std::to_string(i)); });
+  }
+  for (size_t i = 0; i < steps.size(); ++i) {
+    auto a = steps[i](*sync);
+    auto b = steps[i](*store_);
+    EXPECT_EQ(answerOf(b), answerOf(a)) << "step " << i;
+  }
+  EXPECT_EQ(sync->savesAnsweredInBackground(), 0u);
+  EXPECT_GE(store_->savesAnsweredInBackground(), 15u);  // the path under test was taken
+  ASSERT_TRUE(sync->commitPendingSaves().isOk());
+  ASSERT_TRUE(store_->commitPendingSaves().isOk());
+  EXPECT_EQ(rowsOf(*store_), rowsOf(*sync));
+  EXPECT_EQ(store_->activeIndex().size(), sync->activeIndex().size());
+  // The in-memory lanes agree with SQLite's, and SQLite's lanes with their rows.
+  auto hits = store_->searchFts(FtsLane::kUnicode, "\"monorepo\"", 50);
+  ASSERT_TRUE(hits.isOk());
+  EXPECT_EQ(hits->size(), 8u);
+  EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memories_fts_tri WHERE memories_fts_tri MATCH 'monorepo'"), 8);
+  EXPECT_EQ(store_->database().execAndGet("PRAGMA integrity_check").getString(), "ok");
+  EXPECT_NO_THROW(store_->database().exec("INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')"));
+  EXPECT_NO_THROW(store_->database().exec("INSERT INTO memories_fts_tri(memories_fts_tri) VALUES('integrity-check')"));
+}
+
+TEST_F(BackgroundSaveTest, EveryAcknowledgedSaveComesBackAfterACrash) {
+  std::vector<SaveOutcome> acked;
+  for (int i = 0; i < 40; ++i) {
+    auto r = save(*store_, "Background note " + std::to_string(i) + " about bandicoots");
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    acked.push_back(*r);
+  }
+  ASSERT_GE(store_->savesAnsweredInBackground(), 40u);
+  // Readable at once, before anything is committed.
+  EXPECT_TRUE(store_->get(acked.back().id).isOk());
+  store_->waitForAppliedSaves();
+  ASSERT_TRUE(store_->hasPendingSaves());
+  const auto copy = crashCopy("crashed");
+  {
+    SQLite::Database raw((copy / "memory.db").string(), SQLite::OPEN_READONLY);
+    EXPECT_EQ(raw.execAndGet("SELECT COUNT(*) FROM memories").getInt64(), 1);
+  }
+  auto reopened = openAt(copy);
+  ASSERT_NE(reopened, nullptr);
+  EXPECT_EQ(reopened->replayedSaves(), 40u);
+  for (const auto& a : acked) {
+    auto m = reopened->get(a.id);
+    ASSERT_TRUE(m.isOk()) << a.id;
+    EXPECT_EQ(m->createdAt, a.memory->createdAt);
+  }
+  EXPECT_EQ(count(*reopened, "SELECT COUNT(*) FROM memory_events WHERE action = 'create'"), 41);
+  EXPECT_EQ(count(*reopened, "SELECT COUNT(*) FROM memories_fts_tri WHERE memories_fts_tri MATCH 'bandicoot'"), 40);
+}
+
+TEST_F(BackgroundSaveTest, AJournalHoldingCommittedAndUncommittedSavesReplaysOnlyTheUncommitted) {
+  // The applier commits a batch while newer saves are already journalled: the file then holds both. Built here from
+  // the journal of a committed batch followed by the records of one that is not.
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(save(*store_, "Committed background note " + std::to_string(i)).isOk());
+  store_->waitForAppliedSaves();
+  const std::string committedRecords = [&] {
+    std::ifstream f(dir_ / "data" / "memory.db-saves", std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  }();
+  ASSERT_TRUE(store_->commitPendingSaves().isOk());
+  std::vector<std::string> later;
+  for (int i = 0; i < 3; ++i) {
+    auto r = save(*store_, "Uncommitted background note " + std::to_string(i));
+    ASSERT_TRUE(r.isOk());
+    later.push_back(r->id);
+  }
+  store_->waitForAppliedSaves();
+  auto copy = crashCopy("mixed");
+  const std::string laterRecords = [&] {
+    std::ifstream f(copy / "memory.db-saves", std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  }();
+  {
+    std::ofstream f(copy / "memory.db-saves", std::ios::binary | std::ios::trunc);
+    f << committedRecords << laterRecords.substr(16);  // one header, then both batches' records
+  }
+  auto reopened = openAt(copy);
+  ASSERT_NE(reopened, nullptr);
+  EXPECT_EQ(reopened->replayedSaves(), 3u);
+  EXPECT_EQ(count(*reopened, "SELECT COUNT(*) FROM memories"), 9);
+  EXPECT_EQ(count(*reopened, "SELECT COUNT(*) FROM memory_events"), 9);
+  for (const auto& id : later) EXPECT_TRUE(reopened->get(id).isOk()) << id;
+}
+
+TEST_F(BackgroundSaveTest, AnApplierThatFailsLosesNoAcknowledgedSave) {
+  const int64_t pages = count(*store_, "PRAGMA page_count");
+  count(*store_, "PRAGMA max_page_count = " + std::to_string(pages));  // SQLITE_FULL once a page is needed
+  std::string big(400, 'x');
+  std::vector<std::string> acked;
+  Result<SaveOutcome> failed = Status::internal("none tried");
+  for (int i = 0; i < 400; ++i) {
+    failed = save(*store_, "Written after the disk filled " + std::to_string(i) + " " + big);
+    if (!failed.isOk()) break;
+    acked.push_back(failed->id);
+  }
+  // The applier failed in the background; a later save found out, could not apply the journal either, and said so.
+  ASSERT_FALSE(failed.isOk()) << "400 saves fitted in a file that may not grow";
+  EXPECT_EQ(failed.status().code(), ErrorCode::kStorageError);
+  EXPECT_GT(store_->savesAnsweredInBackground(), 0u);
+  EXPECT_TRUE(store_->hasPendingSaves());
+  ASSERT_FALSE(acked.empty());
+  // Reads still answer from what is committed.
+  EXPECT_TRUE(store_->list(ListFilter{}).isOk());
+  auto copy = crashCopy("after-failure");
+  store_->database().exec("PRAGMA max_page_count = 1073741823");
+  // The next write applies the journal: every acknowledged save, once.
+  ASSERT_TRUE(store_->commitPendingSaves().isOk());
+  auto replayed = openAt(copy);
+  ASSERT_NE(replayed, nullptr);
+  for (MemoryStore* s : {store_.get(), replayed.get()}) {
+    for (const auto& id : acked) EXPECT_TRUE(s->get(id).isOk()) << id;
+    EXPECT_EQ(count(*s, "SELECT COUNT(*) FROM memories"), static_cast<int64_t>(acked.size()) + 1);
+    EXPECT_EQ(count(*s, "SELECT COUNT(*) FROM memory_events"), static_cast<int64_t>(acked.size()) + 1);
+    EXPECT_EQ(s->activeIndex().size(), acked.size() + 1);
+    EXPECT_EQ(s->database().execAndGet("PRAGMA integrity_check").getString(), "ok");
+    EXPECT_NO_THROW(s->database().exec("INSERT INTO memories_fts_tri(memories_fts_tri) VALUES('integrity-check')"));
+  }
 }
 
 }  // namespace
