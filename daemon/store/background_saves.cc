@@ -24,13 +24,13 @@ constexpr size_t kMinQueueBound = 64;
 
 std::optional<Result<SaveOutcome>> MemoryStore::saveInBackground(SaveRecord& record) {
   // Whatever the answer would need to read from the connection takes the synchronous path.
-  if (!text_ || mirrorStale_ || indexesStale_ || replayPending_ || journal_->size() > kMaxJournalBytes) {
-    return std::nullopt;
-  }
+  if (!text_ || mirrorStale_ || indexesStale_ || replayPending_) return std::nullopt;
   const NormalizedSave& input = record.input;
   {
     std::lock_guard lock(pipeMutex_);
-    if (applierFailure_ || uncommittedHashes_.count(input.contentHash) != 0) return std::nullopt;
+    if (applierFailure_ || journal_->size() > kMaxJournalBytes || uncommittedHashes_.count(input.contentHash) != 0) {
+      return std::nullopt;
+    }
   }
   SaveOutcome out;
   std::vector<float> vec;
