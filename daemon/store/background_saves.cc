@@ -3,9 +3,8 @@
 // queues its rows; the store's applier thread writes them into the open batch and commits every saveBatch saves.
 // A stream of saves so runs on two cores: the answer (embedding, neighbours, hints, the in-memory indexes) on one,
 // SQLite (rows, full-text lanes, WAL) on the other. See memory_store.h, invariant 7.
-#include <sqlite3.h>
-
 #include <algorithm>
+#include <system_error>
 
 #include "daemon/store/memory_store.h"
 
@@ -30,6 +29,13 @@ std::optional<Result<SaveOutcome>> MemoryStore::saveInBackground(SaveRecord& rec
     std::lock_guard lock(pipeMutex_);
     if (applierFailure_ || journal_->size() > kMaxJournalBytes || uncommittedHashes_.count(input.contentHash) != 0) {
       return std::nullopt;
+    }
+  }
+  if (!applier_.joinable()) {
+    try {
+      applier_ = std::thread([this] { runApplier(); });
+    } catch (const std::system_error&) {
+      return std::nullopt;  // no thread to hand saves to: each is applied before it is answered
     }
   }
   SaveOutcome out;
@@ -62,7 +68,7 @@ std::optional<Result<SaveOutcome>> MemoryStore::saveInBackground(SaveRecord& rec
     const size_t bound = std::max(kMinQueueBound, static_cast<size_t>(options_.saveBatch));
     applierIdle_.wait(lock, [&] { return queue_.size() < bound || applierFailure_; });
     if (applierFailure_) return std::nullopt;
-    uint64_t sizeBefore = 0;
+    uint64_t sizeBefore = 0;  // unused: a queued save is never cut from the journal
     if (Status st = journalRecord(record, sizeBefore); !st) {
       return Result<SaveOutcome>(storageError(std::runtime_error(st.message()), "save"));  // not acknowledged
     }
@@ -73,7 +79,6 @@ std::optional<Result<SaveOutcome>> MemoryStore::saveInBackground(SaveRecord& rec
   handedOff_ = true;
   nextPk_ = pk + 1;
   ++savesAnsweredInBackground_;
-  if (!applier_.joinable()) applier_ = std::thread([this] { runApplier(); });
   // Published now: the next save's neighbours and every read after takeDatabase() see it.
   active_->upsert(pk, vec);
   mirrorCreatedRow(pk, record);
@@ -136,10 +141,22 @@ void MemoryStore::takeDatabase() {
   }
   handedOff_ = false;
   if (!failure) return;
-  // The rows the batch held are gone from SQLite but were published: rebuilt from what is committed, then the
-  // journal's saves are applied again before the next write or search (replayJournalIfNeeded).
+  // The rows the batch held are gone from SQLite but were published: rebuilt from what is committed, and the
+  // journal's saves applied again now, so that a read after this sees every acknowledged save. If that fails too,
+  // every write tries again first (replayJournalIfNeeded) and reports why.
   reloadIndexes();
   replayPending_ = true;
+  try {
+    replayJournalIfNeeded();
+  } catch (const std::exception&) {
+  }
+}
+
+bool MemoryStore::waitForApplierIdle() {
+  if (!handedOff_) return false;
+  std::unique_lock lock(pipeMutex_);
+  applierIdle_.wait(lock, [&] { return queue_.empty() && !applierWorking_; });
+  return applierFailure_.has_value();
 }
 
 void MemoryStore::stopApplier() {

@@ -11,7 +11,8 @@
 //  2. Every mutation and every blocked save appends exactly one event, in the same transaction as the change.
 //  3. activeIndex() holds exactly the active rows' vectors of the default model; rejectedIndex() the rejected rows'.
 //     Both are updated only once a write's rows are written (for a save in a batch: once its savepoint is
-//     released); a batch that fails to commit rebuilds both from the committed rows.
+//     released; for a save answered in the background: once it is journalled, its rows queued); a batch that fails
+//     to commit, or an applier that fails, rebuilds both from the committed rows.
 //  4. Bad input is refused before any write; a failed transaction leaves nothing behind.
 //  5. The mirror holds every row of `memories` with its current text, state, last_used_at, use_count, pinned,
 //     text length and file refs: each write refreshes the rows it touched from the tables; a refresh that fails, a
@@ -203,6 +204,9 @@ class MemoryStore {
   // Returns once every save handed to the background applier is written into the open transaction (not
   // committed); a no-op without one. For tests that copy the files as a crash would leave them.
   void waitForAppliedSaves() { takeDatabase(); }
+  // Waits until the background applier has nothing left to do, without taking the connection back; true when it
+  // failed (the next call then rebuilds the in-memory indexes and replays its saves). For tests and diagnostics.
+  bool waitForApplierIdle();
   // How many journalled saves the last replay applied (at open, or after a failed commit).
   size_t replayedSaves() const { return replayedSaves_; }
   // How many saves were answered and handed to the background applier since open.
@@ -353,7 +357,7 @@ class MemoryStore {
   std::optional<Result<SaveOutcome>> saveInBackground(SaveRecord& record);
   void runApplier();
   // Waits for the applier to apply what it was handed; after a failure of the applier, rebuilds the in-memory
-  // indexes from the committed rows and marks the journal for replay. Never throws.
+  // indexes from the committed rows and replays the journal (marked for the next write if that fails). Never throws.
   void takeDatabase();
   void stopApplier();
   void publish(const SaveRecord& record, SaveEffects& effects);

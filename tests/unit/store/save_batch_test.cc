@@ -578,5 +578,29 @@ TEST_F(BackgroundSaveTest, AnApplierThatFailsLosesNoAcknowledgedSave) {
   }
 }
 
+TEST_F(BackgroundSaveTest, AReadAfterTheApplierFailedSeesEveryAcknowledgedSave) {
+  // Another connection (as another process could) makes the applier's commit fail, then lets commits through again
+  // before anything else reaches the store: the next call, a read, must replay the rolled-back batch first.
+  SQLite::Database other((dir_ / "data" / "memory.db").string(), SQLite::OPEN_READWRITE);
+  other.exec("PRAGMA busy_timeout = 5000");
+  other.exec("CREATE TRIGGER fail_commit BEFORE UPDATE ON save_batches BEGIN SELECT RAISE(ABORT, 'injected'); END");
+  std::vector<std::string> acked;
+  for (int i = 0; i < 64; ++i) {  // saveBatch: the applier commits after the last
+    auto r = save(*store_, "Acknowledged before the failed commit " + std::to_string(i));
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    acked.push_back(r->id);
+  }
+  ASSERT_GE(store_->savesAnsweredInBackground(), 64u);
+  ASSERT_TRUE(store_->waitForApplierIdle());  // it failed, and rolled the batch back
+  other.exec("DROP TRIGGER fail_commit");
+  for (const auto& id : acked) EXPECT_TRUE(store_->get(id).isOk()) << id;
+  EXPECT_EQ(store_->activeIndex().size(), 65u);
+  ListFilter all;
+  EXPECT_EQ(store_->list(all)->total, 65);
+  ASSERT_TRUE(store_->commitPendingSaves().isOk());
+  EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memories"), 65);
+  EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memory_events"), 65);
+}
+
 }  // namespace
 }  // namespace memq
