@@ -287,6 +287,39 @@ TEST_F(SaveBatchTest, AJournalOfACommittedBatchIsNotAppliedAgain) {
   EXPECT_EQ(count(*last, "SELECT COUNT(*) FROM memories"), 7);
 }
 
+TEST_F(SaveBatchTest, AJournalOfAnOlderMemqWithoutRecordNumbersIsReplayedByItsBatch) {
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(save(*store_, "Note journalled by an older memq " + std::to_string(i)).isOk());
+  auto copy = crashCopy("older");
+  const int64_t applied = [&] {
+    SQLite::Database raw((copy / "memory.db").string(), SQLite::OPEN_READONLY);
+    return raw.execAndGet("SELECT applied_batch FROM save_batches").getInt64();
+  }();
+  {
+    // The same saves as an older memq wrote them: no number in the records, the batch in the header only.
+    auto journal = SaveJournal::open((copy / "memory.db-saves").string());
+    ASSERT_TRUE(journal.isOk());
+    auto contents = (*journal)->read();
+    ASSERT_TRUE(contents.isOk());
+    ASSERT_EQ(contents->records.size(), 3u);
+    ASSERT_TRUE((*journal)->reset(static_cast<uint64_t>(applied) + 1).isOk());
+    for (const auto& text : contents->records) {
+      auto record = nlohmann::json::parse(text);
+      ASSERT_EQ(record.erase("seq"), 1u);
+      ASSERT_TRUE((*journal)->append(record.dump()).isOk());
+    }
+  }
+  auto reopened = openAt(copy);
+  ASSERT_NE(reopened, nullptr);
+  EXPECT_EQ(reopened->replayedSaves(), 3u);
+  EXPECT_EQ(count(*reopened, "SELECT COUNT(*) FROM memories"), 4);
+  // Numbered from there on: a crash in the next batch is replayed, and the old records are not applied twice.
+  ASSERT_TRUE(save(*reopened, "A note of the next batch").isOk());
+  reopened.reset();
+  auto last = openAt(copy);
+  EXPECT_EQ(count(*last, "SELECT COUNT(*) FROM memories"), 5);
+  EXPECT_EQ(count(*last, "SELECT COUNT(*) FROM memory_events"), 5);
+}
+
 TEST_F(SaveBatchTest, ASaveCutShortInTheJournalIsNotReplayedAndTheRestAre) {
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(save(*store_, "Torn-tail note " + std::to_string(i)).isOk());
   auto copy = crashCopy("torn");
