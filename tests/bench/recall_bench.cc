@@ -10,7 +10,7 @@
 // housekeeping timer does; that time counts against save throughput. --dump writes every measured query's candidates
 // (pk, lane signals and text relevance) and hits of the first pass, to check that a change leaves recall results as they were.
 // --saves-only stops after the save loop (no recall queries), for profiling the write path. --save-batch B is the
-// store's StoreOptions::saveBatch (default 64, as memqd; 1 = each save commits before it returns); the commit of the
+// store's StoreOptions::saveBatch (default 256, as memqd; 1 = each save commits before it returns); the commit of the
 // last batch counts against the saves. --no-background turns off StoreOptions::applySavesInBackground (on, as in
 // memqd): every save is then written to SQLite before it returns.
 #include <algorithm>
@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
   int checkpointEveryMs = 2000;
   std::string dumpPath;
   bool savesOnly = false;
-  int saveBatch = 64;
+  int saveBatch = 256;
   bool background = true;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
