@@ -393,6 +393,28 @@ TEST_F(StoreTest, UpgradeToLeanWritesKeepsVectorsAndEdges) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM memory_embeddings"), 1);
 }
 
+TEST_F(StoreTest, UpgradeToMergesOfSixteenKeepsTheFullTextLanesAnswering) {
+  // 0005 changes how FTS5 merges the lanes' segments, nothing they hold: rows indexed before still match, the
+  // lanes pass their integrity checks, and both merge 16 segments at a time from then on.
+  if (latestSchemaVersion() < 5) GTEST_SKIP() << "no migration 0005";
+  store_.reset();
+  fs::remove_all(dir_ / "data");
+  open(4);
+  auto a = save("Indexed before the merge setting changed, about quokkas");
+  open();
+  auto b = save("Indexed after the merge setting changed, about quokkas");
+  for (const char* lane : {"memories_fts", "memories_fts_tri"}) {
+    EXPECT_EQ(count(std::string("SELECT v FROM ") + lane + "_config WHERE k = 'automerge'"), 16) << lane;
+    EXPECT_NO_THROW(store_->database().exec(std::string("INSERT INTO ") + lane + "(" + lane +
+                                            ") VALUES('integrity-check')"))
+        << lane;
+  }
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'quokkas'"), 2);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memories_fts_tri WHERE memories_fts_tri MATCH 'quokka'"), 2);
+  EXPECT_TRUE(store_->get(a.id).isOk());
+  EXPECT_TRUE(store_->get(b.id).isOk());
+}
+
 TEST_F(StoreTest, CreatedRecordIsWhatGetReadsBack) {
   // save() builds the returned record from what it wrote; it must match a fresh read field for field.
   SaveInput in;
