@@ -18,6 +18,19 @@
 
 namespace memq {
 
+namespace {
+
+// SQLite's memory statistics take one process-wide mutex on every allocation; with the background applier's
+// connection and a read-only one allocating on two threads, that mutex showed as 6% of the applier's time. memq
+// never reads the statistics. sqlite3_config must run before SQLite initialises, so it runs at static
+// initialisation (SQLITE_MISUSE, ignored, if something initialised it first).
+[[maybe_unused]] const bool kSqliteConfigured = [] {
+  sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+  return true;
+}();
+
+}  // namespace
+
 Status storageError(const std::exception& e, const std::string& context) {
   std::string message = context.empty() ? std::string(e.what()) : context + ": " + e.what();
   return Status(ErrorCode::kStorageError, message);
