@@ -128,7 +128,10 @@ void MemoryStore::runApplier() {
 
 void MemoryStore::takeDatabase() {
   nextPk_.reset();  // this thread may write rows now: numbered afresh at the next hand-off
-  if (!handedOff_) return;
+  if (!handedOff_) {
+    if (replayPending_) retryReplay();
+    return;
+  }
   std::optional<Status> failure;
   {
     std::unique_lock lock(pipeMutex_);
@@ -146,9 +149,17 @@ void MemoryStore::takeDatabase() {
   // every write tries again first (replayJournalIfNeeded) and reports why.
   reloadIndexes();
   replayPending_ = true;
+  retryReplay();
+}
+
+void MemoryStore::retryReplay() {
+  const auto now = std::chrono::steady_clock::now();
+  if (replaying_ || !journal_ || now - lastReplayAttempt_ < kReplayRetryInterval) return;
+  lastReplayAttempt_ = now;
   try {
     replayJournalIfNeeded();
   } catch (const std::exception&) {
+    // Still failing: the next write reports why, and reads try again after the interval.
   }
 }
 

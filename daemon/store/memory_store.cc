@@ -592,7 +592,10 @@ std::vector<SimilarHint> MemoryStore::similarHints(const std::string& summary,
     if (candidates.size() > kMaxSimilarHints) candidates.resize(kMaxSimilarHints);
     return candidates;
   } catch (const std::exception&) {
-    return out;  // a hint is advisory: an FTS hiccup must not fail the save
+    // A hint is advisory: an FTS hiccup must not fail the save. But if SQLite rolled the batch's transaction back
+    // (it may, on an I/O error), the rest of the save must not run outside it.
+    if (!committedView && batchOpen_ && sqlite3_get_autocommit(db_->getHandle()) != 0) throw;
+    return out;
   }
 }
 
@@ -903,7 +906,12 @@ void MemoryStore::settle() {
 
 void MemoryStore::replayJournalIfNeeded() {
   reloadIndexesIfStale();
-  if (!replayPending_) return;
+  if (!replayPending_ || replaying_) return;
+  replaying_ = true;
+  struct ReplayingFlag {
+    bool& flag;
+    ~ReplayingFlag() { flag = false; }
+  } replayingFlag{replaying_};
   auto contents = journal_->read();
   if (!contents) throw std::runtime_error(contents.status().message());
   const auto applied = static_cast<uint64_t>(

@@ -359,6 +359,11 @@ class MemoryStore {
   // Waits for the applier to apply what it was handed; after a failure of the applier, rebuilds the in-memory
   // indexes from the committed rows and replays the journal (marked for the next write if that fails). Never throws.
   void takeDatabase();
+  // Acknowledged saves wait in the journal after a failed commit or a failed applier: applied now, so that the call
+  // that follows sees them. While they cannot be, tried at most once per kReplayRetryInterval (a failed replay
+  // rebuilds the in-memory indexes, which a read must not pay for each time). Never throws.
+  void retryReplay();
+  static constexpr std::chrono::seconds kReplayRetryInterval{1};
   void stopApplier();
   void publish(const SaveRecord& record, SaveEffects& effects);
   // refreshMirror for a row a save just created, from the record instead of reading the row back.
@@ -448,6 +453,8 @@ class MemoryStore {
                                     // next append (under pipeMutex_)
   bool replayPending_ = false;   // the journal holds saves the database has not committed
   size_t replayedSaves_ = 0;
+  bool replaying_ = false;  // replayJournalIfNeeded is applying the journal (its reads must not start another)
+  std::chrono::steady_clock::time_point lastReplayAttempt_{};
   size_t savesAnsweredInBackground_ = 0;
   bool indexesStale_ = false;  // a reload of the vector indexes failed: retried before the next write or search
   mutable std::atomic<bool> sawStorageError_{false};  // some call failed with a StorageError: no optional writes at close

@@ -406,6 +406,30 @@ TEST_F(SaveBatchTest, ASaveThatFailsInABatchLeavesTheOthersAndIsNeverReplayed) {
   }
 }
 
+TEST_F(SaveBatchTest, AReadAfterAFailedCommitSeesEveryAcknowledgedSave) {
+  // Another connection makes the batch's commit fail, then lets commits through again: the acknowledged saves wait
+  // in the journal, and the next call, a read, applies them first instead of answering without them.
+  SQLite::Database other((dir_ / "data" / "memory.db").string(), SQLite::OPEN_READWRITE);
+  other.exec("PRAGMA busy_timeout = 5000");
+  other.exec("CREATE TRIGGER fail_commit BEFORE UPDATE ON save_batches BEGIN SELECT RAISE(ABORT, 'injected'); END");
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    auto r = save(*store_, "Acknowledged before a commit that fails " + std::to_string(i));
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    ids.push_back(r->id);
+  }
+  auto failed = store_->commitPendingSaves();  // as memqd's timer does
+  ASSERT_FALSE(failed.isOk());
+  EXPECT_EQ(failed.code(), ErrorCode::kStorageError);
+  ASSERT_TRUE(store_->hasPendingSaves());
+  other.exec("DROP TRIGGER fail_commit");
+  for (const auto& id : ids) EXPECT_TRUE(store_->get(id).isOk()) << id;
+  EXPECT_FALSE(store_->hasPendingSaves());
+  EXPECT_EQ(store_->activeIndex().size(), 4u);
+  EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memories"), 4);
+  EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memory_events"), 4);
+}
+
 TEST_F(SaveBatchTest, ASecondOpenerOfTheDatabaseLeavesTheOwnersOpenBatchAlone) {
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(save(*store_, "Owner's note " + std::to_string(i)).isOk());
   ASSERT_TRUE(store_->hasPendingSaves());
