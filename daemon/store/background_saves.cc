@@ -149,17 +149,20 @@ void MemoryStore::takeDatabase() {
   // every write tries again first (replayJournalIfNeeded) and reports why.
   reloadIndexes();
   replayPending_ = true;
-  retryReplay();
+  retryReplay(/*now=*/true);
 }
 
-void MemoryStore::retryReplay() {
-  const auto now = std::chrono::steady_clock::now();
-  if (replaying_ || !journal_ || now - lastReplayAttempt_ < kReplayRetryInterval) return;
-  lastReplayAttempt_ = now;
+void MemoryStore::retryReplay(bool now) {
+  if (replaying_ || !journal_) return;
+  if (!now && lastReplayFailure_ && std::chrono::steady_clock::now() - *lastReplayFailure_ < kReplayRetryInterval) {
+    return;
+  }
   try {
     replayJournalIfNeeded();
+    lastReplayFailure_.reset();
   } catch (const std::exception&) {
-    // Still failing: the next write reports why, and reads try again after the interval.
+    // Still failing: the next write reports why, and reads try again once the interval has passed since this end.
+    lastReplayFailure_ = std::chrono::steady_clock::now();
   }
 }
 

@@ -663,7 +663,7 @@ Result<SaveOutcome> MemoryStore::save(const NormalizedSave& input, const std::ve
   // A save that starts soon after the previous one joins its batch; the first save after a pause commits on its
   // own (durable in SQLite, and any storage error reported, before it is acknowledged).
   const bool joinsStream =
-      batching() && (handedOff_ || batchOpen_ || started - lastSaveEnd_ < options_.saveStreamGap);
+      batching() && (handedOff_ || batchOpen_ || (lastSaveEnd_ && started - *lastSaveEnd_ < options_.saveStreamGap));
   if (joinsStream && reader_) {
     if (auto answered = saveInBackground(record)) {
       lastSaveEnd_ = std::chrono::steady_clock::now();
@@ -889,7 +889,8 @@ Status MemoryStore::commitPendingSaves() {
 }
 
 Result<bool> MemoryStore::commitPendingSavesIfIdle(std::chrono::milliseconds idle) {
-  if ((handedOff_ || batchOpen_) && !replayPending_ && std::chrono::steady_clock::now() - lastSaveEnd_ < idle) {
+  if ((handedOff_ || batchOpen_) && !replayPending_ && lastSaveEnd_ &&
+      std::chrono::steady_clock::now() - *lastSaveEnd_ < idle) {
     return true;
   }
   MEMQ_RETURN_IF_ERROR(commitPendingSaves());

@@ -360,9 +360,9 @@ class MemoryStore {
   // indexes from the committed rows and replays the journal (marked for the next write if that fails). Never throws.
   void takeDatabase();
   // Acknowledged saves wait in the journal after a failed commit or a failed applier: applied now, so that the call
-  // that follows sees them. While they cannot be, tried at most once per kReplayRetryInterval (a failed replay
-  // rebuilds the in-memory indexes, which a read must not pay for each time). Never throws.
-  void retryReplay();
+  // that follows sees them. After a failed attempt, the next waits kReplayRetryInterval (a failed replay rebuilds the
+  // in-memory indexes, which a read must not pay for each time); `now` ignores that wait. Never throws.
+  void retryReplay(bool now = false);
   static constexpr std::chrono::seconds kReplayRetryInterval{1};
   void stopApplier();
   void publish(const SaveRecord& record, SaveEffects& effects);
@@ -454,11 +454,12 @@ class MemoryStore {
   bool replayPending_ = false;   // the journal holds saves the database has not committed
   size_t replayedSaves_ = 0;
   bool replaying_ = false;  // replayJournalIfNeeded is applying the journal (its reads must not start another)
-  std::chrono::steady_clock::time_point lastReplayAttempt_{};
+  // When a replay outside a write last failed (reads wait kReplayRetryInterval after it before trying again).
+  std::optional<std::chrono::steady_clock::time_point> lastReplayFailure_;
   size_t savesAnsweredInBackground_ = 0;
   bool indexesStale_ = false;  // a reload of the vector indexes failed: retried before the next write or search
   mutable std::atomic<bool> sawStorageError_{false};  // some call failed with a StorageError: no optional writes at close
-  std::chrono::steady_clock::time_point lastSaveEnd_{};
+  std::optional<std::chrono::steady_clock::time_point> lastSaveEnd_;  // none yet: the first save is not in a stream
   StatementCache statements_;  // declared after db_: destroyed before it
   // Saves in the background (StoreOptions::applySavesInBackground).
   std::unique_ptr<SQLite::Database> reader_;  // read-only: what is committed
