@@ -159,6 +159,15 @@ class SaveBatchTest : public ::testing::Test {
 
   int64_t count(MemoryStore& store, const std::string& sql) { return store.database().execAndGet(sql).getInt64(); }
 
+  // Another connection (another process, in effect) on the test's database, with a trigger that makes every commit of
+  // a batch fail (it writes save_batches) until the trigger is dropped through it. Created while no batch is open.
+  std::unique_ptr<SQLite::Database> failCommitsFromAnotherConnection() {
+    auto other = std::make_unique<SQLite::Database>((dir_ / "data" / "memory.db").string(), SQLite::OPEN_READWRITE);
+    other->exec("PRAGMA busy_timeout = 5000");
+    other->exec("CREATE TRIGGER fail_commit BEFORE UPDATE ON save_batches BEGIN SELECT RAISE(ABORT, 'injected'); END");
+    return other;
+  }
+
   bool background_ = false;  // StoreOptions::applySavesInBackground for every store the test opens
   HashbagEmbedder embedder_;
   fs::path dir_;
@@ -414,9 +423,7 @@ TEST_F(SaveBatchTest, ASaveThatFailsInABatchLeavesTheOthersAndIsNeverReplayed) {
 TEST_F(SaveBatchTest, AReadAfterAFailedCommitSeesEveryAcknowledgedSave) {
   // Another connection makes the batch's commit fail, then lets commits through again: the acknowledged saves wait
   // in the journal, and the next call, a read, applies them first instead of answering without them.
-  SQLite::Database other((dir_ / "data" / "memory.db").string(), SQLite::OPEN_READWRITE);
-  other.exec("PRAGMA busy_timeout = 5000");
-  other.exec("CREATE TRIGGER fail_commit BEFORE UPDATE ON save_batches BEGIN SELECT RAISE(ABORT, 'injected'); END");
+  auto other = failCommitsFromAnotherConnection();
   std::vector<std::string> ids;
   for (int i = 0; i < 3; ++i) {
     auto r = save(*store_, "Acknowledged before a commit that fails " + std::to_string(i));
@@ -427,7 +434,7 @@ TEST_F(SaveBatchTest, AReadAfterAFailedCommitSeesEveryAcknowledgedSave) {
   ASSERT_FALSE(failed.isOk());
   EXPECT_EQ(failed.code(), ErrorCode::kStorageError);
   ASSERT_TRUE(store_->hasPendingSaves());
-  other.exec("DROP TRIGGER fail_commit");
+  other->exec("DROP TRIGGER fail_commit");  // commits go through again
   for (const auto& id : ids) EXPECT_TRUE(store_->get(id).isOk()) << id;
   EXPECT_FALSE(store_->hasPendingSaves());
   EXPECT_EQ(store_->activeIndex().size(), 4u);
@@ -643,9 +650,7 @@ TEST_F(BackgroundSaveTest, AnApplierThatFailsLosesNoAcknowledgedSave) {
 TEST_F(BackgroundSaveTest, AReadAfterTheApplierFailedSeesEveryAcknowledgedSave) {
   // Another connection (as another process could) makes the applier's commit fail, then lets commits through again
   // before anything else reaches the store: the next call, a read, must replay the rolled-back batch first.
-  SQLite::Database other((dir_ / "data" / "memory.db").string(), SQLite::OPEN_READWRITE);
-  other.exec("PRAGMA busy_timeout = 5000");
-  other.exec("CREATE TRIGGER fail_commit BEFORE UPDATE ON save_batches BEGIN SELECT RAISE(ABORT, 'injected'); END");
+  auto other = failCommitsFromAnotherConnection();
   std::vector<std::string> acked;
   for (int i = 0; i < 64; ++i) {  // saveBatch: the applier commits after the last
     auto r = save(*store_, "Acknowledged before the failed commit " + std::to_string(i));
@@ -654,7 +659,7 @@ TEST_F(BackgroundSaveTest, AReadAfterTheApplierFailedSeesEveryAcknowledgedSave) 
   }
   ASSERT_GE(store_->savesAnsweredInBackground(), 64u);
   ASSERT_TRUE(store_->waitForApplierIdle());  // it failed, and rolled the batch back
-  other.exec("DROP TRIGGER fail_commit");
+  other->exec("DROP TRIGGER fail_commit");  // commits go through again
   for (const auto& id : acked) EXPECT_TRUE(store_->get(id).isOk()) << id;
   EXPECT_EQ(store_->activeIndex().size(), 65u);
   ListFilter all;
