@@ -109,12 +109,20 @@ Result<DaemonLink> DaemonLink::open(const GlobalOptions& options, bool autostart
   return DaemonLink(std::move(*c), options);
 }
 
-Result<nlohmann::json> DaemonLink::call(const std::string& method, nlohmann::json params,
-                                        std::chrono::milliseconds timeout) {
+nlohmann::json DaemonLink::withContext(nlohmann::json params) const {
   if (!params.is_object()) params = nlohmann::json::object();
   if (!options_.project.empty() && !params.contains("project_root")) params["project_root"] = options_.project;
   if (options_.scope && !params.contains("scope")) params["scope"] = *options_.scope;
-  return client_.call(method, std::move(params), timeout);
+  return params;
+}
+
+Result<nlohmann::json> DaemonLink::call(const std::string& method, nlohmann::json params,
+                                        std::chrono::milliseconds timeout) {
+  return client_.call(method, withContext(std::move(params)), timeout);
+}
+
+Status DaemonLink::notify(const std::string& method, nlohmann::json params) {
+  return client_.notify(method, withContext(std::move(params)));
 }
 
 }  // namespace memq::cli

@@ -38,10 +38,15 @@ class DaemonLink {
   // Calls `method`, adding project_root and scope from the options unless params already hold them.
   Result<nlohmann::json> call(const std::string& method, nlohmann::json params,
                               std::chrono::milliseconds timeout = RpcClient::kDefaultCallTimeout);
+  // The same as a notification: no reply, no wait. memqd handles a connection's messages one at a time, in order,
+  // so a call that follows sees its effect.
+  Status notify(const std::string& method, nlohmann::json params);
   RpcClient& rpc() { return client_; }
 
  private:
   DaemonLink(RpcClient client, GlobalOptions options) : client_(std::move(client)), options_(std::move(options)) {}
+  // params with project_root and scope from the options, unless they hold them already.
+  nlohmann::json withContext(nlohmann::json params) const;
   RpcClient client_;
   GlobalOptions options_;
 };

@@ -103,8 +103,9 @@ int hookReply(Context& ctx, const std::string& event) {
   auto link = DaemonLink::open(ctx.options, /*autostart=*/false, left(), deadline);
   if (!link) return kExitOk;
   if (event == "UserPromptSubmit" && !ctx.options.tab.empty()) {
-    // A new user turn: per-turn dedup starts over and the hint cooldown counts one more turn.
-    if (!link->call("hints/turn", json::object(), left())) return kExitOk;
+    // A new user turn: per-turn dedup starts over and the hint cooldown counts one more turn. Sent as a
+    // notification, so the prompt costs one round trip: memqd handles it before the recall that follows.
+    if (!link->notify("hints/turn", json::object())) return kExitOk;
   }
   auto r = link->call(method, params, left());
   if (!r || std::chrono::steady_clock::now() > deadline) return kExitOk;
