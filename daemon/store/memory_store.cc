@@ -2006,7 +2006,8 @@ Result<std::vector<std::optional<double>>> MemoryStore::textBm25(const std::stri
 
 std::vector<FileHit> MemoryStore::pathHits(const std::vector<std::string>& paths, int limit) {
   // Each path's rows are kept newest first, so the answer is a merge of the queried paths' lists that stops after
-  // `limit` distinct active rows, whatever the lists' lengths. pathVisit stamps the rows this call has listed.
+  // `limit` distinct active rows, whatever the lists' lengths. A row attached to several queried paths is listed at
+  // its first appearance (so `listed` holds at most `limit` rows).
   std::unordered_set<std::string_view> queried;
   struct Cursor {
     const std::vector<const MirroredRow*>* rows;
@@ -2021,7 +2022,7 @@ std::vector<FileHit> MemoryStore::pathHits(const std::vector<std::string>& paths
     return usedMoreRecently((*b.rows)[b.next], (*a.rows)[a.next]);
   };
   std::make_heap(cursors.begin(), cursors.end(), older);
-  const uint64_t visit = ++pathVisits_;
+  std::unordered_set<const MirroredRow*> listed;
   std::vector<FileHit> out;
   while (!cursors.empty() && out.size() < static_cast<size_t>(limit)) {
     std::pop_heap(cursors.begin(), cursors.end(), older);
@@ -2032,8 +2033,7 @@ std::vector<FileHit> MemoryStore::pathHits(const std::vector<std::string>& paths
     } else {
       cursors.pop_back();
     }
-    if (!row->active || row->pathVisit == visit) continue;
-    row->pathVisit = visit;
+    if (!row->active || !listed.insert(row).second) continue;
     int matched = 0;  // how many of the queried paths the row is attached to
     for (const auto& path : row->paths) matched += static_cast<int>(queried.count(path));
     out.push_back({row->pk, matched});

@@ -248,8 +248,6 @@ class MemoryStore {
     // lastUsedAt's digits as one number when it has isoNow's fixed format (then numbers order as the bytes do), else
     // -1 (the file lane then compares the strings, as SQLite compares TEXT).
     int64_t lastUsedKey = -1;
-    // findByPaths' scratch: the call that last listed this row.
-    mutable uint64_t pathVisit = 0;
   };
   // The mirror's row for each pk (null for a row that is gone), or nullopt when there is no mirror (no unicode61
   // tokenizer, or a rebuild that failed): the caller then loads the rows with loadMany. The pointers are valid
@@ -436,7 +434,6 @@ class MemoryStore {
   std::unordered_map<int64_t, MirroredRow> rowMeta_;  // every row (nodes never move: pathRows_ points into them)
   // file path -> rows attached to it, in the file lane's order (newest last use first, then highest pk)
   std::unordered_map<std::string, std::vector<const MirroredRow*>> pathRows_;
-  uint64_t pathVisits_ = 0;  // findByPaths calls, stamping MirroredRow::pathVisit
   bool mirrorStale_ = false;       // a refresh failed: rebuild before the next search
   int64_t mirrorDataVersion_ = 0;  // PRAGMA data_version when the mirror was last known current
   // Saves in batches (StoreOptions::saveBatch).
