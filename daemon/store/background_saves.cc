@@ -56,7 +56,7 @@ std::optional<Result<SaveOutcome>> MemoryStore::saveInBackground(SaveRecord& rec
     existing->bind(1, input.contentHash);
     if (existing->executeStep()) return std::nullopt;
     vec = embedMemory(input.summary, input.details, input.topics);
-    neighbours = similarNeighbours(vec);
+    neighbours = similarNeighbours(vec, std::nullopt);  // a new row: not in the index yet
     out.similar = similarHints(input.summary, neighbours, pk, /*committedView=*/true);
     out.warnings = input.warnings;
     if (auto warning = rejectedWarning(vec, true)) out.warnings.push_back(std::move(*warning));

@@ -482,18 +482,20 @@ Result<std::vector<std::string>> MemoryStore::matchIds(const std::string& idOrPr
   }
 }
 
-std::vector<VectorIndex::Hit> MemoryStore::similarNeighbours(const std::vector<float>& vec) const {
-  // A new row is not in the index yet, so the best kMaxEdges are all others.
-  return active_->topK(vec, kMaxEdges, static_cast<float>(kEdgeThreshold));
+std::vector<VectorIndex::Hit> MemoryStore::similarNeighbours(const std::vector<float>& vec,
+                                                             std::optional<int64_t> self) const {
+  // One more than kept: `self` may be among them (a row re-linked after an update is in the index).
+  auto hits = active_->topK(vec, kMaxEdges + 1, static_cast<float>(kEdgeThreshold));
+  std::vector<VectorIndex::Hit> kept;
+  for (const auto& h : hits) {
+    if (h.key != self && kept.size() < kMaxEdges) kept.push_back(h);
+  }
+  return kept;
 }
 
 std::vector<VectorIndex::Hit> MemoryStore::linkSimilar(int64_t pk, const std::vector<float>& vec,
                                                        const std::string& at) {
-  auto hits = active_->topK(vec, kMaxEdges + 1, static_cast<float>(kEdgeThreshold));
-  std::vector<VectorIndex::Hit> kept;
-  for (const auto& h : hits) {
-    if (h.key != pk && kept.size() < kMaxEdges) kept.push_back(h);
-  }
+  auto kept = similarNeighbours(vec, pk);
   writeSimilarEdges(pk, kept, at);
   return kept;
 }
@@ -1081,7 +1083,7 @@ MemoryStore::SaveEffects MemoryStore::applySave(const SaveRecord& record) {
   }
   // 3. New memory.
   auto vec = embedMemory(input.summary, input.details, input.topics);
-  const auto neighbours = similarNeighbours(vec);
+  const auto neighbours = similarNeighbours(vec, std::nullopt);
   const int64_t newPk = writeCreatedRows(record, std::nullopt, vec, neighbours);
   out.similar = similarHints(input.summary, neighbours, newPk);
   if (auto warning = rejectedWarning(vec, false)) out.warnings.push_back(std::move(*warning));

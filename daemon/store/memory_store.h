@@ -66,7 +66,8 @@ struct StoreOptions {
   // Saves per SQLite transaction, at most. 1: every save commits before it returns. More (a file database only): a
   // save that follows another within saveStreamGap joins an open transaction and is acknowledged once it is in the
   // save journal (save_journal.h); the batch commits when it holds saveBatch saves, when any other write, full-text
-  // query, checkpoint or close needs a committed state, or when the owner calls commitPendingSaves().
+  // query, checkpoint (unless saves are being applied in the background) or close needs a committed state, or when
+  // the owner calls commitPendingSaves().
   int saveBatch = 1;
   // How soon after the previous save a save must start to join its batch (tests that need every save batched
   // raise it).
@@ -263,7 +264,9 @@ class MemoryStore {
 
   // --- housekeeping ---
   // PASSIVE WAL checkpoint (never waits on readers). Saves do not checkpoint (see database.cc), so the daemon's
-  // housekeeping timer calls this every few seconds for each open scope, under the scope's lock.
+  // housekeeping timer calls this every few seconds for each open scope, under the scope's lock. While saves are
+  // handed to the background applier it returns at once, leaving the batch open: the applier's commits run the
+  // checkpoint guard, and waiting for the queue here would stall the stream.
   Status checkpoint();
 
   SQLite::Database& database() {
@@ -413,8 +416,8 @@ class MemoryStore {
   // Edges both ways between pk and each neighbour.
   void writeSimilarEdges(int64_t pk, const std::vector<VectorIndex::Hit>& neighbours, const std::string& at);
   void unlinkSimilar(int64_t pk);
-  // The active neighbours a new vector gets similar edges to (cosine ≥ 0.4, top 8).
-  std::vector<VectorIndex::Hit> similarNeighbours(const std::vector<float>& vec) const;
+  // The active neighbours a vector gets similar edges to (cosine ≥ 0.4, top 8), other than the row `self`.
+  std::vector<VectorIndex::Hit> similarNeighbours(const std::vector<float>& vec, std::optional<int64_t> self) const;
   std::vector<SimilarHint> similarHints(const std::string& summary, const std::vector<VectorIndex::Hit>& neighbours,
                                         int64_t selfPk, bool committedView = false);
   std::optional<std::vector<float>> loadVector(int64_t pk);

@@ -159,6 +159,27 @@ class SaveBatchTest : public ::testing::Test {
 
   int64_t count(MemoryStore& store, const std::string& sql) { return store.database().execAndGet(sql).getInt64(); }
 
+  // The files copied as a SIGKILL would leave them, then opened: the database file alone holds only SetUp's save (the
+  // batch never committed), the open replays `replayed` saves, and each acknowledged save reads back as it was
+  // answered (same id, time and text). The reopened store is left in `reopened` (null if it did not open).
+  void reopenAfterCrash(const std::string& name, const std::vector<SaveOutcome>& acked, size_t replayed,
+                        std::unique_ptr<MemoryStore>& reopened) {
+    const auto copy = crashCopy(name);
+    {
+      SQLite::Database raw((copy / "memory.db").string(), SQLite::OPEN_READONLY);
+      EXPECT_EQ(raw.execAndGet("SELECT COUNT(*) FROM memories").getInt64(), 1);
+    }
+    reopened = openAt(copy);
+    ASSERT_NE(reopened, nullptr);
+    EXPECT_EQ(reopened->replayedSaves(), replayed);
+    for (const auto& a : acked) {
+      auto m = reopened->get(a.id);
+      ASSERT_TRUE(m.isOk()) << a.id << ": " << m.status().toString();
+      EXPECT_EQ(m->createdAt, a.memory->createdAt);
+      EXPECT_EQ(m->summary, a.memory->summary);
+    }
+  }
+
   // Another connection (another process, in effect) on the test's database, with a trigger that makes every commit of
   // a batch fail (it writes save_batches) until the trigger is dropped through it. Created while no batch is open.
   std::unique_ptr<SQLite::Database> failCommitsFromAnotherConnection() {
@@ -238,22 +259,10 @@ TEST_F(SaveBatchTest, EveryAcknowledgedSaveOfAnUncommittedBatchComesBackAfterACr
   // A save of the same text again: a dedup inside the batch (use count 1), replayed as one too.
   ASSERT_EQ(save(*store_, "Crash-time note 3 about numbats")->status, "deduped");
   ASSERT_TRUE(store_->hasPendingSaves());
-  const auto copy = crashCopy("crashed");
-  {
-    // What the database file alone holds: none of the batch (it never committed).
-    SQLite::Database raw((copy / "memory.db").string(), SQLite::OPEN_READONLY);
-    EXPECT_EQ(raw.execAndGet("SELECT COUNT(*) FROM memories").getInt64(), 1);
-  }
-  auto reopened = openAt(copy);
+  std::unique_ptr<MemoryStore> reopened;
+  reopenAfterCrash("crashed", acked, 11u, reopened);
   ASSERT_NE(reopened, nullptr);
-  EXPECT_EQ(reopened->replayedSaves(), 11u);
-  for (const auto& a : acked) {
-    auto m = reopened->get(a.id);
-    ASSERT_TRUE(m.isOk()) << a.id << ": " << m.status().toString();
-    // The record the save answered with, exactly: same id, same times, same text.
-    EXPECT_EQ(m->createdAt, a.memory->createdAt);
-    EXPECT_EQ(m->summary, a.memory->summary);
-  }
+  const auto copy = dir_ / "crashed";
   EXPECT_EQ(reopened->get(acked[3].id)->useCount, 1);
   EXPECT_EQ(count(*reopened, "SELECT COUNT(*) FROM memory_events WHERE action = 'create'"), 11);
   EXPECT_EQ(count(*reopened, "SELECT COUNT(*) FROM memory_events WHERE action = 'dedup'"), 1);
@@ -561,21 +570,34 @@ TEST_F(BackgroundSaveTest, EveryAcknowledgedSaveComesBackAfterACrash) {
   EXPECT_TRUE(store_->get(acked.back().id).isOk());
   store_->waitForAppliedSaves();
   ASSERT_TRUE(store_->hasPendingSaves());
-  const auto copy = crashCopy("crashed");
-  {
-    SQLite::Database raw((copy / "memory.db").string(), SQLite::OPEN_READONLY);
-    EXPECT_EQ(raw.execAndGet("SELECT COUNT(*) FROM memories").getInt64(), 1);
-  }
-  auto reopened = openAt(copy);
+  std::unique_ptr<MemoryStore> reopened;
+  reopenAfterCrash("crashed", acked, 40u, reopened);
   ASSERT_NE(reopened, nullptr);
-  EXPECT_EQ(reopened->replayedSaves(), 40u);
-  for (const auto& a : acked) {
-    auto m = reopened->get(a.id);
-    ASSERT_TRUE(m.isOk()) << a.id;
-    EXPECT_EQ(m->createdAt, a.memory->createdAt);
-  }
   EXPECT_EQ(count(*reopened, "SELECT COUNT(*) FROM memory_events WHERE action = 'create'"), 41);
   EXPECT_EQ(count(*reopened, "SELECT COUNT(*) FROM memories_fts_tri WHERE memories_fts_tri MATCH 'bandicoot'"), 40);
+}
+
+TEST_F(BackgroundSaveTest, ACheckpointDuringAStreamNeitherWaitsForNorCommitsItsBatch) {
+  // The housekeeping timer checkpoints every few seconds: in the middle of a stream it must leave the applier's
+  // batch open (committing it would make the stream wait), and nothing of the stream is lost for it.
+  std::vector<std::string> ids;
+  for (int i = 0; i < 10; ++i) {
+    auto r = save(*store_, "Saved around a checkpoint " + std::to_string(i));
+    ASSERT_TRUE(r.isOk());
+    ids.push_back(r->id);
+    if (i == 4) {
+      ASSERT_TRUE(store_->checkpoint().isOk());
+      EXPECT_TRUE(store_->hasOpenBatch());  // still handed off: nothing was committed or waited for
+    }
+  }
+  ASSERT_GE(store_->savesAnsweredInBackground(), 10u);
+  {
+    SQLite::Database raw((dir_ / "data" / "memory.db").string(), SQLite::OPEN_READONLY);
+    EXPECT_EQ(raw.execAndGet("SELECT COUNT(*) FROM memories").getInt64(), 1);  // none of the stream committed
+  }
+  ASSERT_TRUE(store_->commitPendingSaves().isOk());
+  for (const auto& id : ids) EXPECT_TRUE(store_->get(id).isOk()) << id;
+  EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memories"), 11);
 }
 
 TEST_F(BackgroundSaveTest, AJournalHoldingCommittedAndUncommittedSavesReplaysOnlyTheUncommitted) {

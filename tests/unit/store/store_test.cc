@@ -58,6 +58,12 @@ class StoreTest : public ::testing::Test {
     return *r;
   }
   int64_t count(const std::string& sql) { return store_->database().execAndGet(sql).getInt64(); }
+  // A fresh database created at schema `version`, for a test of the migrations after it.
+  void startAtSchema(int version) {
+    store_.reset();
+    fs::remove_all(dir_ / "data");
+    open(version);
+  }
   int64_t events(const std::string& id, const std::string& action) {
     SQLite::Statement q(store_->database(), "SELECT COUNT(*) FROM memory_events WHERE memory_id = ? AND action = ?");
     q.bind(1, id);
@@ -342,9 +348,7 @@ TEST_F(StoreTest, ReopenKeepsEverything) {
 
 TEST_F(StoreTest, OlderSchemaUpgradesKeepingMemories) {
   if (latestSchemaVersion() < 2) GTEST_SKIP() << "only one migration so far";
-  store_.reset();
-  fs::remove_all(dir_ / "data");
-  open(latestSchemaVersion() - 1);
+  startAtSchema(latestSchemaVersion() - 1);
   auto a = save("Written by the previous schema");
   open();
   EXPECT_EQ(schemaVersion(store_->database()), latestSchemaVersion());
@@ -354,9 +358,7 @@ TEST_F(StoreTest, OlderSchemaUpgradesKeepingMemories) {
 TEST_F(StoreTest, UpgradeToLeanWritesKeepsVectorsAndEdges) {
   // 0003 rebuilds memory_embeddings and drops the edges' dst index; rows written before must come through intact.
   if (latestSchemaVersion() < 3) GTEST_SKIP() << "no migration 0003";
-  store_.reset();
-  fs::remove_all(dir_ / "data");
-  open(2);
+  startAtSchema(2);
   auto a = save("Use bun for installing packages in this repo");
   auto b = save("Use bun for installing the packages in this repo");
   std::vector<unsigned char> before;
@@ -397,9 +399,7 @@ TEST_F(StoreTest, UpgradeToMergesOfSixteenKeepsTheFullTextLanesAnswering) {
   // 0005 changes how FTS5 merges the lanes' segments, nothing they hold: rows indexed before still match, the
   // lanes pass their integrity checks, and both merge 16 segments at a time from then on.
   if (latestSchemaVersion() < 5) GTEST_SKIP() << "no migration 0005";
-  store_.reset();
-  fs::remove_all(dir_ / "data");
-  open(4);
+  startAtSchema(4);
   auto a = save("Indexed before the merge setting changed, about quokkas");
   open();
   auto b = save("Indexed after the merge setting changed, about quokkas");
