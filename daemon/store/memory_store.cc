@@ -502,33 +502,29 @@ std::vector<VectorIndex::Hit> MemoryStore::linkSimilar(int64_t pk, const std::ve
 
 void MemoryStore::writeSimilarEdges(int64_t pk, const std::vector<VectorIndex::Hit>& kept, const std::string& at) {
   if (kept.empty()) return;
-  // Every edge in both directions through one statement (one per neighbour count, so at most kMaxEdges cached
-  // statements): one execution instead of two per neighbour.
+  // Each edge once, as (higher pk, lower pk) (0006_similar_edges_once.sql): a new memory's rows are keyed by its own
+  // pk, the highest, and append. All of them through one statement (one per neighbour count, so at most kMaxEdges
+  // cached statements).
   // ?1 (the time) comes first in each row so that every plain ? after it numbers on from 2.
   std::string sql = "INSERT INTO memory_edges(created_at, src_pk, dst_pk, kind, weight) VALUES ";
-  for (size_t i = 0; i < 2 * kept.size(); ++i) sql += i ? ", (?1, ?, ?, 'similar', ?)" : "(?1, ?, ?, 'similar', ?)";
+  for (size_t i = 0; i < kept.size(); ++i) sql += i ? ", (?1, ?, ?, 'similar', ?)" : "(?1, ?, ?, 'similar', ?)";
   sql += " ON CONFLICT(src_pk, dst_pk, kind) DO UPDATE SET weight = excluded.weight";
   auto q = statement(sql);
   q->bind(1, at);
   int slot = 2;
   for (const auto& h : kept) {
-    for (auto [a, b] : {std::pair{pk, h.key}, std::pair{h.key, pk}}) {
-      q->bind(slot++, a);
-      q->bind(slot++, b);
-      q->bind(slot++, static_cast<double>(h.score));
-    }
+    q->bind(slot++, std::max(pk, h.key));
+    q->bind(slot++, std::min(pk, h.key));
+    q->bind(slot++, static_cast<double>(h.score));
   }
   q->exec();
 }
 
 void MemoryStore::unlinkSimilar(int64_t pk) {
-  // `similar` edges come in pairs (linkSimilar writes both directions), so the rows pointing at pk are exactly the
-  // mirrors of the rows leaving it: both are found through the primary key, without an index on dst_pk.
-  auto mirrors = statement(
-      "DELETE FROM memory_edges WHERE kind = 'similar' AND dst_pk = ?1 AND src_pk IN "
-      "(SELECT dst_pk FROM memory_edges WHERE src_pk = ?1 AND kind = 'similar')");
-  mirrors->bind(1, pk);
-  mirrors->exec();
+  // A `similar` edge is one row, keyed by either end: found through the primary key or idx_memory_edges_dst.
+  auto asDst = statement("DELETE FROM memory_edges WHERE dst_pk = ? AND kind = 'similar'");
+  asDst->bind(1, pk);
+  asDst->exec();
   auto own = statement("DELETE FROM memory_edges WHERE src_pk = ? AND kind = 'similar'");
   own->bind(1, pk);
   own->exec();
@@ -2169,9 +2165,10 @@ Result<std::vector<std::tuple<std::string, std::string, double>>> MemoryStore::s
   takeDatabase();  // saves handed to the background applier are written first
   try {
     SQLite::Statement q(*db_,
-                        "SELECT a.id, b.id, e.weight FROM memory_edges e JOIN memories a ON a.pk = e.src_pk "
-                        "JOIN memories b ON b.pk = e.dst_pk WHERE e.kind = 'similar' AND e.weight >= ? "
-                        "AND e.src_pk < e.dst_pk AND a.state = 'active' AND b.state = 'active' ORDER BY e.weight DESC");
+                        // Each edge is one row, (higher pk, lower pk): listed as (lower, higher).
+                        "SELECT a.id, b.id, e.weight FROM memory_edges e JOIN memories a ON a.pk = e.dst_pk "
+                        "JOIN memories b ON b.pk = e.src_pk WHERE e.kind = 'similar' AND e.weight >= ? "
+                        "AND a.state = 'active' AND b.state = 'active' ORDER BY e.weight DESC");
     q.bind(1, minWeight);
     std::vector<std::tuple<std::string, std::string, double>> out;
     while (q.executeStep()) out.emplace_back(q.getColumn(0).getString(), q.getColumn(1).getString(), q.getColumn(2).getDouble());

@@ -329,7 +329,7 @@ class MemoryStore {
   };
   // The rows of one save, inside the open transaction. Throws on SQLite errors; changes nothing in memory.
   SaveEffects applySave(const SaveRecord& record);
-  // A new memory's rows (memories, files, embedding, similar edges both ways, the create event), with `pk` or the
+  // A new memory's rows (memories, files, embedding, similar edges, the create event), with `pk` or the
   // next rowid; returns its pk. Throws on SQLite errors; changes nothing in memory.
   int64_t writeCreatedRows(const SaveRecord& record, std::optional<int64_t> pk, const std::vector<float>& vec,
                            const std::vector<VectorIndex::Hit>& neighbours);
@@ -411,9 +411,9 @@ class MemoryStore {
   std::vector<float> embedMemory(const std::string& summary, const std::string& details,
                                  const std::vector<std::string>& topics) const;
   void storeEmbedding(int64_t pk, const std::vector<float>& vec);
-  // Writes similar edges (both directions) to the strongest active neighbours; returns the neighbours.
+  // Links pk to its strongest active neighbours (writeSimilarEdges); returns the neighbours.
   std::vector<VectorIndex::Hit> linkSimilar(int64_t pk, const std::vector<float>& vec, const std::string& at);
-  // Edges both ways between pk and each neighbour.
+  // A similar edge between pk and each neighbour: one row, (higher pk, lower pk), read from both ends.
   void writeSimilarEdges(int64_t pk, const std::vector<VectorIndex::Hit>& neighbours, const std::string& at);
   void unlinkSimilar(int64_t pk);
   // The active neighbours a vector gets similar edges to (cosine ≥ 0.4, top 8), other than the row `self`.

@@ -370,7 +370,7 @@ TEST_F(StoreTest, UpgradeToLeanWritesKeepsVectorsAndEdges) {
     }
   }
   const int64_t edges = count("SELECT COUNT(*) FROM memory_edges");
-  ASSERT_EQ(edges, 2);
+  ASSERT_EQ(edges, 1);  // one row per edge, as this memq writes at any schema (0006)
   open();
   EXPECT_EQ(schemaVersion(store_->database()), latestSchemaVersion());
   std::vector<unsigned char> after;
@@ -384,11 +384,11 @@ TEST_F(StoreTest, UpgradeToLeanWritesKeepsVectorsAndEdges) {
   EXPECT_EQ(after, before);
   EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges"), edges);
   EXPECT_EQ(store_->activeIndex().size(), 2u);
-  // Both directions of the pair go when one side leaves the active state, without the dropped index.
+  // The edge goes when one side leaves the active state, and comes back with it.
   ASSERT_TRUE(store_->hide(a.id, std::nullopt, user_).isOk());
   EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges"), 0);
   ASSERT_TRUE(store_->restore(a.id, user_).isOk());
-  EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges"), 2);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges"), 1);
   // A purge cascades over the edges too.
   ASSERT_TRUE(store_->purge(b.id, true, user_).isOk());
   EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges"), 0);
@@ -413,6 +413,47 @@ TEST_F(StoreTest, UpgradeToMergesOfSixteenKeepsTheFullTextLanesAnswering) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM memories_fts_tri WHERE memories_fts_tri MATCH 'quokka'"), 2);
   EXPECT_TRUE(store_->get(a.id).isOk());
   EXPECT_TRUE(store_->get(b.id).isOk());
+}
+
+TEST_F(StoreTest, UpgradeToEdgesStoredOnceKeepsEveryEdge) {
+  // Up to 0005 memq stored a similar edge in both directions. 0006 keeps one row per edge, (higher pk, lower pk),
+  // keeps a pair an older file held in one direction only, and still lists both directions in similar_edges.
+  if (latestSchemaVersion() < 6) GTEST_SKIP() << "no migration 0006";
+  startAtSchema(5);
+  auto a = save("Use bun for installing packages in this repo");
+  auto b = save("Use bun for installing the packages in this repo");
+  auto c = save("Use bun for installing all the packages in this repo");
+  auto pkOf = [&](const std::string& id) { return store_->get(id)->pk; };
+  // The rows as an older memq wrote them: every edge mirrored, plus one pair (c, a) held only as (a -> c).
+  store_->database().exec("DELETE FROM memory_edges");
+  auto put = [&](int64_t src, int64_t dst, double weight) {
+    SQLite::Statement q(store_->database(),
+                        "INSERT INTO memory_edges(src_pk, dst_pk, kind, weight, created_at) VALUES (?, ?, 'similar', ?, "
+                        "'2026-01-01T00:00:00.000Z')");
+    q.bind(1, src);
+    q.bind(2, dst);
+    q.bind(3, weight);
+    q.exec();
+  };
+  put(pkOf(b.id), pkOf(a.id), 0.9);
+  put(pkOf(a.id), pkOf(b.id), 0.9);
+  put(pkOf(a.id), pkOf(c.id), 0.8);
+  open();
+  ASSERT_EQ(schemaVersion(store_->database()), latestSchemaVersion());
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges"), 2);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges WHERE src_pk < dst_pk"), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges WHERE src_pk = " + std::to_string(pkOf(c.id)) +
+                  " AND dst_pk = " + std::to_string(pkOf(a.id)) + " AND weight = 0.8"),
+            1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM similar_edges"), 4);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM similar_edges WHERE src_pk = " + std::to_string(pkOf(a.id))), 2);
+  // Clusters read every edge, whichever way it was stored.
+  auto edges = store_->similarEdges(0.7);
+  ASSERT_TRUE(edges.isOk());
+  EXPECT_EQ(edges->size(), 2u);
+  // Hiding the lower end removes its edges, found through idx_memory_edges_dst.
+  ASSERT_TRUE(store_->hide(a.id, std::nullopt, user_).isOk());
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges"), 0);
 }
 
 TEST_F(StoreTest, CreatedRecordIsWhatGetReadsBack) {
@@ -476,7 +517,7 @@ TEST_F(StoreTest, SimilarEdgesAndHintsCoverActiveOnly) {
                   "WHERE m.state != 'active'"), 0);
 }
 
-TEST_F(StoreTest, SimilarEdgesArePairedAndWeighedByCosine) {
+TEST_F(StoreTest, SimilarEdgesAreStoredOnceAndWeighedByCosine) {
   std::vector<std::string> ids;
   for (const char* s : {"Run the linter before every commit in this repo", "Run the linter before each commit here",
                         "Always run the linter before a commit in this repo", "Before every commit run the linter",
@@ -490,16 +531,26 @@ TEST_F(StoreTest, SimilarEdgesArePairedAndWeighedByCosine) {
     ++rows;
     const int64_t src = q.getColumn(0).getInt64();
     const int64_t dst = q.getColumn(1).getInt64();
+    EXPECT_GT(src, dst);  // one row per edge: (higher pk, lower pk)
     auto expected = store_->activeIndex().score(src, store_->activeIndex().vectorOf(dst));
     ASSERT_TRUE(expected.has_value());
     EXPECT_FLOAT_EQ(static_cast<float>(q.getColumn(2).getDouble()), *expected);
     EXPECT_GE(*expected, 0.4f);
     EXPECT_FALSE(q.getColumn(3).getString().empty());
   }
-  EXPECT_GE(rows, 6);  // the four linter memories are pairwise similar
-  EXPECT_EQ(rows % 2, 0);
-  EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges e WHERE NOT EXISTS (SELECT 1 FROM memory_edges m WHERE "
-                  "m.src_pk = e.dst_pk AND m.dst_pk = e.src_pk AND m.kind = e.kind AND m.weight = e.weight)"),
+  EXPECT_GE(rows, 3);  // the four linter memories are pairwise similar
+  // similar_edges lists each edge both ways, with the same weight.
+  EXPECT_EQ(count("SELECT COUNT(*) FROM similar_edges"), 2 * rows);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM similar_edges e WHERE NOT EXISTS (SELECT 1 FROM similar_edges m WHERE "
+                  "m.src_pk = e.dst_pk AND m.dst_pk = e.src_pk AND m.weight = e.weight)"),
+            0);
+  // Re-linking after an update neither doubles an edge nor turns it around.
+  ASSERT_TRUE(store_->update(ids[0], UpdateInput{.summary = "Run the linter before every single commit in this repo"},
+                             user_)
+                  .isOk());
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges WHERE kind = 'similar' AND src_pk < dst_pk"), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM (SELECT MIN(src_pk, dst_pk), MAX(src_pk, dst_pk) FROM memory_edges "
+                  "GROUP BY 1, 2 HAVING COUNT(*) > 1)"),
             0);
 }
 
