@@ -258,11 +258,13 @@ std::vector<VectorIndex::Hit> VectorIndex::topK(std::span<const float> query, si
 
   // Exact scores, best bound first: once k rows are scored, a candidate whose upper bound is below the k-th best
   // exact score (less the same rounding hair) cannot enter, and neither can any after it. Most candidates of a
-  // common query are never scored.
-  std::sort(candidates.begin(), candidates.end(),
-            [](const Candidate& a, const Candidate& b) { return a.upper > b.upper; });
+  // common query are never scored, so they are taken from a heap one at a time instead of being sorted.
+  const auto lowerBound = [](const Candidate& a, const Candidate& b) { return a.upper < b.upper; };
+  std::make_heap(candidates.begin(), candidates.end(), lowerBound);
   hits.reserve(k);
-  for (const Candidate& c : candidates) {
+  for (auto end = candidates.end(); end != candidates.begin(); --end) {
+    std::pop_heap(candidates.begin(), end, lowerBound);
+    const Candidate& c = *(end - 1);  // the best bound left
     if (c.upper < gate) break;  // the gate only rose during the scan
     if (hits.size() == k) {
       const double kth = hits.front().score;  // the worst kept hit
