@@ -19,7 +19,7 @@ namespace memq {
 
 namespace {
 
-constexpr size_t kLaneBytes = 32;    // one AVX2 register of int8 codes
+constexpr size_t kLaneBytes = 64;    // one AVX-512 register of int8 codes (two AVX2 registers)
 constexpr size_t kScanBlock = 256;   // rows per kernel call; the int32 results stay in L1
 constexpr int kMaxCode = 127;        // symmetric range: maddubs pair sums stay below INT16_MAX (2*127*127)
 // Covers the float rounding of cosine()'s result and of the scales relative to the real-valued bound.
@@ -92,7 +92,7 @@ __attribute__((target("avx2"))) void dotsAvx2(const int8_t* codes, size_t stride
   for (size_t r = 0; r < rows; ++r) {
     const int8_t* row = codes + r * stride;
     __m256i acc = _mm256_setzero_si256();
-    for (size_t i = 0; i < stride; i += kLaneBytes) {
+    for (size_t i = 0; i < stride; i += sizeof(__m256i)) {
       const __m256i rv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + i));
       const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(query + i));
       const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(queryAbs + i));
@@ -105,21 +105,75 @@ __attribute__((target("avx2"))) void dotsAvx2(const int8_t* codes, size_t stride
     out[r] = _mm_cvtsi128_si32(s);
   }
 }
+
+// The sum of an AVX-512 register's sixteen int32 lanes.
+__attribute__((target("avx512f"))) inline int32_t sumLanes(__m512i v) {
+  const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(s);
+}
+
+// AVX-512 VNNI: vpdpbusd multiplies unsigned by signed bytes and adds each four products into an int32 lane, one
+// instruction for what AVX2 needs three. The row's codes, flipped to unsigned (code + 128, an xor with 0x80), times
+// the query's give the dot product plus 128 * sum(query), which is taken off again: the same integer as the other
+// kernels. A product is at most 255 * 127, so no lane can overflow. (Four rows interleaved measured slower than one
+// at a time on Zen 4.)
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void dotsAvx512Vnni(const int8_t* codes, size_t stride,
+                                                                            size_t rows, const int8_t* query,
+                                                                            const uint8_t* /*queryAbs*/,
+                                                                            int32_t* out) {
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  int32_t querySum = 0;
+  for (size_t i = 0; i < stride; ++i) querySum += query[i];
+  const int32_t offset = 128 * querySum;
+  for (size_t r = 0; r < rows; ++r) {
+    const int8_t* row = codes + r * stride;
+    __m512i acc = _mm512_setzero_si512();
+    for (size_t i = 0; i < stride; i += kLaneBytes) {
+      const __m512i unsignedRow = _mm512_xor_si512(_mm512_loadu_si512(row + i), flip);
+      acc = _mm512_dpbusd_epi32(acc, unsignedRow, _mm512_loadu_si512(query + i));
+    }
+    out[r] = sumLanes(acc) - offset;
+  }
+}
 #endif
 
-DotsKernel bestKernel() {
+// The kernel of each VectorIndex::Kernel, or null when this machine cannot run it.
+DotsKernel kernelFor(VectorIndex::Kernel kernel) {
+  switch (kernel) {
+    case VectorIndex::Kernel::kPortable:
+      return dotsPortable;
 #ifdef MEMQ_VECTOR_INDEX_X86
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2")) return dotsAvx2;
+    case VectorIndex::Kernel::kAvx2:
+      __builtin_cpu_init();
+      return __builtin_cpu_supports("avx2") ? dotsAvx2 : nullptr;
+    case VectorIndex::Kernel::kAvx512Vnni:
+      __builtin_cpu_init();
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                     __builtin_cpu_supports("avx512vnni")
+                 ? dotsAvx512Vnni
+                 : nullptr;
 #endif
+    default:
+      return nullptr;
+  }
+}
+
+DotsKernel bestKernel() {
+  for (auto k : {VectorIndex::Kernel::kAvx512Vnni, VectorIndex::Kernel::kAvx2}) {
+    if (DotsKernel d = kernelFor(k)) return d;
+  }
   return dotsPortable;
 }
 
-std::atomic<bool> gForcePortable{false};
+std::atomic<DotsKernel> gForcedKernel{nullptr};
 
 DotsKernel activeKernel() {
   static const DotsKernel kBest = bestKernel();
-  return gForcePortable.load(std::memory_order_relaxed) ? dotsPortable : kBest;
+  const DotsKernel forced = gForcedKernel.load(std::memory_order_relaxed);
+  return forced ? forced : kBest;
 }
 
 bool allFinite(std::span<const float> v) {
@@ -133,7 +187,12 @@ bool hitBefore(const VectorIndex::Hit& a, const VectorIndex::Hit& b) {
 
 }  // namespace
 
-void VectorIndex::usePortableKernelForTesting(bool on) { gForcePortable.store(on, std::memory_order_relaxed); }
+bool VectorIndex::useKernelForTesting(std::optional<Kernel> kernel) {
+  const DotsKernel k = kernel ? kernelFor(*kernel) : nullptr;
+  if (kernel && !k) return false;
+  gForcedKernel.store(k, std::memory_order_relaxed);
+  return true;
+}
 
 VectorIndex::VectorIndex(size_t dim) : dim_(dim), stride_(roundUpToLane(dim)) {}
 

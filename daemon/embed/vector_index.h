@@ -57,9 +57,11 @@ class VectorIndex {
   // Keys in slot order (unspecified but stable between mutations).
   const std::vector<int64_t>& keys() const { return keys_; }
 
-  // Tests only: makes every index use the portable scan instead of the SIMD one chosen at startup, so both paths
-  // are checked on machines that have AVX2. Process-wide.
-  static void usePortableKernelForTesting(bool on);
+  // The scan kernels. Each computes the same integer dot products; the best one the CPU runs is chosen at startup.
+  enum class Kernel { kPortable, kAvx2, kAvx512Vnni };
+  // Tests only: makes every index scan with `kernel` (nullopt: the one chosen at startup), so each path is checked
+  // on machines that run it. False, and nothing changed, when this machine cannot. Process-wide.
+  static bool useKernelForTesting(std::optional<Kernel> kernel);
 
  private:
   // What the scan needs per row besides its int8 codes: the dequantisation scale, the L2 norm of the quantisation
@@ -73,7 +75,7 @@ class VectorIndex {
   void writeRow(size_t slot, std::span<const float> vec);
 
   size_t dim_;
-  size_t stride_;  // dim_ rounded up to a multiple of 32, so the SIMD kernel needs no tail loop
+  size_t stride_;  // dim_ rounded up to a multiple of 64, so the SIMD kernels need no tail loop
   std::vector<int64_t> keys_;
   std::vector<float> rows_;     // size() * dim_
   std::vector<int8_t> codes_;   // size() * stride_, zero padded

@@ -51,10 +51,12 @@ void expectSameHits(const std::vector<Hit>& got, const std::vector<Hit>& want) {
   }
 }
 
-class VectorIndexKernels : public ::testing::TestWithParam<bool> {
+class VectorIndexKernels : public ::testing::TestWithParam<VectorIndex::Kernel> {
  protected:
-  void SetUp() override { VectorIndex::usePortableKernelForTesting(GetParam()); }
-  void TearDown() override { VectorIndex::usePortableKernelForTesting(false); }
+  void SetUp() override {
+    if (!VectorIndex::useKernelForTesting(GetParam())) GTEST_SKIP() << "this CPU cannot run the kernel";
+  }
+  void TearDown() override { VectorIndex::useKernelForTesting(std::nullopt); }
 };
 
 TEST_P(VectorIndexKernels, RandomUnitVectorsMatchBruteForce) {
@@ -152,9 +154,19 @@ TEST_P(VectorIndexKernels, NonUnitVectors) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, VectorIndexKernels, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return info.param ? std::string("Portable") : std::string("Best");
+INSTANTIATE_TEST_SUITE_P(Kernels, VectorIndexKernels,
+                         ::testing::Values(VectorIndex::Kernel::kPortable, VectorIndex::Kernel::kAvx2,
+                                           VectorIndex::Kernel::kAvx512Vnni),
+                         [](const ::testing::TestParamInfo<VectorIndex::Kernel>& info) {
+                           switch (info.param) {
+                             case VectorIndex::Kernel::kPortable:
+                               return std::string("Portable");
+                             case VectorIndex::Kernel::kAvx2:
+                               return std::string("Avx2");
+                             case VectorIndex::Kernel::kAvx512Vnni:
+                               return std::string("Avx512Vnni");
+                           }
+                           return std::string("Unknown");
                          });
 
 TEST(VectorIndex, UpsertRemoveSemantics) {
