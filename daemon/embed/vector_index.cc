@@ -2,6 +2,7 @@
 #include "daemon/embed/vector_index.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <functional>
@@ -176,6 +177,31 @@ DotsKernel activeKernel() {
   return forced ? forced : kBest;
 }
 
+// Candidates scored together by exactDots.
+constexpr size_t kExactBatch = 4;
+
+// scores[j] = cosineDouble(query, rows[j]) for j < count: each sum in index order, as cosineDouble adds (so the
+// same doubles, bit for bit), but the sums are independent, so the CPU runs them side by side instead of waiting
+// on one chain of additions.
+void exactDots(const float* query, const std::array<const float*, kExactBatch>& rows, size_t count, size_t dim,
+               std::array<double, kExactBatch>& scores) {
+  if (count == kExactBatch) {
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    for (size_t i = 0; i < dim; ++i) {
+      const double q = query[i];
+      s0 += q * static_cast<double>(rows[0][i]);
+      s1 += q * static_cast<double>(rows[1][i]);
+      s2 += q * static_cast<double>(rows[2][i]);
+      s3 += q * static_cast<double>(rows[3][i]);
+    }
+    scores = {s0, s1, s2, s3};
+    return;
+  }
+  for (size_t j = 0; j < count; ++j) {
+    scores[j] = cosineDouble(std::span<const float>(query, dim), std::span<const float>(rows[j], dim));
+  }
+}
+
 bool allFinite(std::span<const float> v) {
   return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
 }
@@ -292,17 +318,27 @@ std::vector<VectorIndex::Hit> VectorIndex::topK(std::span<const float> query, si
 
   const DotsKernel dots = activeKernel();
   int32_t block[kScanBlock];
+  double uppers[kScanBlock];
+  double lowers[kScanBlock];
+  // |q.row - approx| <= ||q~|| ||row - row~|| + ||q - q~|| ||row|| (q~, row~: dequantised), plus rounding slack.
+  const double perResidual = q.dequantisedNorm;
+  const double perNorm = q.residual + kRelativeSlack * q.norm;
   for (size_t base = 0; base < n; base += kScanBlock) {
     const size_t rows = std::min(kScanBlock, n - base);
     dots(codes_.data() + base * stride_, stride_, rows, qCodes.data(), qAbs.data(), block);
+    // Both bounds of every row first, in a loop without branches that the compiler vectorises; then the few rows
+    // that reach the gate.
+    const RowMeta* meta = meta_.data() + base;
     for (size_t r = 0; r < rows; ++r) {
-      const RowMeta& m = meta_[base + r];
-      const double approx = q.scale * static_cast<double>(m.scale) * static_cast<double>(block[r]);
-      // |q.row - approx| <= ||q~|| ||row - row~|| + ||q - q~|| ||row|| (q~, row~: dequantised), plus rounding slack.
-      const double bound = q.dequantisedNorm * m.residual + q.residual * m.norm + kRelativeSlack * q.norm * m.norm;
-      const double upper = approx + bound;
+      const double approx = q.scale * static_cast<double>(meta[r].scale) * static_cast<double>(block[r]);
+      const double bound = perResidual * meta[r].residual + perNorm * meta[r].norm;
+      uppers[r] = approx + bound;
+      lowers[r] = approx - bound;
+    }
+    for (size_t r = 0; r < rows; ++r) {
+      const double upper = uppers[r];
       if (upper < gate) continue;
-      const double lower = approx - bound;
+      const double lower = lowers[r];
       if (bestLowers.size() < k) {
         bestLowers.push(lower);
         if (bestLowers.size() == k) gate = std::max(minGate, bestLowers.top());
@@ -317,28 +353,53 @@ std::vector<VectorIndex::Hit> VectorIndex::topK(std::span<const float> query, si
 
   // Exact scores, best bound first: once k rows are scored, a candidate whose upper bound is below the k-th best
   // exact score (less the same rounding hair) cannot enter, and neither can any after it. Most candidates of a
-  // common query are never scored, so they are taken from a heap one at a time instead of being sorted.
+  // common query are never scored, so they are taken from a heap one at a time instead of being sorted. They are
+  // scored a few at a time (exactDots: one pass, independent sums) and then taken in order exactly as one at a time
+  // would take them, so a score computed past the point where the walk stops is simply not used.
   const auto lowerBound = [](const Candidate& a, const Candidate& b) { return a.upper < b.upper; };
+  const auto cannotEnter = [&](const Candidate& c) {
+    if (c.upper < gate) return true;  // the gate only rose during the scan
+    if (hits.size() < k) return false;
+    const double kth = hits.front().score;  // the worst kept hit
+    return c.upper < kth - std::fabs(kth) * 1e-6 - 1e-9;
+  };
   std::make_heap(candidates.begin(), candidates.end(), lowerBound);
   hits.reserve(k);
-  for (auto end = candidates.end(); end != candidates.begin(); --end) {
-    std::pop_heap(candidates.begin(), end, lowerBound);
-    const Candidate& c = *(end - 1);  // the best bound left
-    if (c.upper < gate) break;  // the gate only rose during the scan
-    if (hits.size() == k) {
-      const double kth = hits.front().score;  // the worst kept hit
-      if (c.upper < kth - std::fabs(kth) * 1e-6 - 1e-9) break;
+  auto end = candidates.end();
+  bool done = false;
+  while (!done && end != candidates.begin()) {
+    std::array<Candidate, kExactBatch> batch;
+    size_t taken = 0;
+    while (taken < kExactBatch && end != candidates.begin()) {
+      std::pop_heap(candidates.begin(), end, lowerBound);
+      --end;
+      if (cannotEnter(*end)) {  // and neither can any after it: the walk ends with this batch
+        done = true;
+        break;
+      }
+      batch[taken++] = *end;
     }
-    const float s = cosine(query, std::span<const float>(rows_).subspan(size_t{c.slot} * dim_, dim_));
-    if (s < minScore) continue;
-    const Hit hit{keys_[c.slot], s};
-    if (hits.size() < k) {
-      hits.push_back(hit);
-      std::push_heap(hits.begin(), hits.end(), hitBefore);  // front: the worst kept hit
-    } else if (hitBefore(hit, hits.front())) {
-      std::pop_heap(hits.begin(), hits.end(), hitBefore);
-      hits.back() = hit;
-      std::push_heap(hits.begin(), hits.end(), hitBefore);
+    std::array<const float*, kExactBatch> rows{};
+    for (size_t i = 0; i < taken; ++i) rows[i] = rows_.data() + size_t{batch[i].slot} * dim_;
+    std::array<double, kExactBatch> scores{};
+    exactDots(query.data(), rows, taken, dim_, scores);
+    for (size_t i = 0; i < taken; ++i) {
+      const Candidate& c = batch[i];
+      if (cannotEnter(c)) {  // the hits kept so far raised the bar
+        done = true;
+        break;
+      }
+      const float score = static_cast<float>(scores[i]);  // cosine(query, row) exactly
+      if (score < minScore) continue;
+      const Hit hit{keys_[c.slot], score};
+      if (hits.size() < k) {
+        hits.push_back(hit);
+        std::push_heap(hits.begin(), hits.end(), hitBefore);  // front: the worst kept hit
+      } else if (hitBefore(hit, hits.front())) {
+        std::pop_heap(hits.begin(), hits.end(), hitBefore);
+        hits.back() = hit;
+        std::push_heap(hits.begin(), hits.end(), hitBefore);
+      }
     }
   }
   std::sort(hits.begin(), hits.end(), hitBefore);
