@@ -12,8 +12,6 @@ namespace memq {
 
 namespace {
 
-// A journal this large is emptied (its saves committed) before more are queued: a replay after a crash stays short.
-constexpr uint64_t kMaxJournalBytes = 64ull << 20;
 // Saves queued and not yet written, at most (and at least saveBatch, so that the caller keeps answering saves
 // while the applier commits a batch): a caller faster than SQLite waits here, so the work a read must wait for
 // (takeDatabase) stays bounded.
@@ -27,7 +25,8 @@ std::optional<Result<SaveOutcome>> MemoryStore::saveInBackground(SaveRecord& rec
   const NormalizedSave& input = record.input;
   {
     std::lock_guard lock(pipeMutex_);
-    if (applierFailure_ || journal_->size() > kMaxJournalBytes || uncommittedHashes_.count(input.contentHash) != 0) {
+    // A journal past its bound is emptied by the synchronous path (save() commits there when journalOverLimit()).
+    if (applierFailure_ || journalOverLimit() || uncommittedHashes_.count(input.contentHash) != 0) {
       return std::nullopt;
     }
   }

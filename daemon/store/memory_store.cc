@@ -711,7 +711,12 @@ Result<SaveOutcome> MemoryStore::save(const NormalizedSave& input, const std::ve
       noteUncommitted(effects.outcome.memory->pk, record);
     }
     lastSaveEnd_ = std::chrono::steady_clock::now();
-    if (!joinsStream || batchSaves_ >= options_.saveBatch) {
+    bool journalFull = false;
+    {
+      std::lock_guard lock(pipeMutex_);
+      journalFull = journalOverLimit();
+    }
+    if (!joinsStream || batchSaves_ >= options_.saveBatch || journalFull) {
       if (batching()) {
         // This save is not acknowledged if the commit fails: out of the journal, so that no replay brings it back.
         // The batch's earlier saves were acknowledged; they stay in the journal and are applied again.

@@ -77,6 +77,10 @@ struct StoreOptions {
   // stream of saves uses a second core (docs/architecture.md, "Saves in the background"). Other saves (the first
   // after a pause, a duplicate, rejected content) and every other call wait for that thread to finish first.
   bool applySavesInBackground = false;
+  // With saveBatch > 1: the save journal's size past which the next save is applied and committed, with the saves
+  // before it, before it is answered; the journal is then emptied. In a long stream the journal is emptied only
+  // when a commit finds nothing newer in it, so this bounds it, and the replay after a crash.
+  uint64_t maxJournalBytes = 64ull << 20;
 };
 
 struct SimilarHint {
@@ -339,6 +343,8 @@ class MemoryStore {
   std::optional<std::string> rejectedWarning(const std::vector<float>& vec, bool committedView);
   // Appends the record to the journal under the next sequence number (record.seq). The caller holds pipeMutex_.
   Status journalRecord(SaveRecord& record, uint64_t& sizeBefore);
+  // The journal is past StoreOptions::maxJournalBytes. The caller holds pipeMutex_.
+  bool journalOverLimit() const { return journal_ && journal_->size() > options_.maxJournalBytes; }
   // Drops a record journalRecord appended (its save failed). The caller holds pipeMutex_.
   void unjournalRecord(const SaveRecord& record, uint64_t sizeBefore);
   // Commits the open batch: its rows into the FTS lanes, the journal's last applied number, COMMIT, then the

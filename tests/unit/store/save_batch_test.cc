@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -125,6 +126,7 @@ class SaveBatchTest : public ::testing::Test {
     o.saveBatch = saveBatch;
     o.saveStreamGap = std::chrono::hours(1);  // every save joins the open batch, however slow the machine
     o.applySavesInBackground = background_;
+    if (maxJournalBytes_) o.maxJournalBytes = *maxJournalBytes_;
     auto s = MemoryStore::open(o);
     EXPECT_TRUE(s.isOk()) << s.status().toString();
     return s.isOk() ? std::move(*s) : nullptr;
@@ -190,6 +192,7 @@ class SaveBatchTest : public ::testing::Test {
   }
 
   bool background_ = false;  // StoreOptions::applySavesInBackground for every store the test opens
+  std::optional<uint64_t> maxJournalBytes_;  // StoreOptions::maxJournalBytes, if not the default
   HashbagEmbedder embedder_;
   fs::path dir_;
   std::string root_;
@@ -598,6 +601,43 @@ TEST_F(BackgroundSaveTest, ACheckpointDuringAStreamNeitherWaitsForNorCommitsItsB
   ASSERT_TRUE(store_->commitPendingSaves().isOk());
   for (const auto& id : ids) EXPECT_TRUE(store_->get(id).isOk()) << id;
   EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memories"), 11);
+}
+
+TEST_F(BackgroundSaveTest, AJournalPastItsBoundIsEmptiedBeforeTheNextSaveIsAnswered) {
+  // In a long stream a commit always finds newer saves in the journal, so it is never emptied on its own: past
+  // maxJournalBytes the next save is applied and committed, with every save before it, before it is answered.
+  constexpr uint64_t kBound = 4096;
+  maxJournalBytes_ = kBound;
+  store_.reset();  // reopened with the bound
+  store_ = openAt(dir_ / "data");
+  ASSERT_NE(store_, nullptr);
+  const fs::path journal = dir_ / "data" / "memory.db-saves";
+  const uint64_t emptied = fs::file_size(journal);  // the header alone
+  int synchronous = 0;
+  std::vector<SaveOutcome> acked;
+  for (int i = 0; i < 40; ++i) {
+    const uint64_t before = fs::file_size(journal);
+    const size_t inBackground = store_->savesAnsweredInBackground();
+    auto r = save(*store_, "Bounded journal note " + std::to_string(i) + " about wombats and their burrows");
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    acked.push_back(*r);
+    if (before > kBound) {
+      ++synchronous;
+      EXPECT_EQ(store_->savesAnsweredInBackground(), inBackground) << "save " << i << " was queued past the bound";
+      EXPECT_EQ(fs::file_size(journal), emptied) << "save " << i << " left the journal full";
+    } else if (i > 0) {  // the first save after the reopen starts a stream: it commits on its own
+      EXPECT_EQ(store_->savesAnsweredInBackground(), inBackground + 1) << "save " << i;
+    }
+    EXPECT_LE(fs::file_size(journal), kBound + 1024) << "save " << i;  // at most one record past the bound
+  }
+  EXPECT_GE(synchronous, 3);  // the 40 records are several times the bound
+  // Nothing was lost on the way: a crash now gives back every save, the committed and the journalled.
+  store_->waitForAppliedSaves();
+  const auto copy = crashCopy("crashed");
+  auto reopened = openAt(copy);
+  ASSERT_NE(reopened, nullptr);
+  for (const auto& a : acked) EXPECT_TRUE(reopened->get(a.id).isOk()) << a.id;
+  EXPECT_EQ(count(*reopened, "SELECT COUNT(*) FROM memories"), 41);
 }
 
 TEST_F(BackgroundSaveTest, AJournalHoldingCommittedAndUncommittedSavesReplaysOnlyTheUncommitted) {
