@@ -20,6 +20,7 @@
 #include "daemon/util/unicode.h"
 #include "daemon/util/utf8.h"
 #include "daemon/util/uuid.h"
+#include "protocol/json_writer.h"
 
 namespace memq {
 
@@ -609,24 +610,64 @@ std::optional<std::string> optFromJson(const nlohmann::json& j) {
 }  // namespace
 
 std::string MemoryStore::SaveRecord::toJson() const {
-  nlohmann::json files = nlohmann::json::array();
-  for (const auto& f : this->files) files.push_back({{"path", f.path}, {"blob_id", optJson(f.blobId)}});
-  nlohmann::json j = {{"id", id},
-                      {"at", at},
-                      {"summary", input.summary},
-                      {"details", input.details},
-                      {"category", optJson(input.category)},
-                      {"topics", input.topics},
-                      {"source", input.source},
-                      {"session_id", optJson(input.sessionId)},
-                      {"merge_topics", input.mergeTopics},
-                      {"truncated", input.truncated},
-                      {"content_hash", input.contentHash},
-                      {"files", files},
-                      {"actor_source", actor.source},
-                      {"actor_client", actor.client}};
-  if (seq != 0) j["seq"] = seq;
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  // Written directly (JsonWriter), not through a nlohmann tree: this runs for every save, on the thread that answers
+  // it. The same text nlohmann's dump gives (keys in byte order, invalid UTF-8 replaced).
+  std::string out;
+  out.reserve(256 + input.summary.size() + input.details.size());
+  JsonWriter w(out);
+  auto optString = [&w](const std::optional<std::string>& v) {
+    if (v) {
+      w.string(*v);
+    } else {
+      w.null();
+    }
+  };
+  w.beginObject();
+  w.key("actor_client");
+  w.string(actor.client);
+  w.key("actor_source");
+  w.string(actor.source);
+  w.key("at");
+  w.string(at);
+  w.key("category");
+  optString(input.category);
+  w.key("content_hash");
+  w.string(input.contentHash);
+  w.key("details");
+  w.string(input.details);
+  w.key("files");
+  w.beginArray();
+  for (const auto& f : files) {
+    w.beginObject();
+    w.key("blob_id");
+    optString(f.blobId);
+    w.key("path");
+    w.string(f.path);
+    w.endObject();
+  }
+  w.endArray();
+  w.key("id");
+  w.string(id);
+  w.key("merge_topics");
+  w.boolean(input.mergeTopics);
+  if (seq != 0) {
+    w.key("seq");
+    w.integer(static_cast<int64_t>(seq));
+  }
+  w.key("session_id");
+  optString(input.sessionId);
+  w.key("source");
+  w.string(input.source);
+  w.key("summary");
+  w.string(input.summary);
+  w.key("topics");
+  w.beginArray();
+  for (const auto& t : input.topics) w.string(t);
+  w.endArray();
+  w.key("truncated");
+  w.boolean(input.truncated);
+  w.endObject();
+  return out;
 }
 
 MemoryStore::SaveRecord MemoryStore::SaveRecord::fromJson(const std::string& text) {
