@@ -287,6 +287,42 @@ TEST_F(SaveBatchTest, EveryAcknowledgedSaveOfAnUncommittedBatchComesBackAfterACr
   EXPECT_FALSE(fs::exists(copy / "memory.db-saves"));
 }
 
+TEST_F(SaveBatchTest, AReplayedSaveIsTheSaveThatWasAnsweredFieldForField) {
+  // Every field the journal record carries (category, topics, source, session, file refs with and without a blob
+  // id, text that needs escaping) comes back from the journal as it was answered.
+  SaveInput in;
+  in.summary = "Quote \" backslash \\ tab \t newline \n and \xc3\xa9t\xc3\xa9 \xf0\x9f\xa6\x98";
+  in.details = std::string("control \x01 and a long line ") + std::string(300, 'x');
+  in.category = "gotcha";
+  in.topics = {"Zeta", "alpha"};
+  in.source = "user";
+  in.sessionId = "session-7";
+  in.files = {"src/b.c", "src/a.c"};
+  auto n = normalizeSave(in, root_);
+  ASSERT_TRUE(n.isOk()) << n.status().toString();
+  auto r = store_->save(*n, {{"src/b.c", "1111"}, {"src/a.c", std::nullopt}}, actor_);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  ASSERT_TRUE(store_->hasPendingSaves());
+  std::unique_ptr<MemoryStore> reopened;
+  reopenAfterCrash("crashed", {*r}, 1u, reopened);
+  ASSERT_NE(reopened, nullptr);
+  auto m = reopened->get(r->id);
+  ASSERT_TRUE(m.isOk());
+  EXPECT_EQ(memoryToJson(*m).dump(), memoryToJson(*r->memory).dump());
+  // The create event too: who, when and what.
+  AuditFilter filter;
+  filter.memoryId = r->id;
+  auto replayed = reopened->audit(filter);
+  auto original = store_->audit(filter);
+  ASSERT_TRUE(replayed.isOk());
+  ASSERT_TRUE(original.isOk());
+  ASSERT_EQ(replayed->size(), 1u);
+  ASSERT_EQ(original->size(), 1u);
+  EXPECT_EQ((*replayed)[0].actor, (*original)[0].actor);
+  EXPECT_EQ((*replayed)[0].at, (*original)[0].at);
+  EXPECT_EQ((*replayed)[0].detail.dump(), (*original)[0].detail.dump());
+}
+
 TEST_F(SaveBatchTest, AJournalOfACommittedBatchIsNotAppliedAgain) {
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(save(*store_, "Committed note " + std::to_string(i)).isOk());
   // The journal as it was just before the commit, beside the database as it is just after: a process that died
