@@ -309,6 +309,16 @@ TEST_F(SaveBatchTest, AReplayedSaveIsTheSaveThatWasAnsweredFieldForField) {
   auto m = reopened->get(r->id);
   ASSERT_TRUE(m.isOk());
   EXPECT_EQ(memoryToJson(*m).dump(), memoryToJson(*r->memory).dump());
+  // The file refs as stored, blob ids included (a record does not show them).
+  auto refs = [](MemoryStore& s) {
+    std::string out;
+    SQLite::Statement q(s.database(), "SELECT path, COALESCE(blob_id, '-') FROM memory_files ORDER BY path");
+    while (q.executeStep()) out += q.getColumn(0).getString() + "@" + q.getColumn(1).getString() + " ";
+    return out;
+  };
+  ASSERT_TRUE(store_->commitPendingSaves().isOk());
+  EXPECT_EQ(refs(*reopened), refs(*store_));
+  EXPECT_NE(refs(*store_).find("src/b.c@1111"), std::string::npos);
   // The create event too: who, when and what.
   AuditFilter filter;
   filter.memoryId = r->id;
