@@ -11,30 +11,21 @@
 
 #include "daemon/embed/hashbag.h"
 #include "daemon/store/memory_store.h"
+#include "tests/unit/store/store_fixture.h"
 
 namespace memq {
 namespace {
 
 namespace fs = std::filesystem;
 
-class FullDiskTest : public ::testing::Test {
+class FullDiskTest : public testing::StoreFixture {
  protected:
+  FullDiskTest() : StoreFixture("full") {}
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("memq-full-" + std::to_string(std::random_device{}()));
-    fs::create_directories(dir_ / "root");
-    root_ = (dir_ / "root").string();
-    StoreOptions o;
-    o.path = (dir_ / "data" / "memory.db").string();
-    o.scope = "project";
-    o.projectRoot = root_;
-    o.embedder = &embedder_;
-    auto s = MemoryStore::open(o);
+    StoreFixture::SetUp();
+    auto s = MemoryStore::open(optionsAt(dir_ / "data"));
     ASSERT_TRUE(s.isOk()) << s.status().toString();
     store_ = std::move(*s);
-  }
-  void TearDown() override {
-    store_.reset();
-    fs::remove_all(dir_);
   }
 
   Result<SaveOutcome> trySave(const std::string& summary, const std::string& details,
@@ -44,11 +35,7 @@ class FullDiskTest : public ::testing::Test {
     in.details = details;
     in.files = files;
     in.topics = {"storage"};
-    auto n = normalizeSave(in, root_);
-    EXPECT_TRUE(n.isOk()) << n.status().toString();
-    std::vector<FileRef> refs;
-    for (const auto& f : n->files) refs.push_back({f, std::nullopt});
-    return store_->save(*n, refs, actor_);
+    return saveInput(*store_, in);
   }
 
   int64_t count(const std::string& sql) { return store_->database().execAndGet(sql).getInt64(); }
@@ -72,11 +59,6 @@ class FullDiskTest : public ::testing::Test {
     return s.substr(0, 1990);
   }
 
-  HashbagEmbedder embedder_;
-  fs::path dir_;
-  std::string root_;
-  Actor actor_{"agent", "test"};
-  std::unique_ptr<MemoryStore> store_;
 };
 
 TEST_F(FullDiskTest, ASaveThatCannotGrowTheFileFailsCleanlyAndLeavesNoPartialRow) {

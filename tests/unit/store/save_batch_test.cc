@@ -16,6 +16,7 @@
 #include "daemon/embed/hashbag.h"
 #include "daemon/store/memory_store.h"
 #include "daemon/store/save_journal.h"
+#include "tests/unit/store/store_fixture.h"
 
 namespace memq {
 namespace {
@@ -101,28 +102,20 @@ TEST(SaveJournalTest, ATornOrDamagedTailEndsTheRecordsAndAForeignHeaderIsAnError
 
 // ---- a store that batches saves ----
 
-class SaveBatchTest : public ::testing::Test {
+class SaveBatchTest : public testing::StoreFixture {
  protected:
+  SaveBatchTest() : StoreFixture("batch") {}
   void SetUp() override {
-    dir_ = tempDir("batch");
-    fs::create_directories(dir_ / "root");
-    root_ = (dir_ / "root").string();
+    StoreFixture::SetUp();
     store_ = openAt(dir_ / "data");
     // The first save after a pause commits on its own; the saves of each test follow it, and so are batched.
     auto lead = save(*store_, "The note that opens the stream");
     ASSERT_TRUE(lead.isOk()) << lead.status().toString();
     ASSERT_FALSE(store_->hasPendingSaves());
   }
-  void TearDown() override {
-    store_.reset();
-    fs::remove_all(dir_);
-  }
 
   std::unique_ptr<MemoryStore> openAt(const fs::path& dataDir, int saveBatch = 64) {
-    StoreOptions o;
-    o.path = (dataDir / "memory.db").string();
-    o.projectRoot = root_;
-    o.embedder = &embedder_;
+    StoreOptions o = optionsAt(dataDir);
     o.saveBatch = saveBatch;
     o.saveStreamGap = std::chrono::hours(1);  // every save joins the open batch, however slow the machine
     o.applySavesInBackground = background_;
@@ -140,11 +133,7 @@ class SaveBatchTest : public ::testing::Test {
     in.topics = std::move(topics);
     in.files = {"src/batch.cc"};
     in.mergeTopics = mergeTopics;
-    auto n = normalizeSave(in, root_);
-    EXPECT_TRUE(n.isOk()) << n.status().toString();
-    std::vector<FileRef> refs;
-    for (const auto& f : n->files) refs.push_back({f, std::nullopt});
-    return store.save(*n, refs, actor_);
+    return saveInput(store, in);
   }
 
   // The files a SIGKILL leaves: the database, its WAL (committed frames only count) and the save journal, copied
@@ -158,8 +147,6 @@ class SaveBatchTest : public ::testing::Test {
     }
     return to;
   }
-
-  int64_t count(MemoryStore& store, const std::string& sql) { return store.database().execAndGet(sql).getInt64(); }
 
   // The files copied as a SIGKILL would leave them, then opened: the database file alone holds only SetUp's save (the
   // batch never committed), the open replays `replayed` saves, and each acknowledged save reads back as it was
@@ -193,11 +180,6 @@ class SaveBatchTest : public ::testing::Test {
 
   bool background_ = false;  // StoreOptions::applySavesInBackground for every store the test opens
   std::optional<uint64_t> maxJournalBytes_;  // StoreOptions::maxJournalBytes, if not the default
-  HashbagEmbedder embedder_;
-  fs::path dir_;
-  std::string root_;
-  Actor actor_{"agent", "test"};
-  std::unique_ptr<MemoryStore> store_;
 };
 
 TEST_F(SaveBatchTest, SavesInABatchAreReadAtOnceAndCommitBeforeAnyOtherWrite) {

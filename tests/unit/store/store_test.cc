@@ -11,32 +11,24 @@
 #include "daemon/model/content_hash.h"
 #include "daemon/store/database.h"
 #include "daemon/store/memory_store.h"
+#include "tests/unit/store/store_fixture.h"
 
 namespace memq {
 namespace {
 
 namespace fs = std::filesystem;
 
-class StoreTest : public ::testing::Test {
+class StoreTest : public testing::StoreFixture {
  protected:
+  StoreTest() : StoreFixture("store") {}
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("memq-store-" + std::to_string(std::random_device{}()));
-    fs::create_directories(dir_ / "root");
-    root_ = (dir_ / "root").string();
+    StoreFixture::SetUp();
     path_ = (dir_ / "data" / "memory.db").string();
     open();
   }
-  void TearDown() override {
-    store_.reset();
-    fs::remove_all(dir_);
-  }
   void open(int maxVersion = -1) {
     store_.reset();
-    StoreOptions o;
-    o.path = path_;
-    o.scope = "project";
-    o.projectRoot = root_;
-    o.embedder = &embedder_;
+    StoreOptions o = optionsAt(dir_ / "data");
     o.maxSchemaVersion = maxVersion;
     auto s = MemoryStore::open(o);
     ASSERT_TRUE(s.isOk()) << s.status().toString();
@@ -49,13 +41,9 @@ class StoreTest : public ::testing::Test {
     in.details = details;
     in.files = files;
     in.topics = topics;
-    auto n = normalizeSave(in, root_);
-    EXPECT_TRUE(n.isOk()) << n.status().toString();
-    std::vector<FileRef> refs;
-    for (const auto& f : n->files) refs.push_back({f, std::nullopt});
-    auto r = store_->save(*n, refs, actor_);
+    auto r = saveInput(*store_, in);
     EXPECT_TRUE(r.isOk()) << r.status().toString();
-    return *r;
+    return r.isOk() ? *r : SaveOutcome{};
   }
   int64_t count(const std::string& sql) { return store_->database().execAndGet(sql).getInt64(); }
   // A fresh database created at schema `version`, for a test of the migrations after it.
@@ -79,13 +67,8 @@ class StoreTest : public ::testing::Test {
     return ids;
   }
 
-  HashbagEmbedder embedder_;
-  fs::path dir_;
-  std::string root_;
   std::string path_;
-  Actor actor_{"agent", "test"};
   Actor user_{"user", "test"};
-  std::unique_ptr<MemoryStore> store_;
 };
 
 TEST_F(StoreTest, SaveCreatesThenDedupsActive) {
