@@ -119,8 +119,9 @@ __attribute__((target("avx512f"))) inline int32_t sumLanes(__m512i v) {
 // AVX-512 VNNI: vpdpbusd multiplies unsigned by signed bytes and adds each four products into an int32 lane, one
 // instruction for what AVX2 needs three. The row's codes, flipped to unsigned (code + 128, an xor with 0x80), times
 // the query's give the dot product plus 128 * sum(query), which is taken off again: the same integer as the other
-// kernels. A product is at most 255 * 127, so no lane can overflow. (Four rows interleaved measured slower than one
-// at a time on Zen 4.)
+// kernels. Each int32 lane sums stride / 16 products of at most 255 * 127, and the offset is at most 128 * 127 *
+// stride: both fit for any stride below 66,000 codes (384 here). (Four rows interleaved measured slower than one at a
+// time on Zen 4.)
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void dotsAvx512Vnni(const int8_t* codes, size_t stride,
                                                                             size_t rows, const int8_t* query,
                                                                             const uint8_t* /*queryAbs*/,
@@ -182,7 +183,8 @@ constexpr size_t kExactBatch = 4;
 
 // scores[j] = cosineDouble(query, rows[j]) for j < count: each sum in index order, as cosineDouble adds (so the
 // same doubles, bit for bit), but the sums are independent, so the CPU runs them side by side instead of waiting
-// on one chain of additions.
+// on one chain of additions. Keep the order: the tests compare the float scores with cosine(), which a reordered
+// sum would still match most of the time, so they would not reliably catch it.
 void exactDots(const float* query, const std::array<const float*, kExactBatch>& rows, size_t count, size_t dim,
                std::array<double, kExactBatch>& scores) {
   if (count == kExactBatch) {

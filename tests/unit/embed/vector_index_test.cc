@@ -1,6 +1,6 @@
 // Tests for daemon/embed/vector_index: topK must equal a brute-force cosine() scan exactly (keys, order and scores),
-// on random dense vectors, hashbag vectors, duplicates and odd dimensions, with both scan kernels; plus the
-// upsert/remove bookkeeping.
+// on random dense vectors, hashbag vectors, duplicates and odd dimensions, with each scan kernel the machine runs
+// (portable, AVX2, AVX-512 VNNI); plus the upsert/remove bookkeeping.
 #include "daemon/embed/vector_index.h"
 
 #include <gtest/gtest.h>

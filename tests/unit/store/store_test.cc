@@ -421,6 +421,11 @@ TEST_F(StoreTest, UpgradeToEdgesStoredOnceKeepsEveryEdge) {
   put(pkOf(b.id), pkOf(a.id), 0.9);
   put(pkOf(a.id), pkOf(b.id), 0.9);
   put(pkOf(a.id), pkOf(c.id), 0.8);
+  // And an edge to a memory that is gone, as a file edited with foreign keys off could hold: dropped, and the
+  // upgrade still goes through.
+  store_->database().exec("PRAGMA foreign_keys = OFF");
+  put(pkOf(a.id), 99999, 0.7);
+  store_->database().exec("PRAGMA foreign_keys = ON");
   open();
   ASSERT_EQ(schemaVersion(store_->database()), latestSchemaVersion());
   EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges"), 2);
@@ -435,6 +440,13 @@ TEST_F(StoreTest, UpgradeToEdgesStoredOnceKeepsEveryEdge) {
   ASSERT_TRUE(edges.isOk());
   EXPECT_EQ(edges->size(), 2u);
   // Hiding the lower end removes its edges, found through idx_memory_edges_dst.
+  std::string plan;
+  {
+    SQLite::Statement q(store_->database(),
+                        "EXPLAIN QUERY PLAN DELETE FROM memory_edges WHERE dst_pk = 1 AND kind = 'similar'");
+    while (q.executeStep()) plan += q.getColumn(3).getString() + "\n";
+  }
+  EXPECT_NE(plan.find("idx_memory_edges_dst"), std::string::npos) << plan;
   ASSERT_TRUE(store_->hide(a.id, std::nullopt, user_).isOk());
   EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges"), 0);
 }
@@ -521,12 +533,15 @@ TEST_F(StoreTest, SimilarEdgesAreStoredOnceAndWeighedByCosine) {
     EXPECT_GE(*expected, 0.4f);
     EXPECT_FALSE(q.getColumn(3).getString().empty());
   }
-  EXPECT_GE(rows, 3);  // the four linter memories are pairwise similar
-  // similar_edges lists each edge both ways, with the same weight.
-  EXPECT_EQ(count("SELECT COUNT(*) FROM similar_edges"), 2 * rows);
-  EXPECT_EQ(count("SELECT COUNT(*) FROM similar_edges e WHERE NOT EXISTS (SELECT 1 FROM similar_edges m WHERE "
-                  "m.src_pk = e.dst_pk AND m.dst_pk = e.src_pk AND m.weight = e.weight)"),
-            0);
+  EXPECT_GE(rows, 3);  // the four linter memories: at least three of their six pairs reach 0.4
+  // similar_edges lists an edge from both ends: the first two memories' edge, both ways, with one weight.
+  const std::string first = std::to_string(store_->get(ids[0])->pk);
+  const std::string second = std::to_string(store_->get(ids[1])->pk);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges WHERE src_pk = " + second + " AND dst_pk = " + first), 1);
+  EXPECT_EQ(count("SELECT COUNT(DISTINCT weight) FROM similar_edges WHERE (src_pk, dst_pk) IN ((" + first + ", " +
+                  second + "), (" + second + ", " + first + "))"),
+            1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM similar_edges WHERE src_pk = " + first + " AND dst_pk = " + second), 1);
   // Re-linking after an update neither doubles an edge nor turns it around.
   ASSERT_TRUE(store_->update(ids[0], UpdateInput{.summary = "Run the linter before every single commit in this repo"},
                              user_)
