@@ -6,8 +6,10 @@
 #include <atomic>
 #include <cmath>
 #include <functional>
+#include <future>
 #include <limits>
 #include <queue>
+#include <system_error>
 
 #include "daemon/embed/hashbag.h"
 
@@ -297,37 +299,32 @@ std::optional<float> VectorIndex::score(int64_t key, std::span<const float> quer
   return cosine(query, std::span<const float>(rows_).subspan(size_t{it->second} * dim_, dim_));
 }
 
-std::vector<VectorIndex::Hit> VectorIndex::topK(std::span<const float> query, size_t k, float minScore) const {
-  std::vector<Hit> hits;
-  const size_t n = keys_.size();
-  if (k == 0 || n == 0 || query.size() != dim_ || !allFinite(query)) return hits;
+struct VectorIndex::ScanQuery {
+  const Quantised* quantised = nullptr;
+  const int8_t* codes = nullptr;     // stride_ codes of the query
+  const uint8_t* absCodes = nullptr;  // their absolute values (the AVX2 kernel's operand)
+  size_t k = 0;
+  double minGate = 0;  // minScore less a hair for the float rounding of the final score
+};
 
-  std::vector<int8_t> qCodes(stride_);
-  const Quantised q = quantise(query, stride_, qCodes.data());
-  std::vector<uint8_t> qAbs(stride_);
-  for (size_t i = 0; i < stride_; ++i) qAbs[i] = static_cast<uint8_t>(std::abs(int{qCodes[i]}));
-
+VectorIndex::ScanResult VectorIndex::scan(const ScanQuery& sq, size_t begin, size_t end) const {
   // A row can be in the answer only if its upper bound reaches both minScore (less a hair for the float rounding of
   // the final score) and the k-th largest lower bound seen so far: k rows are known to score at least that much.
-  const double minGate = static_cast<double>(minScore) - std::fabs(static_cast<double>(minScore)) * 1e-6 - 1e-9;
+  ScanResult out;
+  out.gate = sq.minGate;
   std::priority_queue<double, std::vector<double>, std::greater<>> bestLowers;  // the k largest lower bounds
-  double gate = minGate;
-  struct Candidate {
-    uint32_t slot;
-    double upper;
-  };
-  std::vector<Candidate> candidates;
-
+  double& gate = out.gate;
   const DotsKernel dots = activeKernel();
   int32_t block[kScanBlock];
   double uppers[kScanBlock];
   double lowers[kScanBlock];
+  const Quantised& q = *sq.quantised;
   // |q.row - approx| <= ||q~|| ||row - row~|| + ||q - q~|| ||row|| (q~, row~: dequantised), plus rounding slack.
   const double perResidual = q.dequantisedNorm;
   const double perNorm = q.residual + kRelativeSlack * q.norm;
-  for (size_t base = 0; base < n; base += kScanBlock) {
-    const size_t rows = std::min(kScanBlock, n - base);
-    dots(codes_.data() + base * stride_, stride_, rows, qCodes.data(), qAbs.data(), block);
+  for (size_t base = begin; base < end; base += kScanBlock) {
+    const size_t rows = std::min(kScanBlock, end - base);
+    dots(codes_.data() + base * stride_, stride_, rows, sq.codes, sq.absCodes, block);
     // Both bounds of every row first, in a loop without branches that the compiler vectorises; then the few rows
     // that reach the gate.
     const RowMeta* meta = meta_.data() + base;
@@ -341,17 +338,58 @@ std::vector<VectorIndex::Hit> VectorIndex::topK(std::span<const float> query, si
       const double upper = uppers[r];
       if (upper < gate) continue;
       const double lower = lowers[r];
-      if (bestLowers.size() < k) {
+      if (bestLowers.size() < sq.k) {
         bestLowers.push(lower);
-        if (bestLowers.size() == k) gate = std::max(minGate, bestLowers.top());
+        if (bestLowers.size() == sq.k) gate = std::max(sq.minGate, bestLowers.top());
       } else if (lower > bestLowers.top()) {
         bestLowers.pop();
         bestLowers.push(lower);
-        gate = std::max(minGate, bestLowers.top());
+        gate = std::max(sq.minGate, bestLowers.top());
       }
-      candidates.push_back({static_cast<uint32_t>(base + r), upper});
+      out.candidates.push_back({static_cast<uint32_t>(base + r), upper});
     }
   }
+  return out;
+}
+
+std::vector<VectorIndex::Hit> VectorIndex::topK(std::span<const float> query, size_t k, float minScore,
+                                                Threads threads) const {
+  std::vector<Hit> hits;
+  const size_t n = keys_.size();
+  if (k == 0 || n == 0 || query.size() != dim_ || !allFinite(query)) return hits;
+
+  std::vector<int8_t> qCodes(stride_);
+  const Quantised q = quantise(query, stride_, qCodes.data());
+  std::vector<uint8_t> qAbs(stride_);
+  for (size_t i = 0; i < stride_; ++i) qAbs[i] = static_cast<uint8_t>(std::abs(int{qCodes[i]}));
+  ScanQuery sq;
+  sq.quantised = &q;
+  sq.codes = qCodes.data();
+  sq.absCodes = qAbs.data();
+  sq.k = k;
+  sq.minGate = static_cast<double>(minScore) - std::fabs(static_cast<double>(minScore)) * 1e-6 - 1e-9;
+
+  // A large index may be scanned in two halves at once: the scan reads every row's codes (38 MiB at 100k rows), and
+  // one core does not draw all the memory bandwidth there is. Each half keeps its own gate, so together they keep
+  // every row a single scan would (and a few more); max of the two gates is still a bound k rows reach.
+  ScanResult result;
+  bool scanned = false;
+  if (threads == Threads::kTwo && n >= kTwoThreadRows) {
+    const size_t half = n / 2 / kScanBlock * kScanBlock;
+    try {
+      auto upper = std::async(std::launch::async, [&] { return scan(sq, half, n); });
+      result = scan(sq, 0, half);
+      ScanResult other = upper.get();
+      result.gate = std::max(result.gate, other.gate);
+      result.candidates.insert(result.candidates.end(), other.candidates.begin(), other.candidates.end());
+      scanned = true;
+    } catch (const std::system_error&) {
+      // No thread to be had: one scan, as below.
+    }
+  }
+  if (!scanned) result = scan(sq, 0, n);
+  std::vector<Candidate>& candidates = result.candidates;
+  const double gate = result.gate;
 
   // Exact scores, best bound first: once k rows are scored, a candidate whose upper bound is below the k-th best
   // exact score (less the same rounding hair) cannot enter, and neither can any after it. Most candidates of a

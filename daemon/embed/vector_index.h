@@ -49,7 +49,11 @@ class VectorIndex {
   // The k best rows with score >= minScore, by descending score, ties by ascending key. Scores are
   // cosine(query, row) exactly (see hashbag.h). Empty when k == 0 or the query has the wrong size or a non-finite
   // component.
-  std::vector<Hit> topK(std::span<const float> query, size_t k, float minScore) const;
+  // kTwo: an index of kTwoThreadRows rows or more is scanned by this thread and one more at once (the hits are the
+  // same). For a caller that waits on the answer (recall), not for one whose other core is already busy.
+  enum class Threads { kOne, kTwo };
+  static constexpr size_t kTwoThreadRows = 32768;
+  std::vector<Hit> topK(std::span<const float> query, size_t k, float minScore, Threads threads = Threads::kOne) const;
   // cosine(query, row of key); nullopt when the key is absent or the query has the wrong size.
   std::optional<float> score(int64_t key, std::span<const float> query) const;
   // The stored vector, or an empty span when absent. Invalidated by any mutation.
@@ -73,6 +77,19 @@ class VectorIndex {
   };
 
   void writeRow(size_t slot, std::span<const float> vec);
+
+  // The query as the scan reads it (vector_index.cc), and what one scan of a range of rows keeps: the rows whose
+  // upper bound reached the gate, and the gate it ended with.
+  struct ScanQuery;
+  struct Candidate {
+    uint32_t slot;
+    double upper;
+  };
+  struct ScanResult {
+    std::vector<Candidate> candidates;
+    double gate = 0;
+  };
+  ScanResult scan(const ScanQuery& query, size_t begin, size_t end) const;
 
   size_t dim_;
   size_t stride_;  // dim_ rounded up to a multiple of 64, so the SIMD kernels need no tail loop

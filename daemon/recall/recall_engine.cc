@@ -183,7 +183,8 @@ Result<std::vector<Candidate>> gatherCandidates(MemoryStore& store, const Recall
   }
   lap(&RecallTimings::filesMs);
   if (request.useSemantic && !query.vector.empty()) {
-    auto hits = store.activeIndex().topK(query.vector, kSemanticTopK, kSemanticMinCosine);
+    // Two threads on a large index: the scan is bound by memory bandwidth, and the caller waits on it.
+    auto hits = store.activeIndex().topK(query.vector, kSemanticTopK, kSemanticMinCosine, VectorIndex::Threads::kTwo);
     int rank = 0;
     for (const auto& h : hits) {
       auto& s = at(h.key);

@@ -1,4 +1,5 @@
-// Benchmark (not a test): p50/p95 VectorIndex::topK latency over 10k and 100k random unit vectors of 384 floats, and
+// Benchmark (not a test): p50/p95 VectorIndex::topK latency over 10k and 100k random unit vectors of 384 floats, one
+// thread and two (Threads::kTwo, which only splits an index of kTwoThreadRows rows or more), and
 // hashbag-v2 embed throughput on a ~300-character memory. Figures feed docs/performance.md.
 // Usage: memq_bench_vector_index [queries-per-size] [--kernel portable|avx2|avx512vnni]   (default: the best the CPU
 // runs)
@@ -24,7 +25,7 @@ double percentile(std::vector<double> samples, double p) {
   return samples[static_cast<size_t>(p * static_cast<double>(samples.size() - 1))];
 }
 
-void benchTopK(size_t rows, int queries) {
+void benchTopK(size_t rows, int queries, memq::VectorIndex::Threads threads) {
   std::mt19937_64 rng(rows);
   memq::VectorIndex index(memq::kHashbagDim);
   index.reserve(rows);
@@ -35,12 +36,13 @@ void benchTopK(size_t rows, int queries) {
     for (int q = 0; q < queries; ++q) {
       const auto query = randomUnitVector(rng, memq::kHashbagDim);
       const auto t0 = Clock::now();
-      const auto hits = index.topK(query, 10, minScore);
+      const auto hits = index.topK(query, 10, minScore, threads);
       micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
       returned += hits.size();
     }
-    std::printf("topK k=10 minScore=%.2f rows=%zu: p50 %.0f us, p95 %.0f us (avg hits %.1f)\n", minScore, rows,
-                percentile(micros, 0.5), percentile(micros, 0.95), double(returned) / queries);
+    std::printf("topK k=10 minScore=%.2f rows=%zu threads=%d: p50 %.0f us, p95 %.0f us (avg hits %.1f)\n", minScore,
+                rows, threads == memq::VectorIndex::Threads::kTwo ? 2 : 1, percentile(micros, 0.5),
+                percentile(micros, 0.95), double(returned) / queries);
   }
 }
 
@@ -79,8 +81,10 @@ int main(int argc, char** argv) {
     }
     std::printf("kernel: %s\n", name.c_str());
   }
-  benchTopK(10000, queries);
-  benchTopK(100000, queries);
+  for (const auto threads : {memq::VectorIndex::Threads::kOne, memq::VectorIndex::Threads::kTwo}) {
+    benchTopK(10000, queries, threads);
+    benchTopK(100000, queries, threads);
+  }
   benchEmbed();
   return 0;
 }

@@ -154,6 +154,31 @@ TEST_P(VectorIndexKernels, NonUnitVectors) {
   }
 }
 
+TEST_P(VectorIndexKernels, TwoThreadsFindWhatOneFinds) {
+  // An index large enough to be split between two threads: the same hits, in the same order, with the same scores,
+  // as one scan and as brute force, including k beyond the rows that reach minScore.
+  std::mt19937_64 rng(19);
+  const size_t dim = 48;
+  VectorIndex index(dim);
+  std::map<int64_t, std::vector<float>> rows;
+  for (int64_t key = 0; key < static_cast<int64_t>(VectorIndex::kTwoThreadRows) + 5000; ++key) {
+    auto v = randomUnitVector(rng, dim);
+    index.upsert(key, v);
+    rows[key] = std::move(v);
+  }
+  for (int trial = 0; trial < 6; ++trial) {
+    const auto q = randomUnitVector(rng, dim);
+    const std::vector<Hit> ranked = rankAll(rows, q);
+    for (const size_t k : {size_t{1}, size_t{10}, size_t{200}}) {
+      for (const float minScore : {-1.0f, 0.3f, 0.6f}) {
+        const auto two = index.topK(q, k, minScore, VectorIndex::Threads::kTwo);
+        expectSameHits(two, cut(ranked, k, minScore));
+        expectSameHits(two, index.topK(q, k, minScore, VectorIndex::Threads::kOne));
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Kernels, VectorIndexKernels,
                          ::testing::Values(VectorIndex::Kernel::kPortable, VectorIndex::Kernel::kAvx2,
                                            VectorIndex::Kernel::kAvx512Vnni),
