@@ -110,8 +110,10 @@ __attribute__((target("avx2"))) void dotsAvx2(const int8_t* codes, size_t stride
 }
 
 // The sum of an AVX-512 register's sixteen int32 lanes.
+// (The zero-masked extracts: GCC 12's unmasked ones pass an undefined register through and warn about it.)
 __attribute__((target("avx512f"))) inline int32_t sumLanes(__m512i v) {
-  const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+  const __m256i s8 =
+      _mm256_add_epi32(_mm512_maskz_extracti64x4_epi64(0xFF, v, 0), _mm512_maskz_extracti64x4_epi64(0xFF, v, 1));
   __m128i s = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
@@ -398,7 +400,7 @@ std::vector<VectorIndex::Hit> VectorIndex::topK(std::span<const float> query, si
   // would take them, so a score computed past the point where the walk stops is simply not used.
   const auto lowerBound = [](const Candidate& a, const Candidate& b) { return a.upper < b.upper; };
   const auto cannotEnter = [&](const Candidate& c) {
-    if (c.upper < gate) return true;  // the gate only rose during the scan
+    if (c.upper < gate) return true;  // below the bound k rows are known to reach (the scan's last gate)
     if (hits.size() < k) return false;
     const double kth = hits.front().score;  // the worst kept hit
     return c.upper < kth - std::fabs(kth) * 1e-6 - 1e-9;

@@ -600,8 +600,6 @@ std::vector<SimilarHint> MemoryStore::similarHints(const std::string& summary,
 
 namespace {
 
-nlohmann::json optJson(const std::optional<std::string>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
-
 std::optional<std::string> optFromJson(const nlohmann::json& j) {
   if (j.is_null()) return std::nullopt;
   return j.get<std::string>();
