@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -450,13 +451,18 @@ TEST_F(HostileServerTest, ConnectionsPastTheCapAreClosedAndAnHonestClientGetsInO
   EXPECT_TRUE(served) << "no room was made for an honest client after one connection left";
 }
 
-// The highest open descriptor number of a process.
-int highestFd(pid_t pid) {
-  int highest = -1;
+// The open-file limit under which a process has exactly `free` descriptor numbers left: the limit only bounds new
+// descriptors (the lowest free number is taken), so it is set just above the free-th gap.
+rlim_t limitLeaving(pid_t pid, int free) {
+  std::set<int> open;
   for (const auto& entry : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
-    highest = std::max(highest, std::stoi(entry.path().filename().string()));
+    open.insert(std::stoi(entry.path().filename().string()));
   }
-  return highest;
+  int n = 0;
+  for (int left = free;; ++n) {
+    if (!open.count(n) && --left == 0) break;
+  }
+  return static_cast<rlim_t>(n + 1);
 }
 
 TEST_F(HostileServerTest, AtTheDescriptorLimitAcceptBacksOffInsteadOfSpinningAndRecovers) {
@@ -470,8 +476,8 @@ TEST_F(HostileServerTest, AtTheDescriptorLimitAcceptBacksOffInsteadOfSpinningAnd
   std::this_thread::sleep_for(milliseconds(200));  // the probe connections are closed
   // Room for three more descriptors, then EMFILE: what a daemon at its limit sees.
   struct rlimit lim{};
-  const int highest = highestFd(d.pid());
-  lim.rlim_cur = lim.rlim_max = static_cast<rlim_t>(highest + 4);
+  const rlim_t limit = limitLeaving(d.pid(), 3);
+  lim.rlim_cur = lim.rlim_max = limit;
   ASSERT_EQ(::prlimit(d.pid(), RLIMIT_NOFILE, &lim, nullptr), 0) << std::strerror(errno);
   const size_t logBefore = d.log().size();
 
@@ -486,7 +492,7 @@ TEST_F(HostileServerTest, AtTheDescriptorLimitAcceptBacksOffInsteadOfSpinningAnd
   const std::string log = d.log();
   const std::string during = log.substr(std::min(logBefore, log.size()));
   const size_t acceptLines = countLinesContaining(during, "accept failed");
-  EXPECT_GE(acceptLines, 1u) << "the daemon never hit its descriptor limit (highest fd " << highest
+  EXPECT_GE(acceptLines, 1u) << "the daemon never hit its descriptor limit (" << limit
                              << "); the test proves nothing\n" << during;
   EXPECT_LE(acceptLines, 6u) << "accept failures are not rate-limited";
   EXPECT_LT(during.size(), 8192u) << "the log grew by " << during.size() << " bytes in two seconds";
