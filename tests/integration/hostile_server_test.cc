@@ -565,8 +565,13 @@ TEST_F(HostileServerTest, FortyClientsThatNeverReadCostABoundedTotalAndTheWorstI
   peak = std::max(peak, procStatusKib(d.pid(), "VmHWM"));
   const long growthKib = peak - baseline;
   std::printf("forty stuck readers: VmRSS %ld KiB before, peak %ld KiB (+%ld KiB)\n", baseline, peak, growthKib);
-  // The bound (32 MiB) plus what two workers build at once and the allocator keeps: far below 40 x 16 MiB.
+  // The bound (32 MiB) plus what two workers build at once and the allocator keeps: far below 40 x 16 MiB. A
+  // sanitizer's shadow memory and quarantine inflate VmRSS several-fold, so there only the rest is checked.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  std::printf("forty stuck readers: VmRSS bound not asserted under a sanitizer\n");
+#else
   EXPECT_LT(growthKib, 160 * 1024) << "forty clients that never read cost " << growthKib / 1024 << " MiB";
+#endif
   const std::string log = d.log();
   EXPECT_NE(log.find("the most of any connection"), std::string::npos) << "the total bound never acted";
   // Each stuck client finds EOF or a reset after what the kernel buffered.
