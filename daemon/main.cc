@@ -3,11 +3,15 @@
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fcntl.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +22,7 @@
 #include "daemon/embed/hashbag.h"
 #include "daemon/git/git_repo_signals.h"
 #include "daemon/server/listener.h"
+#include "daemon/server/log_format.h"
 #include "daemon/server/server.h"
 #include "daemon/store/database.h"
 #include "protocol/socket_path.h"
@@ -27,7 +32,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: memqd [--socket PATH] [--data-dir DIR] [--foreground] [--log-file PATH] [--log-level LEVEL]\n"
     "             [--max-message-bytes N] [--idle-exit SECONDS] [--secrets redact|refuse] [--version]\n"
-    "             [--partial-timeout-ms N] [--silent-timeout-ms N]\n";
+    "             [--partial-timeout-ms N] [--silent-timeout-ms N] [--max-connections N]\n"
+    "             [--max-queued-reply-bytes N]\n";
 
 std::string defaultDataDir() {
   if (const char* d = std::getenv("MEMQ_DATA_DIR"); d && *d) return d;
@@ -47,7 +53,19 @@ struct Flags {
   std::string secrets = "redact";
   long partialTimeoutMs = 10000;  // a stalled partial message is closed after this
   long silentTimeoutMs = 60000;   // a connection that sends nothing is closed after this
+  size_t maxConnections = memq::kDefaultMaxConnections;
+  size_t maxQueuedReplyBytes = memq::kDefaultMaxQueuedReplyBytes;
 };
+
+// A decimal number of at least `minimum`, the whole of `text`.
+bool parseCount(const char* text, long long minimum, size_t& out) {
+  char* end = nullptr;
+  errno = 0;
+  long long n = std::strtoll(text, &end, 10);
+  if (end == text || *end != '\0' || errno != 0 || n < minimum) return false;
+  out = static_cast<size_t>(n);
+  return true;
+}
 
 bool parseFlags(int argc, char** argv, Flags& f, std::string& error) {
   for (int i = 1; i < argc; ++i) {
@@ -106,6 +124,18 @@ bool parseFlags(int argc, char** argv, Flags& f, std::string& error) {
         return false;
       }
       (a == "--partial-timeout-ms" ? f.partialTimeoutMs : f.silentTimeoutMs) = n;
+    } else if (a == "--max-connections") {
+      if (!(v = value("--max-connections"))) return false;
+      if (!parseCount(v, 1, f.maxConnections)) {
+        error = "--max-connections must be a number of at least 1";
+        return false;
+      }
+    } else if (a == "--max-queued-reply-bytes") {
+      if (!(v = value("--max-queued-reply-bytes"))) return false;
+      if (!parseCount(v, 1 << 20, f.maxQueuedReplyBytes)) {
+        error = "--max-queued-reply-bytes must be a number of at least 1048576";
+        return false;
+      }
     } else if (a == "--secrets") {
       if (!(v = value("--secrets"))) return false;
       f.secrets = v;
@@ -154,6 +184,49 @@ int daemonize(int& readyFd) {
   }
   readyFd = pipeFds[1];
   return 0;
+}
+
+// Raises the soft limit on open files to the hard limit: every connection is a descriptor, and so is each database
+// file, its WAL and journal. Returns the soft limit in force afterwards (0 when it cannot be read).
+rlim_t raiseOpenFileLimit() {
+  struct rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return 0;
+  if (lim.rlim_cur < lim.rlim_max) {
+    struct rlimit raised = lim;
+    raised.rlim_cur = lim.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
+  }
+  return lim.rlim_cur;
+}
+
+// How many connections fit under an open-file limit, leaving room for the databases, the log and the runtime's own
+// descriptors (half the limit when it is small).
+size_t connectionsThatFit(rlim_t openFiles) {
+  if (openFiles == 0 || openFiles == RLIM_INFINITY) return SIZE_MAX;
+  const rlim_t reserve = std::min<rlim_t>(128, openFiles / 2);
+  return static_cast<size_t>(std::max<rlim_t>(1, openFiles - reserve));
+}
+
+// Writes the pid file without following a symbolic link and only into a regular file memqd's user owns: the
+// socket's directory may be a shared one such as /tmp, where another user could have planted either.
+memq::Status writePidFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return memq::Status(memq::ErrorCode::kForbidden,
+                        "cannot write the pid file " + path + ": " + std::strerror(errno) +
+                            (errno == ELOOP ? " (it is a symbolic link; memqd does not follow it)" : ""));
+  }
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
+    ::close(fd);
+    return memq::Status(memq::ErrorCode::kForbidden,
+                        "the pid file " + path + " is not a regular file of memqd's user; memqd leaves it alone");
+  }
+  const std::string text = std::to_string(::getpid()) + "\n";
+  const bool written = ::ftruncate(fd, 0) == 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  if (!written) return memq::Status(memq::ErrorCode::kInternalError, "cannot write the pid file " + path);
+  return memq::Status::ok();
 }
 
 void report(int readyFd, bool ok, const std::string& message) {
@@ -205,6 +278,8 @@ int main(int argc, char** argv) {
     } else {
       logger = spdlog::stderr_color_mt("memqd");
     }
+    // Every message goes through the escaping formatter: values from clients cannot forge lines.
+    logger->set_formatter(std::make_unique<memq::EscapingFormatter>());
     logger->set_level(spdlog::level::from_str(flags.logLevel));
     logger->flush_on(spdlog::level::info);
     spdlog::set_default_logger(logger);
@@ -225,6 +300,14 @@ int main(int argc, char** argv) {
     }
   }
 
+  const rlim_t openFiles = raiseOpenFileLimit();
+  size_t maxConnections = flags.maxConnections;
+  if (maxConnections > connectionsThatFit(openFiles)) {
+    maxConnections = connectionsThatFit(openFiles);
+    spdlog::warn("at most {} connections: the open-file limit is {} (asked for {})", maxConnections,
+                 static_cast<unsigned long long>(openFiles), flags.maxConnections);
+  }
+
   memq::HashbagEmbedder embedder;
   memq::ServiceOptions so;
   so.dataDir = flags.dataDir;
@@ -242,6 +325,8 @@ int main(int argc, char** argv) {
     opts.idleExitSeconds = flags.idleExit;
     opts.partialMessageTimeout = std::chrono::milliseconds(flags.partialTimeoutMs);
     opts.silentConnectionTimeout = std::chrono::milliseconds(flags.silentTimeoutMs);
+    opts.maxConnections = maxConnections;
+    opts.maxQueuedReplyBytes = flags.maxQueuedReplyBytes;
     memq::Server server(opts, service);
     if (auto st = server.listen(); !st) {
       spdlog::error("{}", st.message());
@@ -249,9 +334,12 @@ int main(int argc, char** argv) {
       if (flags.foreground) std::cerr << "memqd: " << st.message() << "\n";
       return 1;
     }
-    {
-      std::ofstream out(pidFile, std::ios::trunc);
-      out << ::getpid() << "\n";
+    if (auto st = writePidFile(pidFile); !st) {
+      if (!server.fromSystemd()) ::unlink(flags.socket.c_str());
+      spdlog::error("{}", st.message());
+      report(readyFd, false, st.message());
+      if (flags.foreground) std::cerr << "memqd: " << st.message() << "\n";
+      return 1;
     }
     report(readyFd, true, "");
     server.run();

@@ -111,7 +111,7 @@ Result<nlohmann::json> parseJson(std::string_view text, int maxDepth) {
   }
 }
 
-Envelope parseEnvelope(std::string_view text) {
+Envelope parseEnvelope(std::string_view text, std::size_t maxBatchLength) {
   Envelope envelope;
   Result<json> parsed = parseJson(text);
   if (!parsed) {
@@ -127,6 +127,14 @@ Envelope parseEnvelope(std::string_view text) {
   }
   if (message.empty()) {
     envelope.items.push_back(invalid("an empty batch is not a request"));
+    return envelope;
+  }
+  if (message.size() > maxBatchLength) {
+    envelope.items.push_back(invalid("a batch may hold at most " + std::to_string(maxBatchLength) +
+                                     " requests; this one holds " + std::to_string(message.size())));
+    envelope.items.back().error =
+        Status(ErrorCode::kInvalidRequest, envelope.items.back().error.message(),
+               json{{"batch_length", message.size()}, {"max_batch_length", maxBatchLength}});
     return envelope;
   }
   envelope.batch = true;

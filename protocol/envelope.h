@@ -20,6 +20,10 @@ namespace memq {
 // JSON nested deeper than this is refused before the parser builds anything (a stack-exhaustion guard).
 inline constexpr int kMaxJsonDepth = 64;
 
+// A batch holds at most this many elements; a longer one is refused whole with one InvalidRequest error, before any
+// element runs (docs/protocol.md "Batches").
+inline constexpr std::size_t kMaxBatchLength = 10000;
+
 // Parses untrusted JSON text: rejects nesting deeper than maxDepth (by a linear pre-scan, never by recursion),
 // invalid UTF-8, trailing garbage, and numbers out of range. Errors are ParseError with a message a person can read.
 Result<nlohmann::json> parseJson(std::string_view text, int maxDepth = kMaxJsonDepth);
@@ -45,8 +49,9 @@ struct EnvelopeItem {
 //
 // Invariants:
 //  1. items is never empty.
-//  2. batch == false implies exactly one item. A parse error and an empty batch both give one non-batch error item,
-//     as JSON-RPC 2.0 requires (the reply is a single object, not an array).
+//  2. batch == false implies exactly one item. A parse error, an empty batch and a batch longer than kMaxBatchLength
+//     each give one non-batch error item, as JSON-RPC 2.0 requires for the first two (the reply is a single object,
+//     not an array).
 //  3. For batch == true, the reply is the array of the replies to each item that is not a notification, in order;
 //     when every item is a notification, nothing is sent at all.
 struct Envelope {
@@ -54,7 +59,7 @@ struct Envelope {
   std::vector<EnvelopeItem> items;
 };
 
-Envelope parseEnvelope(std::string_view text);
+Envelope parseEnvelope(std::string_view text, std::size_t maxBatchLength = kMaxBatchLength);
 
 // Builders for outgoing messages; they always carry "jsonrpc": "2.0".
 nlohmann::json makeResultReply(const nlohmann::json& id, nlohmann::json result);

@@ -28,6 +28,33 @@ std::string resultReplyText(const nlohmann::json& id, const std::string& result)
   return out;
 }
 
+// A client-supplied value as the log shows it: at most `limit` bytes (a 1 MiB method name is not a log line).
+std::string bounded(std::string_view text, size_t limit) {
+  if (text.size() <= limit) return std::string(text);
+  size_t cut = limit;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 sequence
+  return std::string(text.substr(0, cut)) + "...[" + std::to_string(text.size()) + " bytes]";
+}
+
+constexpr size_t kLoggedMethodBytes = 80;
+constexpr size_t kLoggedIdBytes = 80;
+constexpr size_t kLoggedMessageBytes = 400;
+
+// An error's message for the log. A parse error's message from the JSON parser quotes the bytes it last read
+// ("...; last read: '<token>'"), which may be a credential in an unfinished string: the log keeps what went wrong and
+// where, never those bytes. The client's own reply keeps the whole message.
+std::string loggedErrorMessage(const Status& status) {
+  std::string message = status.message();
+  if (status.code() == ErrorCode::kParseError) {
+    if (size_t at = message.find("; last read: "); at != std::string::npos) message.resize(at);
+  }
+  return bounded(message, kLoggedMessageBytes);
+}
+
+std::string loggedOutcome(const Status& status) {
+  return std::string(errorCodeName(status.code())) + ": " + loggedErrorMessage(status);
+}
+
 }  // namespace
 
 Result<std::string> Dispatcher::invoke(ClientState& client, const Call& call) {
@@ -63,7 +90,8 @@ Result<std::string> Dispatcher::invoke(ClientState& client, const Call& call) {
   return serializeMessage(*result);
 }
 
-std::optional<std::string> Dispatcher::handleCall(ClientState& client, const Call& call, std::string* logLine) {
+std::optional<std::string> Dispatcher::handleCall(ClientState& client, const Call& call, std::string* logLine,
+                                                  bool* succeeded) {
   auto start = std::chrono::steady_clock::now();
   Result<std::string> result = Status::internal("unreached");
   try {
@@ -78,29 +106,45 @@ std::optional<std::string> Dispatcher::handleCall(ClientState& client, const Cal
   }
   if (logLine) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    *logLine = fmt::format("{} id={} {:.2f}ms {}", call.method, call.id.is_null() ? std::string("-") : call.id.dump(), ms,
-                           result ? std::string("ok") : std::string(errorCodeName(result.status().code())) + ": " +
-                                                            result.status().message());
+    *logLine = fmt::format("{} id={} {:.2f}ms {}", bounded(call.method, kLoggedMethodBytes),
+                           call.id.is_null() ? std::string("-") : bounded(call.id.dump(), kLoggedIdBytes), ms,
+                           result ? std::string("ok") : loggedOutcome(result.status()));
   }
+  if (succeeded) *succeeded = result.isOk();
   if (call.isNotification()) return std::nullopt;
   return result ? resultReplyText(call.id, *result) : serializeMessage(makeErrorReply(call.id, result.status()));
 }
 
-std::optional<std::string> Dispatcher::handleMessage(ClientState& client, std::string_view text,
-                                                     std::vector<std::string>* log) {
+std::optional<std::string> Dispatcher::handleMessage(ClientState& client, std::string_view text, MessageLog* log) {
+  const auto start = std::chrono::steady_clock::now();
   Envelope envelope = parseEnvelope(text);
   std::vector<std::string> replies;
+  // A batch is one log line: its counts, and the first error in full.
+  size_t ok = 0, failed = 0;
+  std::string firstError;
   for (const auto& item : envelope.items) {
     if (!item.call) {
       replies.push_back(serializeMessage(makeErrorReply(item.errorId, item.error)));
-      if (log) log->push_back(std::string("<invalid> ") + std::string(errorCodeName(item.error.code())) + ": " +
-                              item.error.message());
+      ++failed;
+      if (log && firstError.empty()) firstError = "<invalid> " + loggedOutcome(item.error);
       continue;
     }
     std::string line;
-    std::optional<std::string> reply = handleCall(client, *item.call, log ? &line : nullptr);
-    if (log) log->push_back(std::move(line));
+    bool succeeded = false;
+    std::optional<std::string> reply = handleCall(client, *item.call, log ? &line : nullptr, &succeeded);
+    (succeeded ? ok : failed) += 1;
+    if (log && (envelope.batch ? !succeeded && firstError.empty() : true)) firstError = std::move(line);
     if (reply) replies.push_back(std::move(*reply));
+  }
+  if (log) {
+    log->calls = envelope.items.size();
+    if (!envelope.batch) {
+      log->line = std::move(firstError);
+    } else {
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      log->line = fmt::format("batch of {} in {:.2f}ms: {} ok, {} failed{}", envelope.items.size(), ms, ok, failed,
+                              firstError.empty() ? std::string() : "; first failure: " + firstError);
+    }
   }
   if (replies.empty()) return std::nullopt;
   if (!envelope.batch) return std::move(replies[0]);

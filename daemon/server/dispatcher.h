@@ -60,12 +60,19 @@ class Dispatcher {
  public:
   Dispatcher(Service& service, ServerHooks hooks, const MethodTable& table = methodTable());
 
+  // What one message leaves for the request log: one line, whether it held one call or a batch of them (a batch's
+  // line counts its outcomes and names its first error). No line quotes the message's bytes: a value from the
+  // client appears only as a field the line names (method, id, an error's message), each cut to a bounded length.
+  struct MessageLog {
+    std::string line;
+    size_t calls = 0;  // elements handled, for requests_served
+  };
   // Handles one frame's text; returns the reply text to send, or nullopt when nothing is to be sent
-  // (notifications only). `outcome` receives one line per call for the request log.
-  std::optional<std::string> handleMessage(ClientState& client, std::string_view text,
-                                           std::vector<std::string>* log = nullptr);
-  // One call; returns the reply's text (nullopt for a notification).
-  std::optional<std::string> handleCall(ClientState& client, const Call& call, std::string* logLine = nullptr);
+  // (notifications only).
+  std::optional<std::string> handleMessage(ClientState& client, std::string_view text, MessageLog* log = nullptr);
+  // One call; returns the reply's text (nullopt for a notification). *succeeded: whether it was answered with a result.
+  std::optional<std::string> handleCall(ClientState& client, const Call& call, std::string* logLine = nullptr,
+                                        bool* succeeded = nullptr);
 
  private:
   // The call's result as JSON text.

@@ -13,7 +13,6 @@
 #include <filesystem>
 #include <fstream>
 
-#include "daemon/store/database.h"
 
 namespace memq {
 
@@ -65,6 +64,78 @@ bool isListeningUnixStream(int fd, std::string& why) {
     return false;
   }
   return true;
+}
+
+std::string describeFileType(mode_t mode) {
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  return "not a socket";
+}
+
+// Creates each missing directory of `dir` with mode 0700 (the umask cannot widen it). A directory that exists is
+// left exactly as it is: memqd changes the mode of nothing it did not create.
+Status createMissingDirectories(const std::string& dir) {
+  std::filesystem::path built;
+  for (const auto& part : std::filesystem::path(dir)) {
+    built /= part;
+    struct stat st{};
+    if (::stat(built.c_str(), &st) == 0) continue;
+    if (::mkdir(built.c_str(), 0700) != 0 && errno != EEXIST) {
+      return errnoStatus("cannot create the socket directory " + built.string());
+    }
+  }
+  return Status::ok();
+}
+
+// Whether a directory (or a symbolic link on the way) lets someone other than memqd's user (or root) replace what
+// it holds: owned by another user, or writable by group or others without the sticky bit (as /tmp has it).
+std::string unsafeBecause(const struct stat& st, uid_t self) {
+  if (st.st_uid != self && st.st_uid != 0) {
+    return "belongs to uid " + std::to_string(st.st_uid) + ", neither memqd's uid " + std::to_string(self) +
+           " nor root";
+  }
+  if (S_ISDIR(st.st_mode) && (st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
+    return "is writable by group or others without the sticky bit";
+  }
+  return "";
+}
+
+// The socket's directory and every directory above it, both as written (a symbolic link on the way must be
+// memqd's or root's) and as resolved, must be safe: otherwise another user could swap the socket for their own.
+Status checkSocketDirectory(const std::string& dir) {
+  const uid_t self = ::geteuid();
+  auto refuse = [&](const std::string& which, const std::string& why) {
+    return Status(ErrorCode::kForbidden, "socket directory " + dir + ": " + which + " " + why +
+                                             "; memqd does not change it: choose another --socket, or fix its "
+                                             "owner or mode (chmod go-w, or chmod +t)");
+  };
+  std::error_code ec;
+  const std::filesystem::path written = std::filesystem::absolute(dir, ec);
+  if (ec) return Status(ErrorCode::kInternalError, "cannot resolve " + dir + ": " + ec.message());
+  std::filesystem::path prefix;
+  for (const auto& part : written) {
+    prefix /= part;
+    struct stat st{};
+    if (::lstat(prefix.c_str(), &st) != 0) return errnoStatus("cannot inspect " + prefix.string());
+    if (std::string why = unsafeBecause(st, self); !why.empty()) return refuse(prefix.string(), why);
+  }
+  const std::filesystem::path real = std::filesystem::canonical(dir, ec);
+  if (ec) return Status(ErrorCode::kInternalError, "cannot resolve " + dir + ": " + ec.message());
+  prefix.clear();
+  for (const auto& part : real) {
+    prefix /= part;
+    struct stat st{};
+    if (::stat(prefix.c_str(), &st) != 0) return errnoStatus("cannot inspect " + prefix.string());
+    if (std::string why = unsafeBecause(st, self); !why.empty()) return refuse(prefix.string(), why);
+  }
+  struct stat st{};
+  if (::stat(real.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return Status(ErrorCode::kForbidden, "socket directory " + dir + " is not a directory");
+  }
+  return Status::ok();
 }
 
 }  // namespace
@@ -122,22 +193,24 @@ Result<ListeningSocket> openListeningSocket(const std::string& path) {
     return Status(ErrorCode::kInvalidParams, "socket path too long (" + std::to_string(path.size()) + " bytes): " + path);
   }
   const std::string dir = std::filesystem::path(path).parent_path().string();
-  MEMQ_RETURN_IF_ERROR(makePrivateDirectories(dir));
+  MEMQ_RETURN_IF_ERROR(createMissingDirectories(dir.empty() ? "." : dir));
+  MEMQ_RETURN_IF_ERROR(checkSocketDirectory(dir.empty() ? "." : dir));
   struct stat st{};
-  if (::stat(dir.c_str(), &st) != 0) return errnoStatus("cannot stat " + dir);
-  if (st.st_uid != ::geteuid()) {
-    return Status(ErrorCode::kForbidden, "socket directory " + dir + " belongs to another user; refusing to use it");
-  }
-  if ((st.st_mode & 077) != 0 && ::chmod(dir.c_str(), 0700) != 0) {
-    return errnoStatus("cannot make " + dir + " private");
-  }
-  if (::access(path.c_str(), F_OK) == 0) {
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (S_ISLNK(st.st_mode) || !S_ISSOCK(st.st_mode)) {
+      return Status(ErrorCode::kForbidden, path + " exists and is " + describeFileType(st.st_mode) +
+                                               ", not a socket; memqd does not replace it: remove it or choose "
+                                               "another --socket");
+    }
     if (socketIsLive(path)) {
       std::string pid = readPid(path);
       return Status(ErrorCode::kConflict, "another memqd" + (pid.empty() ? std::string() : " (pid " + pid + ")") +
                                               " is already serving " + path);
     }
-    ::unlink(path.c_str());  // stale: nobody listens
+    // Stale: a socket nobody accepts on, left by a memqd that was killed.
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return errnoStatus("cannot remove the stale socket " + path);
+  } else if (errno != ENOENT) {
+    return errnoStatus("cannot inspect " + path);
   }
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return errnoStatus("socket");
@@ -149,7 +222,7 @@ Result<ListeningSocket> openListeningSocket(const std::string& path) {
     ::close(fd);
     return s;
   }
-  ::chmod(path.c_str(), 0600);
+  // No chmod after bind: chmod follows symlinks, and the umask already made the socket 0600.
   if (::listen(fd, 512) != 0) {
     Status s = errnoStatus("listen");
     ::close(fd);

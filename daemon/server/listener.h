@@ -1,6 +1,7 @@
-// Listener: the daemon's Unix socket — path rules, a private directory (0700) and socket (0600), stale-socket
-// replacement, refusal when a live daemon owns the path, systemd socket activation (LISTEN_FDS), and the peer uid
-// check. Plain POSIX; Asio adopts the descriptor it returns.
+// Listener: the daemon's Unix socket — path rules, the safety of its directories (missing ones created 0700, existing
+// ones never chmodded, refused when another user could replace the socket), the socket born 0600, stale-socket
+// replacement, refusal of a live daemon's socket and of anything else at the path (a file, a symlink), systemd
+// socket activation (LISTEN_FDS), and the peer uid check. Plain POSIX; Asio adopts the descriptor it returns.
 // Thread-safety: free functions, called once at startup (and per accepted connection for the peer check).
 #pragma once
 
@@ -18,8 +19,11 @@ struct ListeningSocket {
   bool fromSystemd = false;
 };
 
-// Binds `path` (creating its directory 0700), or adopts the socket systemd passed (LISTEN_FDS/LISTEN_PID).
-// A live daemon on `path` → error naming it (with its pid when the pid file says); a stale file → replaced.
+// Binds `path` (creating its missing directories 0700), or adopts the socket systemd passed (LISTEN_FDS/LISTEN_PID).
+// A live daemon on `path` → error naming it (with its pid when the pid file says); a stale socket → replaced; a
+// regular file, a symlink or anything else that is not a socket → error, left as it is; an unsafe directory (owned by
+// another user than memqd's or root, or writable by group/others without the sticky bit, on the way to the socket)
+// → error naming it.
 Result<ListeningSocket> openListeningSocket(const std::string& path);
 
 // True when another process accepts connections on `path`.

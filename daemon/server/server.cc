@@ -1,7 +1,9 @@
 // memqd's runtime; see server.h.
 #include "daemon/server/server.h"
 
+#include <fcntl.h>
 #include <malloc.h>
+#include <sys/socket.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -18,9 +20,11 @@ Server::Server(ServerOptions options, Service& service)
       housekeeping_(io_),
       saveCommit_(io_),
       signals_(io_, SIGINT, SIGTERM),
-      dispatcher_(service, ServerHooks{[this] { return status(); }, [this] { requestShutdown(); }}) {
+      dispatcher_(service, ServerHooks{[this] { return status(); }, [this] { requestShutdown(); }}),
+      acceptBackoff_(io_) {
   started_ = lastActivity_ = std::chrono::steady_clock::now();
   keepFreedMemoryInArenas();
+  spareFd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   service_.setChangeListener([this](const ChangeEvent& e) {
     ++pendingBroadcasts_;
     asio::post(io_, [this, e] {
@@ -42,6 +46,7 @@ void Server::keepFreedMemoryInArenas() {
 Server::~Server() {
   service_.setChangeListener(nullptr);
   workers_.join();
+  if (spareFd_ >= 0) ::close(spareFd_);
 }
 
 Status Server::listen() {
@@ -70,19 +75,47 @@ void Server::run() {
   spdlog::info("memqd stopped after serving {} requests", requestsServed_.load());
 }
 
+namespace {
+
+constexpr auto kAcceptBackoff = std::chrono::milliseconds(100);
+
+bool outOfResources(const asio::error_code& ec) {
+  return ec == asio::error::no_descriptors || ec == std::errc::too_many_files_open_in_system ||
+         ec == asio::error::no_buffer_space || ec == asio::error::no_memory;
+}
+
+}  // namespace
+
 void Server::accept() {
   if (!acceptor_ || draining_) return;
   acceptor_->async_accept([this](const asio::error_code& ec, asio::local::stream_protocol::socket socket) {
     if (ec) {
-      if (ec != asio::error::operation_aborted) {
-        spdlog::warn("accept failed: {}", ec.message());
-        accept();
+      if (ec == asio::error::operation_aborted) return;
+      if (outOfResources(ec)) {
+        backOffAccept(ec);
+        return;
       }
+      uint64_t suppressed = 0;
+      if (acceptFailures_.admit(&suppressed)) spdlog::warn("accept failed: {}{}", ec.message(), suppressedNote(suppressed));
+      accept();
       return;
     }
     std::string why;
     if (!peerAllowed(peerUid(socket.native_handle()), ::geteuid(), &why)) {
-      spdlog::warn("refused a connection: {}", why);
+      uint64_t suppressed = 0;
+      if (refusedConnections_.admit(&suppressed)) spdlog::warn("refused a connection: {}{}", why, suppressedNote(suppressed));
+      asio::error_code ignored;
+      socket.close(ignored);
+      accept();
+      return;
+    }
+    if (sessions_.size() >= options_.maxConnections) {
+      // Closed before anything is read or written: the client sees end of file on its first read.
+      uint64_t suppressed = 0;
+      if (refusedConnections_.admit(&suppressed)) {
+        spdlog::warn("refused a connection: {} connections are open, the most allowed (--max-connections){}",
+                     sessions_.size(), suppressedNote(suppressed));
+      }
       asio::error_code ignored;
       socket.close(ignored);
       accept();
@@ -96,6 +129,59 @@ void Server::accept() {
     session->start();
     accept();
   });
+}
+
+void Server::backOffAccept(const asio::error_code& ec) {
+  // The connection that found no descriptor still waits in the backlog. With the spare descriptor given up for a
+  // moment it is accepted and closed at once, so its client hears end of file instead of hanging.
+  bool refusedOne = false;
+  if (spareFd_ >= 0) {
+    ::close(spareFd_);
+    int fd = ::accept4(acceptor_->native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd >= 0) {
+      ::close(fd);
+      refusedOne = true;
+    }
+    spareFd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  }
+  uint64_t suppressed = 0;
+  if (acceptFailures_.admit(&suppressed)) {
+    spdlog::warn("accept failed: {}; {}accepting again in {} ms{}", ec.message(),
+                 refusedOne ? "closed one waiting connection, " : "", kAcceptBackoff.count(),
+                 suppressedNote(suppressed));
+  }
+  acceptBackoff_.expires_after(kAcceptBackoff);
+  acceptBackoff_.async_wait([this](const asio::error_code& waited) {
+    if (!waited) accept();
+  });
+}
+
+void Server::enforceReplyBudgetSoon() {
+  if (queuedReplyBytes_.load() <= options_.maxQueuedReplyBytes) return;
+  asio::post(io_, [this] { enforceReplyBudget(); });
+}
+
+void Server::enforceReplyBudget() {
+  while (queuedReplyBytes_.load() > options_.maxQueuedReplyBytes) {
+    std::shared_ptr<Session> worst;
+    size_t worstBytes = 0;
+    for (const auto& s : sessions_) {
+      const size_t bytes = s->queuedBytes();
+      if (bytes > worstBytes) {
+        worst = s;
+        worstBytes = bytes;
+      }
+    }
+    if (!worst) return;
+    uint64_t suppressed = 0;
+    if (budgetDisconnects_.admit(&suppressed)) {
+      spdlog::warn("connection {}: {} bytes of replies unread, the most of any connection, while all hold {} "
+                   "(--max-queued-reply-bytes {}); disconnecting it{}",
+                   worst->number(), worstBytes, queuedReplyBytes_.load(), options_.maxQueuedReplyBytes,
+                   suppressedNote(suppressed));
+    }
+    worst->close("over the bound of reply bytes queued for all connections");
+  }
 }
 
 void Server::submit(std::shared_ptr<Session> session, std::string message) {
@@ -118,9 +204,9 @@ void Server::submit(std::shared_ptr<Session> session, std::string message) {
   ++queuedJobs_;
   asio::post(workers_, [this, session, message = std::move(message)] {
     --queuedJobs_;
-    std::vector<std::string> log;
+    Dispatcher::MessageLog log;
     std::optional<std::string> reply = dispatcher_.handleMessage(session->client(), message, &log);
-    requestsServed_ += log.size();
+    requestsServed_ += log.calls;
     if (service_.hasPendingSaves()) scheduleSaveCommit();
     // The reply is written here when nothing is ahead of it, saving the client a wake-up of the I/O thread on its
     // round trip (context switches dominate a get's cost on small machines, docs/performance.md).
@@ -131,7 +217,7 @@ void Server::submit(std::shared_ptr<Session> session, std::string message) {
       nothingLeftToWrite = written == Session::DirectWrite::kWhole;
     }
     // Logged once the reply is out: the log line (flushed per line) is no part of the client's wait.
-    for (const auto& line : log) spdlog::info("[{}] {}", session->number(), line);
+    spdlog::info("[{}] {}", session->number(), log.line);
     // With all of the reply written and no one on the I/O thread waiting for this message to end, the message ends
     // here: the I/O thread is not woken (an epoll interrupt, its run-queue lock, a context switch per request) and
     // takes the connection's next message when it arrives.
@@ -178,6 +264,7 @@ void Server::requestShutdown() {
     spdlog::info("shutting down: {} request(s) in flight", inFlight_.load());
     asio::error_code ignored;
     if (acceptor_) acceptor_->close(ignored);
+    acceptBackoff_.cancel();
     if (!fromSystemd_) ::unlink(options_.socketPath.c_str());
     signals_.cancel(ignored);
     finishIfDrained();

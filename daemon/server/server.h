@@ -14,11 +14,18 @@
 
 #include "daemon/server/dispatcher.h"
 #include "daemon/server/listener.h"
+#include "daemon/server/log_format.h"
 #include "daemon/service/service.h"
 
 namespace memq {
 
 class Session;
+
+// Connections served at once; past it a new connection is closed as soon as it is accepted (docs/protocol.md).
+inline constexpr size_t kDefaultMaxConnections = 4096;
+// Reply and notification bytes queued for all connections together; past it the connection with the most unread
+// bytes is closed, and the next, until the total is back under it.
+inline constexpr size_t kDefaultMaxQueuedReplyBytes = size_t{64} << 20;
 
 struct ServerOptions {
   std::string socketPath;
@@ -29,6 +36,8 @@ struct ServerOptions {
   // A partial message stalled this long, or a connection silent this long since accept, is closed (Session).
   std::chrono::milliseconds partialMessageTimeout{10000};
   std::chrono::milliseconds silentConnectionTimeout{60000};
+  size_t maxConnections = kDefaultMaxConnections;
+  size_t maxQueuedReplyBytes = kDefaultMaxQueuedReplyBytes;
 };
 
 class Server {
@@ -41,6 +50,7 @@ class Server {
   // Serves until shutdown; returns when drained.
   void run();
   void requestShutdown();
+  bool fromSystemd() const { return fromSystemd_; }
 
   // --- for sessions (I/O thread) ---
   asio::io_context& io() { return io_; }
@@ -48,10 +58,20 @@ class Server {
   void submit(std::shared_ptr<Session> session, std::string message);
   void sessionClosed(Session* session);
   const std::string& socketPath() const { return options_.socketPath; }
+  // Reply bytes a session queued (any thread) or wrote or dropped (I/O thread): the total over all sessions.
+  void replyBytesQueued(size_t n) { queuedReplyBytes_ += n; }
+  void replyBytesGone(size_t n) { queuedReplyBytes_ -= n; }
+  // I/O thread: while the total is over its bound, closes the session with the most unread bytes.
+  void enforceReplyBudget();
+  // Any thread: enforceReplyBudget on the I/O thread, if the total is over its bound.
+  void enforceReplyBudgetSoon();
 
  private:
   static void keepFreedMemoryInArenas();
   void accept();
+  // After accept failed for want of descriptors: refuses one waiting connection with the spare descriptor, then
+  // waits kAcceptBackoff before accepting again, so the loop never spins at the limit.
+  void backOffAccept(const asio::error_code& ec);
   void broadcast(const ChangeEvent& event);
   void finishIfDrained();
   void armHousekeeping();
@@ -79,6 +99,12 @@ class Server {
   std::atomic<uint64_t> requestsServed_{0};
   std::atomic<uint64_t> connectionsAccepted_{0};
   std::atomic<size_t> liveSessions_{0};  // sessions_.size(), readable from workers
+  std::atomic<size_t> queuedReplyBytes_{0};
+  asio::steady_timer acceptBackoff_;  // I/O thread only
+  int spareFd_ = -1;  // /dev/null, given up at the descriptor limit to accept (and close) one connection
+  LogRateLimit acceptFailures_;
+  LogRateLimit refusedConnections_;
+  LogRateLimit budgetDisconnects_;
   // Messages taken from sessions and not yet ended: counted up on the I/O thread, down there or by the worker
   // that ends a message itself (Session::endMessageHere).
   std::atomic<size_t> inFlight_{0};

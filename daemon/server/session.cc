@@ -136,9 +136,12 @@ void Session::enqueue(std::string text) {
   size_t queued = 0;
   {
     std::lock_guard lock(writeMutex_);
-    queuedBytes_ += framed.size();
-    queued = queuedBytes_;
-    if (queued <= kMaxQueuedBytes) writeQueue_.push_back(std::move(framed));
+    queued = queuedBytes_ + framed.size();
+    if (queued <= kMaxQueuedBytes) {
+      queuedBytes_ = queued;
+      server_.replyBytesQueued(framed.size());
+      writeQueue_.push_back(std::move(framed));
+    }
   }
   if (queued > kMaxQueuedBytes) {
     spdlog::warn("connection {}: {} bytes of replies unread; disconnecting the slow client", number_, queued);
@@ -146,6 +149,7 @@ void Session::enqueue(std::string text) {
     return;
   }
   writeMore();
+  server_.enforceReplyBudget();
 }
 
 Session::DirectWrite Session::writeReplyNow(const std::string& reply) {
@@ -173,7 +177,9 @@ Session::DirectWrite Session::writeReplyNow(const std::string& reply) {
   }
   if (sent == framed.size()) return DirectWrite::kWhole;
   queuedBytes_ += framed.size() - sent;
+  server_.replyBytesQueued(framed.size() - sent);
   writeQueue_.push_back(framed.substr(sent));
+  server_.enforceReplyBudgetSoon();
   return DirectWrite::kPartly;
 }
 
@@ -199,10 +205,13 @@ void Session::writeMore() {
           self->writing_ = false;
           if (self->closed_) return;  // the queue may no longer hold what was written
           if (!ec) {
+            size_t written = 0;
             for (size_t i = 0; i < count; ++i) {
-              self->queuedBytes_ -= self->writeQueue_.front().size();
+              written += self->writeQueue_.front().size();
               self->writeQueue_.pop_front();
             }
+            self->queuedBytes_ -= written;
+            self->server_.replyBytesGone(written);
           }
         }
         if (ec) {
@@ -240,6 +249,9 @@ void Session::close(const std::string& why) {
     // closed_ and writes nothing.
     std::lock_guard lock(writeMutex_);
     closed_ = true;
+    // What was queued will never be written: it no longer counts towards the total over all sessions.
+    server_.replyBytesGone(queuedBytes_);
+    queuedBytes_ = 0;
     socket_.shutdown(asio::socket_base::shutdown_both, ignored);
     socket_.close(ignored);
   }

@@ -5,6 +5,8 @@
 //  1. At most one message of a connection is being handled at a time, so a connection's requests are answered in
 //     order and its hint state needs no cross-request locking.
 //  2. Queued output is bounded (kMaxQueuedBytes): a client that stops reading is disconnected, never waited for.
+//     Every change of the queue's byte count is reported to the server, which bounds the total over all sessions
+//     (Server::enforceReplyBudget).
 //  3. A partial message that stalls for kPartialMessageTimeout, or a connection that sends nothing for
 //     kSilentConnectionTimeout, is closed (both configurable per server).
 // Thread-safety: every member function runs on the I/O thread, except writeReplyNow and endMessageHere, which the
@@ -69,6 +71,11 @@ class Session : public std::enable_shared_from_this<Session> {
 
   bool busy() const { return (handling_.load() & kHandling) != 0; }
   bool closed() const { return closed_; }
+  // Bytes queued and not yet written (any thread).
+  size_t queuedBytes() {
+    std::lock_guard lock(writeMutex_);
+    return queuedBytes_;
+  }
   uint64_t number() const { return number_; }
   ClientState& client() { return *client_; }
 
