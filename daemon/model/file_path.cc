@@ -129,6 +129,12 @@ Result<std::string> resolveLikeTheKernel(std::string_view path, const std::strin
   return cur.empty() ? std::string("/") : cur;
 }
 
+// `absolute` (inside `base`) relative to it; "" for base itself.
+std::string relativeTo(const std::string& absolute, const std::string& base) {
+  if (absolute.size() == base.size()) return "";
+  return absolute.substr(base == "/" ? 1 : base.size() + 1);
+}
+
 bool hasDotDot(std::string_view path) {
   const auto parts = components(path);
   return std::find(parts.begin(), parts.end(), std::string_view("..")) != parts.end();
@@ -139,8 +145,8 @@ bool hasDotDot(std::string_view path) {
 Result<std::string> normalizeFilePath(std::string_view rawPath, std::string_view projectRoot, const std::string& field) {
   if (rawPath.empty()) return Status::invalidField(field, field + " is empty");
   if (rawPath.size() > kMaxPathBytes) {
-    return Status::invalidField(field, field + " is " + std::to_string(rawPath.size()) + " bytes long; a path has at most " +
-                                           std::to_string(kMaxPathBytes) + " bytes");
+    return Status::invalidField(field, field + " is " + std::to_string(rawPath.size()) +
+                                           " bytes long; a path has at most " + std::to_string(kMaxPathBytes) + " bytes");
   }
   if (rawPath.find('\0') != std::string_view::npos) return Status::invalidField(field, field + " contains a NUL byte");
   MEMQ_RETURN_IF_ERROR(credentialInPath(field, rawPath));
@@ -166,7 +172,7 @@ Result<std::string> normalizeFilePath(std::string_view rawPath, std::string_view
       if (!resolved) return resolved.status();
       absolute = *resolved;
       if (isInside(absolute, *realRoot)) {
-        relative = absolute.size() == realRoot->size() ? "" : absolute.substr(*realRoot == "/" ? 1 : realRoot->size() + 1);
+        relative = relativeTo(absolute, *realRoot);
         absolute.clear();
       }
     }
@@ -174,7 +180,7 @@ Result<std::string> normalizeFilePath(std::string_view rawPath, std::string_view
       if (root.empty() || !isInside(absolute, root)) {
         return outsideRoot(field, "path '" + std::string(rawPath) + "' is outside the project root");
       }
-      relative = absolute.size() == root.size() ? "" : absolute.substr(root == "/" ? 1 : root.size() + 1);
+      relative = relativeTo(absolute, root);
     }
   } else {
     relative = path;
@@ -188,7 +194,7 @@ Result<std::string> normalizeFilePath(std::string_view rawPath, std::string_view
     if (!isInside(*resolved, *realRoot)) {
       return outsideRoot(field, "path '" + std::string(rawPath) + "' escapes the project root");
     }
-    normalized = resolved->size() == realRoot->size() ? "" : resolved->substr(*realRoot == "/" ? 1 : realRoot->size() + 1);
+    normalized = relativeTo(*resolved, *realRoot);
   } else if (!lexicallyNormalize(relative, normalized)) {
     return outsideRoot(field, "path '" + std::string(rawPath) + "' escapes the project root");
   }

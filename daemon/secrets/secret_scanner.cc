@@ -97,9 +97,9 @@ void findPrefixed(std::string_view text, std::string_view prefix, std::size_t mi
     pos += prefix.size();
     if (start > 0 && (isAlnum(text[start - 1]) || text[start - 1] == '_')) continue;
     std::size_t n = runLength(text, pos, body);
-    if (n < minBody || !extraCheck(text.substr(pos, n))) continue;
-    add(out, kind, start, pos + n);
-    pos += n;
+    const bool found = n >= minBody && extraCheck(text.substr(pos, n));
+    if (found) add(out, kind, start, pos + n);
+    pos += n;  // a refused run is not scanned again from each prefix inside it (linear on "AIza-AIza-…")
   }
 }
 
@@ -171,9 +171,8 @@ void findAzureKeys(std::string_view text, std::vector<SecretFinding>& out) {
       if (start > 0 && isAlnum(text[start - 1])) continue;
       std::size_t n = runLength(text, pos, [](char c) { return isAlnum(c) || c == '+' || c == '/' || c == '='; });
       std::string_view value = text.substr(pos, n);
-      if (n < 20 || isPlaceholderSecret(value) || !anyDigit(value)) continue;
-      add(out, "azure_key", pos, pos + n);
-      pos += n;
+      if (n >= 20 && !isPlaceholderSecret(value) && anyDigit(value)) add(out, "azure_key", pos, pos + n);
+      pos += n;  // as in findPrefixed: "AccountKey=AccountKey=…" stays linear
     }
   }
 }
@@ -251,6 +250,9 @@ bool looksSecret(std::string_view value) {
 // `--password X`, `--password=X`, `--api-key "X"`: an option that announces a credential takes the next word as its
 // value. The option name says what follows, so the value need not look random; it must only not be prose: at least
 // 6 bytes, not a placeholder, not the next option, and not a plain word ("the --password flag is required").
+// A value is read for at most kMaxOptionValue bytes, so that text full of unclosed quotes stays linear.
+constexpr std::size_t kMaxOptionValue = 512;
+
 void findOptionValues(std::string_view text, std::vector<SecretFinding>& out) {
   std::size_t pos = 0;
   while ((pos = text.find("--", pos)) != std::string_view::npos) {
@@ -280,9 +282,11 @@ void findOptionValues(std::string_view text, std::vector<SecretFinding>& out) {
     if (q == '"' || q == '\'' || q == '`') {
       vBegin = j + 1;
       vEnd = vBegin;
-      while (vEnd < text.size() && text[vEnd] != q && text[vEnd] != '\n') ++vEnd;
+      while (vEnd < text.size() && vEnd - vBegin < kMaxOptionValue && text[vEnd] != q && text[vEnd] != '\n') ++vEnd;
+      if (vEnd - vBegin >= kMaxOptionValue) continue;  // no closing quote in reach: not a value
     } else {
-      vEnd = vBegin + runLength(text, vBegin, [](char c) { return !isSpace(c) && c != '"' && c != '\'' && c != '`'; });
+      vEnd = vBegin + runLength(text.substr(0, std::min(text.size(), vBegin + kMaxOptionValue)), vBegin,
+                                [](char c) { return !isSpace(c) && c != '"' && c != '\'' && c != '`'; });
       while (vEnd > vBegin && (text[vEnd - 1] == '.' || text[vEnd - 1] == ',' || text[vEnd - 1] == ';' ||
                                text[vEnd - 1] == ')')) {
         --vEnd;  // the end of a sentence or a list, not the value

@@ -771,7 +771,8 @@ Result<std::vector<RecallHit>> Service::recall(const CallContext& ctx, RecallReq
   return hits;
 }
 
-Result<Memory> Service::hide(const CallContext& ctx, const std::string& id, const std::optional<std::string>& rawReason) {
+Result<Memory> Service::hide(const CallContext& ctx, const std::string& id,
+                            const std::optional<std::string>& rawReason) {
   std::optional<std::string> reason = rawReason;
   MEMQ_RETURN_IF_ERROR(scrubFreeText(reason, "reason", options_.secretsMode == "refuse"));
   return mutate(ctx, id, "hide", [&](MemoryStore& s, const std::string& full) { return s.hide(full, reason, ctx.actor); });
