@@ -41,6 +41,10 @@ using json = nlohmann::json;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+// The files a memory/recall may name (maxItems of schema/methods/memory.recall.json); a query's edited files are
+// passed through up to this bound, so recalls see the whole change rather than its first few files.
+constexpr size_t kMaxRecallFiles = 256;
+
 struct Corpus {
   std::vector<json> memories;
   std::vector<json> queries;
@@ -339,7 +343,7 @@ Status runLoadSize(const fs::path& dataset, const std::vector<json>& queries, si
   for (const auto& q : queries) {
     json files = json::array();
     for (const auto& f : q.value("editedFiles", json::array())) {
-      if (files.size() < 64) files.push_back(f);
+      if (files.size() < kMaxRecallFiles) files.push_back(f);
     }
     json params = {{"query", q.value("query", "")}, {"files", files}, {"limit", 3}, {"threshold", 0.01}};
     auto ta = Clock::now();
@@ -575,7 +579,9 @@ int runRetrievalBench(Context& ctx, const std::vector<std::string>& words) {
             params["explain"] = true;
           }
           for (const auto& f : q.value("edited_files", json::array())) {
-            if (params["files"].size() < 64 && plainPath(f.get<std::string>())) params["files"].push_back(f);
+            if (params["files"].size() < kMaxRecallFiles && plainPath(f.get<std::string>())) {
+              params["files"].push_back(f);
+            }
           }
           auto tq = Clock::now();
           auto r = client->call("memory/recall", params);

@@ -118,10 +118,11 @@ Result<std::vector<std::string>> normalizeTopics(const std::vector<std::string>&
 }
 
 Result<std::vector<std::string>> normalizeFiles(const std::vector<std::string>& files, std::string_view projectRoot,
-                                                const std::string& field) {
-  if (files.size() > kMaxFiles) {
+                                                const std::string& field, size_t maxFiles) {
+  if (files.size() > maxFiles) {
     return Status::invalidField(field, field + " has " + std::to_string(files.size()) + " entries; at most " +
-                                           std::to_string(kMaxFiles) + " files may be attached");
+                                           std::to_string(maxFiles) +
+                                           (maxFiles == kMaxFiles ? " files may be attached" : " files may be named"));
   }
   std::vector<std::string> out;
   std::unordered_set<std::string> seen;

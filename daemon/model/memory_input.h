@@ -1,4 +1,4 @@
-// Validation and normalisation of what a client asks to store (MEMQ.md §1): trimming, truncation with warnings,
+// Validation and normalisation of what a client asks to store: trimming, truncation with warnings,
 // topic de-duplication, category and source checks, path normalisation, UTF-8 checks, and the content hash.
 // Pure apart from the symlink check in normalizeFilePath. Errors name the offending field.
 #pragma once
@@ -16,7 +16,9 @@ inline constexpr size_t kMaxSummaryUnits = 200;   // UTF-16 units, as the refere
 inline constexpr size_t kMaxDetailsUnits = 2000;
 inline constexpr size_t kMaxTopics = 8;
 inline constexpr size_t kMaxTopicCodePoints = 32;
-inline constexpr size_t kMaxFiles = 16;
+inline constexpr size_t kMaxFiles = 16;  // the files one memory holds
+// The files one query may name (memory/recall, hints/for_tool): a change touches more files than a memory is about.
+inline constexpr size_t kMaxQueryFiles = 256;
 
 struct SaveInput {
   std::string summary;
@@ -50,8 +52,9 @@ Result<std::string> normalizeSummary(std::string_view summary, std::vector<std::
 Result<std::string> normalizeDetails(std::string_view details, std::vector<std::string>& warnings, bool& truncated);
 Result<std::vector<std::string>> normalizeTopics(const std::vector<std::string>& topics,
                                                  std::vector<std::string>& warnings);
+// Each path through normalizeFilePath, de-duplicated; more than maxFiles is refused naming `field`.
 Result<std::vector<std::string>> normalizeFiles(const std::vector<std::string>& files, std::string_view projectRoot,
-                                                const std::string& field = "files");
+                                                const std::string& field = "files", size_t maxFiles = kMaxFiles);
 Status checkCategory(const std::optional<std::string>& category);
 
 // Trims ASCII and Unicode white space from both ends.

@@ -97,9 +97,9 @@ void findPrefixed(std::string_view text, std::string_view prefix, std::size_t mi
     pos += prefix.size();
     if (start > 0 && (isAlnum(text[start - 1]) || text[start - 1] == '_')) continue;
     std::size_t n = runLength(text, pos, body);
-    if (n < minBody || !extraCheck(text.substr(pos, n))) continue;
-    add(out, kind, start, pos + n);
-    pos += n;
+    const bool found = n >= minBody && extraCheck(text.substr(pos, n));
+    if (found) add(out, kind, start, pos + n);
+    pos += n;  // a refused run is not scanned again from each prefix inside it (linear on "AIza-AIza-…")
   }
 }
 
@@ -130,6 +130,51 @@ void findVendorTokens(std::string_view text, std::vector<SecretFinding>& out) {
                  return false;
                },
                out);
+}
+
+// Vendor keys with an unambiguous prefix and no separator in their body.
+void findPrefixedKeys(std::string_view text, std::vector<SecretFinding>& out) {
+  auto mixed = [](std::string_view body) { return anyDigit(body) && anyAlpha(body); };
+  // Stripe: secret and restricted live keys (sk_live_…, rk_live_…); publishable keys (pk_) are public by design.
+  for (const char* p : {"sk_live_", "rk_live_"}) findPrefixed(text, p, 20, "stripe_key", isAlnum, mixed, out);
+  // Google API keys are 39 characters: AIza and 35 more.
+  findPrefixed(text, "AIza", 35, "google_api_key", isB64url, mixed, out);
+  // npm access tokens: npm_ and 36 letters and digits. Env names such as npm_config_registry stop at their first _.
+  findPrefixed(text, "npm_", 36, "npm_token", isAlnum, mixed, out);
+}
+
+// https://hooks.slack.com/services/T…/B…/… (and /workflows/…): whoever holds the URL may post; the path is the secret.
+void findSlackWebhooks(std::string_view text, std::vector<SecretFinding>& out) {
+  for (std::string_view prefix : {std::string_view("hooks.slack.com/services/"),
+                                  std::string_view("hooks.slack.com/workflows/")}) {
+    std::size_t pos = 0;
+    while ((pos = text.find(prefix, pos)) != std::string_view::npos) {
+      std::size_t begin = pos + prefix.size();
+      std::size_t n = runLength(text, begin, [](char c) { return isB64url(c) || c == '/'; });
+      pos = begin + n;
+      std::string_view path = text.substr(begin, n);
+      if (path.size() >= 20 && std::count(path.begin(), path.end(), '/') >= 1 && anyDigit(path)) {
+        add(out, "slack_webhook", begin, begin + n);
+      }
+    }
+  }
+}
+
+// Azure storage and service-bus connection strings: …;AccountKey=<base64>;… — only the key is reported.
+void findAzureKeys(std::string_view text, std::vector<SecretFinding>& out) {
+  const std::string folded = toLower(text);
+  for (std::string_view name : {std::string_view("accountkey="), std::string_view("sharedaccesskey=")}) {
+    std::size_t pos = 0;
+    while ((pos = folded.find(name, pos)) != std::string::npos) {
+      std::size_t start = pos;
+      pos += name.size();
+      if (start > 0 && isAlnum(text[start - 1])) continue;
+      std::size_t n = runLength(text, pos, [](char c) { return isAlnum(c) || c == '+' || c == '/' || c == '='; });
+      std::string_view value = text.substr(pos, n);
+      if (n >= 20 && !isPlaceholderSecret(value) && anyDigit(value)) add(out, "azure_key", pos, pos + n);
+      pos += n;  // as in findPrefixed: "AccountKey=AccountKey=…" stays linear
+    }
+  }
 }
 
 void findJwts(std::string_view text, std::vector<SecretFinding>& out) {
@@ -200,6 +245,62 @@ bool looksSecret(std::string_view value) {
   if (!symbolOrDigit) return false;  // a plain word ("required", "configuration") is prose, not a credential
   double threshold = std::min(3.0, 0.85 * std::log2(static_cast<double>(value.size())));
   return shannonEntropy(value) >= threshold;
+}
+
+// `--password X`, `--password=X`, `--api-key "X"`: an option that announces a credential takes the next word as its
+// value. The option name says what follows, so the value need not look random; it must only not be prose: at least
+// 6 bytes, not a placeholder, not the next option, and not a plain word ("the --password flag is required").
+// A value is read for at most kMaxOptionValue bytes, so that text full of unclosed quotes stays linear.
+constexpr std::size_t kMaxOptionValue = 512;
+
+void findOptionValues(std::string_view text, std::vector<SecretFinding>& out) {
+  std::size_t pos = 0;
+  while ((pos = text.find("--", pos)) != std::string_view::npos) {
+    std::size_t start = pos;
+    pos += 2;
+    if (start > 0 && !isSpace(text[start - 1]) && text[start - 1] != '"' && text[start - 1] != '\'' &&
+        text[start - 1] != '`' && text[start - 1] != '(') {
+      continue;
+    }
+    std::size_t nameLen = runLength(text, pos, [](char c) { return isAlnum(c) || c == '_' || c == '-'; });
+    std::string_view name = text.substr(pos, nameLen);
+    std::size_t j = pos + nameLen;
+    pos = j;
+    if (name.empty() || startsWith(name, "no-")) continue;
+    const char* kind = toLower(name) == "pass" ? "password" : assignmentKind(name);
+    if (!kind) continue;
+    if (j < text.size() && text[j] == '=') {
+      ++j;
+    } else {
+      std::size_t gap = runLength(text, j, [](char c) { return c == ' ' || c == '\t'; });
+      if (gap == 0) continue;
+      j += gap;
+    }
+    if (j >= text.size()) break;
+    std::size_t vBegin = j, vEnd = j;
+    const char q = text[j];
+    if (q == '"' || q == '\'' || q == '`') {
+      vBegin = j + 1;
+      vEnd = vBegin;
+      while (vEnd < text.size() && vEnd - vBegin < kMaxOptionValue && text[vEnd] != q && text[vEnd] != '\n') ++vEnd;
+      if (vEnd - vBegin >= kMaxOptionValue) continue;  // no closing quote in reach: not a value
+    } else {
+      vEnd = vBegin + runLength(text.substr(0, std::min(text.size(), vBegin + kMaxOptionValue)), vBegin,
+                                [](char c) { return !isSpace(c) && c != '"' && c != '\'' && c != '`'; });
+      while (vEnd > vBegin && (text[vEnd - 1] == '.' || text[vEnd - 1] == ',' || text[vEnd - 1] == ';' ||
+                               text[vEnd - 1] == ')')) {
+        --vEnd;  // the end of a sentence or a list, not the value
+      }
+    }
+    std::string_view value = text.substr(vBegin, vEnd - vBegin);
+    if (value.size() < 6 || value.front() == '-' || isPlaceholderSecret(value)) continue;
+    if (std::all_of(value.begin(), value.end(), isAlpha)) continue;
+    // `--secret id=npmrc,src=.npmrc` (docker build): a list of settings, not a credential.
+    std::size_t key = runLength(value, 0, isIdent);
+    if (key > 0 && key < value.size() && value[key] == '=') continue;
+    add(out, kind, vBegin, vEnd);
+    pos = vEnd;
+  }
 }
 
 void findAssignments(std::string_view text, std::vector<SecretFinding>& out) {
@@ -321,9 +422,13 @@ std::vector<SecretFinding> findSecrets(std::string_view text) {
   std::vector<SecretFinding> candidates;
   findPrivateKeys(text, candidates);
   findVendorTokens(text, candidates);
+  findPrefixedKeys(text, candidates);
   findAwsKeys(text, candidates);
   findJwts(text, candidates);
+  findSlackWebhooks(text, candidates);
   findConnectionStrings(text, candidates);
+  findAzureKeys(text, candidates);
+  findOptionValues(text, candidates);
   findAssignments(text, candidates);
   std::map<std::size_t, SecretFinding> accepted;  // by begin; never overlapping
   for (auto& c : candidates) {

@@ -1,5 +1,6 @@
-// Secret scanner: finds credentials in free text (a memory's summary, details, topics) so they can be redacted
-// before anything is stored, indexed, logged or journalled — or the write refused (memqd --secrets=refuse).
+// Secret scanner: finds credentials in free text (a memory's summary, details, topics, session id, a state change's
+// reason, a client's name, a file path) so they can be redacted before anything is stored, indexed, logged or
+// journalled — or the request refused (memqd --secrets=refuse; a path is always refused, never rewritten).
 //
 // Detected kinds (the `kind` string is part of the wire contract: it appears in `[REDACTED:kind]` and in a save's
 // `redactions[]`):
@@ -9,12 +10,19 @@
 //   gitlab_token       glpat- + 20 or more
 //   slack_token        xoxa- xoxb- xoxp- xoxr- xoxs- + 10 or more
 //   openai_key         sk-… / sk-proj-… / sk-ant-… of 20 or more characters with letters and digits
+//   stripe_key         sk_live_ / rk_live_ + 20 or more letters and digits
+//   google_api_key     AIza + 35 letters, digits, - or _
+//   npm_token          npm_ + 36 or more letters and digits, mixing both
+//   slack_webhook      hooks.slack.com/services/… or /workflows/… (the path after it is replaced)
+//   azure_key          AccountKey=… / SharedAccessKey=… of 20 or more base64 characters (only the value is replaced)
 //   jwt                three base64url segments, the first starting eyJ
 //   connection_string  scheme://user:password@host (only the password is replaced)
 //   password, secret, api_key, token
 //                      `name = value`, `name: value`, `"name": "value"` where name ends in one of those words and
 //                      the value is long enough, not a placeholder, and of high Shannon entropy (only the value is
 //                      replaced)
+//                      and the same words as a command-line option: `--password X`, `--db-password=X`, `--token 'X'`
+//                      where X is at least 6 bytes, not a placeholder, not another option and not a plain word
 //
 // Invariants:
 //  1. Linear in the input; no std::regex (no recursion, no backtracking blow-up on 1 MiB inputs).

@@ -47,11 +47,36 @@ Status scrubSecrets(std::string& text, const std::string& field, bool refuse, nl
     for (const auto& k : distinct) names += (names.empty() ? "" : ", ") + k;
     return Status(ErrorCode::kInvalidParams,
                   "a credential was found in " + field + " (" + names +
-                      "); this memqd refuses to store credentials (--secrets=refuse), so nothing was saved",
+                      "); this memqd refuses to store credentials (--secrets=refuse), so nothing was changed",
                   nlohmann::json{{"field", field}, {"kinds", distinct}});
   }
   for (const auto& k : kinds) redactions.push_back({{"kind", k}, {"field", field}});
   text = std::move(redacted);
+  return Status::ok();
+}
+
+// A free-text field that is not a memory's text — a state change's `reason`, a client's name (the audit actor) — gets
+// the same scan as summary and details: redacted in place, or the request refused under --secrets=refuse. The reply
+// shows the redacted value where it shows the field at all; there is no `redactions` list for these.
+Status scrubFreeText(std::string& text, const std::string& field, bool refuse) {
+  nlohmann::json unreported = nlohmann::json::array();
+  return scrubSecrets(text, field, refuse, unreported);
+}
+Status scrubFreeText(std::optional<std::string>& text, const std::string& field, bool refuse) {
+  return text ? scrubFreeText(*text, field, refuse) : Status::ok();
+}
+
+// `project_root` names a directory that memqd opens: a NUL would cut it short at the first system call (std::filesystem
+// hands the kernel its c_str()), so that the prefix before it — another project — would be used.
+Status checkProjectRoot(const std::string& root) {
+  if (root.find('\0') != std::string::npos) {
+    return Status::invalidField("project_root", "project_root contains a NUL byte");
+  }
+  if (root.size() > kMaxPathBytes) {
+    return Status::invalidField("project_root", "project_root is " + std::to_string(root.size()) +
+                                                    " bytes long; a path has at most " + std::to_string(kMaxPathBytes) +
+                                                    " bytes");
+  }
   return Status::ok();
 }
 
@@ -171,6 +196,7 @@ Result<CallContext> Service::context(ClientState& client, const nlohmann::json& 
   if (!params.is_object()) return ctx;
   if (auto it = params.find("project_root"); it != params.end() && it->is_string()) {
     ctx.projectRoot = it->get<std::string>();
+    MEMQ_RETURN_IF_ERROR(checkProjectRoot(ctx.projectRoot));
   }
   if (auto it = params.find("read_scope"); it != params.end() && it->is_string()) {
     ReadScope r;
@@ -215,9 +241,15 @@ Result<CallContext> Service::context(ClientState& client, const nlohmann::json& 
 
 Result<nlohmann::json> Service::initialize(ClientState& client, const nlohmann::json& params) {
   std::string parentToken;
+  // Checked before anything changes: a refused initialize leaves the connection as it was.
+  std::string clientName = params.value("client_name", std::string("anonymous"));
+  MEMQ_RETURN_IF_ERROR(scrubFreeText(clientName, "client_name", options_.secretsMode == "refuse"));
+  if (auto it = params.find("project_root"); it != params.end() && it->is_string()) {
+    MEMQ_RETURN_IF_ERROR(checkProjectRoot(it->get<std::string>()));
+  }
   {
     std::lock_guard lock(client.mutex);
-    client.clientName = params.value("client_name", std::string("anonymous"));
+    client.clientName = std::move(clientName);
     client.clientVersion = params.value("client_version", std::string());
     if (params.contains("project_root") && params["project_root"].is_string()) {
       client.projectRoot = params["project_root"].get<std::string>();
@@ -479,13 +511,13 @@ Result<Service::Resolved> Service::resolve(const CallContext& ctx, const std::st
 
 Result<std::vector<std::string>> Service::normalizePaths(const CallContext& ctx, Scope* scope,
                                                          const std::vector<std::string>& paths,
-                                                         const std::string& field) {
+                                                         const std::string& field, size_t maxFiles) {
   std::string root = scope && scope->name == "project" ? scope->location.root : std::string();
   if (!scope && !ctx.projectRoot.empty()) {
     auto loc = registry_.locate(ctx.projectRoot);
     if (loc) root = loc->root;
   }
-  auto out = normalizeFiles(paths, root, field);
+  auto out = normalizeFiles(paths, root, field, maxFiles);
   if (!out && field == "file" && paths.size() == 1) {
     // `file` is one path, not a list: name it as the client sent it ("file", not "file[0]").
     std::string message = out.status().message();
@@ -521,6 +553,7 @@ Result<nlohmann::json> Service::save(const CallContext& ctx, const SaveInput& ra
   for (size_t i = 0; i < input.topics.size(); ++i) {
     MEMQ_RETURN_IF_ERROR(scrubSecrets(input.topics[i], "topics[" + std::to_string(i) + "]", refuse, redactions));
   }
+  if (input.sessionId) MEMQ_RETURN_IF_ERROR(scrubSecrets(*input.sessionId, "session_id", refuse, redactions));
   auto normalized = normalizeSave(input, (*scope)->name == "project" ? (*scope)->location.root : "");
   if (!normalized) return normalized.status();
   auto files = withBlobIds(**scope, normalized->files);
@@ -698,7 +731,7 @@ Result<std::vector<RecallHit>> Service::recall(const CallContext& ctx, RecallReq
     if (s->name == "project") project = s;
   }
   if (!request.files.empty()) {
-    auto paths = normalizePaths(ctx, project.get(), request.files, "files");
+    auto paths = normalizePaths(ctx, project.get(), request.files, "files", kMaxQueryFiles);
     if (!paths) return paths.status();
     request.files = *paths;
   }
@@ -738,11 +771,17 @@ Result<std::vector<RecallHit>> Service::recall(const CallContext& ctx, RecallReq
   return hits;
 }
 
-Result<Memory> Service::hide(const CallContext& ctx, const std::string& id, const std::optional<std::string>& reason) {
+Result<Memory> Service::hide(const CallContext& ctx, const std::string& id,
+                            const std::optional<std::string>& rawReason) {
+  std::optional<std::string> reason = rawReason;
+  MEMQ_RETURN_IF_ERROR(scrubFreeText(reason, "reason", options_.secretsMode == "refuse"));
   return mutate(ctx, id, "hide", [&](MemoryStore& s, const std::string& full) { return s.hide(full, reason, ctx.actor); });
 }
 
-Result<Memory> Service::restore(const CallContext& ctx, const std::string& id, const std::optional<std::string>& reason) {
+Result<Memory> Service::restore(const CallContext& ctx, const std::string& id,
+                               const std::optional<std::string>& rawReason) {
+  std::optional<std::string> reason = rawReason;
+  MEMQ_RETURN_IF_ERROR(scrubFreeText(reason, "reason", options_.secretsMode == "refuse"));
   return mutate(ctx, id, "restore",
                 [&](MemoryStore& s, const std::string& full) { return s.restore(full, ctx.actor, reason); });
 }
@@ -774,8 +813,10 @@ Result<std::pair<Memory, Memory>> Service::supersede(const CallContext& ctx, con
   return out;
 }
 
-Result<Memory> Service::reject(const CallContext& ctx, const std::string& id, const std::string& reason) {
-  if (reason.empty()) return Status::invalidField("reason", "reason is required to reject a memory");
+Result<Memory> Service::reject(const CallContext& ctx, const std::string& id, const std::string& rawReason) {
+  if (rawReason.empty()) return Status::invalidField("reason", "reason is required to reject a memory");
+  std::string reason = rawReason;
+  MEMQ_RETURN_IF_ERROR(scrubFreeText(reason, "reason", options_.secretsMode == "refuse"));
   return mutate(ctx, id, "reject", [&](MemoryStore& s, const std::string& full) { return s.reject(full, reason, ctx.actor); });
 }
 
@@ -830,7 +871,7 @@ Result<HintResult> Service::hintsForTool(const CallContext& ctx, const std::stri
   }
   std::vector<std::string> files;
   if (!rawFiles.empty()) {
-    auto p = normalizePaths(ctx, project.get(), rawFiles, "files");
+    auto p = normalizePaths(ctx, project.get(), rawFiles, "files", kMaxQueryFiles);
     if (!p) return p.status();
     files = *p;
   }

@@ -149,8 +149,11 @@ class Service {
   // Finds the memory an id or prefix names, across the scopes the request may touch.
   Result<Resolved> resolve(const CallContext& ctx, const std::string& idOrPrefix, const std::string& field = "id");
   std::vector<FileRef> withBlobIds(Scope& scope, const std::vector<std::string>& paths);
+  // `paths` through normalizeFiles against the scope's root; a memory's files by default, a query's up to
+  // kMaxQueryFiles.
   Result<std::vector<std::string>> normalizePaths(const CallContext& ctx, Scope* scope,
-                                                  const std::vector<std::string>& paths, const std::string& field);
+                                                  const std::vector<std::string>& paths, const std::string& field,
+                                                  size_t maxFiles = kMaxFiles);
   void emit(const Scope& scope, const std::string& id, const std::string& action);
   Result<Memory> mutate(const CallContext& ctx, const std::string& id, const std::string& action,
                         const std::function<Result<Memory>(MemoryStore&, const std::string&)>& op);

@@ -1,7 +1,9 @@
 // Fuzz target for daemon/model/file_path: arbitrary bytes as a `files[]` entry, normalised against several project
 // roots (the file-system root, a real directory holding symlinks that point in and out of it, a directory that does
 // not exist, and the global scope's empty root). Properties: an accepted path is a clean relative path that stays
-// inside the root (lexically, and on disk when it exists), and normalising it again changes nothing.
+// inside the root (lexically, and on disk when it exists), and normalising it again changes nothing; where the kernel
+// can resolve the input under a real root, the accepted path names the same file (`..` after a symlink included);
+// a path longer than kMaxPathBytes is refused as malformed.
 #include <unistd.h>
 
 #include <climits>
@@ -36,6 +38,9 @@ void makeRealRoot() {
   fs::create_symlink(realRoot + "-sibling", realRoot + "/sibling");
   fs::create_symlink("src", realRoot + "/in");
   fs::create_symlink("../..", realRoot + "/src/up");
+  fs::create_symlink("sub", realRoot + "/src/down");       // `src/down/../main.cc` is src/main.cc, lexically too
+  fs::create_symlink("../src/sub", realRoot + "/deep");    // `deep/../main.cc` is src/main.cc, not main.cc
+  fs::create_symlink("nowhere", realRoot + "/dangling");
 }
 
 void removeRealRoot() {
@@ -73,6 +78,10 @@ void checkClean(const std::string& result) {
 
 void checkRoot(std::string_view input, const std::string& root) {
   memq::Result<std::string> result = memq::normalizeFilePath(input, root, "files[0]");
+  if (input.size() > memq::kMaxPathBytes) {
+    MEMQ_FUZZ_CHECK(!result.isOk() && result.status().code() == memq::ErrorCode::kInvalidParams,
+                    "a path longer than kMaxPathBytes is refused as malformed");
+  }
   if (!result.isOk()) {
     MEMQ_FUZZ_CHECK(result.status().code() == memq::ErrorCode::kInvalidParams ||
                         result.status().code() == memq::ErrorCode::kForbidden,
@@ -90,6 +99,17 @@ void checkRoot(std::string_view input, const std::string& root) {
     if (fs::symlink_status(onDisk, ec).type() != fs::file_type::not_found && !ec) {
       MEMQ_FUZZ_CHECK(isInsideRoot(realPathOr(onDisk), realPathOr(root)),
                       "an accepted path that exists resolves inside the root (symlinks included)");
+    }
+  }
+
+  // The kernel's view: where it resolves the input (a relative one, with no `\` that normalising would rewrite), the
+  // accepted path resolves to the same file.
+  if (!root.empty() && !input.empty() && input.front() != '/' && input.find('\\') == std::string_view::npos) {
+    const std::string base = root == "/" ? "" : root;
+    char asGiven[PATH_MAX];
+    if (::realpath((base + "/" + std::string(input)).c_str(), asGiven) != nullptr) {
+      MEMQ_FUZZ_CHECK(realPathOr(base + "/" + path) == asGiven,
+                      "an accepted path names the file the kernel opens for the input (symlinks before `..` followed)");
     }
   }
 
@@ -113,8 +133,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view input(reinterpret_cast<const char*>(data), size);
-  // Paths longer than PATH_MAX cannot name a file; capping keeps realpath() meaningful and the run fast.
-  if (input.size() > PATH_MAX) input = input.substr(0, PATH_MAX);
+  // Paths longer than the bound are refused before any system call; capping just past it keeps the boundary in
+  // reach, realpath() meaningful and the run fast.
+  if (input.size() > memq::kMaxPathBytes + 1) input = input.substr(0, memq::kMaxPathBytes + 1);
   for (const std::string& root : {std::string("/"), realRoot, std::string("/nonexistent/memq-fuzz/project"),
                                   std::string()}) {
     checkRoot(input, root);

@@ -227,7 +227,7 @@ TEST(MethodSchemas, RecallAndSearchAcceptTheirKnobs) {
   EXPECT_EQ(validateParams(params, {{"max_chars", -1}}).message(), "max_chars must be at least 0");
   EXPECT_EQ(validateParams(params, {{"ranker", "best"}}).message(), "ranker must be one of: default, reference");
   json manyFiles = {{"files", json::array()}};
-  for (int i = 0; i < 65; ++i) manyFiles["files"].push_back("f" + std::to_string(i));
+  for (int i = 0; i < 257; ++i) manyFiles["files"].push_back("f" + std::to_string(i));  // a query names up to 256
   EXPECT_EQ(validateParams(params, manyFiles).data(), json({{"field", "files"}}));
 }
 

@@ -97,5 +97,103 @@ TEST(ModelTest, SymlinkOutOfTheRootIsRefused) {
   fs::remove_all(dir);
 }
 
+TEST(ModelTest, APathLongerThanTheKernelTakesIsRefusedNamingTheField) {
+  auto r = normalizeFiles({"src/a.c", "src/" + std::string(100 * 1024, 'x')}, "/work/project");
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidParams);
+  EXPECT_EQ(fieldOf(r.status()), "files[1]");
+  EXPECT_LT(r.status().message().size(), 200u) << "the message must not quote the path";
+  // The bound itself is accepted: PATH_MAX less the NUL that ends a path.
+  std::string longest = "src/" + std::string(kMaxPathBytes - 4, 'y');
+  ASSERT_EQ(longest.size(), kMaxPathBytes);
+  auto atBound = normalizeFilePath(longest, "/work/project", "files[0]");
+  ASSERT_TRUE(atBound.isOk()) << atBound.status().message();
+  EXPECT_FALSE(normalizeFilePath(longest + "z", "/work/project", "files[0]").isOk());
+}
+
+TEST(ModelTest, APathHoldingACredentialIsRefusedWithoutQuotingIt) {
+  const std::string key = std::string("AKIA") + "Q3EGRJ7N2XW5Z4MC";
+  for (const std::string& path : {"keys/" + key + ".txt", "/work/project/" + key, "a/./b/../" + key}) {
+    SCOPED_TRACE(path);
+    auto r = normalizeFilePath(path, "/work/project", "files[3]");
+    ASSERT_FALSE(r.isOk());
+    EXPECT_EQ(r.status().code(), ErrorCode::kInvalidParams);
+    EXPECT_EQ(fieldOf(r.status()), "files[3]");
+    EXPECT_EQ(r.status().data()["kinds"], nlohmann::json::array({"aws_access_key"}));
+    EXPECT_EQ(r.status().toString().find(key), std::string::npos) << r.status().toString();
+  }
+  // Ordinary paths that mention secrets by name are fine.
+  for (const char* path : {"src/secrets/token_store.cc", "config/password_policy.md", "docs/api-key-rotation.md"}) {
+    EXPECT_TRUE(normalizeFilePath(path, "/work/project", "files[0]").isOk()) << path;
+  }
+}
+
+TEST(ModelTest, DotDotAfterASymlinkIsResolvedAsTheKernelResolvesIt) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("memq-model-dotdot-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "root" / "a" / "b");
+  fs::create_directories(dir / "outside");
+  const std::string root = (dir / "root").string();
+  fs::create_symlink("a/b", dir / "root" / "link");              // root/link -> root/a/b
+  fs::create_symlink("../outside", dir / "root" / "out");        // root/out -> dir/outside
+  fs::create_symlink("nowhere", dir / "root" / "dangling");
+  fs::create_directories(dir / "root" / "src");
+  fs::create_symlink("../a/b", dir / "root" / "src" / "link");  // root/src/link -> root/a/b
+
+  struct Case {
+    std::string in, out;
+  } ok[] = {
+      {"link/../x", "a/x"},                   // the kernel: root/a/b/.. is root/a
+      {"src/link/../x", "a/x"},
+      {"link/../../src/y.c", "src/y.c"},
+      {"link/../b/../x", "a/x"},
+      {root + "/src/link/../x", "a/x"},       // the absolute form alike
+      {"link/f.txt", "link/f.txt"},          // no `..`: a symlinked file keeps the name it was given
+      {"src/./link/", "src/link"},
+      {"src/missing/../x", "src/x"},         // a name that does not exist cannot be a symlink: lexical
+  };
+  for (const auto& c : ok) {
+    auto r = normalizeFilePath(c.in, root, "files[0]");
+    ASSERT_TRUE(r.isOk()) << c.in << ": " << r.status().message();
+    EXPECT_EQ(*r, c.out) << c.in;
+    auto again = normalizeFilePath(*r, root, "files[0]");
+    ASSERT_TRUE(again.isOk());
+    EXPECT_EQ(*again, *r) << "normalising an accepted path again changes nothing";
+  }
+  // out/.. is dir/, outside the root, even though the text "out/../x" looks like root/x.
+  auto outside = normalizeFilePath("out/../x", root, "files[0]");
+  ASSERT_FALSE(outside.isOk());
+  EXPECT_EQ(outside.status().code(), ErrorCode::kForbidden);
+  EXPECT_EQ(fieldOf(outside.status()), "files[0]");
+  // out/../root/x climbs back in: root/x, as the kernel sees it.
+  auto backIn = normalizeFilePath("out/../root/x", root, "files[0]");
+  ASSERT_TRUE(backIn.isOk()) << backIn.status().message();
+  EXPECT_EQ(*backIn, "x");
+  // `..` out of a symlink that resolves nowhere has no answer.
+  auto dangling = normalizeFilePath("dangling/../x", root, "files[0]");
+  ASSERT_FALSE(dangling.isOk());
+  EXPECT_EQ(dangling.status().code(), ErrorCode::kInvalidParams);
+  EXPECT_EQ(fieldOf(dangling.status()), "files[0]");
+  fs::remove_all(dir);
+}
+
+TEST(ModelTest, AQueryNamesUpTo256FilesWhileAMemoryHolds16) {
+  std::vector<std::string> files;
+  for (int i = 0; i < 256; ++i) files.push_back("src/f" + std::to_string(i) + ".c");
+  auto query = normalizeFiles(files, "/work/project", "files", kMaxQueryFiles);
+  ASSERT_TRUE(query.isOk()) << query.status().message();
+  EXPECT_EQ(query->size(), 256u);
+  files.push_back("src/one-more.c");
+  auto tooMany = normalizeFiles(files, "/work/project", "files", kMaxQueryFiles);
+  ASSERT_FALSE(tooMany.isOk());
+  EXPECT_EQ(fieldOf(tooMany.status()), "files");
+  EXPECT_NE(tooMany.status().message().find("at most 256"), std::string::npos) << tooMany.status().message();
+  files.resize(17);
+  auto memory = normalizeFiles(files, "/work/project");
+  ASSERT_FALSE(memory.isOk());
+  EXPECT_NE(memory.status().message().find("at most 16 files may be attached"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace memq
