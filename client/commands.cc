@@ -499,6 +499,24 @@ int cmdDaemon(Context& ctx, const std::vector<std::string>& words) {
   return usageError(usageLine("daemon"));
 }
 
+// memq __complete-ids: for the shell completions, the 8-character prefix and summary of up to 200 memories (any
+// state), one "PREFIX<TAB>SUMMARY" a line. Only when a daemon already runs: completion must never start one or
+// print an error into the command line being typed, so any failure is an empty answer with exit 0.
+int cmdCompleteIds(Context& ctx, const std::vector<std::string>& words) {
+  if (!words.empty()) return kExitOk;
+  auto link = DaemonLink::open(ctx.options, /*autostart=*/false, std::chrono::milliseconds(500));
+  if (!link) return kExitOk;
+  auto r = link->call("memory/list", {{"state", "all"}, {"limit", 200}}, std::chrono::milliseconds(1000));
+  if (!r) return kExitOk;
+  for (const auto& m : (*r)["memories"]) {
+    std::string summary = m.value("summary", "");
+    std::replace(summary.begin(), summary.end(), '\t', ' ');
+    std::replace(summary.begin(), summary.end(), '\n', ' ');
+    std::cout << shortId(m) << "\t" << summary << "\n";
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 std::string fileArgument(const Context& ctx, const std::string& path) {
@@ -591,6 +609,7 @@ int runCommand(Context& ctx, const std::string& command, const std::vector<std::
   if (command == "mcp") return runMcp(ctx, words);
   if (command == "hook") return runHook(ctx, words);
   if (command == "bench") return runBench(ctx, words);
+  if (command == "__complete-ids") return cmdCompleteIds(ctx, words);
   return usageError("unknown command '" + command + "' (see memq --help)");
 }
 

@@ -222,5 +222,52 @@ TEST_F(CliConventionsTest, ColourFollowsColorAndTerm) {
   EXPECT_EQ(run("list").out.find(esc), std::string::npos) << "auto into a pipe";
 }
 
+// ---- shell completion --------------------------------------------------------------------------------------------
+
+class CompletionTest : public CliConventionsTest {
+ protected:
+  std::string completions() const {
+    const char* src = std::getenv("MEMQ_SOURCE_DIR");
+    return (fs::path(src ? src : ".") / "packaging/completions").string();
+  }
+  std::string env() const {
+    return "cd " + shellQuote(project_) + " && PATH=" + shellQuote(binDir()) + ":$PATH MEMQ_SOCKET=" +
+           shellQuote(daemon_->socket()) + " MEMQ_DATA_DIR=" + shellQuote(daemon_->dataDir()) + " ";
+  }
+};
+
+TEST_F(CompletionTest, IdsCompleteFromTheRunningDaemonAndNeverStartOne) {
+  CommandResult saved = run("--json save 'Completion finds this memory'");
+  ASSERT_EQ(saved.exitCode, 0) << saved.err;
+  const std::string prefix = json::parse(saved.out)["id"].get<std::string>().substr(0, 8);
+
+  CommandResult ids = run("__complete-ids");
+  EXPECT_EQ(ids.exitCode, 0) << ids.err;
+  EXPECT_EQ(ids.out, prefix + "\tCompletion finds this memory\n");
+
+  const std::string bash = env() + "bash -c " +
+                           shellQuote("source " + completions() + "/memq.bash; COMP_WORDS=(memq pin ''); COMP_CWORD=2; "
+                                      "_memq; printf '%s\\n' \"${COMPREPLY[@]}\"");
+  CommandResult b = runCommand(bash);
+  EXPECT_EQ(b.out, prefix + "\n") << b.err;
+  const std::string bashBy = env() + "bash -c " +
+                             shellQuote("source " + completions() + "/memq.bash; COMP_WORDS=(memq supersede abcd --by ''); "
+                                        "COMP_CWORD=4; _memq; printf '%s\\n' \"${COMPREPLY[@]}\"");
+  EXPECT_EQ(runCommand(bashBy).out, prefix + "\n");
+
+  if (runCommand("command -v fish").exitCode == 0) {
+    CommandResult f = runCommand(env() + "fish -c " +
+                                 shellQuote("source " + completions() + "/memq.fish; complete -C 'memq pin '"));
+    EXPECT_NE(f.out.find(prefix + "\tCompletion finds this memory"), std::string::npos) << f.out << f.err;
+  }
+
+  // With no daemon: nothing, exit 0, and none started.
+  ASSERT_EQ(daemon_->stop(), 0);
+  CommandResult none = run("__complete-ids");
+  EXPECT_EQ(none.exitCode, 0);
+  EXPECT_TRUE(none.out.empty() && none.err.empty()) << none.out << none.err;
+  EXPECT_FALSE(RpcClient::connect(daemon_->socket(), std::chrono::milliseconds(200)).isOk()) << "completion started memqd";
+}
+
 }  // namespace
 }  // namespace memq::testing
