@@ -329,10 +329,13 @@ local function run_with_daemon()
   vim.fn.input = real_input
   record(state_of(acted_id).state == 'rejected', 'the memory is rejected in memqd')
   memq.close_recall_window()
+  -- A buffer with no memory, no id under the cursor and no hint: nothing to act on, and it says so.
+  vim.cmd('enew')
   messages = {}
   vim.cmd('MemqPin')
   record(message_matching('no memory under the cursor') ~= nil, 'an action with no memory under the cursor says so',
     messages[1] and messages[1].text)
+  vim.cmd('buffer ' .. app)
 
   -- :MemqSearch offers the matches in vim.ui.select; the one picked opens in the recall window.
   local offered = nil
@@ -345,7 +348,8 @@ local function run_with_daemon()
   vim.ui.select = real_select
   record(offered ~= nil and #offered >= 1 and offered[1]:find('retry_count', 1, true) ~= nil,
     ':MemqSearch offers the matching memories', offered and table.concat(offered, ' | '))
-  record(text:find(note, 1, true) ~= nil, 'the picked memory opens in the recall window', text)
+  record(offered ~= nil and text:find(offered[1]:sub(12), 1, true) ~= nil, 'the picked memory opens in the recall window',
+    text)
   memq.close_recall_window()
 
   -- BufEnter on another file: hints for that file as virtual text on line 1 and in statusline().

@@ -92,7 +92,7 @@ fi
 # lintian: no error, no warning, and the binaries carry Debian's hardening (fortify, bindnow, PIE, RELRO, stack
 # protector). Its info-level tags are printed for the record.
 if command -v lintian >/dev/null 2>&1; then
-  tags=$(lintian --info --no-tag-display-limit "$deb" 2>&1 | grep -v 'running with root privileges' || true)
+  tags=$(lintian --info --tag-display-limit 0 "$deb" 2>&1 | grep -v 'running with root privileges' || true)
   [[ -n "$tags" ]] && echo "lintian:" && echo "$tags"
   ! grep -qE '^[EW]: ' <<<"$tags" || fail "lintian reports errors or warnings"
   ! grep -q 'hardening-' <<<"$tags" || fail "lintian reports missing hardening"

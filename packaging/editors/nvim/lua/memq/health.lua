@@ -20,7 +20,8 @@ function M.check()
   local memq = require('memq')
   local rpc = require('memq.rpc')
   report.start('memq')
-  report.ok('plugin ' .. memq.version .. ' on Neovim ' .. tostring(vim.version()))
+  local v = vim.version()
+  report.ok(('plugin %s on Neovim %d.%d.%d'):format(memq.version, v.major, v.minor, v.patch))
   local socket = memq.config.socket or rpc.default_socket_path()
   report.info('socket: ' .. socket)
   local stat = vim.loop.fs_stat(socket)
@@ -35,7 +36,7 @@ function M.check()
   end
   report.ok('the socket exists')
   local client = rpc.new({ socket = socket, timeout_ms = memq.config.timeout_ms })
-  local err, status = client:request_sync('daemon/status', {})
+  local err, status = client:request_sync('daemon/status', vim.empty_dict())
   client:close()
   if err then
     report.error('memqd does not answer on ' .. socket .. ': ' .. tostring(err.message),
