@@ -13,7 +13,7 @@ export CCACHE_NOHASHDIR := true
 
 DEB_PACKAGES := build-essential cmake ninja-build ccache pkg-config git python3 xz-utils \
   libsqlite3-dev libsqlitecpp-dev nlohmann-json3-dev libasio-dev libgit2-dev libspdlog-dev \
-  libgtest-dev libgmock-dev neovim
+  libgtest-dev libgmock-dev neovim lintian
 
 .PHONY: all build run test clean deps configure install package test-asan test-tsan fuzz
 
@@ -76,7 +76,7 @@ test-asan: deps
 
 # ThreadSanitizer on everything that runs threads: the concurrency tests, the co-change cache, the client library and
 # every integration test that drives a real (instrumented) memqd. Serial, because TSan slows each test several-fold.
-TSAN_TESTS ?= BackgroundSave|Concurren|Clients|Thread|CoChange|RpcClient|DaemonTest|HostileTest|HostileServerTest|CrashTest|HookTest|HookWithoutDaemonTest|CliTest|UnreachableTest|HostileInputTest
+TSAN_TESTS ?= BackgroundSave|Concurren|Clients|Thread|CoChange|RpcClient|DaemonTest|HostileTest|HostileServerTest|CrashTest|HookTest|HookWithoutDaemonTest|CliTest|UnreachableTest|HostileInputTest|ColdStartTest
 test-tsan: deps
 	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMEMQ_TSAN=ON
 	cmake --build build-tsan -j $(JOBS)

@@ -1,25 +1,30 @@
-// memq: the bundled command-line client. Parses the global options of CLI.md and hands the rest to a subcommand.
+// memq: the bundled command-line client. Parses the global options (before the command, and --json, --no-pager and
+// --color after it too), answers help, decides on colour, and hands the rest to a subcommand.
 #include <unistd.h>
 
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "client/commands.h"
+#include "client/usage.h"
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: memq [--json] [--socket PATH] [--project DIR] [--scope project|global] COMMAND [ARGS]
+constexpr const char* kUsage = R"(usage: memq [--json] [--socket PATH] [--project DIR] [--scope project|global] [--no-pager]
+            [--color auto|always|never] COMMAND [ARGS]
+       memq help COMMAND | memq COMMAND --help
 
 memories:
   save SUMMARY [--details TEXT] [--category pref|decision|gotcha|context] [--topic T]... [--file PATH]...
                [--source user|agent] [--merge-topics]
   get ID                     update ID [--summary S] [--details D] [--category C] [--topic T]... [--file PATH]...
   list [--category C] [--topic T] [--pinned] [--state active|hidden|superseded|rejected|all] [--file PATH] [--limit N]
-  search QUERY [--limit N]
+  search QUERY [--limit N] [--ranker R] [--explain]
   recall [QUERY] [--file PATH]... [--limit N] [--max-chars N] [--ranker default|reference] [--explain]
   hide ID [--reason R]       restore ID       pin ID       unpin ID
   supersede OLD_ID --by NEW_ID
@@ -37,7 +42,9 @@ daemon and integrations:
   mcp                        hook claude-code EVENT
   bench retrieval --dataset DIR [--ranker R]...    bench load [--n N]...
 
-exit codes: 0 ok, 1 the daemon answered with an error, 2 usage error, 3 the daemon cannot be reached
+options take --opt VALUE or --opt=VALUE; --json, --no-pager and --color may also follow the command.
+exit codes: 0 ok, 1 the daemon answered with an error, 2 usage error, 3 the daemon cannot be reached,
+            4 a save refused (the text was rejected before)
 )";
 
 std::string absolutePath(const std::string& p) {
@@ -47,6 +54,35 @@ std::string absolutePath(const std::string& p) {
   return (ec ? abs : canon).string();
 }
 
+// The options every command takes, wherever they stand: before the command or after it (before a `--`).
+// Returns false with a usage error for a bad --color value.
+bool takeCommonOption(const std::string& a, const std::vector<std::string>& args, size_t& i,
+                      memq::cli::Context& ctx, std::string& colorMode, std::string& error) {
+  if (a == "--json") {
+    ctx.options.json = true;
+  } else if (a == "--no-pager") {
+    ctx.pager = false;
+  } else if (a == "--color" || a.rfind("--color=", 0) == 0) {
+    if (a == "--color") {
+      // `--color` alone is `always`, as in git; `--color WHEN` takes the next word when it is a WHEN.
+      colorMode = "always";
+      if (i + 1 < args.size() && (args[i + 1] == "auto" || args[i + 1] == "always" || args[i + 1] == "never")) {
+        colorMode = args[++i];
+      }
+    } else {
+      colorMode = a.substr(8);
+    }
+    if (colorMode != "auto" && colorMode != "always" && colorMode != "never") {
+      error = "--color must be auto, always or never";
+      return false;
+    }
+  } else {
+    error.clear();
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -54,17 +90,29 @@ int main(int argc, char** argv) {
   memq::cli::Context ctx;
   ctx.cwd = absolutePath(".");
   bool projectGiven = false;
+  std::string colorMode = "auto";
   size_t i = 0;
   for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
+    std::string a = args[i];
+    // `--opt=value` and `--opt value` are the same for every option that takes a value.
+    std::optional<std::string> inlineValue;
+    if (a.rfind("--", 0) == 0 && a.rfind("--color", 0) != 0) {
+      if (auto eq = a.find('='); eq != std::string::npos) {
+        inlineValue = a.substr(eq + 1);
+        a = a.substr(0, eq);
+      }
+    }
     auto value = [&](std::string& out) {
+      if (inlineValue) {
+        out = *inlineValue;
+        return true;
+      }
       if (i + 1 >= args.size()) return false;
       out = args[++i];
       return true;
     };
-    if (a == "--json") {
-      ctx.options.json = true;
-    } else if (a == "--socket") {
+    std::string error;
+    if (a == "--socket") {
       if (!value(ctx.options.socket)) return memq::cli::usageError("--socket needs a path");
     } else if (a == "--project") {
       if (!value(ctx.options.project)) return memq::cli::usageError("--project needs a directory");
@@ -73,7 +121,19 @@ int main(int argc, char** argv) {
       std::string s;
       if (!value(s) || (s != "project" && s != "global")) return memq::cli::usageError("--scope must be project or global");
       ctx.options.scope = s;
+    } else if (inlineValue && (a == "--json" || a == "--no-pager" || a == "--help" || a == "--version")) {
+      return memq::cli::usageError(a + " takes no value");
+    } else if (takeCommonOption(a, args, i, ctx, colorMode, error)) {
+    } else if (!error.empty()) {
+      return memq::cli::usageError(error);
     } else if (a == "--help" || a == "-h" || a == "help") {
+      // `memq help COMMAND` is that command's usage.
+      if (a == "help" && i + 1 < args.size()) {
+        auto usage = memq::cli::commandUsage(args[i + 1]);
+        if (!usage) return memq::cli::usageError("unknown command '" + args[i + 1] + "' (see memq --help)");
+        std::cout << *usage;
+        return 0;
+      }
       std::cout << kUsage;
       return 0;
     } else if (a == "--version" || a == "version") {
@@ -89,12 +149,36 @@ int main(int argc, char** argv) {
     std::cerr << kUsage;
     return memq::cli::kExitUsage;
   }
+  std::string command = args[i];
+  std::vector<std::string> words;
+  bool afterDashes = false;
+  for (size_t j = i + 1; j < args.size(); ++j) {
+    const std::string& w = args[j];
+    if (!afterDashes && w == "--") afterDashes = true;
+    if (!afterDashes && (w == "--help" || w == "-h")) {
+      auto usage = memq::cli::commandUsage(command);
+      if (!usage) return memq::cli::usageError("unknown command '" + command + "' (see memq --help)");
+      std::cout << *usage;
+      return 0;
+    }
+    if (afterDashes || command == "hook") {
+      words.push_back(w);
+      continue;
+    }
+    std::string error;
+    if (takeCommonOption(w, args, j, ctx, colorMode, error)) continue;
+    if (!error.empty()) return memq::cli::usageError(error);
+    words.push_back(w);
+  }
   ctx.options.project = absolutePath(projectGiven ? ctx.options.project : ".");
   if (projectGiven && !std::filesystem::is_directory(ctx.options.project)) {
     return memq::cli::usageError("--project " + ctx.options.project + " is not a directory");
   }
-  ctx.style.color = !ctx.options.json && ::isatty(1) && std::getenv("NO_COLOR") == nullptr;
-  std::string command = args[i];
-  std::vector<std::string> words(args.begin() + static_cast<long>(i) + 1, args.end());
+  // auto: colour on a terminal, unless NO_COLOR is set or the terminal is dumb.
+  const char* term = std::getenv("TERM");
+  const bool dumb = term && std::string(term) == "dumb";
+  ctx.style.color = !ctx.options.json &&
+                    (colorMode == "always" ||
+                     (colorMode == "auto" && ::isatty(1) && std::getenv("NO_COLOR") == nullptr && !dumb));
   return memq::cli::runCommand(ctx, command, words);
 }

@@ -15,6 +15,8 @@
 #include <thread>
 
 #include "client/args.h"
+#include "client/pager.h"
+#include "client/usage.h"
 #include "protocol/envelope.h"
 #include "protocol/socket_path.h"
 
@@ -34,16 +36,23 @@ Result<DaemonLink> connect(Context& ctx, bool autostart = true) {
   return link;
 }
 
-// Runs one call and prints it: `human` renders the result for people; --json prints it raw.
+// Whether a command's human output goes through the pager (on a terminal, unless --no-pager).
+enum class Paging { kNo, kYes };
+
+// Runs one call and prints it: `human` renders the result for people (through the pager when `paging` says so);
+// --json prints it raw.
 int callAndPrint(Context& ctx, const std::string& method, json params,
-                 const std::function<void(const json&)>& human) {
+                 const std::function<void(const json&)>& human, Paging paging = Paging::kNo,
+                 json* result = nullptr) {
   auto link = connect(ctx);
   if (!link) return reportError(ctx, link.status());
   auto r = link->call(method, std::move(params));
   if (!r) return reportError(ctx, r.status());
+  if (result) *result = *r;
   if (ctx.options.json) {
     std::cout << r->dump(2, ' ', false, json::error_handler_t::replace) << "\n";
   } else {
+    Pager pager(paging == Paging::kYes && ctx.pager);
     human(*r);
   }
   return kExitOk;
@@ -90,7 +99,7 @@ void printHits(const Context& ctx, const json& r) {
 
 int needsId(const Args& args, const char* command, size_t count = 1) {
   if (args.positional().size() != count) {
-    return usageError(std::string("usage: memq ") + command + (count == 1 ? " ID" : " ID PATH..."));
+    return usageError(usageLine(command));
   }
   return -1;
 }
@@ -101,25 +110,37 @@ int cmdSave(Context& ctx, const std::vector<std::string>& words) {
   Args a;
   if (int rc = parseOrUsage(a, words, {{"merge-topics"}, {"details", "category", "source"}, {"topic", "file"}}); rc >= 0)
     return rc;
-  if (a.positional().size() != 1) return usageError("usage: memq save SUMMARY [options] (quote the summary)");
+  if (a.positional().size() != 1) return usageError(usageLine("save") + " (quote the summary)");
   json p = {{"summary", a.positional()[0]}, {"source", a.value("source").value_or("user")}};
   if (auto d = a.value("details")) p["details"] = *d;
   if (auto c = a.value("category")) p["category"] = *c;
   if (a.has("topic")) p["topics"] = a.values("topic");
   if (a.has("file")) p["files"] = filesOf(ctx, a.values("file"));
   if (a.flag("merge-topics")) p["merge_topics"] = true;
-  return callAndPrint(ctx, "memory/save", p, [&](const json& r) {
-    std::string id = r.value("id", "");
+  json result;
+  int rc = callAndPrint(ctx, "memory/save", p, [&](const json& r) {
+    std::string id = r["id"].is_string() ? r["id"].get<std::string>() : "";
     std::string status = r.value("status", "");
+    if (status == "rejected") {
+      std::cout << ctx.style.red("refused") << ": this text was rejected before";
+      if (r.contains("reason") && r["reason"].is_string()) std::cout << " (" << r["reason"].get<std::string>() << ")";
+      std::cout << "; nothing was saved\n";
+      return;
+    }
     std::cout << status << " " << ctx.style.yellow(id.substr(0, 8)) << " (" << r.value("scope", "") << ")\n";
     if (r.contains("hint")) std::cout << r["hint"].get<std::string>() << "\n";
-    for (const auto& w : r["warnings"]) std::cout << ctx.style.yellow("warning: ") << w.get<std::string>() << "\n";
+    for (const auto& w : r["warnings"]) {
+      std::cout << ctx.style.yellow("warning: ") << (w.is_string() ? w.get<std::string>() : w.dump()) << "\n";
+    }
     for (const auto& s : r["similar"]) {
       std::cout << "similar: " << s["id"].get<std::string>().substr(0, 8) << " ("
                 << static_cast<int>(s["weight"].get<double>() * 100 + 0.5) << "%) " << s["summary"].get<std::string>()
                 << "\n";
     }
-  });
+  }, Paging::kNo, &result);
+  // The refusal is seen in the result, which callAndPrint has already printed (human or --json).
+  if (rc == kExitOk && result.value("status", "") == "rejected") return kExitRefused;
+  return rc;
 }
 
 int cmdGet(Context& ctx, const std::vector<std::string>& words) {
@@ -164,13 +185,13 @@ int cmdList(Context& ctx, const std::vector<std::string>& words) {
     std::cout << ctx.style.dim(std::to_string(r["memories"].size()) + " of " + std::to_string(r["total"].get<int64_t>()) +
                                " memories")
               << "\n";
-  });
+  }, Paging::kYes);
 }
 
 int cmdSearch(Context& ctx, const std::vector<std::string>& words) {
   Args a;
   if (int rc = parseOrUsage(a, words, {{"explain"}, {"limit", "ranker"}, {}}); rc >= 0) return rc;
-  if (a.positional().empty()) return usageError("usage: memq search QUERY [--limit N]");
+  if (a.positional().empty()) return usageError(usageLine("search"));
   std::string query;
   for (const auto& w : a.positional()) query += (query.empty() ? "" : " ") + w;
   json p = {{"query", query}};
@@ -179,7 +200,7 @@ int cmdSearch(Context& ctx, const std::vector<std::string>& words) {
   p["limit"] = limit;
   if (auto r = a.value("ranker")) p["ranker"] = *r;
   if (a.flag("explain")) p["explain"] = true;
-  return callAndPrint(ctx, "memory/search", p, [&](const json& r) { printHits(ctx, r); });
+  return callAndPrint(ctx, "memory/search", p, [&](const json& r) { printHits(ctx, r); }, Paging::kYes);
 }
 
 int cmdRecall(Context& ctx, const std::vector<std::string>& words) {
@@ -189,7 +210,7 @@ int cmdRecall(Context& ctx, const std::vector<std::string>& words) {
     return rc;
   std::string query;
   for (const auto& w : a.positional()) query += (query.empty() ? "" : " ") + w;
-  if (query.empty() && !a.has("file")) return usageError("usage: memq recall [QUERY] [--file PATH]... (give a query or a file)");
+  if (query.empty() && !a.has("file")) return usageError(usageLine("recall") + " (give a query or a file)");
   json p = json::object();
   if (!query.empty()) p["query"] = query;
   if (a.has("file")) p["files"] = filesOf(ctx, a.values("file"));
@@ -202,7 +223,7 @@ int cmdRecall(Context& ctx, const std::vector<std::string>& words) {
   if (auto t = a.value("threshold")) p["threshold"] = std::atof(t->c_str());
   if (a.flag("explain")) p["explain"] = true;
   if (a.flag("no-mark")) p["mark_used"] = false;
-  return callAndPrint(ctx, "memory/recall", p, [&](const json& r) { printHits(ctx, r); });
+  return callAndPrint(ctx, "memory/recall", p, [&](const json& r) { printHits(ctx, r); }, Paging::kYes);
 }
 
 int simpleIdCommand(Context& ctx, const std::vector<std::string>& words, const char* name, const char* method,
@@ -229,7 +250,7 @@ int simpleIdCommand(Context& ctx, const std::vector<std::string>& words, const c
 int filesCommand(Context& ctx, const std::vector<std::string>& words, const char* name, const char* method) {
   Args a;
   if (int rc = parseOrUsage(a, words, {}); rc >= 0) return rc;
-  if (a.positional().size() < 2) return usageError(std::string("usage: memq ") + name + " ID PATH...");
+  if (a.positional().size() < 2) return usageError(usageLine(name));
   std::vector<std::string> paths(a.positional().begin() + 1, a.positional().end());
   return callAndPrint(ctx, method, {{"id", a.positional()[0]}, {"files", filesOf(ctx, paths)}},
                       [&](const json& r) { printMemory(ctx, r); });
@@ -238,7 +259,7 @@ int filesCommand(Context& ctx, const std::vector<std::string>& words, const char
 int cmdHint(Context& ctx, const std::vector<std::string>& words) {
   Args a;
   if (int rc = parseOrUsage(a, words, {{}, {"query"}, {"file"}}); rc >= 0) return rc;
-  if (a.positional().size() != 1) return usageError("usage: memq hint TOOL [--file PATH]... [--query Q]");
+  if (a.positional().size() != 1) return usageError(usageLine("hint"));
   json p = {{"tool", a.positional()[0]}};
   if (a.has("file")) p["files"] = filesOf(ctx, a.values("file"));
   if (auto q = a.value("query")) p["query"] = *q;
@@ -250,7 +271,7 @@ int cmdHint(Context& ctx, const std::vector<std::string>& words) {
 int cmdCochange(Context& ctx, const std::vector<std::string>& words) {
   Args a;
   if (int rc = parseOrUsage(a, words, {{}, {"limit"}, {}}); rc >= 0) return rc;
-  if (a.positional().size() != 1) return usageError("usage: memq cochange PATH [--limit N]");
+  if (a.positional().size() != 1) return usageError(usageLine("cochange"));
   int limit = 10;
   if (auto rc = parseInt(a.value("limit"), "limit", limit)) return *rc;
   return callAndPrint(ctx, "repo/cochange", {{"file", fileArgument(ctx, a.positional()[0])}, {"limit", limit}},
@@ -267,7 +288,7 @@ int cmdCochange(Context& ctx, const std::vector<std::string>& words) {
 int cmdBlast(Context& ctx, const std::vector<std::string>& words) {
   Args a;
   if (int rc = parseOrUsage(a, words, {}); rc >= 0) return rc;
-  if (a.positional().size() != 1) return usageError("usage: memq blast PATH");
+  if (a.positional().size() != 1) return usageError(usageLine("blast"));
   return callAndPrint(ctx, "repo/blast_radius", {{"file", fileArgument(ctx, a.positional()[0])}}, [&](const json& r) {
     std::cout << r["radius"] << " dependent file(s)\n";
     for (const auto& d : r.value("dependents", json::array())) std::cout << "  " << d.get<std::string>() << "\n";
@@ -296,7 +317,7 @@ int cmdAudit(Context& ctx, const std::vector<std::string>& words) {
       std::cout << e["seq"] << "  " << e["at"].get<std::string>() << "  " << e["memory_id"].get<std::string>().substr(0, 8)
                 << "  " << e["action"].get<std::string>() << "  " << e["actor"].get<std::string>() << "\n";
     }
-  });
+  }, Paging::kYes);
 }
 
 int cmdExport(Context& ctx, const std::vector<std::string>& words) {
@@ -393,7 +414,15 @@ int cmdStats(Context& ctx, const std::vector<std::string>& words) {
 int cmdStatus(Context& ctx, const std::vector<std::string>& words, bool autostart) {
   if (!words.empty()) return usageError("memq status takes no arguments");
   auto link = DaemonLink::open(ctx.options, autostart);
-  if (!link) return reportError(ctx, link.status());
+  if (!link) {
+    if (!autostart && isConnectError(link.status()) && !ctx.options.json) {
+      std::cerr << "memq: memqd is not running on "
+                << (ctx.options.socket.empty() ? defaultSocketPath() : ctx.options.socket) << " ("
+                << link.status().message() << ")\n";
+      return kExitUnreachable;
+    }
+    return reportError(ctx, link.status());
+  }
   auto r = link->call("daemon/status", json::object());
   if (!r) return reportError(ctx, r.status());
   if (ctx.options.json) {
@@ -409,7 +438,7 @@ int cmdStatus(Context& ctx, const std::vector<std::string>& words, bool autostar
 int cmdDaemon(Context& ctx, const std::vector<std::string>& words) {
   Args a;
   if (int rc = parseOrUsage(a, words, {{"foreground"}, {}, {}}); rc >= 0) return rc;
-  if (a.positional().size() != 1) return usageError("usage: memq daemon start|stop|restart|status [--foreground]");
+  if (a.positional().size() != 1) return usageError(usageLine("daemon"));
   const std::string action = a.positional()[0];
   std::string socket = ctx.options.socket.empty() ? defaultSocketPath() : ctx.options.socket;
   auto stop = [&]() -> int {
@@ -467,7 +496,25 @@ int cmdDaemon(Context& ctx, const std::vector<std::string>& words) {
     return start();
   }
   if (action == "status") return cmdStatus(ctx, {}, false);
-  return usageError("usage: memq daemon start|stop|restart|status [--foreground]");
+  return usageError(usageLine("daemon"));
+}
+
+// memq __complete-ids: for the shell completions, the 8-character prefix and summary of up to 200 memories (any
+// state), one "PREFIX<TAB>SUMMARY" a line. Only when a daemon already runs: completion must never start one or
+// print an error into the command line being typed, so any failure is an empty answer with exit 0.
+int cmdCompleteIds(Context& ctx, const std::vector<std::string>& words) {
+  if (!words.empty()) return kExitOk;
+  auto link = DaemonLink::open(ctx.options, /*autostart=*/false, std::chrono::milliseconds(500));
+  if (!link) return kExitOk;
+  auto r = link->call("memory/list", {{"state", "all"}, {"limit", 200}}, std::chrono::milliseconds(1000));
+  if (!r) return kExitOk;
+  for (const auto& m : (*r)["memories"]) {
+    std::string summary = m.value("summary", "");
+    std::replace(summary.begin(), summary.end(), '\t', ' ');
+    std::replace(summary.begin(), summary.end(), '\n', ' ');
+    std::cout << shortId(m) << "\t" << summary << "\n";
+  }
+  return kExitOk;
 }
 
 }  // namespace
@@ -524,7 +571,7 @@ int runCommand(Context& ctx, const std::string& command, const std::vector<std::
   if (command == "supersede") {
     return simpleIdCommand(ctx, words, "supersede", "memory/supersede", {{}, {"by"}, {}}, [](const Args& a, json& p) {
       auto by = a.value("by");
-      if (!by) return Status::invalidField("by", "usage: memq supersede OLD_ID --by NEW_ID");
+      if (!by) return Status::invalidField("by", usageLine("supersede"));
       p["by"] = *by;
       return Status::ok();
     });
@@ -532,7 +579,7 @@ int runCommand(Context& ctx, const std::string& command, const std::vector<std::
   if (command == "reject") {
     return simpleIdCommand(ctx, words, "reject", "memory/reject", {{}, {"reason"}, {}}, [](const Args& a, json& p) {
       auto r = a.value("reason");
-      if (!r || r->empty()) return Status::invalidField("reason", "usage: memq reject ID --reason R (a reason is required)");
+      if (!r || r->empty()) return Status::invalidField("reason", usageLine("reject") + " (a reason is required)");
       p["reason"] = *r;
       return Status::ok();
     });
@@ -556,11 +603,13 @@ int runCommand(Context& ctx, const std::string& command, const std::vector<std::
   if (command == "export") return cmdExport(ctx, words);
   if (command == "import") return cmdImport(ctx, words);
   if (command == "stats") return cmdStats(ctx, words);
-  if (command == "status") return cmdStatus(ctx, words, true);
+  // `status` reports; it never starts a daemon (that is `daemon start`, or any command that needs one).
+  if (command == "status") return cmdStatus(ctx, words, false);
   if (command == "daemon") return cmdDaemon(ctx, words);
   if (command == "mcp") return runMcp(ctx, words);
   if (command == "hook") return runHook(ctx, words);
   if (command == "bench") return runBench(ctx, words);
+  if (command == "__complete-ids") return cmdCompleteIds(ctx, words);
   return usageError("unknown command '" + command + "' (see memq --help)");
 }
 

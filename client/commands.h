@@ -1,5 +1,6 @@
 // The memq subcommands (CLI.md). Each takes its own words and returns the process exit code:
-// 0 success, 1 the daemon answered with an error, 2 usage error, 3 the daemon cannot be reached or started.
+// 0 success, 1 the daemon answered with an error, 2 usage error, 3 the daemon cannot be reached or started, 4 a save
+// the daemon refused because the text was rejected before (as git exits non-zero when there is nothing to commit).
 #pragma once
 
 #include <string>
@@ -14,11 +15,13 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitRpcError = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitUnreachable = 3;
+inline constexpr int kExitRefused = 4;
 
 struct Context {
   GlobalOptions options;
   Style style;
   std::string cwd;  // absolute, for resolving file arguments
+  bool pager = true;  // false with --no-pager
 };
 
 int runCommand(Context& ctx, const std::string& command, const std::vector<std::string>& words);

@@ -2,6 +2,8 @@
 #include "client/daemon_link.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -70,6 +72,59 @@ Status startDaemon(const std::string& socketPath, std::chrono::milliseconds time
                                                std::to_string(timeout.count() / 1000) + " s");
 }
 
+namespace {
+
+// An exclusive flock on SOCKET.start-lock (in the socket's private directory, created 0700 as memqd would), held
+// while one client checks for a daemon and starts it. Waiting for it is bounded; without it (the directory cannot
+// be made, the wait ran out) the client goes on unlocked and the backoff connect covers the race.
+class StartLock {
+ public:
+  StartLock(const std::string& socketPath, std::chrono::milliseconds timeout) {
+    std::error_code ec;
+    const auto dir = std::filesystem::path(socketPath).parent_path();
+    if (!dir.empty() && !std::filesystem::exists(dir, ec)) {
+      const mode_t old = ::umask(077);
+      std::filesystem::create_directories(dir, ec);
+      ::umask(old);
+    }
+    fd_ = ::open((socketPath + ".start-lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd_ < 0) return;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK || std::chrono::steady_clock::now() >= deadline) {
+        ::close(fd_);
+        fd_ = -1;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  ~StartLock() {
+    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+  }
+  StartLock(const StartLock&) = delete;
+  StartLock& operator=(const StartLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace
+
+Result<RpcClient> connectWithBackoff(const std::string& socketPath, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = std::chrono::milliseconds(10);
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto c = RpcClient::connect(socketPath, std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(500)));
+    if (c || !isConnectError(c.status())) return c;
+    left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left <= std::chrono::milliseconds(0)) return c;
+    std::this_thread::sleep_for(std::min(pause, left));
+    pause = std::min(pause * 2, std::chrono::milliseconds(200));
+  }
+}
+
 Result<DaemonLink> DaemonLink::open(const GlobalOptions& options, bool autostart, std::chrono::milliseconds timeout,
                                     std::optional<std::chrono::steady_clock::time_point> deadline) {
   // The time a step may take: `usual`, cut to what is left before the deadline (at least 1 ms).
@@ -81,9 +136,24 @@ Result<DaemonLink> DaemonLink::open(const GlobalOptions& options, bool autostart
   std::string socket = options.socket.empty() ? defaultSocketPath() : options.socket;
   auto c = RpcClient::connect(socket, bounded(timeout));
   if (!c && isConnectError(c.status()) && autostart) {
-    Status started = startDaemon(socket, bounded(timeout));
-    if (!started) return Status(ErrorCode::kInternalError, started.message(), nlohmann::json{{"transport", "connect"}, {"socket", socket}});
+    // Clients that find no daemon at the same moment (two agent tabs, an MCP server and a hook) take turns: the
+    // first starts memqd, the others find it answering once they hold the lock.
+    StartLock lock(socket, bounded(timeout));
     c = RpcClient::connect(socket, bounded(timeout));
+    if (!c && isConnectError(c.status())) {
+      Status started = startDaemon(socket, bounded(timeout));
+      if (started) {
+        c = RpcClient::connect(socket, bounded(timeout));
+      } else if (std::filesystem::exists(socket)) {
+        // A memqd started some other way (another memq version, a script) won the race: ours refused to start
+        // ("another memqd is already serving") or the socket is bound but not yet listening. Connect to the winner.
+        c = connectWithBackoff(socket, bounded(timeout));
+      }
+      if (!c && !started) {
+        return Status(ErrorCode::kInternalError, started.message(),
+                      nlohmann::json{{"transport", "connect"}, {"socket", socket}});
+      }
+    }
   }
   if (!c) return c.status();
   nlohmann::json init = {{"client_name", options.clientName}, {"client_version", "0.1.0"}, {"source", options.source}};

@@ -1,6 +1,7 @@
 // DaemonLink: the CLI's connection to memqd — finds the socket, starts the daemon when none answers (the memqd next
-// to the memq binary, else on PATH), waits up to 5 s for it, and sends every request with the CLI's project and
-// scope. Connection failures are reported so the CLI can exit 3.
+// to the memq binary, else on PATH), waits up to 5 s for it (or for the memqd another client started at the same
+// moment), and sends every request with the CLI's project and scope. Connection failures are reported so the CLI
+// can exit 3.
 #pragma once
 
 #include <chrono>
@@ -26,6 +27,10 @@ std::string memqdPath();
 
 // Starts memqd detached on `socketPath` and waits for it to answer; error text on failure.
 Status startDaemon(const std::string& socketPath, std::chrono::milliseconds timeout = std::chrono::seconds(5));
+
+// Connects to `socketPath`, retrying while nobody listens yet (10 ms, doubling to 200 ms between tries) until
+// `timeout` has passed: the client that lost the race to start memqd waits here for the one that won.
+Result<RpcClient> connectWithBackoff(const std::string& socketPath, std::chrono::milliseconds timeout);
 
 class DaemonLink {
  public:

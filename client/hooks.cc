@@ -1,10 +1,15 @@
 // memq hook claude-code EVENT: reads the hook JSON Claude Code sends on stdin and prints the reply it expects.
+//   SessionStart → the session's opening context: the project's pinned memories, then its most used ones, bounded;
 //   UserPromptSubmit → recall for the prompt, as additionalContext;
-//   PostToolUse for Read/Edit/Write/MultiEdit (tool_input.file_path) and Bash git commands → hints for those files.
+//   PostToolUse for Read/Edit/Write/MultiEdit (tool_input.file_path), NotebookEdit (tool_input.notebook_path) and
+//   Bash git commands (with the files a command names, as in `git diff src/a.ts`) → hints for those files.
 // Each run is a new connection, so the hook names the agent session as initialize's `tab`: hint dedup, cooldown and
 // budget then span the session's hook runs, and UserPromptSubmit (a real user turn) advances the tab's turn.
-// It never blocks the agent: the daemon is not started from here, and past a 500 ms budget it prints nothing and
-// exits 0. Any failure is silent (exit 0, no output), because a hook error would interrupt the agent.
+// It never blocks the agent: past its budget (500 ms; 3 s for SessionStart, the one event that may start memqd) it
+// prints nothing and exits 0. Any failure is silent (exit 0, no output), because a hook error would interrupt the
+// agent; an event name Claude Code does not have (a typo, the wrong case) is named on stderr, still with exit 0.
+#include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <sstream>
@@ -17,6 +22,62 @@ namespace {
 
 using json = nlohmann::json;
 constexpr auto kBudget = std::chrono::milliseconds(500);
+// SessionStart runs once per session, before the first prompt, and may have to start memqd (a cold start).
+constexpr auto kSessionStartBudget = std::chrono::milliseconds(3000);
+// The opening context: at most this many memories and characters (summaries), so it never crowds the window.
+constexpr size_t kSessionMemories = 10;
+constexpr size_t kSessionChars = 2000;
+
+// Claude Code's hook events. memq answers the first three; the others are accepted and need no answer.
+constexpr const char* kAnsweredEvents[] = {"SessionStart", "UserPromptSubmit", "PostToolUse"};
+constexpr const char* kQuietEvents[] = {"PreToolUse", "Notification", "Stop", "SubagentStop", "PreCompact", "SessionEnd"};
+
+bool sameIgnoringCase(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// The message for an event name that is not one of Claude Code's, or "" when it is one.
+std::string unknownEventMessage(const std::string& event) {
+  for (const char* e : kAnsweredEvents) if (event == e) return "";
+  for (const char* e : kQuietEvents) if (event == e) return "";
+  std::string message = "memq: '" + event + "' is not a Claude Code hook event";
+  std::string known;
+  for (const char* e : kAnsweredEvents) {
+    if (sameIgnoringCase(event, e)) return message + " (event names are case-sensitive: " + e + ")";
+    known += (known.empty() ? "" : ", ") + std::string(e);
+  }
+  for (const char* e : kQuietEvents) {
+    if (sameIgnoringCase(event, e)) return message + " (event names are case-sensitive: " + e + ")";
+  }
+  return message + "; memq answers " + known;
+}
+
+// The session's opening context from memory/list (pinned first, then most recently used): the pinned ones, then
+// the most used, at most kSessionMemories and kSessionChars of summaries.
+std::string sessionBlock(const json& memories) {
+  std::vector<json> picked(memories.begin(), memories.end());
+  std::stable_sort(picked.begin(), picked.end(), [](const json& a, const json& b) {
+    const bool pa = a.value("pinned", false), pb = b.value("pinned", false);
+    if (pa != pb) return pa;
+    return a.value("use_count", 0) > b.value("use_count", 0);
+  });
+  std::string out;
+  size_t chars = 0, count = 0;
+  for (const auto& m : picked) {
+    if (count == kSessionMemories) break;
+    std::string cat = m.contains("category") && m["category"].is_string() ? m["category"].get<std::string>() : "-";
+    std::string line = "[" + cat + "] " + m.value("id", "").substr(0, 8) + " — " + m.value("summary", "");
+    if (m.value("pinned", false)) line += " (pinned)";
+    if (count > 0 && chars + line.size() > kSessionChars) break;
+    chars += line.size();
+    ++count;
+    out += line + "\n";
+  }
+  if (out.empty()) return "";
+  return "<session_memories>\n" + out + "</session_memories>";
+}
 
 std::string recalledBlock(const json& hits) {
   std::string out = "<recalled_memories>\n";
@@ -30,23 +91,44 @@ std::string recalledBlock(const json& hits) {
   return out + "</recalled_memories>";
 }
 
-// "git diff --stat" → "diff"; anything that is not a git command → "". Global options before the subcommand are
-// skipped, with the value of those that take one (`git -C dir diff`, `git -c key=value commit`).
-std::string gitTool(const std::string& command) {
+// What a Bash command means to memq: "git diff --stat" → tool "diff"; anything that is not a git command → tool "".
+// Global options before the subcommand are skipped, with the value of those that take one (`git -C dir diff`,
+// `git -c key=value commit`). The files: the words after the subcommand that name a file in `cwd` (`git diff
+// src/a.ts`, `git log -- a.ts`), so a revision like HEAD~1 is not taken for one.
+struct GitCommand {
+  std::string tool;
+  std::vector<std::string> files;
+};
+
+GitCommand gitCommand(const std::string& command, const std::string& cwd) {
   std::istringstream in(command);
   std::string word;
   in >> word;
-  if (word != "git") return "";
+  if (word != "git") return {};
+  GitCommand g;
   while (in >> word) {
     if (word == "-C" || word == "-c" || word == "--git-dir" || word == "--work-tree" || word == "--namespace") {
       in >> word;
       continue;
     }
     if (word.empty() || word[0] == '-') continue;
-    if (word == "diff" || word == "status" || word == "commit" || word == "show" || word == "log") return word;
-    return "shell";
+    if (word == "diff" || word == "status" || word == "commit" || word == "show" || word == "log") g.tool = word;
+    else g.tool = "shell";
+    break;
   }
-  return "";
+  if (g.tool.empty()) return g;
+  while (in >> word && g.files.size() < 16) {
+    if (word == "&&" || word == "||" || word == ";" || word == "|") break;  // the next command is not git's
+    if (word.empty() || word[0] == '-') continue;
+    if (word.size() >= 2 && (word.front() == '\'' || word.front() == '"') && word.back() == word.front()) {
+      word = word.substr(1, word.size() - 2);
+    }
+    std::error_code ec;
+    std::filesystem::path p = std::filesystem::path(word).is_absolute() ? std::filesystem::path(word)
+                                                                       : std::filesystem::path(cwd) / word;
+    if (std::filesystem::is_regular_file(p, ec)) g.files.push_back(word);
+  }
+  return g;
 }
 
 // A string field of the hook input, or "" when it is absent or not a string (hook input is never trusted).
@@ -57,7 +139,8 @@ std::string stringField(const json& object, const char* key) {
 }
 
 int hookReply(Context& ctx, const std::string& event) {
-  const auto deadline = std::chrono::steady_clock::now() + kBudget;
+  const bool sessionStart = event == "SessionStart";
+  const auto deadline = std::chrono::steady_clock::now() + (sessionStart ? kSessionStartBudget : kBudget);
   auto left = [&] {
     auto d = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     return std::max(d, std::chrono::milliseconds(1));
@@ -76,7 +159,11 @@ int hookReply(Context& ctx, const std::string& event) {
 
   std::string method;
   json params;
-  if (event == "UserPromptSubmit") {
+  if (sessionStart) {
+    // Pinned first, then the most recently used; sessionBlock keeps the pinned and the most used of those.
+    method = "memory/list";
+    params = {{"limit", 50}};
+  } else if (event == "UserPromptSubmit") {
     std::string prompt = stringField(hook, "prompt");
     if (prompt.empty()) return kExitOk;
     method = "memory/recall";
@@ -84,23 +171,33 @@ int hookReply(Context& ctx, const std::string& event) {
   } else if (event == "PostToolUse") {
     std::string tool = stringField(hook, "tool_name");
     json input = hook.contains("tool_input") ? hook["tool_input"] : json::object();
-    std::string file = stringField(input, "file_path");
+    std::vector<std::string> files;
+    if (std::string file = stringField(input, "file_path"); !file.empty()) files.push_back(file);
     method = "hints/for_tool";
     if (tool == "Read") params = {{"tool", "read"}};
     else if (tool == "Edit" || tool == "MultiEdit") params = {{"tool", "edit"}};
     else if (tool == "Write") params = {{"tool", "write"}};
-    else if (tool == "Bash") {
-      std::string g = gitTool(stringField(input, "command"));
-      if (g.empty()) return kExitOk;
-      params = {{"tool", g}};
+    else if (tool == "NotebookEdit") {
+      params = {{"tool", "edit"}};
+      files.clear();
+      if (std::string nb = stringField(input, "notebook_path"); !nb.empty()) files.push_back(nb);
+    } else if (tool == "Bash") {
+      GitCommand g = gitCommand(stringField(input, "command"), ctx.cwd);
+      if (g.tool.empty()) return kExitOk;
+      params = {{"tool", g.tool}};
+      files = g.files;
     } else {
       return kExitOk;
     }
-    if (!file.empty()) params["files"] = json::array({fileArgument(ctx, file)});
+    if (!files.empty()) {
+      params["files"] = json::array();
+      for (const auto& f : files) params["files"].push_back(fileArgument(ctx, f));
+    }
   } else {
     return kExitOk;  // events memq has nothing to say about
   }
-  auto link = DaemonLink::open(ctx.options, /*autostart=*/false, left(), deadline);
+  // Only SessionStart may start memqd: once per session, before the first prompt, with a budget to match.
+  auto link = DaemonLink::open(ctx.options, /*autostart=*/sessionStart, left(), deadline);
   if (!link) return kExitOk;
   if (event == "UserPromptSubmit" && !ctx.options.tab.empty()) {
     // A new user turn: per-turn dedup starts over and the hint cooldown counts one more turn. Sent as a
@@ -110,7 +207,10 @@ int hookReply(Context& ctx, const std::string& event) {
   auto r = link->call(method, params, left());
   if (!r || std::chrono::steady_clock::now() > deadline) return kExitOk;
   std::string context;
-  if (method == "memory/recall") {
+  if (sessionStart) {
+    context = sessionBlock((*r)["memories"]);
+    if (context.empty()) return kExitOk;
+  } else if (method == "memory/recall") {
     if ((*r)["memories"].empty()) return kExitOk;
     context = recalledBlock((*r)["memories"]);
   } else {
@@ -127,6 +227,11 @@ int hookReply(Context& ctx, const std::string& event) {
 
 int runHook(Context& ctx, const std::vector<std::string>& words) {
   if (words.size() != 2 || words[0] != "claude-code") return usageError("usage: memq hook claude-code EVENT");
+  if (std::string message = unknownEventMessage(words[1]); !message.empty()) {
+    // Exit 0 all the same: a hook that fails would interrupt the agent; stderr is where Claude Code shows why.
+    std::cerr << message << "\n";
+    return kExitOk;
+  }
   try {
     return hookReply(ctx, words[1]);
   } catch (const std::exception&) {

@@ -1,6 +1,12 @@
-// memq mcp: a Model Context Protocol server on stdin/stdout (newline-delimited JSON-RPC, protocol revision
-// 2025-06-18) that bridges an agent's tool calls to memqd. Tools: memory_save, memory_search, memory_recall,
-// memory_get, memory_hide, memory_supersede, memory_reject, memory_pin.
+// memq mcp: a Model Context Protocol server on stdin/stdout (newline-delimited JSON-RPC) that bridges an agent's
+// tool calls to memqd. It speaks the protocol revisions 2025-06-18, 2025-03-26 and 2024-11-05 and answers a client
+// in its own revision when it is one of those, else in the newest. It connects to memqd (starting it when none
+// answers) at `initialize`, so the first tool call does not pay for the start.
+// Tools: memory_save, memory_search, memory_recall, memory_list, memory_get, memory_update, memory_hide,
+// memory_restore, memory_supersede, memory_reject, memory_pin, memory_unpin. Each carries a title, annotations
+// and, for the structured ones, an outputSchema whose shape the result's structuredContent has. Arguments are
+// checked against the tool's inputSchema here, so a wrong type is reported as one, before the daemon is asked.
+#include <algorithm>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -14,176 +20,383 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr const char* kProtocolVersion = "2025-06-18";
+// Newest first: the first is what a client with an unknown revision is answered in.
+constexpr const char* kProtocolVersions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
+
+// ---- schemas ---------------------------------------------------------------------------------------------------
+// The limits are memqd's (schema/methods/*.json): summary ≤ 200 and details ≤ 2000 characters, ≤ 16 files per
+// memory, ≤ 64 files and limit ≤ 100 per recall or search, limit ≤ 1000 per list.
 
 json stringProp(const char* description) { return {{"type", "string"}, {"description", description}}; }
-json idProp() { return stringProp("memory id, or a unique prefix of at least 4 characters"); }
-
-json toolList() {
-  json fileList = {{"type", "array"}, {"items", {{"type", "string"}}}, {"description", "repository-relative file paths"}};
-  return json::array({
-      {{"name", "memory_save"},
-       {"description",
-        "Save a short memory about this codebase or the user's preferences (a rule, a decision, a gotcha). Identical "
-        "text is deduplicated; text the user rejected is refused."},
-       {"inputSchema",
-        {{"type", "object"},
-         {"properties",
-          {{"summary", stringProp("one line, at most 200 characters")},
-           {"details", stringProp("optional longer explanation")},
-           {"category", {{"type", "string"}, {"enum", {"pref", "decision", "gotcha", "context"}}}},
-           {"topics", {{"type", "array"}, {"items", {{"type", "string"}}}}},
-           {"files", fileList}}},
-         {"required", {"summary"}}}}},
-      {{"name", "memory_search"},
-       {"description", "Search memories by text (full-text and semantic)."},
-       {"inputSchema",
-        {{"type", "object"},
-         {"properties", {{"query", stringProp("what to look for")}, {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", 50}}}}},
-         {"required", {"query"}}}}},
-      {{"name", "memory_recall"},
-       {"description", "Recall the memories most relevant to a task and/or the files being worked on."},
-       {"inputSchema",
-        {{"type", "object"},
-         {"properties",
-          {{"query", stringProp("the task or question")}, {"files", fileList},
-           {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", 20}}}}}}}},
-      {{"name", "memory_get"},
-       {"description", "Read one memory in full."},
-       {"inputSchema", {{"type", "object"}, {"properties", {{"id", idProp()}}}, {"required", {"id"}}}}},
-      {{"name", "memory_hide"},
-       {"description", "Hide a memory that is not useful now (reversible)."},
-       {"inputSchema",
-        {{"type", "object"}, {"properties", {{"id", idProp()}, {"reason", stringProp("why")}}}, {"required", {"id"}}}}},
-      {{"name", "memory_supersede"},
-       {"description", "Mark a memory as replaced by a newer one."},
-       {"inputSchema",
-        {{"type", "object"},
-         {"properties", {{"id", idProp()}, {"by", stringProp("id of the replacement memory")}}},
-         {"required", {"id", "by"}}}}},
-      {{"name", "memory_reject"},
-       {"description", "Mark a memory as wrong: it is put away and the same text will never be stored again."},
-       {"inputSchema",
-        {{"type", "object"},
-         {"properties", {{"id", idProp()}, {"reason", stringProp("why it is wrong")}}},
-         {"required", {"id", "reason"}}}}},
-      {{"name", "memory_pin"},
-       {"description", "Pin a memory so it ranks first and always surfaces."},
-       {"inputSchema", {{"type", "object"}, {"properties", {{"id", idProp()}}}, {"required", {"id"}}}}},
-  });
+json idProp() { return {{"type", "string"}, {"minLength", 1}, {"description", "memory id, or a unique prefix of at least 4 characters"}}; }
+json categoryProp() {
+  return {{"type", "string"},
+          {"enum", {"pref", "decision", "gotcha", "context"}},
+          {"description", "pref: the user's preference; decision: a choice made and why; gotcha: a trap; context: background"}};
 }
+json filesProp(int maxItems) {
+  return {{"type", "array"},
+          {"items", {{"type", "string"}, {"minLength", 1}}},
+          {"maxItems", maxItems},
+          {"description", "repository-relative file paths"}};
+}
+json topicsProp() {
+  return {{"type", "array"},
+          {"items", {{"type", "string"}}},
+          {"description", "short keywords; at most 8 are kept (more are dropped with a warning)"}};
+}
+json limitProp(int maximum, int dflt) {
+  return {{"type", "integer"}, {"minimum", 1}, {"maximum", maximum}, {"description", "at most this many (default " + std::to_string(dflt) + ")"}};
+}
+json objectSchema(json properties, json required = json::array()) {
+  json s = {{"type", "object"}, {"properties", std::move(properties)}};
+  if (!required.empty()) s["required"] = std::move(required);
+  return s;
+}
+
+// A memory as memqd returns it (the fields a client relies on; memqd may send more).
+json memorySchema() {
+  return objectSchema(
+      {{"id", {{"type", "string"}}},
+       {"scope", {{"type", "string"}, {"enum", {"project", "global"}}}},
+       {"category", {{"type", {"string", "null"}}}},
+       {"summary", {{"type", "string"}}},
+       {"details", {{"type", {"string", "null"}}}},
+       {"topics", {{"type", "array"}, {"items", {{"type", "string"}}}}},
+       {"files", {{"type", "array"}, {"items", {{"type", "string"}}}}},
+       {"pinned", {{"type", "boolean"}}},
+       {"state", {{"type", "string"}, {"enum", {"active", "hidden", "superseded", "rejected"}}}},
+       {"use_count", {{"type", "integer"}}},
+       {"superseded_by", {{"type", {"string", "null"}}}}},
+      {"id", "scope", "summary", "state", "pinned"});
+}
+json hitsSchema() {
+  json hit = memorySchema();
+  hit["properties"]["score"] = {{"type", "number"}};
+  hit["properties"]["stale"] = {{"type", "boolean"}};
+  return objectSchema({{"memories", {{"type", "array"}, {"items", hit}}}}, {"memories"});
+}
+json listSchema() {
+  return objectSchema({{"memories", {{"type", "array"}, {"items", memorySchema()}}}, {"total", {{"type", "integer"}}}},
+                      {"memories", "total"});
+}
+json saveSchema() {
+  return objectSchema(
+      {{"id", {{"type", {"string", "null"}}}},
+       {"scope", {{"type", "string"}}},
+       {"status", {{"type", "string"}, {"enum", {"created", "deduped", "exists_hidden", "exists_superseded", "rejected"}}}},
+       {"similar", {{"type", "array"}, {"items", {{"type", "object"}}}}},
+       {"warnings", {{"type", "array"}}},
+       {"hint", {{"type", "string"}}}},
+      {"id", "status"});
+}
+
+json annotations(bool readOnly, bool destructive, bool idempotent) {
+  json a = {{"readOnlyHint", readOnly}, {"openWorldHint", false}};
+  if (!readOnly) {
+    a["destructiveHint"] = destructive;
+    a["idempotentHint"] = idempotent;
+  }
+  return a;
+}
+
+json tool(const char* name, const char* title, const char* description, json input, json hints,
+          std::optional<json> output = std::nullopt) {
+  hints["title"] = title;
+  json t = {{"name", name}, {"title", title}, {"description", description}, {"inputSchema", std::move(input)},
+            {"annotations", std::move(hints)}};
+  if (output) t["outputSchema"] = std::move(*output);
+  return t;
+}
+
+const json& toolList() {
+  static const json tools = json::array({
+      tool("memory_save", "Save a memory",
+           "Save a short memory about this codebase or the user's preferences (a rule, a decision, a gotcha). "
+           "Identical text is deduplicated (status deduped); text the user rejected is refused (status rejected, "
+           "isError true).",
+           objectSchema({{"summary", {{"type", "string"}, {"minLength", 1}, {"maxLength", 200}, {"description", "one line"}}},
+                         {"details", {{"type", "string"}, {"maxLength", 2000}, {"description", "optional longer explanation"}}},
+                         {"category", categoryProp()},
+                         {"topics", topicsProp()},
+                         {"files", filesProp(16)}},
+                        {"summary"}),
+           annotations(false, false, true), saveSchema()),
+      tool("memory_search", "Search memories",
+           "Search active memories by text (full-text and semantic). Does not count as a use.",
+           objectSchema({{"query", {{"type", "string"}, {"minLength", 1}, {"description", "what to look for"}}},
+                         {"limit", limitProp(100, 10)}},
+                        {"query"}),
+           annotations(true, false, true), hitsSchema()),
+      tool("memory_recall", "Recall memories for a task",
+           "Recall the memories most relevant to a task and/or the files being worked on (give a query, files or "
+           "both). The memories returned are recorded as used, which ranks them higher later.",
+           objectSchema({{"query", stringProp("the task or question")},
+                         {"files", filesProp(64)},
+                         {"limit", limitProp(100, 3)}}),
+           annotations(false, false, false), hitsSchema()),
+      tool("memory_list", "List memories",
+           "List memories, pinned first, then the most recently used. Active ones unless a state is given.",
+           objectSchema({{"category", categoryProp()},
+                         {"topic", stringProp("only memories with this topic")},
+                         {"pinned", {{"type", "boolean"}, {"description", "only pinned memories"}}},
+                         {"state", {{"type", "string"}, {"enum", {"active", "hidden", "superseded", "rejected", "all"}}}},
+                         {"file", {{"type", "string"}, {"minLength", 1}, {"description", "only memories about this file"}}},
+                         {"limit", limitProp(1000, 50)},
+                         {"offset", {{"type", "integer"}, {"minimum", 0}}}}),
+           annotations(true, false, true), listSchema()),
+      tool("memory_get", "Read a memory", "Read one memory in full (any state).", objectSchema({{"id", idProp()}}, {"id"}),
+           annotations(true, false, true), memorySchema()),
+      tool("memory_update", "Update a memory",
+           "Change a memory's summary, details, category, topics or files; the fields given replace the old ones.",
+           objectSchema({{"id", idProp()},
+                         {"summary", {{"type", "string"}, {"minLength", 1}, {"maxLength", 200}}},
+                         {"details", {{"type", "string"}, {"maxLength", 2000}}},
+                         {"category", categoryProp()},
+                         {"topics", topicsProp()},
+                         {"files", filesProp(16)}},
+                        {"id"}),
+           annotations(false, true, true), memorySchema()),
+      tool("memory_hide", "Hide a memory",
+           "Hide a memory that is not useful now; memory_restore brings it back.",
+           objectSchema({{"id", idProp()}, {"reason", stringProp("why")}}, {"id"}), annotations(false, false, true),
+           memorySchema()),
+      tool("memory_restore", "Restore a memory",
+           "Make a hidden or superseded memory active again.", objectSchema({{"id", idProp()}}, {"id"}),
+           annotations(false, false, true), memorySchema()),
+      tool("memory_supersede", "Supersede a memory",
+           "Mark a memory as replaced by a newer one (save the newer one first); memory_restore undoes it.",
+           objectSchema({{"id", idProp()}, {"by", {{"type", "string"}, {"minLength", 1}, {"description", "id of the replacement memory"}}}},
+                        {"id", "by"}),
+           annotations(false, false, true),
+           objectSchema({{"old", memorySchema()}, {"new", memorySchema()}}, {"old", "new"})),
+      tool("memory_reject", "Reject a memory",
+           "Mark a memory as wrong: it is put away and the same text is refused if anyone saves it again.",
+           objectSchema({{"id", idProp()}, {"reason", {{"type", "string"}, {"minLength", 1}, {"description", "why it is wrong"}}}},
+                        {"id", "reason"}),
+           annotations(false, true, true), memorySchema()),
+      tool("memory_pin", "Pin a memory",
+           "Pin a memory: it is listed first, ranks a little higher in recall, its file hints are not held back by "
+           "the hint budget, and it opens every session where the SessionStart hook is installed.",
+           objectSchema({{"id", idProp()}}, {"id"}), annotations(false, false, true), memorySchema()),
+      tool("memory_unpin", "Unpin a memory", "Take the pin off a memory.", objectSchema({{"id", idProp()}}, {"id"}),
+           annotations(false, false, true), memorySchema()),
+  });
+  return tools;
+}
+
+const json* findTool(const std::string& name) {
+  for (const auto& t : toolList()) {
+    if (t["name"] == name) return &t;
+  }
+  return nullptr;
+}
+
+// ---- argument checks -----------------------------------------------------------------------------------------
+
+std::string typeName(const json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number_integer() || v.is_number_unsigned()) return "an integer";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "an array";
+  return "an object";
+}
+
+bool hasType(const json& v, const std::string& type) {
+  if (type == "string") return v.is_string();
+  if (type == "integer") return v.is_number_integer() || v.is_number_unsigned() ||
+                                (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())));
+  if (type == "boolean") return v.is_boolean();
+  if (type == "array") return v.is_array();
+  if (type == "object") return v.is_object();
+  return true;
+}
+
+// The first way `value` breaks `schema` (the subset the tools use), named by `field`; nullopt when it fits.
+std::optional<std::string> violation(const std::string& field, const json& schema, const json& value) {
+  const std::string type = schema.value("type", "");
+  if (!type.empty() && !hasType(value, type)) {
+    std::string want = type == "integer" ? "an integer" : type == "array" ? "an array" : "a " + type;
+    return field + " must be " + want + ", not " + typeName(value);
+  }
+  if (schema.contains("enum") && std::find(schema["enum"].begin(), schema["enum"].end(), value) == schema["enum"].end()) {
+    std::string options;
+    for (const auto& e : schema["enum"]) options += (options.empty() ? "" : ", ") + e.get<std::string>();
+    return field + " must be one of " + options;
+  }
+  if (value.is_number()) {
+    if (schema.contains("minimum") && value.get<double>() < schema["minimum"].get<double>())
+      return field + " must be at least " + schema["minimum"].dump();
+    if (schema.contains("maximum") && value.get<double>() > schema["maximum"].get<double>())
+      return field + " must be at most " + schema["maximum"].dump();
+  }
+  if (value.is_string() && schema.value("minLength", 0) > 0 && value.get<std::string>().empty()) {
+    return field + " must not be empty";
+  }
+  if (value.is_array()) {
+    if (schema.contains("maxItems") && value.size() > schema["maxItems"].get<size_t>())
+      return field + " takes at most " + schema["maxItems"].dump() + " items";
+    if (schema.contains("items")) {
+      for (size_t i = 0; i < value.size(); ++i) {
+        if (auto v = violation(field + "[" + std::to_string(i) + "]", schema["items"], value[i])) return v;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> checkArguments(const json& inputSchema, const json& args) {
+  for (const auto& r : inputSchema.value("required", json::array())) {
+    if (!args.contains(r.get<std::string>())) return r.get<std::string>() + " is required";
+  }
+  const json& props = inputSchema["properties"];
+  for (const auto& [key, value] : args.items()) {
+    if (!props.contains(key)) return "unknown argument " + key;
+    if (auto v = violation(key, props[key], value)) return v;
+  }
+  return std::nullopt;
+}
+
+// ---- results -------------------------------------------------------------------------------------------------
 
 std::string describe(const json& m) {
   std::string line = "[" + m.value("id", "").substr(0, 8) + "] ";
   if (m.contains("category") && m["category"].is_string()) line += "(" + m["category"].get<std::string>() + ") ";
+  if (m.value("pinned", false)) line += "(pinned) ";
   line += m.value("summary", "");
   return line;
 }
 
-std::string hitsText(const json& r) {
-  const auto& hits = r["memories"];
-  if (hits.empty()) return "No matching memories.";
+std::string memoriesText(const json& memories, const char* none) {
+  if (memories.empty()) return none;
   std::string out;
-  for (const auto& h : hits) {
+  for (const auto& h : memories) {
     out += describe(h);
-    if (!h.value("details", "").empty()) out += "\n  " + h["details"].get<std::string>();
+    if (h["details"].is_string() && !h["details"].get<std::string>().empty()) out += "\n  " + h["details"].get<std::string>();
     out += "\n";
   }
   return out;
+}
+
+std::string detailText(const json& m) {
+  std::string text = describe(m) + "\nstate: " + m.value("state", "");
+  if (m["details"].is_string() && !m["details"].get<std::string>().empty()) text += "\ndetails: " + m["details"].get<std::string>();
+  std::string files;
+  for (const auto& f : m.value("files", json::array())) {
+    if (f.is_string()) files += (files.empty() ? "" : ", ") + f.get<std::string>();
+  }
+  if (!files.empty()) text += "\nfiles: " + files;
+  return text;
 }
 
 struct Bridge {
   Context& ctx;
   std::optional<DaemonLink> link;
 
+  Status connect() {
+    if (link) return Status::ok();
+    auto l = DaemonLink::open(ctx.options, true);
+    if (!l) return l.status();
+    link.emplace(std::move(*l));
+    return Status::ok();
+  }
   Result<json> call(const std::string& method, const json& params) {
-    if (!link) {
-      auto l = DaemonLink::open(ctx.options, true);
-      if (!l) return l.status();
-      link.emplace(std::move(*l));
-    }
+    if (Status st = connect(); !st) return st;
     auto r = link->call(method, params);
     if (!r && isTransportError(r.status())) link.reset();  // reconnect next time
     return r;
   }
 };
 
-// Runs one tool: returns {text, isError}.
-std::pair<std::string, bool> runTool(Bridge& bridge, const std::string& name, const json& args) {
-  auto need = [&](const char* key) -> std::optional<std::string> {
-    if (!args.contains(key) || !args[key].is_string() || args[key].get<std::string>().empty()) return std::nullopt;
-    return args[key].get<std::string>();
-  };
-  auto fail = [](const std::string& m) { return std::pair<std::string, bool>{m, true}; };
+struct ToolResult {
+  std::string text;
+  bool isError = false;
+  std::optional<json> structured;
+};
+
+// The daemon's memory fields a tool result carries (the others are bookkeeping an agent has no use for).
+json memoryOut(const json& m) {
+  json out = json::object();
+  for (const char* k : {"id", "scope", "category", "summary", "details", "topics", "files", "pinned", "state",
+                        "use_count", "superseded_by", "score", "stale"}) {
+    if (m.contains(k)) out[k] = m[k];
+  }
+  return out;
+}
+json memoriesOut(const json& r) {
+  json list = json::array();
+  for (const auto& m : r.value("memories", json::array())) list.push_back(memoryOut(m));
+  json out = {{"memories", list}};
+  if (r.contains("total")) out["total"] = r["total"];
+  return out;
+}
+
+ToolResult runTool(Bridge& bridge, const std::string& name, const json& args) {
+  auto fail = [](const std::string& m) { return ToolResult{m, true, std::nullopt}; };
   auto rpcError = [](const Status& s) {
-    return std::pair<std::string, bool>{std::string(errorCodeName(s.code())) + ": " + s.message(), true};
+    return ToolResult{std::string(errorCodeName(s.code())) + ": " + s.message(), true, std::nullopt};
   };
+  const json* spec = findTool(name);
+  if (!spec) return fail("unknown tool: " + name);
+  if (auto bad = checkArguments((*spec)["inputSchema"], args)) return fail(*bad);
+  // Every argument the schema admits goes to the method of the same name, as it is.
+  json p = args;
   if (name == "memory_save") {
-    if (!need("summary")) return fail("summary is required");
-    json p = {{"summary", args["summary"]}, {"source", "agent"}};
-    for (const char* k : {"details", "category", "topics", "files"}) {
-      if (args.contains(k)) p[k] = args[k];
-    }
+    p["source"] = "agent";
     auto r = bridge.call("memory/save", p);
     if (!r) return rpcError(r.status());
-    std::string text = "Saved: " + (*r)["status"].get<std::string>() + " " + (*r)["id"].get<std::string>().substr(0, 8);
+    const std::string status = r->value("status", "");
+    std::string text = status == "rejected" ? "Refused: this text was rejected before"
+                                            : "Saved: " + status + " " + r->value("id", json()).get<std::string>().substr(0, 8);
+    if (status == "rejected" && r->contains("reason") && (*r)["reason"].is_string()) text += " (" + (*r)["reason"].get<std::string>() + ")";
     if (r->contains("hint")) text += "\n" + (*r)["hint"].get<std::string>();
-    for (const auto& w : (*r)["warnings"]) text += "\nwarning: " + w.get<std::string>();
+    for (const auto& w : (*r)["warnings"]) text += "\nwarning: " + (w.is_string() ? w.get<std::string>() : w.dump());
     for (const auto& s : (*r)["similar"]) {
       text += "\nsimilar existing memory (review for contradiction or supersession): [" +
-              s["id"].get<std::string>().substr(0, 8) + "] " + s["summary"].get<std::string>();
+              s.value("id", "").substr(0, 8) + "] " + s.value("summary", "");
     }
-    return {text, (*r)["status"] == "rejected"};
+    json out = {{"id", (*r)["id"]}, {"scope", r->value("scope", "")}, {"status", status},
+                {"similar", (*r)["similar"]}, {"warnings", (*r)["warnings"]}};
+    if (r->contains("hint")) out["hint"] = (*r)["hint"];
+    return {text, status == "rejected", out};
   }
   if (name == "memory_search" || name == "memory_recall") {
-    json p = json::object();
-    if (name == "memory_search" && !need("query")) return fail("query is required");
-    if (args.contains("query")) p["query"] = args["query"];
-    if (args.contains("files")) p["files"] = args["files"];
-    if (args.contains("limit")) p["limit"] = args["limit"];
     if (name == "memory_recall" && !p.contains("query") && !p.contains("files")) return fail("give a query or files");
     auto r = bridge.call(name == "memory_search" ? "memory/search" : "memory/recall", p);
     if (!r) return rpcError(r.status());
-    return {hitsText(*r), false};
+    return {memoriesText((*r)["memories"], "No matching memories."), false, memoriesOut(*r)};
   }
-  if (name == "memory_get") {
-    auto id = need("id");
-    if (!id) return fail("id is required");
-    auto r = bridge.call("memory/get", {{"id", *id}});
+  if (name == "memory_list") {
+    auto r = bridge.call("memory/list", p);
     if (!r) return rpcError(r.status());
-    std::string text = describe(*r) + "\nstate: " + (*r)["state"].get<std::string>();
-    if (!(*r)["details"].get<std::string>().empty()) text += "\ndetails: " + (*r)["details"].get<std::string>();
-    std::string files;
-    for (const auto& f : (*r)["files"]) files += (files.empty() ? "" : ", ") + f.get<std::string>();
-    if (!files.empty()) text += "\nfiles: " + files;
-    return {text, false};
+    std::string text = memoriesText((*r)["memories"], "No memories.");
+    text += std::to_string((*r)["memories"].size()) + " of " + (*r)["total"].dump() + " memories";
+    return {text, false, memoriesOut(*r)};
   }
-  if (name == "memory_hide" || name == "memory_pin" || name == "memory_reject" || name == "memory_supersede") {
-    auto id = need("id");
-    if (!id) return fail("id is required");
-    json p = {{"id", *id}};
-    std::string method = "memory/" + name.substr(7);
-    if (name == "memory_hide" && args.contains("reason")) p["reason"] = args["reason"];
-    if (name == "memory_reject") {
-      auto reason = need("reason");
-      if (!reason) return fail("reason is required");
-      p["reason"] = *reason;
-    }
-    if (name == "memory_supersede") {
-      auto by = need("by");
-      if (!by) return fail("by is required");
-      p["by"] = *by;
-    }
-    auto r = bridge.call(method, p);
+  if (name == "memory_supersede") {
+    auto r = bridge.call("memory/supersede", p);
     if (!r) return rpcError(r.status());
-    if (name == "memory_supersede") {
-      return {"Superseded " + (*r)["old"]["id"].get<std::string>().substr(0, 8) + " by " +
-                  (*r)["new"]["id"].get<std::string>().substr(0, 8),
-              false};
-    }
-    return {name.substr(7) + ": " + describe(*r) + " (" + (*r)["state"].get<std::string>() + ")", false};
+    return {"Superseded " + shortId((*r)["old"]) + " by " + shortId((*r)["new"]), false,
+            json{{"old", memoryOut((*r)["old"])}, {"new", memoryOut((*r)["new"])}}};
   }
-  return fail("unknown tool: " + name);
+  // The rest take an id and return the memory: get, update, hide, restore, reject, pin, unpin.
+  const std::string verb = name.substr(7);
+  auto r = bridge.call("memory/" + verb, p);
+  if (!r) return rpcError(r.status());
+  if (name == "memory_get" || name == "memory_update") return {detailText(*r), false, memoryOut(*r)};
+  return {verb + ": " + describe(*r) + " (" + r->value("state", "") + ")", false, memoryOut(*r)};
+}
+
+std::string negotiatedVersion(const json& params) {
+  if (params.is_object() && params.contains("protocolVersion") && params["protocolVersion"].is_string()) {
+    const std::string asked = params["protocolVersion"];
+    for (const char* v : kProtocolVersions) {
+      if (asked == v) return asked;
+    }
+  }
+  return kProtocolVersions[0];
 }
 
 }  // namespace
@@ -207,13 +420,12 @@ int runMcp(Context& ctx, const std::vector<std::string>& words) {
       std::optional<json> result;
       Status error;
       if (call.method == "initialize") {
-        std::string version = call.params.is_object() ? call.params.value("protocolVersion", kProtocolVersion)
-                                                      : kProtocolVersion;
-        // Answer with the client's revision when it is one we speak, else ours.
-        if (version != "2025-06-18" && version != "2025-03-26") version = kProtocolVersion;
-        result = json{{"protocolVersion", version},
+        // The daemon starts now, not at the first tool call. A failure is not the client's: the tool calls report
+        // it (and try again).
+        (void)bridge.connect();
+        result = json{{"protocolVersion", negotiatedVersion(call.params)},
                       {"capabilities", {{"tools", {{"listChanged", false}}}}},
-                      {"serverInfo", {{"name", "memq"}, {"version", "0.1.0"}}},
+                      {"serverInfo", {{"name", "memq"}, {"title", "memq"}, {"version", "0.1.0"}}},
                       {"instructions",
                        "memq keeps short, curated memories about this codebase. Recall before starting a task; save "
                        "rules, decisions and gotchas you learn; reject memories that are wrong."}};
@@ -224,11 +436,15 @@ int runMcp(Context& ctx, const std::vector<std::string>& words) {
       } else if (call.method == "tools/call") {
         if (!call.params.is_object() || !call.params.contains("name") || !call.params["name"].is_string()) {
           error = Status::invalidField("name", "tools/call needs a tool name");
+        } else if (call.params.contains("arguments") && !call.params["arguments"].is_object() &&
+                   !call.params["arguments"].is_null()) {
+          error = Status::invalidField("arguments", "tools/call arguments must be an object");
         } else {
           json args = call.params.value("arguments", json::object());
           if (!args.is_object()) args = json::object();
-          auto [text, isError] = runTool(bridge, call.params["name"].get<std::string>(), args);
-          result = json{{"content", json::array({{{"type", "text"}, {"text", text}}})}, {"isError", isError}};
+          ToolResult t = runTool(bridge, call.params["name"].get<std::string>(), args);
+          result = json{{"content", json::array({{{"type", "text"}, {"text", t.text}}})}, {"isError", t.isError}};
+          if (t.structured) (*result)["structuredContent"] = *t.structured;
         }
       } else if (call.method.rfind("notifications/", 0) == 0) {
         continue;

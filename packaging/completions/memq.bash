@@ -1,4 +1,5 @@
-# bash completion for memq(1): every command and option of client/cli_main.cc and client/commands.cc.
+# bash completion for memq(1): every command and option of client/cli_main.cc and client/commands.cc, and memory
+# ids from the running daemon (`memq __complete-ids`, which never starts one).
 # Installed as share/bash-completion/completions/memq (loaded on demand by bash-completion).
 
 _memq_commands="save get update list search recall hide restore pin unpin supersede reject unreject purge
@@ -26,6 +27,11 @@ _memq_command_options() {
     esac
 }
 
+# The 8-character id prefixes of the daemon's memories; nothing when no daemon runs.
+_memq_ids() {
+    "${words[0]:-memq}" __complete-ids 2>/dev/null | cut -f1
+}
+
 _memq() {
     local cur prev words cword
     if declare -F _init_completion >/dev/null 2>&1; then
@@ -43,7 +49,8 @@ _memq() {
     while [[ $i -lt $cword ]]; do
         case "${words[i]}" in
             --socket|--project|--scope) i=$((i + 2)); continue ;;
-            --json|--help|-h|--version) i=$((i + 1)); continue ;;
+            --color) i=$((i + 1)); [[ "${words[i]}" == auto || "${words[i]}" == always || "${words[i]}" == never ]] && i=$((i + 1)); continue ;;
+            --json|--help|-h|--version|--no-pager) i=$((i + 1)); continue ;;
             -*) i=$((i + 1)); continue ;;
             *) command="${words[i]}"; command_index=$i; break ;;
         esac
@@ -59,19 +66,21 @@ _memq() {
     # Values of options.
     case "$option" in
         --scope) COMPREPLY=($(compgen -W "project global" -- "$cur")); return ;;
+        --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
+        --by|--id) COMPREPLY=($(compgen -W "$(_memq_ids)" -- "$cur")); return ;;
         --socket|--file|--from-empryo) COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
         --project|--dataset) COMPREPLY=($(compgen -d -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
         --category) COMPREPLY=($(compgen -W "pref decision gotcha context" -- "$cur")); return ;;
         --source) COMPREPLY=($(compgen -W "user agent" -- "$cur")); return ;;
         --state) COMPREPLY=($(compgen -W "active hidden superseded rejected all" -- "$cur")); return ;;
         --ranker) COMPREPLY=($(compgen -W "default reference" -- "$cur")); return ;;
-        --details|--topic|--summary|--limit|--offset|--max-chars|--threshold|--reason|--by|--query|--id|--since|--n|--max-splits)
+        --details|--topic|--summary|--limit|--offset|--max-chars|--threshold|--reason|--query|--since|--n|--max-splits)
             return ;;
     esac
 
     if [[ -z "$command" ]]; then
         if [[ "$cur" == -* ]]; then
-            COMPREPLY=($(compgen -W "--json --socket --project --scope --help --version" -- "$cur"))
+            COMPREPLY=($(compgen -W "--json --socket --project --scope --no-pager --color --help --version" -- "$cur"))
         else
             COMPREPLY=($(compgen -W "$_memq_commands" -- "$cur"))
         fi
@@ -79,7 +88,7 @@ _memq() {
     fi
 
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "$(_memq_command_options "$command")" -- "$cur"))
+        COMPREPLY=($(compgen -W "$(_memq_command_options "$command") --help --json --no-pager --color" -- "$cur"))
         return
     fi
 
@@ -87,7 +96,7 @@ _memq() {
     local n=0 j=$((command_index + 1))
     while [[ $j -lt $cword ]]; do
         case "${words[j]}" in
-            --pinned|--explain|--no-mark|--merge-topics|--yes|--foreground|--no-semantic|--keep|--json|--*=*) ;;
+            --pinned|--explain|--no-mark|--merge-topics|--yes|--foreground|--no-semantic|--keep|--json|--no-pager|--*=*) ;;
             --*) j=$((j + 1)) ;;
             *) n=$((n + 1)) ;;
         esac
@@ -101,14 +110,21 @@ _memq() {
             if [[ $n -eq 0 ]]; then
                 COMPREPLY=($(compgen -W "claude-code" -- "$cur"))
             elif [[ $n -eq 1 ]]; then
-                COMPREPLY=($(compgen -W "UserPromptSubmit PostToolUse" -- "$cur"))
+                COMPREPLY=($(compgen -W "SessionStart UserPromptSubmit PostToolUse" -- "$cur"))
             fi ;;
         bench) [[ $n -eq 0 ]] && COMPREPLY=($(compgen -W "retrieval load" -- "$cur")) ;;
         hint) [[ $n -eq 0 ]] && COMPREPLY=($(compgen -W "read edit write grep diff status commit shell" -- "$cur")) ;;
         cochange|blast|import)
             [[ $n -eq 0 ]] && { COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null; } ;;
+        get|update|hide|restore|pin|unpin|supersede|reject|unreject|purge)
+            [[ $n -eq 0 ]] && COMPREPLY=($(compgen -W "$(_memq_ids)" -- "$cur")) ;;
+        help) [[ $n -eq 0 ]] && COMPREPLY=($(compgen -W "$_memq_commands" -- "$cur")) ;;
         attach|detach)
-            [[ $n -ge 1 ]] && { COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null; } ;;
+            if [[ $n -eq 0 ]]; then
+                COMPREPLY=($(compgen -W "$(_memq_ids)" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null
+            fi ;;
     esac
 }
 

@@ -197,7 +197,9 @@ TEST_F(CliTest, EveryCommandAnswersInJsonMode) {
   const std::string wrong = saveId("'Tests run with mocha'");
   json rejected = ok("reject " + wrong + " --reason 'we use vitest'");
   EXPECT_EQ(rejected["state"], "rejected");
-  EXPECT_EQ(ok("save 'Tests run with mocha'")["status"], "rejected");
+  CommandResult refused = run("--json save 'Tests run with mocha'");
+  EXPECT_EQ(refused.exitCode, 4) << refused.err;  // a refused save exits 4, and --json still prints the result
+  EXPECT_EQ(parseJson(refused)["status"], "rejected");
   EXPECT_EQ(ok("unreject " + wrong)["state"], "active");
   ok("reject " + wrong + " --reason 'still wrong'");
   EXPECT_EQ(ok("purge " + wrong + " --yes")["purged"], true);
@@ -592,7 +594,7 @@ TEST_F(CliTest, ExportImportIsLosslessAcrossDaemons) {
                                                            {"--scope global ", "Always use tabs"}};
     for (const auto& [scope, text] : blocked) {
       CommandResult r = second.memq(std::string("--json ") + scope + "save " + shellQuote(text), project2);
-      ASSERT_EQ(r.exitCode, 0) << r.err;
+      ASSERT_EQ(r.exitCode, 4) << r.err;  // refused
       EXPECT_EQ(parseJson(r)["status"], "rejected") << text;
     }
     // And the states still behave: the superseded memory names its replacement, the hidden one stays put away.

@@ -249,5 +249,91 @@ TEST_F(HookTest, AStoppedDaemonIsSilentAndFast) {
   EXPECT_FALSE(fs::exists(daemon_->socket())) << "the hook started a daemon";
 }
 
+// ---- SessionStart, other events, more file hints -------------------------------------------------------------------
+
+TEST_F(HookTest, SessionStartOpensWithThePinnedThenTheMostUsedMemories) {
+  const std::string pinned = save({{"summary", "Run the migrations before the tests"}, {"category", "pref"}});
+  const std::string used = save({{"summary", "The staging database is read-only"}, {"category", "gotcha"}});
+  save({{"summary", "A memory nobody used"}, {"category", "context"}});
+  {
+    RpcClient c = daemon_->client(project_);
+    ASSERT_TRUE(c.call("memory/pin", {{"id", pinned}}).isOk());
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(c.call("memory/recall", {{"query", "staging database read-only"}}).isOk());
+  }
+  json input = {{"session_id", "s-start"}, {"cwd", project_}, {"hook_event_name", "SessionStart"}, {"source", "startup"}};
+  std::string context = expectReply(hook("SessionStart", input), "SessionStart");
+  EXPECT_EQ(context.rfind("<session_memories>\n", 0), 0u) << context;
+  const size_t p = context.find("Run the migrations before the tests (pinned)");
+  const size_t u = context.find("The staging database is read-only");
+  const size_t n = context.find("A memory nobody used");
+  ASSERT_NE(p, std::string::npos) << context;
+  ASSERT_NE(u, std::string::npos) << context;
+  EXPECT_LT(p, u) << "pinned first: " << context;
+  if (n != std::string::npos) {
+    EXPECT_LT(u, n) << "then the most used: " << context;
+  }
+  EXPECT_NE(context.find(used.substr(0, 8)), std::string::npos) << context;
+}
+
+TEST_F(HookTest, SessionStartIsBoundedInSize) {
+  RpcClient c = daemon_->client(project_);
+  for (int i = 0; i < 40; ++i) {
+    std::string summary = "Memory number " + std::to_string(i) + " " + std::string(150, 'x');
+    ASSERT_TRUE(c.call("memory/save", {{"summary", summary}}).isOk());
+  }
+  std::string context = expectReply(hook("SessionStart", {{"cwd", project_}, {"source", "startup"}}), "SessionStart");
+  EXPECT_LE(std::count(context.begin(), context.end(), '\n'), 11) << context;  // ≤ 10 memories and the tags
+  EXPECT_LE(context.size(), 2200u) << context.size();
+}
+
+TEST_F(HookTest, AnEmptyProjectStartsSilently) {
+  expectSilent(hook("SessionStart", {{"cwd", project_}, {"source", "startup"}}), "no memories");
+}
+
+TEST_F(HookTest, EventNamesClaudeCodeDoesNotHaveAreNamedOnStderrWithExitZero) {
+  const json input = {{"cwd", project_}, {"prompt", "jwt expiry"}};
+  CommandResult wrongCase = hook("userpromptsubmit", input);
+  EXPECT_EQ(wrongCase.exitCode, 0);
+  EXPECT_TRUE(wrongCase.out.empty()) << wrongCase.out;
+  EXPECT_NE(wrongCase.err.find("case-sensitive: UserPromptSubmit"), std::string::npos) << wrongCase.err;
+  CommandResult unknown = hook("BeforePrompt", input);
+  EXPECT_EQ(unknown.exitCode, 0);
+  EXPECT_TRUE(unknown.out.empty()) << unknown.out;
+  EXPECT_NE(unknown.err.find("'BeforePrompt' is not a Claude Code hook event"), std::string::npos) << unknown.err;
+  EXPECT_NE(unknown.err.find("SessionStart, UserPromptSubmit, PostToolUse"), std::string::npos) << unknown.err;
+  // Claude Code's other events are known: nothing to say, nothing on stderr.
+  for (const char* event : {"PreCompact", "Stop", "SubagentStop", "SessionEnd", "PreToolUse", "Notification"}) {
+    expectSilent(hook(event, {{"cwd", project_}, {"hook_event_name", event}}), event);
+  }
+}
+
+TEST_F(HookTest, GitDiffOfAFileAndNotebookEditGiveHintsForThoseFiles) {
+  writeTextFile(fs::path(project_) / "nb/analysis.ipynb", "{}\n");
+  save({{"summary", "JWT expiry uses the container clock"}, {"category", "gotcha"}, {"files", {"src/auth/jwt.ts"}}});
+  save({{"summary", "The notebook reads the sample, never the full data"}, {"category", "gotcha"},
+        {"files", {"nb/analysis.ipynb"}}});
+  for (const char* command : {"git diff src/auth/jwt.ts", "git diff HEAD -- src/auth/jwt.ts", "git log -p src/auth/jwt.ts"}) {
+    std::string context = expectReply(hook("PostToolUse", postToolUse("Bash", {{"command", command}})), "PostToolUse");
+    EXPECT_NE(context.find("container clock"), std::string::npos) << command << ": " << context;
+  }
+  std::string context = expectReply(
+      hook("PostToolUse", postToolUse("NotebookEdit", {{"notebook_path", project_ + "/nb/analysis.ipynb"},
+                                                       {"new_source", "x = 1"}})),
+      "PostToolUse");
+  EXPECT_NE(context.find("reads the sample"), std::string::npos) << context;
+}
+
+TEST_F(HookWithoutDaemonTest, SessionStartStartsTheDaemonWithinItsBudget) {
+  AutostartedMemqdReaper reaper{dir_ / "memqd.pid"};
+  std::chrono::milliseconds took{};
+  CommandResult r = timedHook("SessionStart", {{"cwd", project_}, {"source", "startup"}}, took);
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;  // a new store has nothing to open with
+  EXPECT_TRUE(RpcClient::connect(socket_, std::chrono::milliseconds(500)).isOk()) << "SessionStart did not start memqd";
+  // The prompt that follows finds it running.
+  CommandResult prompt = timedHook("UserPromptSubmit", this->prompt(), took);
+  EXPECT_EQ(prompt.exitCode, 0) << prompt.err;
+}
+
 }  // namespace
 }  // namespace memq::testing

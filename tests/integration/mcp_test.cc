@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "memqd_fixture.h"
@@ -32,6 +33,7 @@ class McpTest : public MemqdTest {
     writeTextFile(fs::path(project_) / "src/auth/session.ts", "export const s = 1;\n");
     startDaemon();
   }
+  void runSdkClient(const std::string& sdk);
 };
 
 // The client's dependencies, installed once per build tree: `npm ci` again only when the lock file changed.
@@ -52,7 +54,9 @@ CommandResult installClient(const fs::path& work) {
   return r;
 }
 
-TEST_F(McpTest, TheOfficialTypeScriptSdkClientListsSavesRecallsAndSeesToolErrors) {
+// Runs client.mjs with the SDK package `sdk` (a name in package.json) against the test's daemon, then checks what the
+// agent saved is in the project's store, attributed to the agent.
+void McpTest::runSdkClient(const std::string& sdk) {
   if (!onPath("node") || !onPath("npm")) {
     GTEST_SKIP() << "node and npm are needed to run the MCP SDK client (tests/integration/mcp); not found on PATH";
   }
@@ -64,13 +68,13 @@ TEST_F(McpTest, TheOfficialTypeScriptSdkClientListsSavesRecallsAndSeesToolErrors
   CommandResult install = installClient(work);
   ASSERT_EQ(install.exitCode, 0) << "npm ci failed (the npm registry must be reachable):\n" << install.out << install.err;
 
-  CommandResult r = runCommand("cd " + shellQuote(work.string()) + " && MEMQ_BIN=" + shellQuote(binDir() + "/memq") +
+  CommandResult r = runCommand("cd " + shellQuote(work.string()) + " && MEMQ_MCP_SDK=" + shellQuote(sdk) +
+                               " MEMQ_BIN=" + shellQuote(binDir() + "/memq") +
                                " MEMQ_SOCKET=" + shellQuote(daemon_->socket()) + " MEMQ_DATA_DIR=" +
                                shellQuote(daemon_->dataDir()) + " MEMQ_TEST_PROJECT=" + shellQuote(project_) +
                                " timeout 60 node client.mjs");
-  EXPECT_EQ(r.exitCode, 0) << "client.mjs failed:\n" << r.out << r.err;
+  EXPECT_EQ(r.exitCode, 0) << "client.mjs with " << sdk << " failed:\n" << r.out << r.err;
 
-  // What the agent saved is in the project's store, attributed to the agent.
   auto c = daemon_->client(project_);
   auto list = c.call("memory/list", json::object());
   ASSERT_TRUE(list.isOk()) << list.status().toString();
@@ -80,6 +84,13 @@ TEST_F(McpTest, TheOfficialTypeScriptSdkClientListsSavesRecallsAndSeesToolErrors
   EXPECT_EQ(m["source"], "agent");
   EXPECT_EQ(m["files"], json({"src/auth/session.ts"}));
 }
+
+TEST_F(McpTest, TheNewestOfficialTypeScriptSdkClientUsesEveryToolAndSeesToolErrors) {
+  runSdkClient("@modelcontextprotocol/sdk");
+}
+
+// SDK 1.9.0 speaks only 2024-11-05 and refuses a server that answers in another revision.
+TEST_F(McpTest, AnSdkClientThatSpeaks20241105ConnectsAndUsesEveryTool) { runSdkClient("mcp-sdk-2024-11-05"); }
 
 // ---- raw JSON-RPC over stdio ----------------------------------------------------------------------------------
 
@@ -129,8 +140,9 @@ TEST_F(McpTest, RawStdioSessionFollowsJsonRpcAndMcp) {
   std::vector<std::string> names;
   for (const auto& t : rs[1]["result"]["tools"]) names.push_back(t["name"]);
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"memory_get", "memory_hide", "memory_pin", "memory_recall",
-                                             "memory_reject", "memory_save", "memory_search", "memory_supersede"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"memory_get", "memory_hide", "memory_list", "memory_pin",
+                                             "memory_recall", "memory_reject", "memory_restore", "memory_save",
+                                             "memory_search", "memory_supersede", "memory_unpin", "memory_update"}));
 
   EXPECT_EQ(rs[2]["result"]["isError"], false) << rs[2].dump();
   EXPECT_EQ(rs[2]["result"]["content"][0]["type"], "text");
@@ -154,6 +166,103 @@ TEST_F(McpTest, RawStdioSessionFollowsJsonRpcAndMcp) {
   auto ro = replies(old);
   ASSERT_EQ(ro.size(), 1u) << old.out;
   EXPECT_EQ(ro[0]["result"]["protocolVersion"], "2025-03-26");
+}
+
+TEST_F(McpTest, InitializeAnswersTheClientsRevisionWhenSupportedElseTheNewest) {
+  auto answered = [&](const std::string& asked) {
+    CommandResult r = daemon_->memq(
+        "mcp", project_,
+        R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":")" + asked +
+            R"(","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}})"
+            "\n");
+    auto rs = replies(r);
+    return rs.size() == 1 ? rs[0]["result"]["protocolVersion"] : json();
+  };
+  EXPECT_EQ(answered("2024-11-05"), "2024-11-05");
+  EXPECT_EQ(answered("2025-03-26"), "2025-03-26");
+  EXPECT_EQ(answered("2025-06-18"), "2025-06-18");
+  EXPECT_EQ(answered("2025-11-25"), "2025-06-18");  // newer than memq: memq's newest, for the client to decide
+  EXPECT_EQ(answered("2024-10-07"), "2025-06-18");
+}
+
+TEST_F(McpTest, ToolsCarryTitlesAnnotationsAndOutputSchemasAndStructuredResults) {
+  std::string input =
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})"
+      "\n"
+      R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory_save","arguments":{"summary":"Structured results carry the id","files":["src/auth/session.ts"]}}})"
+      "\n"
+      R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"memory_list","arguments":{}}})"
+      "\n";
+  auto rs = replies(daemon_->memq("mcp", project_, input));
+  ASSERT_EQ(rs.size(), 3u);
+  std::map<std::string, json> tools;
+  for (const auto& t : rs[0]["result"]["tools"]) tools[t["name"]] = t;
+  ASSERT_EQ(tools.size(), 12u) << rs[0].dump();
+  for (const auto& [name, t] : tools) {
+    EXPECT_TRUE(t["title"].is_string()) << name;
+    EXPECT_TRUE(t["annotations"]["readOnlyHint"].is_boolean()) << name;
+    EXPECT_EQ(t["outputSchema"]["type"], "object") << name;
+  }
+  EXPECT_EQ(tools["memory_list"]["annotations"]["readOnlyHint"], true);
+  EXPECT_EQ(tools["memory_save"]["annotations"]["readOnlyHint"], false);
+  EXPECT_EQ(tools["memory_save"]["annotations"]["destructiveHint"], false);
+  EXPECT_EQ(tools["memory_reject"]["annotations"]["destructiveHint"], true);
+  EXPECT_EQ(tools["memory_pin"]["annotations"]["idempotentHint"], true);
+  EXPECT_EQ(tools["memory_list"]["inputSchema"]["properties"]["limit"]["maximum"], 1000);
+  EXPECT_EQ(tools["memory_search"]["inputSchema"]["properties"]["limit"]["maximum"], 100);
+  // Pins do not "always surface": the description says what pinning does.
+  EXPECT_EQ(tools["memory_pin"]["description"].get<std::string>().find("always"), std::string::npos);
+
+  const json& saved = rs[1]["result"];
+  EXPECT_EQ(saved["isError"], false) << saved.dump();
+  EXPECT_EQ(saved["structuredContent"]["status"], "created") << saved.dump();
+  const std::string id = saved["structuredContent"]["id"];
+  const json& listed = rs[2]["result"]["structuredContent"];
+  EXPECT_EQ(listed["total"], 1) << listed.dump();
+  EXPECT_EQ(listed["memories"][0]["id"], id);
+  EXPECT_EQ(listed["memories"][0]["files"], json({"src/auth/session.ts"}));
+}
+
+TEST_F(McpTest, ArgumentsOfTheWrongTypeAreReportedAsSuchAndChangeNothing) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"name":"memory_save","arguments":{"summary":42}})", "summary must be a string, not an integer"},
+      {R"({"name":"memory_save","arguments":{}})", "summary is required"},
+      {R"({"name":"memory_save","arguments":{"summary":"x","topics":"auth"}})", "topics must be an array, not a string"},
+      {R"({"name":"memory_save","arguments":{"summary":"x","files":[1]}})", "files[0] must be a string"},
+      {R"({"name":"memory_save","arguments":{"summary":"x","category":"note"}})", "category must be one of"},
+      {R"({"name":"memory_save","arguments":{"summary":"x","colour":"red"}})", "unknown argument colour"},
+      {R"({"name":"memory_search","arguments":{"query":"x","limit":"5"}})", "limit must be an integer, not a string"},
+      {R"({"name":"memory_list","arguments":{"limit":1001}})", "limit must be at most 1000"},
+      {R"({"name":"memory_pin","arguments":{"id":7}})", "id must be a string, not an integer"},
+  };
+  std::string input;
+  int n = 0;
+  for (const auto& [params, _] : cases) {
+    input += R"({"jsonrpc":"2.0","id":)" + std::to_string(++n) + R"(,"method":"tools/call","params":)" + params + "}\n";
+  }
+  auto rs = replies(daemon_->memq("mcp", project_, input));
+  ASSERT_EQ(rs.size(), std::size(cases));
+  for (size_t i = 0; i < rs.size(); ++i) {
+    EXPECT_EQ(rs[i]["result"]["isError"], true) << cases[i].first << ": " << rs[i].dump();
+    const std::string text = rs[i]["result"]["content"][0].value("text", "");
+    EXPECT_NE(text.find(cases[i].second), std::string::npos) << cases[i].first << ": " << text;
+  }
+  auto c = daemon_->client(project_);
+  EXPECT_EQ((*c.call("memory/list", json::object()))["total"], 0);
+}
+
+TEST_F(McpTest, InitializeStartsTheDaemon) {
+  daemon_->stop();
+  ASSERT_FALSE(RpcClient::connect(daemon_->socket(), std::chrono::milliseconds(200)).isOk());
+  AutostartedMemqdReaper reaper{fs::path(daemon_->socket()).parent_path() / "memqd.pid"};
+  // Only initialize: no tool is called, yet memqd answers afterwards.
+  CommandResult r = daemon_->memq(
+      "mcp", project_,
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}})"
+      "\n");
+  ASSERT_EQ(replies(r).size(), 1u) << r.out << r.err;
+  EXPECT_TRUE(RpcClient::connect(daemon_->socket(), std::chrono::milliseconds(500)).isOk())
+      << "memq mcp did not start memqd at initialize";
 }
 
 TEST_F(McpTest, ToolErrorsFromTheDaemonAreToolResultsAndTheServerKeepsGoing) {

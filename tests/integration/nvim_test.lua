@@ -77,6 +77,14 @@ local function extmark_text(mark)
   return table.concat(parts)
 end
 
+-- The text of :checkhealth memq's report.
+local function checkhealth_text()
+  vim.cmd('checkhealth memq')
+  local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+  vim.cmd('bwipeout!')
+  return text
+end
+
 -- Runs a command and waits for the recall window it opens; returns the window and its text.
 local function recall_window(command)
   for _, win in ipairs(floating_windows()) do
@@ -119,6 +127,12 @@ local function check_help_tags()
   for _, tag in ipairs({ 'memq', ':MemqRecall', ':MemqSave', ':MemqHints', 'memq-setup', 'memq.statusline()' }) do
     record(tags:find(tag .. '\t', 1, true) == 1 or tags:find('\n' .. tag .. '\t', 1, true) ~= nil, 'help tag ' .. tag)
   end
+end
+
+local function run_without_daemon_health()
+  local text = checkhealth_text()
+  record(text:find('memqd is not running', 1, true) ~= nil and text:find(vim.env.MEMQ_SOCKET, 1, true) ~= nil,
+    ':checkhealth memq says memqd is not running on the socket', text)
 end
 
 local function run_without_daemon()
@@ -257,6 +271,87 @@ local function run_with_daemon()
     'a note on a changed file is marked stale', text)
   memq.close_recall_window()
 
+  -- :checkhealth memq: the socket, the daemon answering, its version.
+  local health = checkhealth_text()
+  record(health:find('the socket exists', 1, true) ~= nil, ':checkhealth memq finds the socket', health)
+  record(health:find('memqd 0.1.0 answers', 1, true) ~= nil, ':checkhealth memq reaches memqd and names its version',
+    health)
+
+  -- The recall window's keys act on the memory of the cursor's line: pin, unpin, hide; :MemqRestore ID; reject.
+  local acted_note = 'backoff doubles up to thirty seconds between reconnects'
+  local acted_err, acted = memq.client():request_sync('memory/save', { summary = acted_note, files = { 'src/app.c' },
+    project_root = vim.loop.cwd() })
+  record(acted_err == nil, 'a second note saved on src/app.c', acted_err and acted_err.message)
+  local acted_id = acted and acted.id or 'none'
+  local function state_of(id)
+    local e, m = memq.client():request_sync('memory/get', { id = id, project_root = vim.loop.cwd() })
+    return e == nil and m or {}
+  end
+  local function press(key, done_pattern)
+    messages = {}
+    local w, t = recall_window('MemqRecall backoff thirty seconds')
+    local line = nil
+    for i, l in ipairs(vim.api.nvim_buf_get_lines(0, 0, -1, false)) do
+      if l:find(acted_note, 1, true) and not line then
+        line = i
+      end
+    end
+    record(w ~= nil and line ~= nil, 'the recall window shows the second note (' .. key .. ')', t)
+    if line then
+      vim.api.nvim_win_set_cursor(0, { line + 1, 0 }) -- the facts line acts on the same memory
+      vim.api.nvim_feedkeys(key, 'x', false)
+    end
+    return wait_for(function()
+      return message_matching(done_pattern) ~= nil
+    end)
+  end
+  record(press('P', '^memq: pinned %[' .. acted_id:sub(1, 8) .. '%]'), 'P in the recall window pins the memory',
+    messages[1] and messages[1].text)
+  record(state_of(acted_id).pinned == true, 'the memory is pinned in memqd')
+  memq.close_recall_window()
+  record(press('U', '^memq: unpinned'), 'U unpins it', messages[1] and messages[1].text)
+  record(state_of(acted_id).pinned == false, 'the memory is unpinned in memqd')
+  memq.close_recall_window()
+  record(press('H', '^memq: hidden'), 'H hides it', messages[1] and messages[1].text)
+  record(state_of(acted_id).state == 'hidden', 'the memory is hidden in memqd')
+  memq.close_recall_window()
+  messages = {}
+  vim.cmd('MemqRestore ' .. acted_id:sub(1, 8))
+  record(wait_for(function()
+    return message_matching('^memq: restored') ~= nil
+  end), ':MemqRestore ID restores it', messages[1] and messages[1].text)
+  record(state_of(acted_id).state == 'active', 'the memory is active again in memqd')
+  local real_input = vim.fn.input
+  vim.fn.input = function()
+    return 'thirty is wrong, it is sixty'
+  end
+  record(press('X', '^memq: rejected'), 'X rejects it, asking for the reason', messages[1] and messages[1].text)
+  vim.fn.input = real_input
+  record(state_of(acted_id).state == 'rejected', 'the memory is rejected in memqd')
+  memq.close_recall_window()
+  -- A buffer with no memory, no id under the cursor and no hint: nothing to act on, and it says so.
+  vim.cmd('enew')
+  messages = {}
+  vim.cmd('MemqPin')
+  record(message_matching('no memory under the cursor') ~= nil, 'an action with no memory under the cursor says so',
+    messages[1] and messages[1].text)
+  vim.cmd('buffer ' .. app)
+
+  -- :MemqSearch offers the matches in vim.ui.select; the one picked opens in the recall window.
+  local offered = nil
+  local real_select = vim.ui.select
+  vim.ui.select = function(items, opts, on_choice)
+    offered = vim.tbl_map(opts.format_item, items)
+    on_choice(items[1])
+  end
+  win, text = recall_window('MemqSearch reset after reconnect')
+  vim.ui.select = real_select
+  record(offered ~= nil and #offered >= 1 and offered[1]:find('retry_count', 1, true) ~= nil,
+    ':MemqSearch offers the matching memories', offered and table.concat(offered, ' | '))
+  record(offered ~= nil and text:find(offered[1]:sub(12), 1, true) ~= nil, 'the picked memory opens in the recall window',
+    text)
+  memq.close_recall_window()
+
   -- BufEnter on another file: hints for that file as virtual text on line 1 and in statusline().
   local util_note = 'helper() runs in the signal handler: keep it reentrant' -- under the 60 code points hints show
   err = memq.client():request_sync('memory/save', { summary = util_note, category = 'gotcha',
@@ -310,6 +405,7 @@ local ok, err = pcall(function()
   record(vim.fn.exists(':MemqRecall') == 2 and vim.fn.exists(':MemqSave') == 2, 'the plugin defines its commands')
   if phase == 'nodaemon' then
     run_without_daemon()
+    run_without_daemon_health()
   elseif phase == 'daemon' then
     run_with_daemon()
   else

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the Debian package with CPack from a configured and built build directory, unpacks it into a scratch
-# root, and checks what a user would get: both binaries run from /usr/bin, the man pages, the systemd user units
-# (with ExecStart pointing at /usr/bin/memqd), the bash completion and the Neovim plugin are there, and the package
-# declares its runtime dependencies.
+# root, and checks what a user would get: both binaries run from /usr/bin, the compressed man pages, the systemd user
+# units (with ExecStart pointing at /usr/bin/memqd), the bash, zsh and fish completions, the Neovim plugin, the
+# copyright file, the changelog and docs/agents.md are there, and the package declares its runtime dependencies.
+# When lintian is installed (make test installs it), the package has no lintian error or warning and none of its
+# hardening tags.
 # Usage: deb_test.sh BUILD_DIR. Exits 77 (skipped) when dpkg-deb or cpack is missing.
 set -euo pipefail
 
@@ -33,7 +35,8 @@ echo "built $(basename "$deb")"
 
 # Control fields.
 [[ "$(dpkg-deb -f "$deb" Package)" == memq ]] || fail "package name is not memq"
-[[ "$(dpkg-deb -f "$deb" Maintainer)" == "memq developers" ]] || fail "maintainer is not 'memq developers'"
+maintainer=$(dpkg-deb -f "$deb" Maintainer)
+[[ "$maintainer" =~ ^memq\ developers\ \<[^@\ ]+@[^@\ ]+\>$ ]] || fail "maintainer is not a name and an email: $maintainer"
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
 for lib in libsqlite3-0 libgit2 libspdlog libfmt; do
@@ -44,9 +47,11 @@ done
 root="$scratch/root"
 dpkg-deb -x "$deb" "$root"
 contents=$(dpkg-deb -c "$deb")
-for path in ./usr/bin/memq ./usr/bin/memqd ./usr/share/man/man1/memq.1 ./usr/share/man/man8/memqd.8 \
+for path in ./usr/bin/memq ./usr/bin/memqd ./usr/share/man/man1/memq.1.gz ./usr/share/man/man8/memqd.8.gz \
             ./usr/lib/systemd/user/memqd.socket ./usr/lib/systemd/user/memqd.service \
-            ./usr/share/bash-completion/completions/memq ./usr/share/doc/memq/protocol.md \
+            ./usr/share/bash-completion/completions/memq ./usr/share/zsh/vendor-completions/_memq \
+            ./usr/share/fish/vendor_completions.d/memq.fish ./usr/share/doc/memq/protocol.md \
+            ./usr/share/doc/memq/agents.md ./usr/share/doc/memq/copyright ./usr/share/doc/memq/changelog.gz \
             ./usr/share/memq/editors/nvim/plugin/memq.lua ./usr/share/memq/editors/nvim/lua/memq/init.lua; do
   grep -qF " $path" <<<"$contents" || fail "$path is not in the package"
 done
@@ -71,11 +76,28 @@ grep -qx 'DirectoryMode=0700' "$socket" || fail "memqd.socket lacks DirectoryMod
 
 # The man pages render without warnings, and the completion script parses.
 if command -v man >/dev/null 2>&1; then
-  for page in "$root/usr/share/man/man1/memq.1" "$root/usr/share/man/man8/memqd.8"; do
+  for page in "$root/usr/share/man/man1/memq.1.gz" "$root/usr/share/man/man8/memqd.8.gz"; do
     warnings=$(MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null) || fail "man cannot render $page"
     [[ -z "$warnings" ]] || fail "man warns about $page: $warnings"
   done
 fi
 bash -n "$root/usr/share/bash-completion/completions/memq" || fail "the bash completion does not parse"
+if command -v zsh >/dev/null 2>&1; then
+  zsh -n "$root/usr/share/zsh/vendor-completions/_memq" || fail "the zsh completion does not parse"
+fi
+if command -v fish >/dev/null 2>&1; then
+  fish -n "$root/usr/share/fish/vendor_completions.d/memq.fish" || fail "the fish completion does not parse"
+fi
+
+# lintian: no error, no warning, and the binaries carry Debian's hardening (fortify, bindnow, PIE, RELRO, stack
+# protector). Its info-level tags are printed for the record.
+if command -v lintian >/dev/null 2>&1; then
+  tags=$(lintian --info --tag-display-limit 0 "$deb" 2>&1 | grep -v 'running with root privileges' || true)
+  [[ -n "$tags" ]] && echo "lintian:" && echo "$tags"
+  ! grep -qE '^[EW]: ' <<<"$tags" || fail "lintian reports errors or warnings"
+  ! grep -q 'hardening-' <<<"$tags" || fail "lintian reports missing hardening"
+else
+  echo "lintian is not installed: the lintian check is skipped"
+fi
 
 echo "PASS: $(basename "$deb")"

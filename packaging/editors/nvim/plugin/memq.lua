@@ -24,6 +24,25 @@ vim.api.nvim_create_user_command('MemqHints', function()
   require('memq').show_hints()
 end, { nargs = 0, desc = "memq: print this buffer's hints" })
 
+-- :MemqHide [ID] [REASON], :MemqReject [ID] [REASON], :MemqPin [ID], :MemqUnpin [ID], :MemqRestore [ID]: without an
+-- id, the memory under the cursor (in the recall window, its line; elsewhere an id under the cursor or the
+-- buffer's first hint).
+for name, action in pairs({ MemqHide = 'hide', MemqReject = 'reject', MemqPin = 'pin', MemqUnpin = 'unpin',
+                            MemqRestore = 'restore' }) do
+  vim.api.nvim_create_user_command(name, function(command)
+    local id, reason = nil, command.args
+    local first, rest = command.args:match('^(%x%x%x%x[%x%-]*)%s*(.*)$')
+    if first and first:match('%d') then
+      id, reason = first, rest
+    end
+    require('memq').act(action, id, reason ~= '' and reason or nil)
+  end, { nargs = '*', desc = 'memq: ' .. action .. ' the memory under the cursor (or ID)' })
+end
+
+vim.api.nvim_create_user_command('MemqSearch', function(command)
+  require('memq').search(command.args)
+end, { nargs = '+', desc = "memq: search the project's memories and pick one" })
+
 local group = vim.api.nvim_create_augroup('memq', { clear = true })
 vim.api.nvim_create_autocmd('BufEnter', {
   group = group,

@@ -1,6 +1,8 @@
 -- memq: the Neovim face of memq. Owns what the editor shows: which project and file a buffer belongs to, the recall
 -- window (:MemqRecall), saving a note on the current file (:MemqSave), the hints of a file shown when its buffer is
--- entered (virtual text on line 1 and statusline()), and the user's configuration (setup()). Talking to memqd is
+-- entered (virtual text on line 1 and statusline()), acting on the memory under the cursor (:MemqHide, :MemqReject,
+-- :MemqPin, :MemqUnpin, :MemqRestore, and keys in the recall window), the search picker (:MemqSearch), and the
+-- user's configuration (setup()). :checkhealth memq is lua/memq/health.lua. Talking to memqd is
 -- memq/rpc.lua's job; the commands and autocommands are declared in plugin/memq.lua.
 
 local rpc = require('memq.rpc')
@@ -347,16 +349,21 @@ end
 
 -- The recall window's lines: per memory its summary, then one line of facts (id, score, category, pinned, stale and
 -- the files behind it).
+-- The second result maps each line number to the id of the memory it shows (both of its lines), for the keys that
+-- act on the memory under the cursor.
 function M.format_memories(memories, file, query)
   local heading = 'memq: ' .. file .. (query ~= '' and (' · "' .. query .. '"') or '')
   local lines = { heading, '' }
+  local line_ids = {}
   if #memories == 0 then
     table.insert(lines, 'no memories for this file')
-    return lines
+    return lines, line_ids
   end
   for i, memory in ipairs(memories) do
     local summary = type(memory.summary) == 'string' and memory.summary or ''
     table.insert(lines, ('%d. %s'):format(i, summary:gsub('\n', ' ')))
+    line_ids[#lines] = memory.id
+    line_ids[#lines + 1] = memory.id
     local facts = { '[' .. tostring(memory.id):sub(1, 8) .. ']', 'score ' .. number_text(memory.score) }
     if type(memory.category) == 'string' then
       table.insert(facts, memory.category)
@@ -376,14 +383,30 @@ function M.format_memories(memories, file, query)
       end
       table.insert(facts, #changed > 0 and ('STALE (' .. table.concat(changed, ', ') .. ' changed)') or 'STALE')
     end
+    if type(memory.state) == 'string' and memory.state ~= 'active' then
+      table.insert(facts, memory.state)
+    end
     table.insert(lines, '   ' .. table.concat(facts, ' · '))
   end
-  return lines
+  table.insert(lines, '')
+  table.insert(lines, 'H hide · X reject · P pin · U unpin · R restore · q close')
+  return lines, line_ids
 end
 
-local function open_recall_window(lines)
+-- recall window buffer → { ids = {line → id}, root = project root }: what the keys in that window act on.
+local window_memories = {}
+
+local function open_recall_window(lines, line_ids, root)
   M.close_recall_window()
   local buf = vim.api.nvim_create_buf(false, true)
+  window_memories[buf] = { ids = line_ids or {}, root = root }
+  vim.api.nvim_create_autocmd('BufWipeout', {
+    buffer = buf,
+    once = true,
+    callback = function()
+      window_memories[buf] = nil
+    end,
+  })
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.api.nvim_buf_set_option(buf, 'modifiable', false)
   vim.api.nvim_buf_set_option(buf, 'bufhidden', 'wipe')
@@ -415,6 +438,13 @@ local function open_recall_window(lines)
       nowait = true,
     })
   end
+  for key, action in pairs({ H = 'hide', X = 'reject', P = 'pin', U = 'unpin', R = 'restore' }) do
+    vim.api.nvim_buf_set_keymap(buf, 'n', key, ('<cmd>lua require("memq").act(%q)<CR>'):format(action), {
+      noremap = true,
+      silent = true,
+      nowait = true,
+    })
+  end
   return recall_window
 end
 
@@ -440,8 +470,115 @@ function M.recall(query)
       return
     end
     local memories = type(result) == 'table' and type(result.memories) == 'table' and result.memories or {}
-    open_recall_window(M.format_memories(memories, target.file, query))
+    local lines, line_ids = M.format_memories(memories, target.file, query)
+    open_recall_window(lines, line_ids, target.root)
   end)
+end
+
+-- ---------------------------------------------------------------------------------------------------------------
+-- acting on a memory: :MemqHide, :MemqReject, :MemqPin, :MemqUnpin, :MemqRestore, and the recall window's keys
+
+local actions = {
+  hide = { method = 'memory/hide', done = 'hidden' },
+  reject = { method = 'memory/reject', done = 'rejected', needs_reason = true },
+  pin = { method = 'memory/pin', done = 'pinned' },
+  unpin = { method = 'memory/unpin', done = 'unpinned' },
+  restore = { method = 'memory/restore', done = 'restored' },
+}
+
+-- The memory under the cursor, and the project it belongs to: in the recall window, the memory of the cursor's line;
+-- elsewhere an id (4 or more hex digits) under the cursor, else the buffer's first hint. nil when there is none.
+function M.memory_under_cursor()
+  local buf = vim.api.nvim_get_current_buf()
+  local shown = window_memories[buf]
+  if shown then
+    return shown.ids[vim.api.nvim_win_get_cursor(0)[1]], shown.root
+  end
+  local word = vim.fn.expand('<cword>')
+  if word:match('^%x%x%x%x+$') and word:match('%d') then
+    return word, cwd_project_root()
+  end
+  local entry = buffer_hints[buf]
+  if entry and entry.hints[1] and entry.hints[1].id then
+    local target = M.locate(buf)
+    return entry.hints[1].id, target and target.root or cwd_project_root()
+  end
+  return nil
+end
+
+-- Runs `action` (hide, reject, pin, unpin, restore) on `id`, or on the memory under the cursor when id is nil.
+-- reject needs a reason: `reason`, else asked for; hide takes one when given.
+function M.act(action, id, reason)
+  local spec = actions[action]
+  if not spec then
+    notify('unknown action ' .. tostring(action), vim.log.levels.ERROR)
+    return
+  end
+  local root
+  if id == nil or id == '' then
+    id, root = M.memory_under_cursor()
+  end
+  if id == nil then
+    notify('no memory under the cursor: put it on a memory of the recall window, or give an id', vim.log.levels.WARN)
+    return
+  end
+  if spec.needs_reason and (reason == nil or vim.trim(reason) == '') then
+    reason = vim.fn.input('memq: why is it wrong? ')
+    if vim.trim(reason) == '' then
+      notify('a reject needs a reason; nothing was changed', vim.log.levels.WARN)
+      return
+    end
+  end
+  local params = { id = id, project_root = root or cwd_project_root() }
+  if reason ~= nil and vim.trim(reason) ~= '' and (action == 'reject' or action == 'hide') then
+    params.reason = vim.trim(reason)
+  end
+  M.client():request(spec.method, params, function(err, result)
+    if err then
+      notify_error(err)
+      return
+    end
+    local summary = type(result) == 'table' and type(result.summary) == 'string' and result.summary or ''
+    local full = type(result) == 'table' and type(result.id) == 'string' and result.id or id
+    notify(('%s [%s] %s'):format(spec.done, full:sub(1, 8), summary))
+  end)
+end
+
+-- ---------------------------------------------------------------------------------------------------------------
+-- :MemqSearch: the search picker
+
+-- Searches the project's memories for `query` (memory/search) and offers them in vim.ui.select (Telescope or any
+-- other picker that replaces it); the one picked opens in the recall window, where the keys act on it.
+function M.search(query)
+  query = vim.trim(query or '')
+  if query == '' then
+    notify('nothing to search for: give the text, as in :MemqSearch {text}', vim.log.levels.WARN)
+    return
+  end
+  local root = cwd_project_root()
+  M.client():request('memory/search', { query = query, project_root = root, limit = M.config.recall_limit },
+    function(err, result)
+      if err then
+        notify_error(err)
+        return
+      end
+      local memories = type(result) == 'table' and type(result.memories) == 'table' and result.memories or {}
+      if #memories == 0 then
+        notify('no memories match "' .. query .. '"')
+        return
+      end
+      vim.ui.select(memories, {
+        prompt = 'memq: ' .. query,
+        format_item = function(memory)
+          return ('[%s] %s'):format(tostring(memory.id):sub(1, 8), tostring(memory.summary or ''))
+        end,
+      }, function(choice)
+        if choice then
+          local lines, line_ids = M.format_memories({ choice }, 'search', query)
+          open_recall_window(lines, line_ids, root)
+        end
+      end)
+    end)
 end
 
 -- ---------------------------------------------------------------------------------------------------------------
