@@ -225,6 +225,8 @@ Result<ImportLine> readMemory(const json& j, size_t line, const ImportLineOption
   return out;
 }
 
+#undef MEMQ_ASSIGN_OR_RETURN_LINE
+
 }  // namespace
 
 std::string memoryLine(const Memory& m) {
