@@ -243,7 +243,7 @@ MethodTable buildTable() {
     if (!all && !parsed) return Status::invalidField("state", "state must be active, hidden, superseded, rejected or all");
     auto r = env.service.exportJsonl(ctx, parsed, all, optStr(p, "cursor"));
     if (!r) return r.status();
-    json out = {{"jsonl", r->jsonl}};
+    json out = {{"jsonl", std::move(r->jsonl)}};
     if (r->nextCursor) out["next_cursor"] = *r->nextCursor;
     return out;
   }};
