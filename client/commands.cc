@@ -327,16 +327,31 @@ int cmdExport(Context& ctx, const std::vector<std::string>& words) {
   if (auto s = a.value("state")) p["state"] = *s;
   auto link = connect(ctx);
   if (!link) return reportError(ctx, link.status());
-  auto r = link->call("export", p);
-  if (!r) return reportError(ctx, r.status());
-  std::cout << (*r)["jsonl"].get<std::string>();
-  return kExitOk;
+  // Page by page (each a few MiB at most), each written out before the next is asked for, so an export of any size
+  // costs the daemon and this process one page of memory.
+  p["cursor"] = "";
+  while (true) {
+    auto r = link->call("export", p);
+    if (!r) return reportError(ctx, r.status());
+    std::cout << (*r)["jsonl"].get<std::string>();
+    if (!r->contains("next_cursor")) break;
+    p["cursor"] = (*r)["next_cursor"];
+  }
+  std::cout.flush();
+  return std::cout ? kExitOk : kExitRpcError;
 }
+
+// The JSONL of one import request at most, escaped as it travels inside the request: well under the daemon's limit on
+// one message (1 MiB), with room for the rest of the request.
+constexpr size_t kImportRequestBytes = size_t{768} << 10;
+// How long the daemon may take to write a whole import (its last request) before the CLI gives up waiting.
+constexpr std::chrono::minutes kImportCommitTimeout{30};
 
 int cmdImport(Context& ctx, const std::vector<std::string>& words) {
   Args a;
   if (int rc = parseOrUsage(a, words, {{}, {"from-empryo"}, {}}); rc >= 0) return rc;
   std::string jsonl;
+  std::string source = "standard input";
   if (auto empryo = a.value("from-empryo")) {
     if (!a.positional().empty()) return usageError("usage: memq import --from-empryo PATH/TO/memory.db");
     auto converted = empryoToJsonl(*empryo);
@@ -345,6 +360,7 @@ int cmdImport(Context& ctx, const std::vector<std::string>& words) {
       return kExitUsage;
     }
     jsonl = std::move(*converted);
+    source = *empryo;
   } else {
     if (a.positional().size() != 1) return usageError("usage: memq import FILE (or - for standard input)");
     std::string path = a.positional()[0];
@@ -355,17 +371,24 @@ int cmdImport(Context& ctx, const std::vector<std::string>& words) {
       std::ifstream in(path);
       if (!in) return usageError("cannot read " + path);
       buf << in.rdbuf();
+      source = path;
     }
     jsonl = buf.str();
   }
   // `memq export` writes every readable scope, each line naming its own. Unless --scope says where everything goes,
-  // each line goes back to the scope it came from (global preferences stay global), in one call per scope. A file
+  // each line goes back to the scope it came from (global preferences stay global), in one import per scope. A file
   // with a line that is not a JSON object goes over whole, so the daemon names the line and writes nothing.
-  std::vector<std::pair<std::string, std::string>> groups;  // scope ("" = the connection's write scope), lines
+  struct Group {
+    std::string scope;  // "" = the connection's write scope
+    std::vector<std::string> lines;
+    std::vector<size_t> fileLines;  // the line of the file each one is
+  };
+  std::vector<Group> groups;
   {
     std::istringstream in(jsonl);
     std::string line;
     bool malformed = false;
+    std::vector<std::pair<std::string, std::string>> scoped;  // scope, line
     while (std::getline(in, line)) {
       std::string scope;
       if (!ctx.options.scope && line.find_first_not_of(" \t\r") != std::string::npos) {
@@ -374,21 +397,70 @@ int cmdImport(Context& ctx, const std::vector<std::string>& words) {
         else if (j.contains("scope") && j["scope"].is_string()) scope = j["scope"].get<std::string>();
         if (scope != "project" && scope != "global") scope.clear();
       }
-      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == scope; });
-      if (it == groups.end()) it = groups.insert(groups.end(), {scope, ""});
-      it->second += line + "\n";
+      scoped.emplace_back(std::move(scope), std::move(line));
     }
-    if (malformed || groups.empty()) groups = {{"", jsonl}};
+    for (size_t i = 0; i < scoped.size(); ++i) {
+      const std::string scope = malformed ? std::string() : scoped[i].first;
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) { return g.scope == scope; });
+      if (it == groups.end()) it = groups.insert(groups.end(), Group{scope, {}, {}});
+      it->lines.push_back(std::move(scoped[i].second));
+      it->fileLines.push_back(i + 1);
+    }
   }
   auto link = connect(ctx);
   if (!link) return reportError(ctx, link.status());
+  // The daemon numbers the lines of one import as it received them; this names the line of the file instead.
+  auto withFileLine = [&](const Status& st, const Group& g) {
+    const json& data = st.data();
+    if (!data.is_object() || !data.contains("line") || !data["line"].is_number_unsigned()) return st;
+    const size_t n = data["line"].get<size_t>();
+    if (n == 0 || n > g.fileLines.size()) return st;
+    return Status(st.code(), st.message() + " (line " + std::to_string(g.fileLines[n - 1]) + " of " + source + ")",
+                  data);
+  };
+  // Each scope's lines go in requests of at most kImportRequestBytes; the daemon stages them and writes the whole
+  // scope's import in one transaction with the last one, so a failure anywhere leaves that scope as it was.
   json total = {{"created", 0}, {"deduped", 0}, {"rejected", 0}, {"tombstones", 0}};
-  for (const auto& [scope, lines] : groups) {
-    json params = {{"jsonl", lines}};
-    if (!scope.empty()) params["scope"] = scope;
-    auto r = link->call("import", params);
-    if (!r) return reportError(ctx, r.status());
-    for (auto& [key, n] : total.items()) n = n.get<int64_t>() + r->value(key, int64_t{0});
+  for (const Group& g : groups) {
+    std::string chunk;
+    size_t chunkEscaped = 0;
+    for (size_t i = 0; i <= g.lines.size(); ++i) {
+      size_t escaped = 0;
+      if (i < g.lines.size()) {
+        try {
+          escaped = json(g.lines[i]).dump().size();
+        } catch (const json::exception&) {
+          std::cerr << "memq: line " << g.fileLines[i] << " of " << source << " is not valid UTF-8; nothing was imported"
+                    << (groups.size() > 1 ? " into this scope" : "") << "\n";
+          return kExitUsage;
+        }
+        if (escaped > kImportRequestBytes) {
+          std::cerr << "memq: line " << g.fileLines[i] << " of " << source << " is longer than one import request may "
+                    << "carry (" << (kImportRequestBytes >> 10) << " KiB); nothing was imported"
+                    << (groups.size() > 1 ? " into this scope" : "") << "\n";
+          return kExitUsage;
+        }
+      }
+      const bool last = i == g.lines.size();
+      if (!last && (chunk.empty() || chunkEscaped + escaped <= kImportRequestBytes)) {
+        chunk += g.lines[i] + "\n";
+        chunkEscaped += escaped;
+        continue;
+      }
+      json params = {{"jsonl", chunk}};
+      if (!g.scope.empty()) params["scope"] = g.scope;
+      if (!last) params["more"] = true;
+      auto r = link->call("import", params,
+                          last ? std::chrono::duration_cast<std::chrono::milliseconds>(kImportCommitTimeout)
+                               : RpcClient::kDefaultCallTimeout);
+      if (!r) return reportError(ctx, withFileLine(r.status(), g));
+      if (last) {
+        for (auto& [key, n] : total.items()) n = n.get<int64_t>() + r->value(key, int64_t{0});
+        break;
+      }
+      chunk = g.lines[i] + "\n";
+      chunkEscaped = escaped;
+    }
   }
   if (ctx.options.json) {
     std::cout << total.dump(2) << "\n";

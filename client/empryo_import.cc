@@ -5,6 +5,7 @@
 #include <SQLiteCpp/Statement.h>
 
 #include <map>
+#include <set>
 
 #include "client/commands.h"
 
@@ -41,6 +42,12 @@ Result<std::string> empryoToJsonl(const std::string& path) {
     SQLite::Statement q(db,
                         "SELECT id, category, summary, details, topics, source, session_id, created_at, last_used_at, "
                         "use_count, pinned, hidden, superseded_by FROM memories ORDER BY created_at, id");
+    // A replacement the database no longer holds is left out (import refuses a superseded_by that names nothing).
+    std::set<std::string> ids;
+    {
+      SQLite::Statement all(db, "SELECT id FROM memories");
+      while (all.executeStep()) ids.insert(all.getColumn(0).getString());
+    }
     std::string out;
     while (q.executeStep()) {
       json m;
@@ -67,7 +74,7 @@ Result<std::string> empryoToJsonl(const std::string& path) {
       bool hidden = q.getColumn(11).getInt() != 0;
       bool superseded = !q.getColumn(12).isNull();
       m["state"] = hidden ? (superseded ? "superseded" : "hidden") : "active";
-      if (superseded && hidden) m["superseded_by"] = q.getColumn(12).getString();
+      if (superseded && hidden && ids.count(q.getColumn(12).getString())) m["superseded_by"] = q.getColumn(12).getString();
       m["files"] = files.count(m["id"]) ? files[m["id"]] : json::array();
       out += m.dump() + "\n";
     }

@@ -241,15 +241,18 @@ MethodTable buildTable() {
     bool all = state == "all";
     auto parsed = parseState(state);
     if (!all && !parsed) return Status::invalidField("state", "state must be active, hidden, superseded, rejected or all");
-    auto r = env.service.exportJsonl(ctx, parsed, all);
+    auto r = env.service.exportJsonl(ctx, parsed, all, optStr(p, "cursor"));
     if (!r) return r.status();
-    return json{{"jsonl", *r}};
+    json out = {{"jsonl", std::move(r->jsonl)}};
+    if (r->nextCursor) out["next_cursor"] = *r->nextCursor;
+    return out;
   }};
   t["import"] = {[](HandlerEnv& env, const CallContext& ctx, const json& p) -> Result<json> {
-                   auto r = env.service.importJsonl(ctx, str(p, "jsonl"));
+                   auto r = env.service.importJsonl(ctx, str(p, "jsonl"), optBool(p, "more").value_or(false));
                    if (!r) return r.status();
+                   if (!r->committed) return json{{"staged_lines", r->stagedLines}};
                    return json{{"created", r->created}, {"deduped", r->deduped}, {"rejected", r->rejected},
-                               {"tombstones", r->tombstones}};
+                               {"tombstones", r->tombstones}, {"staged_lines", r->stagedLines}};
                  },
                  false, true};
   t["stats"] = {[](HandlerEnv& env, const CallContext& ctx, const json&) { return env.service.stats(ctx); }};

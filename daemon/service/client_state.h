@@ -1,5 +1,5 @@
 // ClientState: what memqd remembers about one connection ("tab"): who it is (initialize), which project and scopes
-// it reads and writes, its hint state, and whether it subscribed to change notifications.
+// it reads and writes, its hint state, whether it subscribed to change notifications, and an import in progress.
 // TabHints: a tab's hint state. A connection owns its own unless it named a `tab` at initialize: then it shares the
 // tab's, which outlives the connection, because agent hooks connect once per event (Claude Code runs
 // `memq hook` as a new process for every tool call) and per-turn dedup, the cooldown and the budget must span them.
@@ -24,6 +24,9 @@ bool parseWriteScope(const std::string& s, WriteScope& out);
 const char* readScopeName(ReadScope s);
 const char* writeScopeName(WriteScope s);
 
+// An import sent in several requests, staged until its last one (service.cc).
+struct PendingImport;
+
 struct TabHints {
   std::mutex mutex;
   HintState state;
@@ -43,6 +46,7 @@ struct ClientState {
   std::string tabKey;  // the retained tab `hints` belongs to ("" = the connection's own)
   bool subscribed = false;
   std::set<std::string> subscribedScopes;  // empty = all
+  std::shared_ptr<PendingImport> pendingImport;  // an import whose last request has not come yet
 };
 
 }  // namespace memq

@@ -118,7 +118,10 @@ void ScopeRegistry::checkpointAll() {
     for (const auto& [k, v] : databases_) open.push_back(v);
   }
   for (auto& db : open) {
-    std::lock_guard lock(db->mutex);
+    // A scope busy with a long call (a large import holds its lock until it commits) is checkpointed next time:
+    // waiting for it here would take a worker from every other scope's requests meanwhile.
+    std::unique_lock lock(db->mutex, std::try_to_lock);
+    if (!lock.owns_lock()) continue;
     if (Status st = db->store->checkpoint(); !st) spdlog::warn("checkpoint of {} failed: {}", db->path, st.message());
   }
 }

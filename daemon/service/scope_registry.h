@@ -71,7 +71,8 @@ class ScopeRegistry {
   size_t closeIdle(std::chrono::steady_clock::duration idle);
   // The paths of the open databases (one per repository, however many of its worktrees are in use).
   std::vector<std::string> openScopePaths();
-  // Copies each open scope's WAL back into its database (saves never pay for that themselves).
+  // Copies each open scope's WAL back into its database (saves never pay for that themselves); a scope whose lock
+  // is held (a long call in progress) is left for the next time.
   void checkpointAll();
   // Commits the saves each open database holds in a batch (see StoreOptions::saveBatch) once its last save is
   // `idle` old. Returns how many databases still hold a younger batch. A failed commit is logged; the next write to

@@ -9,12 +9,14 @@
 #include <ctime>
 #include <filesystem>
 #include <regex>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "daemon/model/file_path.h"
 #include "daemon/recall/fts_query.h"
 #include "daemon/secrets/secret_scanner.h"
+#include "daemon/service/jsonl_transfer.h"
 #include "daemon/util/clock.h"
 #include "daemon/util/uuid.h"
 
@@ -1085,144 +1087,153 @@ Result<nlohmann::json> Service::auditList(const CallContext& ctx, const AuditFil
   return nlohmann::json{{"events", events}};
 }
 
-Result<std::string> Service::exportJsonl(const CallContext& ctx, std::optional<MemoryState> state, bool allStates) {
+Result<ExportPage> Service::exportJsonl(const CallContext& ctx, std::optional<MemoryState> state, bool allStates,
+                                       const std::optional<std::string>& cursor) {
   auto scopes = readScopes(ctx);
   if (!scopes) return scopes.status();
-  std::string out;
-  for (auto& scope : *scopes) {
-    auto lock = scope->db->lockCommitted();
-    ListFilter f;
-    f.state = allStates ? std::nullopt : std::optional<MemoryState>(state.value_or(MemoryState::kActive));
-    f.limit = 1 << 30;
-    auto l = scope->db->store->list(f);
-    if (!l) return l.status();
-    // Export order is creation order so that export → import → export is byte-identical.
-    std::stable_sort(l->memories.begin(), l->memories.end(), [](const Memory& a, const Memory& b) {
-      return a.createdAt != b.createdAt ? a.createdAt < b.createdAt : a.id < b.id;
-    });
-    for (const auto& m : l->memories) {
-      nlohmann::json j = memoryToJson(m);
-      j["type"] = "memory";
-      nlohmann::json files = nlohmann::json::array();
-      for (const auto& fr : m.files) {
-        files.push_back({{"path", fr.path}, {"blob_id", fr.blobId ? nlohmann::json(*fr.blobId) : nlohmann::json()}});
-      }
-      j["files"] = files;
-      if (m.stateReason) j["state_reason"] = *m.stateReason;
-      out += j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  if (scopes->empty()) return ExportPage{};
+  // Pages are keyed by the last line written (not an offset), so memories saved or changed between pages neither
+  // shift nor repeat lines: each memory is written once, as it was when its page was read.
+  ExportCursor at{(*scopes)[0]->name, false, "", ""};
+  size_t first = 0;
+  if (cursor && !cursor->empty()) {
+    auto decoded = ExportCursor::decode(*cursor);
+    if (!decoded) return Status::invalidField("cursor", "cursor is not one a previous export page handed out");
+    at = *decoded;
+    first = scopes->size();
+    for (size_t i = 0; i < scopes->size(); ++i) {
+      if ((*scopes)[i]->name == at.scope) first = i;
     }
-    if (allStates || state == MemoryState::kRejected) {
-      auto tombs = scope->db->store->tombstones();
+    if (first == scopes->size()) {
+      return Status::invalidField("cursor", "cursor continues the " + at.scope + " scope, which this request does not read");
+    }
+  }
+  const bool withTombstones = allStates || state == MemoryState::kRejected;
+  const std::optional<MemoryState> only =
+      allStates ? std::nullopt : std::optional<MemoryState>(state.value_or(MemoryState::kActive));
+  constexpr int kRowsPerQuery = 2048;
+  ExportPage page;
+  // Appends a line unless the page is full; false (and next_cursor set to `at`) when it is.
+  auto add = [&](const std::string& line) {
+    if (!page.jsonl.empty() && page.jsonl.size() + line.size() + 1 > kExportPageBytes) {
+      page.nextCursor = at.encode();
+      return false;
+    }
+    page.jsonl += line;
+    page.jsonl += '\n';
+    return true;
+  };
+  for (size_t i = first; i < scopes->size(); ++i) {
+    Scope& scope = *(*scopes)[i];
+    if (i != first) at = ExportCursor{scope.name, false, "", ""};
+    auto lock = scope.db->lockCommitted();
+    while (!at.tombstones) {
+      auto rows = scope.db->store->exportPage(only, at.afterKey, at.afterSubkey, kRowsPerQuery);
+      if (!rows) return rows.status();
+      for (const auto& m : *rows) {
+        if (!add(memoryLine(m))) break;
+        at.afterKey = m.createdAt;
+        at.afterSubkey = m.id;
+      }
+      if (page.nextCursor) break;
+      if (rows->size() < static_cast<size_t>(kRowsPerQuery)) at = ExportCursor{scope.name, true, "", ""};
+    }
+    if (!page.nextCursor && withTombstones) {
+      auto tombs = scope.db->store->tombstones();  // in (at, content_hash) order
       if (!tombs) return tombs.status();
       for (const auto& t : *tombs) {
-        out += nlohmann::json{{"type", "tombstone"}, {"scope", scope->name}, {"content_hash", t.contentHash},
-                              {"memory_id", t.memoryId}, {"reason", t.reason}, {"actor", t.actor}, {"at", t.at}}
-                   .dump() +
-               "\n";
+        if (std::tie(t.at, t.contentHash) <= std::tie(at.afterKey, at.afterSubkey)) continue;
+        if (!add(tombstoneLine(t, scope.name))) break;
+        at.afterKey = t.at;
+        at.afterSubkey = t.contentHash;
       }
     }
+    if (page.nextCursor) break;
   }
-  return out;
+  if (page.nextCursor && !cursor) {
+    return Status::invalidField("cursor", "the export is larger than one reply may carry (" +
+                                              std::to_string(kExportPageBytes >> 20) +
+                                              " MiB): pass cursor \"\" and then each next_cursor it returns");
+  }
+  return page;
 }
 
-Result<ImportCounts> Service::importJsonl(const CallContext& ctx, const std::string& jsonl) {
+// An import sent in several requests (`more`), read and validated as it arrives, written by its last request.
+struct PendingImport {
+  std::string scope;   // the scope it writes, and that scope's database file: later requests must name the same
+  std::string dbPath;
+  ImportBatch batch;
+  size_t lines = 0;  // every line received, blank ones included: the numbers errors give
+  size_t bytes = 0;
+};
+
+Result<ImportCounts> Service::importJsonl(const CallContext& ctx, const std::string& jsonl, bool more) {
+  // The staged import is taken off the connection for the length of the call: an error below leaves it dropped.
+  std::shared_ptr<PendingImport> pending;
+  if (ctx.client != nullptr) {
+    std::lock_guard lock(ctx.client->mutex);
+    pending = std::exchange(ctx.client->pendingImport, nullptr);
+  }
   auto scope = writeScope(ctx);
   if (!scope) return scope.status();
-  ImportCounts counts;
-  std::vector<Memory> memories;
-  std::vector<Tombstone> tombstones;
-  size_t lineNo = 0;
-  size_t start = 0;
-  std::string root = (*scope)->name == "project" ? (*scope)->location.root : "";
-  while (start < jsonl.size()) {
+  if (!pending) {
+    pending = std::make_shared<PendingImport>();
+    pending->scope = (*scope)->name;
+    pending->dbPath = (*scope)->db->path;
+  } else if (pending->scope != (*scope)->name || pending->dbPath != (*scope)->db->path) {
+    return Status::invalidField("scope", "this connection's import in progress writes the " + pending->scope +
+                                             " scope (" + pending->dbPath +
+                                             "); it was dropped: an import writes one scope from its first request "
+                                             "to its last");
+  }
+  pending->bytes += jsonl.size();
+  if (pending->bytes > kMaxImportBytes) {
+    return Status::invalidField("jsonl", "an import may carry at most " + std::to_string(kMaxImportBytes >> 20) +
+                                             " MiB of JSONL before its last request; import the file in parts");
+  }
+  ImportLineOptions options;
+  options.projectRoot = (*scope)->name == "project" ? (*scope)->location.root : "";
+  options.now = isoNow();
+  options.actor = ctx.actor.toString();
+  const bool refuse = options_.secretsMode == "refuse";
+  nlohmann::json redactions = nlohmann::json::array();  // an import reports counts, not findings
+  options.scrub = [&](std::string& text, const std::string& field) {
+    return scrubSecrets(text, field, refuse, redactions);
+  };
+  for (size_t start = 0; start < jsonl.size();) {
     size_t end = jsonl.find('\n', start);
     if (end == std::string::npos) end = jsonl.size();
-    std::string line = jsonl.substr(start, end - start);
+    auto parsed = parseImportLine(std::string_view(jsonl).substr(start, end - start), ++pending->lines, options);
     start = end + 1;
-    ++lineNo;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string field = "jsonl[line " + std::to_string(lineNo) + "]";
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object()) return Status::invalidField("jsonl", field + " is not a JSON object");
-    try {
-      if (j.value("type", "memory") == "tombstone") {
-        tombstones.push_back({j.at("content_hash").get<std::string>(), j.value("memory_id", ""),
-                              j.value("reason", ""), j.value("actor", ctx.actor.toString()), j.value("at", "")});
-        continue;
-      }
-      SaveInput in;
-      in.summary = j.at("summary").get<std::string>();
-      in.details = j.value("details", "");
-      if (j.contains("category") && j["category"].is_string()) in.category = j["category"].get<std::string>();
-      if (j.contains("topics")) in.topics = j["topics"].get<std::vector<std::string>>();
-      std::vector<std::optional<std::string>> blobs;
-      if (j.contains("files")) {
-        for (const auto& f : j["files"]) {
-          if (f.is_string()) {
-            in.files.push_back(f.get<std::string>());
-            blobs.push_back(std::nullopt);
-          } else {
-            in.files.push_back(f.at("path").get<std::string>());
-            blobs.push_back(f.contains("blob_id") && f["blob_id"].is_string()
-                                ? std::optional<std::string>(f["blob_id"].get<std::string>())
-                                : std::nullopt);
-          }
-        }
-      }
-      in.source = j.value("source", "agent");
-      {
-        // An import is a save too: the same scan, fields named by line.
-        const bool refuse = options_.secretsMode == "refuse";
-        nlohmann::json ignored = nlohmann::json::array();
-        MEMQ_RETURN_IF_ERROR(scrubSecrets(in.summary, field + ".summary", refuse, ignored));
-        MEMQ_RETURN_IF_ERROR(scrubSecrets(in.details, field + ".details", refuse, ignored));
-        for (size_t i = 0; i < in.topics.size(); ++i) {
-          MEMQ_RETURN_IF_ERROR(
-              scrubSecrets(in.topics[i], field + ".topics[" + std::to_string(i) + "]", refuse, ignored));
-        }
-      }
-      auto n = normalizeSave(in, root);
-      if (!n) return Status::invalidField("jsonl", field + ": " + n.status().message());
-      Memory m;
-      m.id = j.value("id", newUuidV4());
-      m.category = n->category;
-      m.summary = n->summary;
-      m.details = n->details;
-      m.topics = n->topics;
-      for (size_t i = 0; i < n->files.size(); ++i) m.files.push_back({n->files[i], i < blobs.size() ? blobs[i] : std::nullopt});
-      m.source = n->source;
-      if (j.contains("session_id") && j["session_id"].is_string()) m.sessionId = j["session_id"].get<std::string>();
-      std::string now = isoNow();
-      m.createdAt = j.value("created_at", now);
-      m.updatedAt = j.value("updated_at", m.createdAt);
-      m.lastUsedAt = j.value("last_used_at", m.createdAt);
-      m.useCount = j.value("use_count", 0);
-      m.pinned = j.value("pinned", false);
-      auto st = parseState(j.value("state", "active"));
-      if (!st) return Status::invalidField("jsonl", field + ": unknown state");
-      m.state = *st;
-      if (j.contains("superseded_by") && j["superseded_by"].is_string()) m.supersededBy = j["superseded_by"].get<std::string>();
-      if (j.contains("state_reason") && j["state_reason"].is_string()) m.stateReason = j["state_reason"].get<std::string>();
-      m.contentHash = n->contentHash;
-      memories.push_back(std::move(m));
-    } catch (const std::exception& e) {
-      return Status::invalidField("jsonl", field + ": " + e.what());
+    if (!parsed) return parsed.status();
+    if (!*parsed) continue;
+    if ((*parsed)->isTombstone) {
+      pending->batch.tombstones.push_back({std::move((*parsed)->tombstone), (*parsed)->line});
+    } else {
+      pending->batch.memories.push_back({std::move((*parsed)->memory), (*parsed)->line});
     }
   }
+  ImportCounts counts;
+  counts.stagedLines = pending->lines;
+  if (more) {
+    if (ctx.client == nullptr) return Status::invalidField("more", "an import in parts needs a connection");
+    std::lock_guard lock(ctx.client->mutex);
+    ctx.client->pendingImport = std::move(pending);
+    return counts;
+  }
+  ImportOutcome outcome;
   {
     auto lock = (*scope)->db->lockCommitted();
-    for (const auto& t : tombstones) {
-      MEMQ_RETURN_IF_ERROR((*scope)->db->store->importTombstone(t));
-      ++counts.tombstones;
-    }
-    for (const auto& m : memories) {
-      auto r = (*scope)->db->store->importRecord(m, ctx.actor);
-      if (!r) return r.status();
-      if (*r == "created") ++counts.created;
-      else if (*r == "deduped") ++counts.deduped;
-      else ++counts.rejected;
-    }
+    auto written = (*scope)->db->store->importBatch(pending->batch, ctx.actor);
+    if (!written) return written.status();
+    outcome = std::move(*written);
   }
+  if (outcome.refusal) return importLineError(outcome.refusal->line, outcome.refusal->field, outcome.refusal->message);
+  counts.created = outcome.created;
+  counts.deduped = outcome.deduped;
+  counts.rejected = outcome.rejected;
+  counts.tombstones = outcome.tombstones;
+  counts.committed = true;
   if (counts.created > 0) emit(**scope, "", "import");
   return counts;
 }

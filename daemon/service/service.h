@@ -74,11 +74,26 @@ struct UpdateOutcome {
   nlohmann::json redactions = nlohmann::json::array();
 };
 
+// One page of `export`: whole lines, and where the next page starts (nullopt: this was the last).
+struct ExportPage {
+  std::string jsonl;
+  std::optional<std::string> nextCursor;
+};
+// An export page holds this much JSONL at most (or one line, if a line is longer): far below the bytes a connection
+// may leave unread (the slow-client bound), so a client that reads each page before asking for the next never
+// meets it. An export without a cursor must fit in one page.
+inline constexpr size_t kExportPageBytes = size_t{4} << 20;
+// The JSONL one import may stage across its requests before it is committed (memqd holds it in memory until then).
+inline constexpr size_t kMaxImportBytes = size_t{512} << 20;
+
+// What `import` did: for a request with `more`, only the lines staged so far; else what the commit wrote.
 struct ImportCounts {
-  int created = 0;
-  int deduped = 0;
-  int rejected = 0;
-  int tombstones = 0;
+  int64_t created = 0;
+  int64_t deduped = 0;
+  int64_t rejected = 0;
+  int64_t tombstones = 0;
+  size_t stagedLines = 0;  // lines received by this import so far (blank ones included)
+  bool committed = false;
 };
 
 class Service {
@@ -121,8 +136,14 @@ class Service {
   Result<nlohmann::json> reviewDead(const CallContext& ctx, size_t limit);
 
   Result<nlohmann::json> auditList(const CallContext& ctx, const AuditFilter& filter);
-  Result<std::string> exportJsonl(const CallContext& ctx, std::optional<MemoryState> state, bool allStates);
-  Result<ImportCounts> importJsonl(const CallContext& ctx, const std::string& jsonl);
+  // One page of the export (daemon/service/jsonl_transfer.h has the lines): `cursor` "" starts at the first page,
+  // a next_cursor continues; nullopt asks for everything in one reply (InvalidParams past kExportPageBytes).
+  Result<ExportPage> exportJsonl(const CallContext& ctx, std::optional<MemoryState> state, bool allStates,
+                                 const std::optional<std::string>& cursor);
+  // Reads and validates `jsonl` and stages it on the request's connection; unless `more`, then writes everything
+  // the connection staged in one transaction (MemoryStore::importBatch). Any error drops what was staged: nothing
+  // is written until the last request, and a connection that closes first leaves nothing behind.
+  Result<ImportCounts> importJsonl(const CallContext& ctx, const std::string& jsonl, bool more);
   Result<nlohmann::json> stats(const CallContext& ctx);
 
   void setChangeListener(std::function<void(const ChangeEvent&)> listener);

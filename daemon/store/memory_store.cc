@@ -1648,90 +1648,197 @@ Status MemoryStore::markUsed(const std::vector<int64_t>& pks) {
   }
 }
 
-Result<std::string> MemoryStore::importRecord(const Memory& in, const Actor& actor) {
+Result<ImportOutcome> MemoryStore::importBatch(const ImportBatch& batch, const Actor& actor) {
   takeDatabase();  // saves handed to the background applier are written first
+  ImportOutcome out;
+  bool published = false;  // the in-memory indexes hold rows of the open transaction
+  std::vector<int64_t> createdPks;
   try {
     settle();  // saves held in a batch are committed first (StoreOptions::saveBatch)
-    auto tomb = tombstoneFor(in.contentHash);
-    if (!tomb) return tomb.status();
-    if (*tomb && in.state != MemoryState::kRejected) return std::string("rejected");
     SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
-    SQLite::Statement exists(*db_, "SELECT 1 FROM memories WHERE id = ? OR content_hash = ?");
-    exists.bind(1, in.id);
-    exists.bind(2, in.contentHash);
-    if (exists.executeStep()) return std::string("deduped");
-    SQLite::Statement ins(*db_,
-                          "INSERT INTO memories(id, category, summary, details, topics, topics_text, source, session_id, "
-                          "created_at, updated_at, last_used_at, use_count, pinned, state, superseded_by, state_reason, "
-                          "content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    ins.bind(1, in.id);
-    bindOpt(ins, 2, in.category);
-    ins.bind(3, in.summary);
-    ins.bind(4, in.details);
-    ins.bind(5, nlohmann::json(in.topics).dump());
-    ins.bind(6, topicsText(in.topics));
-    ins.bind(7, in.source);
-    bindOpt(ins, 8, in.sessionId);
-    ins.bind(9, in.createdAt);
-    ins.bind(10, in.updatedAt);
-    ins.bind(11, in.lastUsedAt);
-    ins.bind(12, in.useCount);
-    ins.bind(13, in.pinned ? 1 : 0);
-    ins.bind(14, std::string(stateName(in.state)));
-    bindOpt(ins, 15, in.supersededBy);
-    bindOpt(ins, 16, in.stateReason);
-    ins.bind(17, in.contentHash);
-    ins.exec();
-    int64_t pk = db_->getLastInsertRowid();
-    firstPendingPk_ = pk;
-    writePendingText();
-    SQLite::Statement addFile(*db_, "INSERT OR IGNORE INTO memory_files(memory_pk, path, blob_id) VALUES (?, ?, ?)");
-    for (const auto& f : in.files) {
-      addFile.bind(1, pk);
-      addFile.bind(2, f.path);
-      bindOpt(addFile, 3, f.blobId);
-      addFile.exec();
-      addFile.reset();
+    for (const auto& item : batch.tombstones) {
+      const Tombstone& t = item.tombstone;
+      {
+        auto holder = statement("SELECT id, state FROM memories WHERE content_hash = ? AND state != 'rejected'");
+        holder->bind(1, t.contentHash);
+        if (holder->executeStep()) {
+          const std::string id = holder->getColumn(0).getString(), state = holder->getColumn(1).getString();
+          out.refusal = ImportRefusal{item.line, "content_hash",
+                                      "a tombstone for the content of memory " + id + ", which is " + state +
+                                          " in the " + scope() + " scope and would stay " + state +
+                                          " while its text is refused: reject or purge that memory first, or leave "
+                                          "this line out"};
+          break;
+        }
+      }
+      auto ins = statement(
+          "INSERT OR IGNORE INTO tombstones(content_hash, memory_id, reason, actor, at) VALUES (?, ?, ?, ?, ?)");
+      ins->bind(1, t.contentHash);
+      ins->bind(2, t.memoryId);
+      ins->bind(3, t.reason);
+      ins->bind(4, t.actor);
+      ins->bind(5, t.at);
+      if (ins->exec() > 0) {
+        ++out.tombstones;
+        appendEvent(t.memoryId, "import", actor, {{"tombstone", true}, {"content_hash", t.contentHash}});
+      }
     }
-    auto vec = embedMemory(in.summary, in.details, in.topics);
-    storeEmbedding(pk, vec);
-    if (in.state == MemoryState::kActive) linkSimilar(pk, vec, now());
-    if (in.state == MemoryState::kRejected) {
-      SQLite::Statement t(*db_,
-                          "INSERT OR IGNORE INTO tombstones(content_hash, memory_id, reason, actor, at) VALUES (?, ?, ?, ?, ?)");
-      t.bind(1, in.contentHash);
-      t.bind(2, in.id);
-      t.bind(3, in.stateReason.value_or("imported as rejected"));
-      t.bind(4, actor.toString());
-      t.bind(5, in.updatedAt);
-      t.exec();
+    std::vector<const ImportedMemory*> superseded;  // created memories naming a replacement
+    for (const auto& item : batch.memories) {
+      if (out.refusal) break;
+      const Memory& in = item.memory;
+      {
+        auto byId = statement("SELECT content_hash FROM memories WHERE id = ?");
+        byId->bind(1, in.id);
+        if (byId->executeStep()) {
+          if (byId->getColumn(0).getString() != in.contentHash) {
+            out.refusal = ImportRefusal{item.line, "id",
+                                        "memory " + in.id + " already exists in the " + scope() +
+                                            " scope with other content"};
+            break;
+          }
+          ++out.deduped;  // this very memory, already here (an import run again)
+          continue;
+        }
+      }
+      if (in.state != MemoryState::kRejected) {
+        auto tomb = statement("SELECT 1 FROM tombstones WHERE content_hash = ?");
+        tomb->bind(1, in.contentHash);
+        if (tomb->executeStep()) {
+          ++out.rejected;
+          continue;
+        }
+      }
+      {
+        auto same = statement("SELECT 1 FROM memories WHERE content_hash = ?");
+        same->bind(1, in.contentHash);
+        if (same->executeStep()) {
+          ++out.deduped;
+          continue;
+        }
+      }
+      auto ins = statement(
+          "INSERT INTO memories(id, category, summary, details, topics, topics_text, source, session_id, "
+          "created_at, updated_at, last_used_at, use_count, pinned, state, superseded_by, state_reason, "
+          "content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      ins->bind(1, in.id);
+      bindOpt(*ins, 2, in.category);
+      ins->bind(3, in.summary);
+      ins->bind(4, in.details);
+      ins->bind(5, nlohmann::json(in.topics).dump());
+      ins->bind(6, topicsText(in.topics));
+      ins->bind(7, in.source);
+      bindOpt(*ins, 8, in.sessionId);
+      ins->bind(9, in.createdAt);
+      ins->bind(10, in.updatedAt);
+      ins->bind(11, in.lastUsedAt);
+      ins->bind(12, in.useCount);
+      ins->bind(13, in.pinned ? 1 : 0);
+      ins->bind(14, std::string(stateName(in.state)));
+      bindOpt(*ins, 15, in.supersededBy);
+      bindOpt(*ins, 16, in.stateReason);
+      ins->bind(17, in.contentHash);
+      ins->exec();
+      const int64_t pk = db_->getLastInsertRowid();
+      if (!firstPendingPk_) firstPendingPk_ = pk;  // the full-text lanes take every created row at once, below
+      auto addFile = statement("INSERT OR IGNORE INTO memory_files(memory_pk, path, blob_id) VALUES (?, ?, ?)");
+      for (const auto& f : in.files) {
+        addFile->bind(1, pk);
+        addFile->bind(2, f.path);
+        bindOpt(*addFile, 3, f.blobId);
+        addFile->exec();
+        addFile->reset();
+      }
+      auto vec = embedMemory(in.summary, in.details, in.topics);
+      storeEmbedding(pk, vec);
+      if (in.state == MemoryState::kActive) linkSimilar(pk, vec, now());
+      if (in.state == MemoryState::kRejected) {
+        auto t = statement(
+            "INSERT OR IGNORE INTO tombstones(content_hash, memory_id, reason, actor, at) VALUES (?, ?, ?, ?, ?)");
+        t->bind(1, in.contentHash);
+        t->bind(2, in.id);
+        t->bind(3, in.stateReason.value_or("imported as rejected"));
+        t->bind(4, actor.toString());
+        t->bind(5, in.updatedAt);
+        t->exec();
+      }
+      appendEvent(in.id, "import", actor, {{"state", stateName(in.state)}, {"content_hash", in.contentHash}});
+      // Into the vector indexes at once, so that the memories imported after this one link to it as they would
+      // had they been saved one by one; rebuilt from the committed rows if the import does not commit.
+      if (in.state == MemoryState::kActive) active_->upsert(pk, vec);
+      if (in.state == MemoryState::kRejected) rejected_->upsert(pk, vec);
+      published = published || in.state == MemoryState::kActive || in.state == MemoryState::kRejected;
+      createdPks.push_back(pk);
+      if (in.supersededBy) superseded.push_back(&item);
+      ++out.created;
     }
-    appendEvent(in.id, "import", actor, {{"state", stateName(in.state)}, {"content_hash", in.contentHash}});
-    tx.commit();
-    if (in.state == MemoryState::kActive) active_->upsert(pk, vec);
-    if (in.state == MemoryState::kRejected) rejected_->upsert(pk, vec);
-    refreshMirror(pk);
-    return std::string("created");
+    for (const ImportedMemory* item : superseded) {
+      if (out.refusal) break;
+      auto target = statement("SELECT 1 FROM memories WHERE id = ?");
+      target->bind(1, *item->memory.supersededBy);
+      if (!target->executeStep()) {
+        out.refusal = ImportRefusal{item->line, "superseded_by",
+                                    "memory " + *item->memory.supersededBy + " is neither in the " + scope() +
+                                        " scope nor created by this import"};
+      }
+    }
+    if (!out.refusal) {
+      writePendingText();
+      tx.commit();
+    }
   } catch (const std::exception& e) {
+    // The transaction is rolled back by now (its destructor ran while the exception left the try block).
+    firstPendingPk_.reset();
+    if (published) reloadIndexes();
     return storageError(e, "import");
   }
+  if (out.refusal) {
+    firstPendingPk_.reset();
+    if (published) reloadIndexes();
+    return ImportOutcome{.refusal = out.refusal};
+  }
+  for (int64_t pk : createdPks) refreshMirror(pk);
+  return out;
 }
 
-Status MemoryStore::importTombstone(const Tombstone& t) {
+Result<std::string> MemoryStore::importRecord(const Memory& memory, const Actor& actor) {
+  ImportBatch batch;
+  batch.memories.push_back({memory, 1});
+  auto r = importBatch(batch, actor);
+  if (!r) return r.status();
+  if (r->refusal) return Status::invalidField(r->refusal->field, r->refusal->message);
+  return std::string(r->created ? "created" : r->rejected ? "rejected" : "deduped");
+}
+
+Result<std::vector<Memory>> MemoryStore::exportPage(std::optional<MemoryState> state, const std::string& afterCreatedAt,
+                                                    const std::string& afterId, int limit) {
   takeDatabase();  // saves handed to the background applier are written first
   try {
-    settle();  // saves held in a batch are committed first (StoreOptions::saveBatch)
-    SQLite::Statement q(*db_,
-                        "INSERT OR IGNORE INTO tombstones(content_hash, memory_id, reason, actor, at) VALUES (?, ?, ?, ?, ?)");
-    q.bind(1, t.contentHash);
-    q.bind(2, t.memoryId);
-    q.bind(3, t.reason);
-    q.bind(4, t.actor);
-    q.bind(5, t.at);
-    q.exec();
-    return Status::ok();
+    // The page's keys first, then its rows: sorting only (created_at, id, pk) is several times cheaper than
+    // sorting whole rows, and there is no index on created_at to walk instead.
+    std::string sql = std::string("SELECT pk FROM memories WHERE (created_at > ?1 OR (created_at = ?1 AND id > ?2))") +
+                      (state ? " AND state = ?4" : "") + " ORDER BY created_at, id LIMIT ?3";
+    std::vector<int64_t> pks;
+    {
+      SQLite::Statement q(*db_, sql);
+      q.bind(1, afterCreatedAt);
+      q.bind(2, afterId);
+      q.bind(3, limit);
+      if (state) q.bind(4, std::string(stateName(*state)));
+      while (q.executeStep()) pks.push_back(q.getColumn(0).getInt64());
+    }
+    std::vector<Memory> out;
+    out.reserve(pks.size());
+    for (int64_t pk : pks) {
+      auto row = statement(std::string("SELECT ") + kMemoryColumns + " FROM memories WHERE pk = ?");
+      row->bind(1, pk);
+      if (!row->executeStep()) continue;
+      out.push_back(rowToMemory(*row, scope()));
+    }
+    for (auto& m : out) readFiles(m);
+    return out;
   } catch (const std::exception& e) {
-    return storageError(e, "import tombstone");
+    return storageError(e, "export");
   }
 }
 

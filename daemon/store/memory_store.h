@@ -151,6 +151,38 @@ struct Tombstone {
   std::string at;
 };
 
+// What an import writes. Tombstones first (so rejected content stays refused), then each memory restored verbatim
+// (id, timestamps, state, pin, use count): created, or nothing for one whose id holds the same content or whose
+// content another memory holds (deduped), or whose content has a tombstone (rejected, unless the memory itself is
+// rejected). Refused, with nothing written: a memory whose id exists with other content; a created memory whose
+// superseded_by names no memory of the scope once the import is written; a tombstone for content a memory that is
+// not rejected holds (it would stay readable while its text is refused). Each tombstone written and each memory
+// created appends an `import` event. `line` is the caller's name for an item in a refusal (the JSONL line).
+struct ImportedMemory {
+  Memory memory;
+  size_t line = 0;
+};
+struct ImportedTombstone {
+  Tombstone tombstone;
+  size_t line = 0;
+};
+struct ImportBatch {
+  std::vector<ImportedTombstone> tombstones;
+  std::vector<ImportedMemory> memories;
+};
+struct ImportRefusal {
+  size_t line = 0;
+  std::string field;
+  std::string message;
+};
+struct ImportOutcome {
+  int64_t created = 0;
+  int64_t deduped = 0;
+  int64_t rejected = 0;
+  int64_t tombstones = 0;  // tombstones written (one already there counts neither here nor as an error)
+  std::optional<ImportRefusal> refusal;  // set: nothing was written
+};
+
 enum class FtsLane { kUnicode, kTrigram };
 
 struct FtsHit {
@@ -191,9 +223,10 @@ class MemoryStore {
   Result<Memory> detach(const std::string& id, const std::vector<std::string>& paths, const Actor& actor);
   // Usage feedback for memories actually shown: use_count + 1, last_used_at = now. Not journalled (telemetry).
   Status markUsed(const std::vector<int64_t>& pks);
-  // Restores one exported record verbatim (import): keeps id, timestamps, state. Returns created|deduped|rejected.
+  // Writes an import in one transaction (see ImportBatch): all of it, or, on a refusal or an error, nothing.
+  Result<ImportOutcome> importBatch(const ImportBatch& batch, const Actor& actor);
+  // importBatch of one memory: created|deduped|rejected (a refusal is InvalidParams).
   Result<std::string> importRecord(const Memory& memory, const Actor& actor);
-  Status importTombstone(const Tombstone& tombstone);
 
   // Commits the saves a batch holds (see StoreOptions::saveBatch); no-op without one. On failure the batch is rolled
   // back, its saves stay in the journal, and every later write first tries to apply them again.
@@ -225,7 +258,11 @@ class MemoryStore {
   Result<Memory> get(const std::string& id);  // exact id
   Result<ListResult> list(const ListFilter& filter);
   Result<std::vector<AuditEvent>> audit(const AuditFilter& filter);
-  Result<std::vector<Tombstone>> tombstones();
+  // Export order: memories (of `state`, or every state) after (afterCreatedAt, afterId) by created_at then id, at
+  // most `limit`, with their file refs. Empty keys start at the first.
+  Result<std::vector<Memory>> exportPage(std::optional<MemoryState> state, const std::string& afterCreatedAt,
+                                         const std::string& afterId, int limit);
+  Result<std::vector<Tombstone>> tombstones();  // by at, then content_hash
   Result<std::optional<Tombstone>> tombstoneFor(const std::string& contentHash);
   Result<nlohmann::json> stats();
 

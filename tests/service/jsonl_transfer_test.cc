@@ -1,0 +1,282 @@
+// The JSONL lines of export and import (daemon/service/jsonl_transfer): what a line may hold, the errors that name
+// its line and field, the scan of every free-text field, the export cursor, and the bytes export writes.
+#include "daemon/service/jsonl_transfer.h"
+
+#include <gtest/gtest.h>
+
+#include "daemon/model/content_hash.h"
+
+namespace memq {
+namespace {
+
+using json = nlohmann::json;
+
+ImportLineOptions options() {
+  ImportLineOptions o;
+  o.now = "2026-12-01T00:00:00.000Z";
+  o.actor = "user:test";
+  return o;
+}
+
+Result<std::optional<ImportLine>> parse(const json& line, size_t lineNo = 1, const ImportLineOptions& o = options()) {
+  return parseImportLine(line.dump(), lineNo, o);
+}
+
+json memory() {
+  return {{"type", "memory"}, {"id", "7b934a83-3ded-420e-b11c-5b156ae48a0f"}, {"summary", "Use pnpm"}};
+}
+
+// The error of a line that must be refused: InvalidParams, data {field: jsonl, line}, message naming line and field.
+void expectRefused(const json& line, const std::string& field) {
+  auto r = parse(line, 12);
+  ASSERT_FALSE(r.isOk()) << line.dump();
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidParams);
+  EXPECT_EQ(r.status().data()["field"], "jsonl");
+  EXPECT_EQ(r.status().data()["line"], 12);
+  EXPECT_EQ(r.status().message().rfind("jsonl[line 12]." + field + ": ", 0), 0u) << r.status().message();
+}
+
+TEST(JsonlTransferTest, MemoryIdsAreWhatMemqHandsOut) {
+  EXPECT_TRUE(isMemoryId("7b934a83-3ded-420e-b11c-5b156ae48a0f"));
+  EXPECT_TRUE(isMemoryId("a"));
+  EXPECT_TRUE(isMemoryId("note_1-x"));
+  EXPECT_TRUE(isMemoryId(std::string(64, 'a')));
+  for (const char* bad : {"", ".", "..", "../x", "a/b", "a\\b", ".a", "-a", "_a", "A1", "a b", "a\nb", "a.b"}) {
+    EXPECT_FALSE(isMemoryId(bad)) << bad;
+  }
+  EXPECT_FALSE(isMemoryId(std::string("a\0b", 3)));
+  EXPECT_FALSE(isMemoryId(std::string(65, 'a')));
+}
+
+TEST(JsonlTransferTest, TimestampsAreRealDatesAndTimes) {
+  for (const char* good : {"2026-11-29T14:33:25.605Z", "2026-11-29T14:33:25Z", "2024-02-29T00:00:00.000Z",
+                           "2026-11-29T14:33:25.123456789+02:00", "2026-11-29T14:33:25-05:30"}) {
+    EXPECT_TRUE(isTimestamp(good)) << good;
+  }
+  for (const char* bad : {"", "yesterday", "2026-11-29", "2026-11-29 14:33:25", "2026-11-29T14:33:25",
+                          "2026-02-30T00:00:00Z", "2025-02-29T00:00:00Z", "2026-13-01T00:00:00Z",
+                          "2026-11-29T24:00:00Z", "2026-11-29T14:60:00Z", "2026-11-29T14:33:25.Z",
+                          "2026-11-29T14:33:25+25:00", " 2026-11-29T14:33:25Z", "2026-11-29T14:33:25Zjunk"}) {
+    EXPECT_FALSE(isTimestamp(bad)) << bad;
+  }
+}
+
+TEST(JsonlTransferTest, ContentHashesAreSha256InLowercaseHex) {
+  EXPECT_TRUE(isContentHash(contentHash("a", "b")));
+  EXPECT_FALSE(isContentHash(std::string(63, 'a')));
+  EXPECT_FALSE(isContentHash(std::string(65, 'a')));
+  EXPECT_FALSE(isContentHash(std::string(64, 'A')));
+  EXPECT_FALSE(isContentHash(std::string(64, 'g')));
+}
+
+TEST(JsonlTransferTest, AMemoryLineKeepsWhatItCarries) {
+  json line = memory();
+  line["details"] = "ask ops";
+  line["category"] = "pref";
+  line["topics"] = {"tooling"};
+  line["files"] = json::array({"package.json", {{"path", "src/a.ts"}, {"blob_id", "abc123"}}});
+  line["created_at"] = "2026-11-29T14:33:25.605Z";
+  line["updated_at"] = "2026-11-29T15:00:00.000Z";
+  line["use_count"] = 41;
+  line["pinned"] = true;
+  line["state"] = "superseded";
+  line["superseded_by"] = "0f000000-0000-4000-8000-000000000001";
+  line["state_reason"] = "replaced";
+  line["session_id"] = "s-1";
+  line["content_hash"] = std::string(64, '0');  // well-formed; the stored hash is computed from the text
+  auto r = parse(line, 3);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  ASSERT_TRUE(r->has_value());
+  const ImportLine& l = **r;
+  EXPECT_FALSE(l.isTombstone);
+  EXPECT_EQ(l.line, 3u);
+  const Memory& m = l.memory;
+  EXPECT_EQ(m.id, "7b934a83-3ded-420e-b11c-5b156ae48a0f");
+  EXPECT_EQ(m.summary, "Use pnpm");
+  EXPECT_EQ(m.details, "ask ops");
+  EXPECT_EQ(m.category, "pref");
+  ASSERT_EQ(m.files.size(), 2u);
+  EXPECT_EQ(m.files[0].path, "package.json");
+  EXPECT_FALSE(m.files[0].blobId.has_value());
+  EXPECT_EQ(m.files[1].blobId, "abc123");
+  EXPECT_EQ(m.createdAt, "2026-11-29T14:33:25.605Z");
+  EXPECT_EQ(m.updatedAt, "2026-11-29T15:00:00.000Z");
+  EXPECT_EQ(m.lastUsedAt, m.createdAt);
+  EXPECT_EQ(m.useCount, 41);
+  EXPECT_TRUE(m.pinned);
+  EXPECT_EQ(m.state, MemoryState::kSuperseded);
+  EXPECT_EQ(m.supersededBy, "0f000000-0000-4000-8000-000000000001");
+  EXPECT_EQ(m.stateReason, "replaced");
+  EXPECT_EQ(m.sessionId, "s-1");
+  EXPECT_EQ(m.contentHash, contentHash("Use pnpm", "ask ops"));
+}
+
+TEST(JsonlTransferTest, AMinimalLineGetsAnIdAndTheImportsTime) {
+  auto r = parse({{"summary", "bare"}});
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  const Memory& m = (*r)->memory;
+  EXPECT_TRUE(isMemoryId(m.id)) << m.id;
+  EXPECT_EQ(m.createdAt, "2026-12-01T00:00:00.000Z");
+  EXPECT_EQ(m.updatedAt, m.createdAt);
+  EXPECT_EQ(m.useCount, 0);
+  EXPECT_EQ(m.state, MemoryState::kActive);
+}
+
+TEST(JsonlTransferTest, UseCountIsAWholeNumberInRange) {
+  for (const json& v : {json(1e300), json(-1), json(-2147483648LL), json(2147483648LL), json(2.5), json("3"),
+                        json(nullptr), json(true), json(std::numeric_limits<double>::infinity())}) {
+    json line = memory();
+    line["use_count"] = v;
+    expectRefused(line, "use_count");
+  }
+  for (const auto& [v, want] : std::vector<std::pair<json, int64_t>>{{json(0), 0}, {json(7.0), 7},
+                                                                    {json(2147483647), 2147483647}}) {
+    json line = memory();
+    line["use_count"] = v;
+    auto r = parse(line);
+    ASSERT_TRUE(r.isOk()) << v.dump() << " " << r.status().toString();
+    EXPECT_EQ((*r)->memory.useCount, want);
+  }
+}
+
+TEST(JsonlTransferTest, EveryOtherBadFieldNamesItself) {
+  auto with = [](const char* key, json v) {
+    json line = memory();
+    line[key] = std::move(v);
+    return line;
+  };
+  expectRefused(with("id", ""), "id");
+  expectRefused(with("id", "../../x"), "id");
+  expectRefused(with("id", 5), "id");
+  expectRefused(with("created_at", "2026-02-31T00:00:00Z"), "created_at");
+  expectRefused(with("updated_at", 5), "updated_at");
+  expectRefused(with("last_used_at", "now"), "last_used_at");
+  expectRefused(with("content_hash", "abc"), "content_hash");
+  expectRefused(with("superseded_by", "a/b"), "superseded_by");
+  expectRefused(with("superseded_by", "7b934a83-3ded-420e-b11c-5b156ae48a0f"), "superseded_by");
+  expectRefused(with("pinned", 1), "pinned");
+  expectRefused(with("state", "gone"), "state");
+  expectRefused(with("topics", {1, 2}), "topics");
+  expectRefused(with("files", "a.c"), "files");
+  expectRefused(with("files", {{{"path", "a.c"}, {"blob_id", 7}}}), "files[0].blob_id");
+  expectRefused(with("summary", 3), "summary");
+  expectRefused(with("details", json::array()), "details");
+  expectRefused(with("category", "opinion"), "category");
+  expectRefused(with("state_reason", 3), "state_reason");
+  expectRefused(with("type", "note"), "type");
+  expectRefused({{"type", "memory"}}, "summary");
+  expectRefused({{"type", "tombstone"}}, "content_hash");
+  expectRefused({{"type", "tombstone"}, {"content_hash", std::string(64, 'a')}, {"at", "later"}}, "at");
+  expectRefused({{"type", "tombstone"}, {"content_hash", std::string(64, 'a')}, {"memory_id", "/etc"}}, "memory_id");
+}
+
+TEST(JsonlTransferTest, BlankLinesAreSkippedAndOtherTextIsNotAnObject) {
+  auto blank = parseImportLine(" \t\r", 4, options());
+  ASSERT_TRUE(blank.isOk());
+  EXPECT_FALSE(blank->has_value());
+  for (const char* text : {"[1]", "\"memory\"", "{oops", "12"}) {
+    auto r = parseImportLine(text, 4, options());
+    ASSERT_FALSE(r.isOk()) << text;
+    EXPECT_EQ(r.status().data()["line"], 4);
+    EXPECT_EQ(r.status().message(), "jsonl[line 4] is not a JSON object");
+  }
+}
+
+TEST(JsonlTransferTest, ATombstoneLineDefaultsItsActorAndTime) {
+  auto r = parse({{"type", "tombstone"}, {"content_hash", std::string(64, 'c')}, {"reason", "wrong"}});
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  const ImportLine& l = **r;
+  EXPECT_TRUE(l.isTombstone);
+  EXPECT_EQ(l.tombstone.contentHash, std::string(64, 'c'));
+  EXPECT_EQ(l.tombstone.memoryId, "");
+  EXPECT_EQ(l.tombstone.reason, "wrong");
+  EXPECT_EQ(l.tombstone.actor, "user:test");
+  EXPECT_EQ(l.tombstone.at, "2026-12-01T00:00:00.000Z");
+}
+
+TEST(JsonlTransferTest, EveryFreeTextFieldGoesThroughTheScan) {
+  std::vector<std::string> scanned;
+  ImportLineOptions o = options();
+  o.scrub = [&](std::string& text, const std::string& field) {
+    scanned.push_back(field);
+    if (text == "secret") text = "[redacted]";
+    return Status::ok();
+  };
+  json line = memory();
+  line["details"] = "secret";
+  line["topics"] = {"a", "secret"};
+  line["session_id"] = "secret";
+  line["state_reason"] = "secret";
+  auto r = parse(line, 5, o);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(scanned, (std::vector<std::string>{"jsonl[line 5].summary", "jsonl[line 5].details",
+                                               "jsonl[line 5].topics[0]", "jsonl[line 5].topics[1]",
+                                               "jsonl[line 5].session_id", "jsonl[line 5].state_reason"}));
+  const Memory& m = (*r)->memory;
+  EXPECT_EQ(m.details, "[redacted]");
+  EXPECT_EQ(m.topics[1], "[redacted]");
+  EXPECT_EQ(m.sessionId, "[redacted]");
+  EXPECT_EQ(m.stateReason, "[redacted]");
+  EXPECT_EQ(m.contentHash, contentHash("Use pnpm", "[redacted]")) << "the hash is of the text stored";
+
+  scanned.clear();
+  auto t = parse({{"type", "tombstone"}, {"content_hash", std::string(64, 'd')}, {"reason", "secret"},
+                  {"actor", "secret"}},
+                 6, o);
+  ASSERT_TRUE(t.isOk());
+  EXPECT_EQ(scanned, (std::vector<std::string>{"jsonl[line 6].reason", "jsonl[line 6].actor"}));
+  EXPECT_EQ((*t)->tombstone.reason, "[redacted]");
+
+  // A refusal from the scan is the line's error as is.
+  o.scrub = [](std::string&, const std::string& field) { return Status::invalidField(field, "refused " + field); };
+  auto refused = parse(memory(), 7, o);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_EQ(refused.status().message(), "refused jsonl[line 7].summary");
+}
+
+TEST(JsonlTransferTest, ExportLinesAreExactlyTheseBytes) {
+  Memory m;
+  m.id = "7b934a83-3ded-420e-b11c-5b156ae48a0f";
+  m.scope = "project";
+  m.summary = "Use pnpm";
+  m.files = {{"a.c", std::string("abc")}, {"b.c", std::nullopt}};
+  m.createdAt = m.updatedAt = m.lastUsedAt = "2026-11-29T14:33:25.697Z";
+  m.state = MemoryState::kHidden;
+  m.stateReason = "not now";
+  m.contentHash = contentHash("Use pnpm", "");
+  EXPECT_EQ(memoryLine(m),
+            "{\"category\":null,\"content_hash\":\"" + m.contentHash +
+                "\",\"created_at\":\"2026-11-29T14:33:25.697Z\",\"details\":\"\",\"files\":[{\"blob_id\":\"abc\","
+                "\"path\":\"a.c\"},{\"blob_id\":null,\"path\":\"b.c\"}],\"id\":\"" + m.id +
+                "\",\"last_used_at\":\"2026-11-29T14:33:25.697Z\",\"pinned\":false,\"scope\":\"project\","
+                "\"session_id\":null,\"source\":\"agent\",\"state\":\"hidden\",\"state_reason\":\"not now\","
+                "\"summary\":\"Use pnpm\",\"superseded_by\":null,\"topics\":[],\"type\":\"memory\","
+                "\"updated_at\":\"2026-11-29T14:33:25.697Z\",\"use_count\":0}");
+  Tombstone t{std::string(64, 'e'), m.id, "wrong", "user:cli", "2026-11-29T14:33:25.704Z"};
+  EXPECT_EQ(tombstoneLine(t, "global"),
+            "{\"actor\":\"user:cli\",\"at\":\"2026-11-29T14:33:25.704Z\",\"content_hash\":\"" + t.contentHash +
+                "\",\"memory_id\":\"" + m.id + "\",\"reason\":\"wrong\",\"scope\":\"global\",\"type\":\"tombstone\"}");
+  // What export writes, import reads back as the same memory.
+  auto back = parseImportLine(memoryLine(m), 1, options());
+  ASSERT_TRUE(back.isOk()) << back.status().toString();
+  (*back)->memory.scope = m.scope;  // the scope is the one written to, not the line's
+  EXPECT_EQ(memoryLine((*back)->memory), memoryLine(m));
+}
+
+TEST(JsonlTransferTest, CursorsRoundTripAndAnythingElseIsRefused) {
+  ExportCursor c{"global", true, "2026-11-29T14:33:25.704Z", std::string(64, 'f')};
+  auto back = ExportCursor::decode(c.encode());
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->scope, "global");
+  EXPECT_TRUE(back->tombstones);
+  EXPECT_EQ(back->afterKey, c.afterKey);
+  EXPECT_EQ(back->afterSubkey, c.afterSubkey);
+  for (const char* bad : {"", "x", "[]", "[\"export-v1\",\"elsewhere\",\"memories\",\"\",\"\"]",
+                          "[\"export-v2\",\"project\",\"memories\",\"\",\"\"]",
+                          "[\"export-v1\",\"project\",\"rows\",\"\",\"\"]", "[\"export-v1\",\"project\",\"memories\",1,\"\"]"}) {
+    EXPECT_FALSE(ExportCursor::decode(bad).has_value()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace memq
