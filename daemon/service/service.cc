@@ -560,10 +560,15 @@ Result<nlohmann::json> Service::save(const CallContext& ctx, const SaveInput& ra
   return result;
 }
 
-Result<Memory> Service::get(const CallContext& ctx, const std::string& id) {
+Result<Memory> Service::get(const CallContext& ctx, const std::string& id, std::vector<std::string>* warnings) {
   if (ctx.readScope == ReadScope::kNone) {
     return Status(ErrorCode::kScopeUnavailable, "reads are disabled for this connection (read_scope none)");
   }
+  std::vector<std::string> incomplete;  // scopes read whose acknowledged saves are not all readable
+  auto noteIncomplete = [&](Scope& scope) {
+    auto w = scope.db->store->unappliedSavesWarning();
+    if (w && std::find(incomplete.begin(), incomplete.end(), *w) == incomplete.end()) incomplete.push_back(*w);
+  };
   // A full id (what clients send back after a recall) is read straight from each scope in resolve's order, one
   // read per scope and none of resolve's id lookup before it; an exact id in any scope wins over prefixes
   // elsewhere, as in resolve. What no scope holds exactly goes through resolve: a prefix, or NotFound naming `id`.
@@ -574,6 +579,7 @@ Result<Memory> Service::get(const CallContext& ctx, const std::string& id) {
       for (auto& scope : *scopes) {
         auto lock = scope->db->lockCommitted();
         auto exact = scope->db->store->get(id);
+        noteIncomplete(*scope);
         if (exact || exact.status().code() != ErrorCode::kNotFound) return exact;
       }
     }
@@ -582,7 +588,13 @@ Result<Memory> Service::get(const CallContext& ctx, const std::string& id) {
     auto lock = r->scope->db->lockCommitted();
     return r->scope->db->store->get(r->id);
   }();
+  if (!m && m.status().code() == ErrorCode::kNotFound && !incomplete.empty()) {
+    // Not found in what could be read is not "not found": the memory may be one of the saves left out.
+    return Status(ErrorCode::kStorageError, m.status().message() + ", but " + incomplete.front(),
+                  nlohmann::json{{"field", "id"}, {"warnings", incomplete}});
+  }
   if (m) markActed(ctx.client);
+  if (m && warnings) *warnings = std::move(incomplete);
   return m;
 }
 
@@ -663,6 +675,7 @@ Result<ListResult> Service::list(const CallContext& ctx, const ListFilter& filte
     auto lock = scope->db->lockCommitted();
     auto l = scope->db->store->list(f);
     if (!l) return l.status();
+    if (auto w = scope->db->store->unappliedSavesWarning()) out.warnings.push_back(std::move(*w));
     out.total += l->total;
     for (auto& m : l->memories) out.memories.push_back(std::move(m));
   }
@@ -1044,7 +1057,8 @@ Result<nlohmann::json> Service::auditList(const CallContext& ctx, const AuditFil
   return nlohmann::json{{"events", events}};
 }
 
-Result<std::string> Service::exportJsonl(const CallContext& ctx, std::optional<MemoryState> state, bool allStates) {
+Result<std::string> Service::exportJsonl(const CallContext& ctx, std::optional<MemoryState> state, bool allStates,
+                                         std::vector<std::string>* warnings) {
   auto scopes = readScopes(ctx);
   if (!scopes) return scopes.status();
   std::string out;
@@ -1055,6 +1069,7 @@ Result<std::string> Service::exportJsonl(const CallContext& ctx, std::optional<M
     f.limit = 1 << 30;
     auto l = scope->db->store->list(f);
     if (!l) return l.status();
+    if (auto w = scope->db->store->unappliedSavesWarning(); w && warnings) warnings->push_back(std::move(*w));
     // Export order is creation order so that export → import → export is byte-identical.
     std::stable_sort(l->memories.begin(), l->memories.end(), [](const Memory& a, const Memory& b) {
       return a.createdAt != b.createdAt ? a.createdAt < b.createdAt : a.id < b.id;

@@ -93,8 +93,12 @@ class Service {
   void forget(ClientState& client);  // the connection closed
 
   Result<nlohmann::json> save(const CallContext& ctx, const SaveInput& input);
-  Result<Memory> get(const CallContext& ctx, const std::string& id);
+  // `warnings` (when given) receives why the answer may be incomplete (MemoryStore::unappliedSavesWarning of a
+  // scope read). An id no scope holds, while a scope read leaves out acknowledged saves, is a StorageError saying so
+  // rather than NotFound.
+  Result<Memory> get(const CallContext& ctx, const std::string& id, std::vector<std::string>* warnings = nullptr);
   Result<UpdateOutcome> update(const CallContext& ctx, const std::string& id, const UpdateRequest& request);
+  // ListResult::warnings says why the answer may be incomplete (MemoryStore::unappliedSavesWarning).
   Result<ListResult> list(const CallContext& ctx, const ListFilter& filter);
   Result<std::vector<RecallHit>> search(const CallContext& ctx, RecallRequest request);
   Result<std::vector<RecallHit>> recall(const CallContext& ctx, RecallRequest request, bool markUsed);
@@ -121,7 +125,9 @@ class Service {
   Result<nlohmann::json> reviewDead(const CallContext& ctx, size_t limit);
 
   Result<nlohmann::json> auditList(const CallContext& ctx, const AuditFilter& filter);
-  Result<std::string> exportJsonl(const CallContext& ctx, std::optional<MemoryState> state, bool allStates);
+  // `warnings` as for get.
+  Result<std::string> exportJsonl(const CallContext& ctx, std::optional<MemoryState> state, bool allStates,
+                                  std::vector<std::string>* warnings = nullptr);
   Result<ImportCounts> importJsonl(const CallContext& ctx, const std::string& jsonl);
   Result<nlohmann::json> stats(const CallContext& ctx);
 
