@@ -57,16 +57,22 @@ bool safeDirectoryAllows(const std::string& dir) {
   return search.allowed;
 }
 
-// A project outside git keeps its database in <root>/.memq. A root owned by another user is refused, as libgit2
-// refuses such a repository: that user could read the memories, or swap the files memqd writes.
-Result<ProjectLocation> outsideGit(const std::string& root) {
+// A directory owned by another user is refused, as git refuses such a repository: that user could read the
+// memories, or swap the files memqd writes. `allowDir` is what safe.directory must list to allow it.
+Status ownedOrAllowed(const std::string& path, const std::string& allowDir, const std::string& what) {
   struct stat st{};
-  if (::stat(root.c_str(), &st) == 0 && st.st_uid != ::geteuid() && !safeDirectoryAllows(root)) {
-    return Status(ErrorCode::kForbidden,
-                  "project directory " + root + " is owned by uid " + std::to_string(st.st_uid) +
-                      ", not by memqd's user (uid " + std::to_string(::geteuid()) +
-                      "); memq keeps no memories in a directory another user controls; " + howToAllow(root));
+  if (::stat(path.c_str(), &st) != 0 || st.st_uid == ::geteuid() || safeDirectoryAllows(allowDir)) {
+    return Status::ok();
   }
+  return Status(ErrorCode::kForbidden, what + " " + allowDir + " is owned by uid " + std::to_string(st.st_uid) +
+                                           ", not by memqd's user (uid " + std::to_string(::geteuid()) +
+                                           "); memq keeps no memories where another user controls the files; " +
+                                           howToAllow(allowDir));
+}
+
+// A project outside git keeps its database in <root>/.memq.
+Result<ProjectLocation> outsideGit(const std::string& root) {
+  MEMQ_RETURN_IF_ERROR(ownedOrAllowed(root, root, "project directory"));
   ProjectLocation loc;
   loc.root = root;
   loc.dbPath = root + "/.memq/memory.db";
@@ -91,11 +97,13 @@ Result<ProjectLocation> locateProject(const std::string& dir, bool exactRoot) {
   git_buf_dispose(&found);
 
   git_repository* raw = nullptr;
+  // Checked here too, not only by libgit2: the refusal then says how to allow the repository (libgit2 1.5 reports
+  // a missing safe.directory as a configuration error instead).
+  const std::string canonGit = canonicalDir(gitPath);
+  const std::string workTree =
+      canonGit.size() > 5 && canonGit.ends_with("/.git") ? canonGit.substr(0, canonGit.size() - 5) : canonGit;
+  MEMQ_RETURN_IF_ERROR(ownedOrAllowed(canonGit, workTree, "repository"));
   rc = git_repository_open(&raw, gitPath.c_str());
-  if (rc == GIT_EOWNER) {
-    Status refused = gitStatus(rc, "opening repository " + gitPath);
-    return Status(refused.code(), refused.message() + "; " + howToAllow(canonicalDir(gitPath + "/..")));
-  }
   if (rc < 0) return gitStatus(rc, "opening repository " + gitPath);
   RepositoryPtr repo(raw);
 

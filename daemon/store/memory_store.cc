@@ -1009,7 +1009,12 @@ Status MemoryStore::commitPendingSaves() {
     Status failed = storageError(e, "commit of saved memories");
     abandonBatch(true);
     // The batch's saves are in the journal: the next write applies them again before its own.
-    if (journal_) replayPending_ = true;
+    if (journal_) {
+      replayPending_ = true;
+      replayFailure_ = failed.message();
+      std::lock_guard lock(pipeMutex_);
+      replayFailedSaves_ = journalSeq_ - committedSeq_;
+    }
     return failed;
   }
   return Status::ok();
