@@ -156,6 +156,10 @@ std::pair<std::string, bool> runTool(Bridge& bridge, const std::string& name, co
     std::string files;
     for (const auto& f : (*r)["files"]) files += (files.empty() ? "" : ", ") + f.get<std::string>();
     if (!files.empty()) text += "\nfiles: " + files;
+    // The scope's answers may leave acknowledged saves out (a full disk): the agent is told.
+    if (auto w = r->find("warnings"); w != r->end()) {
+      for (const auto& line : *w) text += "\nwarning: " + line.get<std::string>();
+    }
     return {text, false};
   }
   if (name == "memory_hide" || name == "memory_pin" || name == "memory_reject" || name == "memory_supersede") {
