@@ -26,6 +26,9 @@
 //     thread, that thread alone uses the connection (db_, statements_); the caller's thread answers saves from
 //     memory and from a read-only connection, and takes the connection back (takeDatabase: the queue applied, the
 //     transaction left open) before anything else. The applier never touches the in-memory indexes.
+//  8. Files at their paths: a save is acknowledged only while the database and the save journal at their paths are
+//     the files this store opened (checkFilesInPlace, after the save is journalled), no batch commits into a
+//     database no longer at its path, and a store that retired (retire) writes nothing more.
 //
 // Thread-safety: not thread-safe. The owner (a Scope) serialises every call; the applier thread is internal.
 #pragma once
