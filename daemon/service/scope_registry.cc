@@ -16,7 +16,7 @@ ScopeRegistry::ScopeRegistry(ScopeRegistryOptions options) : options_(std::move(
   if (!ec && !options_.dataDir.empty()) options_.dataDir = canonical.string();
 }
 
-bool ScopeRegistry::forgetIfMoved(const std::shared_ptr<ScopeDatabase>& db) {
+bool ScopeRegistry::forgetIfMoved(std::shared_ptr<ScopeDatabase> db) {
   if (db->store->checkFilesInPlace()) return false;
   std::string fate;
   bool alreadyRetired = false;

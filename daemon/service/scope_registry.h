@@ -88,8 +88,9 @@ class ScopeRegistry {
                                            const ProjectLocation* location);
   // REQUIRES mutex_ held (takes db's mutex after it). When db's files are no longer at their paths: retires its
   // store (MemoryStore::retire, logged) and forgets it, every scope on it and their roots' locations, so that the
-  // caller opens what is at the path now. Returns whether it did.
-  bool forgetIfMoved(const std::shared_ptr<ScopeDatabase>& db);
+  // caller opens what is at the path now. Returns whether it did. `db` by value: the maps it is erased from may hold
+  // its last other owners.
+  bool forgetIfMoved(std::shared_ptr<ScopeDatabase> db);
 
   ScopeRegistryOptions options_;
   std::mutex mutex_;
