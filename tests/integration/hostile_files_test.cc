@@ -245,8 +245,9 @@ TEST_F(HostileFilesTest, AScopeWhoseJournalCouldNotBeAppliedSaysSoUntilSpaceRetu
     }
     ASSERT_GE(failures, 40) << "the disk never filled";
   }
-  daemon_->stop();
-  startDaemon();  // the disk is still full
+  // Killed, so that nothing is checkpointed or deleted at close: the disk stays as full as the saves left it.
+  daemon_->kill9();
+  startDaemon();
 
   RpcClient c = daemon_->client(project_);
   auto listed = c.call("memory/list", {{"limit", 1000}, {"scope", "project"}});
@@ -256,7 +257,15 @@ TEST_F(HostileFilesTest, AScopeWhoseJournalCouldNotBeAppliedSaysSoUntilSpaceRetu
   for (const auto& id : acknowledged) {
     if (ids.count(id) == 0) missing.push_back(id);
   }
-  ASSERT_FALSE(missing.empty()) << "every acknowledged save was committed before the disk filled: nothing to test";
+  if (missing.empty()) {
+#if defined(__SANITIZE_THREAD__)
+    // Under ThreadSanitizer saves run several times slower and commit in smaller batches; the disk can fill on a
+    // journal append rather than on a commit, and then no acknowledged save is left out.
+    GTEST_SKIP() << "every acknowledged save was committed before the disk filled on this (TSan) run";
+#else
+    FAIL() << "every acknowledged save was committed before the disk filled: nothing to test";
+#endif
+  }
   // The answer leaves them out, and says so.
   ASSERT_TRUE(listed->contains("warnings")) << listed->dump().substr(0, 400);
   ASSERT_EQ((*listed)["warnings"].size(), 1u);
