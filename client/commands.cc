@@ -58,6 +58,15 @@ int callAndPrint(Context& ctx, const std::string& method, json params,
   return kExitOk;
 }
 
+// A result's `warnings` (an answer that may be incomplete), on stderr: stdout stays the answer itself.
+void printWarnings(Context& ctx, const json& r) {
+  auto it = r.find("warnings");
+  if (it == r.end() || !it->is_array()) return;
+  for (const auto& w : *it) {
+    if (w.is_string()) std::cerr << ctx.style.yellow("warning: ") << w.get<std::string>() << "\n";
+  }
+}
+
 int parseOrUsage(Args& args, const std::vector<std::string>& words, const OptionSpec& spec) {
   std::string error;
   if (!args.parse(words, spec, error)) return usageError(error);
@@ -147,7 +156,10 @@ int cmdGet(Context& ctx, const std::vector<std::string>& words) {
   Args a;
   if (int rc = parseOrUsage(a, words, {}); rc >= 0) return rc;
   if (int rc = needsId(a, "get"); rc >= 0) return rc;
-  return callAndPrint(ctx, "memory/get", {{"id", a.positional()[0]}}, [&](const json& r) { printMemory(ctx, r); });
+  return callAndPrint(ctx, "memory/get", {{"id", a.positional()[0]}}, [&](const json& r) {
+    printMemory(ctx, r);
+    printWarnings(ctx, r);
+  });
 }
 
 int cmdUpdate(Context& ctx, const std::vector<std::string>& words) {
@@ -185,6 +197,7 @@ int cmdList(Context& ctx, const std::vector<std::string>& words) {
     std::cout << ctx.style.dim(std::to_string(r["memories"].size()) + " of " + std::to_string(r["total"].get<int64_t>()) +
                                " memories")
               << "\n";
+    printWarnings(ctx, r);
   }, Paging::kYes);
 }
 
@@ -330,10 +343,15 @@ int cmdExport(Context& ctx, const std::vector<std::string>& words) {
   // Page by page (each a few MiB at most), each written out before the next is asked for, so an export of any size
   // costs the daemon and this process one page of memory.
   p["cursor"] = "";
+  bool warned = false;  // every page repeats a scope's warning; it is printed once
   while (true) {
     auto r = link->call("export", p);
     if (!r) return reportError(ctx, r.status());
     std::cout << (*r)["jsonl"].get<std::string>();
+    if (!warned && r->contains("warnings")) {
+      printWarnings(ctx, *r);
+      warned = true;
+    }
     if (!r->contains("next_cursor")) break;
     p["cursor"] = (*r)["next_cursor"];
   }

@@ -385,7 +385,14 @@ ToolResult runTool(Bridge& bridge, const std::string& name, const json& args) {
   const std::string verb = name.substr(7);
   auto r = bridge.call("memory/" + verb, p);
   if (!r) return rpcError(r.status());
-  if (name == "memory_get" || name == "memory_update") return {detailText(*r), false, memoryOut(*r)};
+  if (name == "memory_get" || name == "memory_update") {
+    std::string text = detailText(*r);
+    // The scope's answers may leave acknowledged saves out (a full disk): the agent is told.
+    if (auto w = r->find("warnings"); w != r->end()) {
+      for (const auto& line : *w) text += "\nwarning: " + line.get<std::string>();
+    }
+    return {text, false, memoryOut(*r)};
+  }
   return {verb + ": " + describe(*r) + " (" + r->value("state", "") + ")", false, memoryOut(*r)};
 }
 

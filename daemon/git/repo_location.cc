@@ -2,6 +2,8 @@
 #include "daemon/git/repo_location.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <system_error>
@@ -23,7 +25,54 @@ std::string canonicalDir(const std::string& path) {
   return s;
 }
 
-ProjectLocation outsideGit(const std::string& root) {
+// How to allow a directory owned by someone else: the setting git (and libgit2) reads for a repository.
+std::string howToAllow(const std::string& dir) {
+  return "if you trust it, allow it as git does: git config --global --add safe.directory " + dir;
+}
+
+// Whether git's safe.directory (global and system configuration, read by libgit2 as for a repository) lists `dir`:
+// its path, or "*"; an empty value clears the entries before it.
+bool safeDirectoryAllows(const std::string& dir) {
+  git_config* config = nullptr;
+  if (git_config_open_default(&config) < 0) return false;
+  struct Search {
+    const std::string& dir;
+    bool allowed = false;
+  } search{dir};
+  git_config_get_multivar_foreach(
+      config, "safe.directory", nullptr,
+      [](const git_config_entry* entry, void* payload) {
+        auto& s = *static_cast<Search*>(payload);
+        std::string value = entry->value != nullptr ? entry->value : "";
+        while (value.size() > 1 && value.back() == '/') value.pop_back();
+        if (value.empty()) {
+          s.allowed = false;
+        } else if (value == "*" || value == s.dir) {
+          s.allowed = true;
+        }
+        return 0;
+      },
+      &search);
+  git_config_free(config);
+  return search.allowed;
+}
+
+// A directory owned by another user is refused, as git refuses such a repository: that user could read the
+// memories, or swap the files memqd writes. `allowDir` is what safe.directory must list to allow it.
+Status ownedOrAllowed(const std::string& path, const std::string& allowDir, const std::string& what) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0 || st.st_uid == ::geteuid() || safeDirectoryAllows(allowDir)) {
+    return Status::ok();
+  }
+  return Status(ErrorCode::kForbidden, what + " " + allowDir + " is owned by uid " + std::to_string(st.st_uid) +
+                                           ", not by memqd's user (uid " + std::to_string(::geteuid()) +
+                                           "); memq keeps no memories where another user controls the files; " +
+                                           howToAllow(allowDir));
+}
+
+// A project outside git keeps its database in <root>/.memq.
+Result<ProjectLocation> outsideGit(const std::string& root) {
+  MEMQ_RETURN_IF_ERROR(ownedOrAllowed(root, root, "project directory"));
   ProjectLocation loc;
   loc.root = root;
   loc.dbPath = root + "/.memq/memory.db";
@@ -48,6 +97,12 @@ Result<ProjectLocation> locateProject(const std::string& dir, bool exactRoot) {
   git_buf_dispose(&found);
 
   git_repository* raw = nullptr;
+  // Checked here too, not only by libgit2: the refusal then says how to allow the repository (libgit2 1.5 reports
+  // a missing safe.directory as a configuration error instead).
+  const std::string canonGit = canonicalDir(gitPath);
+  const std::string workTree =
+      canonGit.size() > 5 && canonGit.ends_with("/.git") ? canonGit.substr(0, canonGit.size() - 5) : canonGit;
+  MEMQ_RETURN_IF_ERROR(ownedOrAllowed(canonGit, workTree, "repository"));
   rc = git_repository_open(&raw, gitPath.c_str());
   if (rc < 0) return gitStatus(rc, "opening repository " + gitPath);
   RepositoryPtr repo(raw);

@@ -26,7 +26,9 @@ struct ProjectLocation {
 // The database lives in the COMMON git dir either way, so all worktrees (and subdirectory roots) of one
 // repository share it, `git status` never sees it, and it goes away with the repository.
 // Errors: NotFound when dir does not exist or is not a directory; GitError when a repository is found but
-// cannot be opened (corrupt, or refused by libgit2's ownership check).
+// cannot be opened (corrupt, or refused by libgit2's ownership check); Forbidden for a project outside git whose
+// root another user owns, unless git's safe.directory lists it (as for a repository). Both refusals say how to
+// allow the directory.
 Result<ProjectLocation> locateProject(const std::string& dir, bool exactRoot = false);
 
 }  // namespace memq

@@ -99,9 +99,13 @@ MethodTable buildTable() {
                       false, true};
   t["memory/get"] = MethodEntry::writingText(
       [](HandlerEnv& env, const CallContext& ctx, const json& p) -> Result<std::string> {
-        auto r = env.service.get(ctx, str(p, "id"));
+        std::vector<std::string> warnings;
+        auto r = env.service.get(ctx, str(p, "id"), &warnings);
         if (!r) return r.status();
-        return memoryJsonText(*r);
+        if (warnings.empty()) return memoryJsonText(*r);
+        json out = memoryToJson(*r);
+        out["warnings"] = warnings;  // the answer may be incomplete (Service::get)
+        return out.dump(-1, ' ', false, json::error_handler_t::replace);
       });
   t["memory/update"] = {[](HandlerEnv& env, const CallContext& ctx, const json& p) -> Result<json> {
                           UpdateRequest u;
@@ -139,7 +143,9 @@ MethodTable buildTable() {
     if (!r) return r.status();
     json out = json::array();
     for (const auto& m : r->memories) out.push_back(memoryToJson(m));
-    return json{{"memories", std::move(out)}, {"total", r->total}};
+    json result{{"memories", std::move(out)}, {"total", r->total}};
+    if (!r->warnings.empty()) result["warnings"] = r->warnings;  // the answer may be incomplete
+    return result;
   }};
   t["memory/search"] = MethodEntry::writingText(
       [](HandlerEnv& env, const CallContext& ctx, const json& p) -> Result<std::string> {
@@ -245,6 +251,7 @@ MethodTable buildTable() {
     if (!r) return r.status();
     json out = {{"jsonl", std::move(r->jsonl)}};
     if (r->nextCursor) out["next_cursor"] = *r->nextCursor;
+    if (!r->warnings.empty()) out["warnings"] = std::move(r->warnings);  // the export may be incomplete
     return out;
   }};
   t["import"] = {[](HandlerEnv& env, const CallContext& ctx, const json& p) -> Result<json> {

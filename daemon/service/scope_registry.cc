@@ -3,14 +3,58 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
+#include <set>
+#include <system_error>
+
 namespace memq {
 
-ScopeRegistry::ScopeRegistry(ScopeRegistryOptions options) : options_(std::move(options)) {}
+ScopeRegistry::ScopeRegistry(ScopeRegistryOptions options) : options_(std::move(options)) {
+  // Without symlinks: the data directory is checked as memqd's own without following one (database.h).
+  std::error_code ec;
+  auto canonical = std::filesystem::weakly_canonical(options_.dataDir, ec);
+  if (!ec && !options_.dataDir.empty()) options_.dataDir = canonical.string();
+}
+
+bool ScopeRegistry::forgetIfMoved(std::shared_ptr<ScopeDatabase> db) {
+  if (db->store->checkFilesInPlace()) return false;
+  std::string fate;
+  bool alreadyRetired = false;
+  {
+    std::lock_guard dbLock(db->mutex);  // a request inside the store finishes first
+    alreadyRetired = db->store->retired();
+    if (!alreadyRetired) fate = db->store->retire();
+  }
+  if (!alreadyRetired) {
+    spdlog::warn("the {} database {} (or its save journal) was removed, replaced or moved on disk: closed it ({}); "
+                 "the next request opens the file now at that path",
+                 db->store->scope(), db->path, fate);
+  }
+  std::set<std::string> roots;
+  for (auto it = scopes_.begin(); it != scopes_.end();) {
+    if (it->second->db == db) {
+      roots.insert(it->first);
+      it = scopes_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  // Located again: the project may now be somewhere else (no longer in git, say), or gone.
+  for (auto it = locations_.begin(); it != locations_.end();) {
+    if (roots.count(it->second.root) != 0 || it->second.dbPath == db->path) {
+      it = locations_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (auto it = databases_.find(db->path); it != databases_.end() && it->second == db) databases_.erase(it);
+  return true;
+}
 
 Result<std::shared_ptr<ScopeDatabase>> ScopeRegistry::openDatabase(const std::string& name, const std::string& path,
                                                                    const std::string& root) {
   auto it = databases_.find(path);
-  if (it != databases_.end()) return it->second;
+  if (it != databases_.end() && !forgetIfMoved(it->second)) return it->second;
   StoreOptions so;
   so.path = path;
   so.scope = name;
@@ -32,6 +76,10 @@ Result<std::shared_ptr<ScopeDatabase>> ScopeRegistry::openDatabase(const std::st
   spdlog::info("opened {} scope {}", name, path);
   if (db->store->replayedSaves() > 0) {
     spdlog::info("applied {} saves from the save journal of {}", db->store->replayedSaves(), path);
+  }
+  if (auto incomplete = db->store->unappliedSavesWarning()) {
+    // Reads of this scope carry the same text as a warning until the saves are applied.
+    spdlog::warn("opened {} scope {} without every acknowledged save: {}", name, path, *incomplete);
   }
   return db;
 }
@@ -60,6 +108,7 @@ Result<std::shared_ptr<Scope>> ScopeRegistry::openScope(const std::string& key, 
 
 Result<std::shared_ptr<Scope>> ScopeRegistry::global() {
   std::lock_guard lock(mutex_);
+  if (auto it = scopes_.find(""); it != scopes_.end()) (void)forgetIfMoved(it->second->db);
   return openScope("", "global", options_.dataDir + "/global.db", nullptr);
 }
 
@@ -80,10 +129,15 @@ Result<ProjectLocation> ScopeRegistry::locate(const std::string& dir) {
 }
 
 Result<std::shared_ptr<Scope>> ScopeRegistry::project(const std::string& dir) {
-  auto loc = locate(dir);
-  if (!loc) return loc.status();
-  std::lock_guard lock(mutex_);
-  return openScope(loc->root, "project", loc->dbPath, &*loc);
+  for (bool relocated = false;; relocated = true) {
+    auto loc = locate(dir);
+    if (!loc) return loc.status();
+    std::lock_guard lock(mutex_);
+    auto it = scopes_.find(loc->root);
+    // Once forgotten, the project is located again (its location was forgotten with it) and opened afresh.
+    if (!relocated && it != scopes_.end() && forgetIfMoved(it->second->db)) continue;
+    return openScope(loc->root, "project", loc->dbPath, &*loc);
+  }
 }
 
 size_t ScopeRegistry::closeIdle(std::chrono::steady_clock::duration idle) {
@@ -134,6 +188,12 @@ size_t ScopeRegistry::commitPendingSaves(std::chrono::milliseconds idle) {
   }
   size_t pending = 0;
   for (auto& db : open) {
+    {
+      // A batch is never committed into a removed file: the store retires instead (committing only if its
+      // database is still in place), and the next request opens the file at the path.
+      std::lock_guard registryLock(mutex_);
+      if (forgetIfMoved(db)) continue;
+    }
     std::lock_guard lock(db->mutex);
     auto still = db->store->commitPendingSavesIfIdle(idle);
     if (!still) {

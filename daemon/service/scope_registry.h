@@ -63,6 +63,8 @@ class ScopeRegistry {
 
   Result<std::shared_ptr<Scope>> global();
   // `dir` is any directory inside the project; the root is resolved per MEMQ.md §4.
+  // Both check that the database's files are still the ones at their paths (MemoryStore::checkFilesInPlace): a
+  // project deleted and created again at the same path (a re-clone) gets the file now there, never the removed one.
   Result<std::shared_ptr<Scope>> project(const std::string& dir);
   Result<ProjectLocation> locate(const std::string& dir);
 
@@ -85,6 +87,11 @@ class ScopeRegistry {
                                                       const std::string& root);
   Result<std::shared_ptr<Scope>> openScope(const std::string& key, const std::string& name, const std::string& dbPath,
                                            const ProjectLocation* location);
+  // REQUIRES mutex_ held (takes db's mutex after it). When db's files are no longer at their paths: retires its
+  // store (MemoryStore::retire, logged) and forgets it, every scope on it and their roots' locations, so that the
+  // caller opens what is at the path now. Returns whether it did. `db` by value: the maps it is erased from may hold
+  // its last other owners.
+  bool forgetIfMoved(std::shared_ptr<ScopeDatabase> db);
 
   ScopeRegistryOptions options_;
   std::mutex mutex_;

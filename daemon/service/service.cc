@@ -595,10 +595,15 @@ Result<nlohmann::json> Service::save(const CallContext& ctx, const SaveInput& ra
   return result;
 }
 
-Result<Memory> Service::get(const CallContext& ctx, const std::string& id) {
+Result<Memory> Service::get(const CallContext& ctx, const std::string& id, std::vector<std::string>* warnings) {
   if (ctx.readScope == ReadScope::kNone) {
     return Status(ErrorCode::kScopeUnavailable, "reads are disabled for this connection (read_scope none)");
   }
+  std::vector<std::string> incomplete;  // scopes read whose acknowledged saves are not all readable
+  auto noteIncomplete = [&](Scope& scope) {
+    auto w = scope.db->store->unappliedSavesWarning();
+    if (w && std::find(incomplete.begin(), incomplete.end(), *w) == incomplete.end()) incomplete.push_back(*w);
+  };
   // A full id (what clients send back after a recall) is read straight from each scope in resolve's order, one
   // read per scope and none of resolve's id lookup before it; an exact id in any scope wins over prefixes
   // elsewhere, as in resolve. What no scope holds exactly goes through resolve: a prefix, or NotFound naming `id`.
@@ -609,6 +614,7 @@ Result<Memory> Service::get(const CallContext& ctx, const std::string& id) {
       for (auto& scope : *scopes) {
         auto lock = scope->db->lockCommitted();
         auto exact = scope->db->store->get(id);
+        noteIncomplete(*scope);
         if (exact || exact.status().code() != ErrorCode::kNotFound) return exact;
       }
     }
@@ -617,7 +623,13 @@ Result<Memory> Service::get(const CallContext& ctx, const std::string& id) {
     auto lock = r->scope->db->lockCommitted();
     return r->scope->db->store->get(r->id);
   }();
+  if (!m && m.status().code() == ErrorCode::kNotFound && !incomplete.empty()) {
+    // Not found in what could be read is not "not found": the memory may be one of the saves left out.
+    return Status(ErrorCode::kStorageError, m.status().message() + ", but " + incomplete.front(),
+                  nlohmann::json{{"field", "id"}, {"warnings", incomplete}});
+  }
   if (m) markActed(ctx.client);
+  if (m && warnings) *warnings = std::move(incomplete);
   return m;
 }
 
@@ -698,6 +710,7 @@ Result<ListResult> Service::list(const CallContext& ctx, const ListFilter& filte
     auto lock = scope->db->lockCommitted();
     auto l = scope->db->store->list(f);
     if (!l) return l.status();
+    if (auto w = scope->db->store->unappliedSavesWarning()) out.warnings.push_back(std::move(*w));
     out.total += l->total;
     for (auto& m : l->memories) out.memories.push_back(std::move(m));
   }
@@ -1127,6 +1140,7 @@ Result<ExportPage> Service::exportJsonl(const CallContext& ctx, std::optional<Me
     Scope& scope = *(*scopes)[i];
     if (i != first) at = ExportCursor{scope.name, false, "", ""};
     auto lock = scope.db->lockCommitted();
+    if (auto w = scope.db->store->unappliedSavesWarning()) page.warnings.push_back(std::move(*w));
     while (!at.tombstones) {
       auto rows = scope.db->store->exportPage(only, at.afterKey, at.afterSubkey, kRowsPerQuery);
       if (!rows) return rows.status();

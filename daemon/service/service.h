@@ -78,6 +78,8 @@ struct UpdateOutcome {
 struct ExportPage {
   std::string jsonl;
   std::optional<std::string> nextCursor;
+  // A scope read without every acknowledged save (its journal could not be applied): the page may be incomplete.
+  std::vector<std::string> warnings;
 };
 // An export page holds this much JSONL at most (or one line, if a line is longer): far below the bytes a connection
 // may leave unread (the slow-client bound), so a client that reads each page before asking for the next never
@@ -108,8 +110,12 @@ class Service {
   void forget(ClientState& client);  // the connection closed
 
   Result<nlohmann::json> save(const CallContext& ctx, const SaveInput& input);
-  Result<Memory> get(const CallContext& ctx, const std::string& id);
+  // `warnings` (when given) receives why the answer may be incomplete (MemoryStore::unappliedSavesWarning of a
+  // scope read). An id no scope holds, while a scope read leaves out acknowledged saves, is a StorageError saying so
+  // rather than NotFound.
+  Result<Memory> get(const CallContext& ctx, const std::string& id, std::vector<std::string>* warnings = nullptr);
   Result<UpdateOutcome> update(const CallContext& ctx, const std::string& id, const UpdateRequest& request);
+  // ListResult::warnings says why the answer may be incomplete (MemoryStore::unappliedSavesWarning).
   Result<ListResult> list(const CallContext& ctx, const ListFilter& filter);
   Result<std::vector<RecallHit>> search(const CallContext& ctx, RecallRequest request);
   Result<std::vector<RecallHit>> recall(const CallContext& ctx, RecallRequest request, bool markUsed);

@@ -67,8 +67,13 @@ std::optional<Result<SaveOutcome>> MemoryStore::saveInBackground(SaveRecord& rec
     const size_t bound = std::max(kMinQueueBound, static_cast<size_t>(options_.saveBatch));
     applierIdle_.wait(lock, [&] { return queue_.size() < bound || applierFailure_; });
     if (applierFailure_) return std::nullopt;
-    uint64_t sizeBefore = 0;  // unused: a queued save is never cut from the journal
+    uint64_t sizeBefore = 0;
     if (Status st = journalRecord(record, sizeBefore); !st) {
+      return Result<SaveOutcome>(storageError(std::runtime_error(st.message()), "save"));  // not acknowledged
+    }
+    // The acknowledgement needs the journal and the database still at their paths (not a deleted project's files).
+    if (Status st = checkFilesInPlace(); !st) {
+      unjournalRecord(record, sizeBefore);
       return Result<SaveOutcome>(storageError(std::runtime_error(st.message()), "save"));  // not acknowledged
     }
     noteUncommitted(pk, record);

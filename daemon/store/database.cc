@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -28,6 +29,46 @@ namespace {
   sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
   return true;
 }();
+
+std::string octalMode(mode_t mode) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
+  return buf;
+}
+
+Status refused(const std::string& what, const std::string& why) {
+  return Status(ErrorCode::kScopeUnavailable, "refusing " + what + ": " + why);
+}
+
+// What claimPrivateFile accepts of a file already there (lstat'ed as `st`).
+Status checkOwnedFile(const std::string& path, const struct stat& st) {
+  if (S_ISLNK(st.st_mode)) {
+    return refused(path, "it is a symbolic link; memqd opens only its own files beside a database, never a link");
+  }
+  if (!S_ISREG(st.st_mode)) return refused(path, "it is not a regular file");
+  if (st.st_uid != ::geteuid()) {
+    return refused(path, "it is owned by uid " + std::to_string(st.st_uid) + ", not by memqd's user (uid " +
+                             std::to_string(::geteuid()) + "); move it aside to let memqd create its own");
+  }
+  if ((st.st_mode & 022) != 0) {
+    return refused(path, "group or others may write it (mode " + octalMode(st.st_mode) +
+                             "); check its contents, then chmod 600 it");
+  }
+  return Status::ok();
+}
+
+// After SQLite opened the database: its -wal and -shm are checked without being opened here (closing another
+// descriptor of a file SQLite holds would drop SQLite's locks on it). SQLite creates them with the database's mode.
+Status checkSidecarsAfterOpen(const std::string& path) {
+  for (const char* suffix : {"-wal", "-shm"}) {
+    const std::string p = path + suffix;
+    struct stat st{};
+    if (::lstat(p.c_str(), &st) != 0) continue;  // a missing sidecar is fine
+    MEMQ_RETURN_IF_ERROR(checkOwnedFile(p, st));
+    if ((st.st_mode & 077) != 0) return refused(p, "others may read it (mode " + octalMode(st.st_mode) + ")");
+  }
+  return Status::ok();
+}
 
 }  // namespace
 
@@ -59,6 +100,69 @@ Status makePrivateDirectories(const std::string& dir) {
   return Status::ok();
 }
 
+std::optional<FileIdentity> fileIdentityAt(const std::string& path) {
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileIdentity{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+}
+
+Status checkOwnedDirectory(const std::string& dir) {
+  struct stat st{};
+  if (::lstat(dir.c_str(), &st) != 0) {
+    return Status(ErrorCode::kStorageError, "cannot stat directory " + dir + ": " + std::strerror(errno));
+  }
+  if (S_ISLNK(st.st_mode)) {
+    return refused(dir, "it is a symbolic link; memqd keeps a database only in a directory of its own");
+  }
+  if (!S_ISDIR(st.st_mode)) return refused(dir, "it is not a directory");
+  if (st.st_uid != ::geteuid()) {
+    return refused(dir, "it is owned by uid " + std::to_string(st.st_uid) + ", not by memqd's user (uid " +
+                            std::to_string(::geteuid()) + "); memqd keeps a database only in a directory of its own");
+  }
+  if ((st.st_mode & 022) != 0) {
+    return refused(dir, "group or others may write it (mode " + octalMode(st.st_mode) +
+                            "), so they could replace the files in it; chmod 700 it");
+  }
+  return Status::ok();
+}
+
+Result<std::optional<FileIdentity>> claimPrivateFile(const std::string& path, bool create) {
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT) {
+      return Status(ErrorCode::kStorageError, "cannot stat " + path + ": " + std::strerror(errno));
+    }
+    if (!create) return std::optional<FileIdentity>();
+    // O_EXCL: created here, or refused; O_NOFOLLOW: never through a link planted since the lstat.
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      if (errno == EEXIST) return refused(path, "it appeared while memqd was creating it");
+      return Status(ErrorCode::kStorageError, "cannot create " + path + ": " + std::strerror(errno));
+    }
+    struct stat created{};
+    const int rc = ::fstat(fd, &created);
+    ::close(fd);
+    if (rc != 0) return Status(ErrorCode::kStorageError, "cannot stat " + path + ": " + std::strerror(errno));
+    return std::optional<FileIdentity>(
+        FileIdentity{static_cast<uint64_t>(created.st_dev), static_cast<uint64_t>(created.st_ino)});
+  }
+  MEMQ_RETURN_IF_ERROR(checkOwnedFile(path, st));
+  const FileIdentity identity{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+  if ((st.st_mode & 077) != 0) {
+    // Tightened through a descriptor of the file itself (O_NOFOLLOW), never through a path that may be a link.
+    int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return Status(ErrorCode::kStorageError, "cannot open " + path + ": " + std::strerror(errno));
+    struct stat again{};
+    const bool same = ::fstat(fd, &again) == 0 && again.st_dev == st.st_dev && again.st_ino == st.st_ino;
+    const int rc = same ? ::fchmod(fd, 0600) : 0;
+    const int err = errno;
+    ::close(fd);
+    if (!same) return refused(path, "it was replaced while memqd checked it");
+    if (rc != 0) return Status(ErrorCode::kStorageError, "cannot chmod " + path + ": " + std::strerror(err));
+  }
+  return std::optional<FileIdentity>(identity);
+}
+
 int latestSchemaVersion() {
   const auto& migrations = embeddedMigrations();
   return migrations.empty() ? 0 : migrations.back().version;
@@ -72,23 +176,6 @@ int schemaVersion(SQLite::Database& db) {
 }
 
 namespace {
-
-// Creates the file with 0600 before SQLite does, so the database and its -wal/-shm (which SQLite creates with the
-// database file's mode) are never readable by others, whatever the umask.
-Status precreatePrivateFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) return Status(ErrorCode::kStorageError, "cannot open " + path + ": " + std::strerror(errno));
-  ::fchmod(fd, 0600);
-  ::close(fd);
-  return Status::ok();
-}
-
-void tightenSidecars(const std::string& path) {
-  for (const char* suffix : {"", "-wal", "-shm"}) {
-    std::string p = path + suffix;
-    ::chmod(p.c_str(), 0600);  // a missing sidecar is fine
-  }
-}
 
 Status migrate(SQLite::Database& db, const std::string& path, int maxVersion) {
   db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)");
@@ -133,9 +220,22 @@ void installCheckpointGuard(SQLite::Database& db, int guardFrames) {
 Result<std::unique_ptr<SQLite::Database>> openDatabase(const DatabaseOptions& options) {
   const bool inMemory = options.path == ":memory:";
   try {
+    std::optional<FileIdentity> opened;
     if (!inMemory) {
-      MEMQ_RETURN_IF_ERROR(makePrivateDirectories(std::filesystem::path(options.path).parent_path().string()));
-      MEMQ_RETURN_IF_ERROR(precreatePrivateFile(options.path));
+      std::string dir = std::filesystem::path(options.path).parent_path().string();
+      if (dir.empty()) dir = ".";
+      MEMQ_RETURN_IF_ERROR(makePrivateDirectories(dir));
+      // The directory first: once no one else may write it, nothing checked below can be swapped before SQLite
+      // opens it. The database is created 0600 before SQLite does, so its -wal and -shm (which SQLite creates with
+      // the database file's mode) are never readable by others, whatever the umask.
+      MEMQ_RETURN_IF_ERROR(checkOwnedDirectory(dir));
+      auto claimed = claimPrivateFile(options.path, /*create=*/true);
+      if (!claimed) return claimed.status();
+      opened = *claimed;
+      for (const char* suffix : {"-wal", "-shm"}) {
+        auto sidecar = claimPrivateFile(options.path + suffix, /*create=*/false);
+        if (!sidecar) return sidecar.status();
+      }
     }
     auto db = std::make_unique<SQLite::Database>(options.path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
     // The busy timeout first: switching to WAL needs a lock too, which a process still closing the file may hold.
@@ -150,7 +250,14 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const DatabaseOptions& op
     db->exec("PRAGMA cache_size = -8192");
     db->tryExec("PRAGMA mmap_size = 268435456");
     MEMQ_RETURN_IF_ERROR(migrate(*db, options.path, options.maxSchemaVersion));
-    if (!inMemory) tightenSidecars(options.path);
+    if (!inMemory) {
+      // SQLite opened the path after the claim: the file there must still be the one claimed.
+      if (fileIdentityAt(options.path) != opened) {
+        return refused(options.path, "it was replaced while memqd opened it");
+      }
+      MEMQ_RETURN_IF_ERROR(checkSidecarsAfterOpen(options.path));
+      if (options.identity) *options.identity = *opened;
+    }
     return db;
   } catch (const std::exception& e) {
     return storageError(e, "cannot open database " + options.path);

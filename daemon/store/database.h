@@ -1,24 +1,53 @@
 // Opening one scope's SQLite file: directories 0700, files 0600, the reference's PRAGMAs, and the embedded
-// migrations applied in one transaction. The only place that knows how a memq database file comes to be.
+// migrations applied in one transaction. The only place that knows how a memq database file comes to be, and what
+// memqd accepts as its own: the directory and every file beside the database (`-wal`, `-shm`, the save journal)
+// must be memqd's user's, writable by no one else, and not a symbolic link (checked without following one, so no
+// symlink's target is ever created, opened or chmodded).
 #pragma once
 
 #include <SQLiteCpp/Database.h>
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "protocol/status.h"
 
 namespace memq {
 
+// Which file a path named when it was opened: a file removed, replaced or moved since (a project deleted and
+// cloned again at the same path) has another identity at the path, or none.
+struct FileIdentity {
+  uint64_t device = 0;
+  uint64_t inode = 0;
+  bool operator==(const FileIdentity&) const = default;
+};
+
+// The identity of what is at `path` now, without following a symlink; nullopt when nothing is there (or it cannot
+// be stat'ed).
+std::optional<FileIdentity> fileIdentityAt(const std::string& path);
+
 struct DatabaseOptions {
   std::string path;           // file path, or ":memory:"
   int maxSchemaVersion = -1;  // apply migrations up to this version only (tests of upgrades); -1 = all
+  FileIdentity* identity = nullptr;  // when set (a file database): receives the identity of the file opened
 };
 
 // Opens (creating when missing) and migrates. A database written by a newer schema is refused with a clear
-// StorageError rather than being touched.
+// StorageError rather than being touched. A directory or file memqd must not trust (see above, and
+// checkOwnedDirectory / claimPrivateFile) is refused with ScopeUnavailable naming it, before SQLite opens anything.
 Result<std::unique_ptr<SQLite::Database>> openDatabase(const DatabaseOptions& options);
+
+// Refuses `dir` unless it is a directory (not a symlink) owned by memqd's user that neither group nor others may
+// write: then no one else can plant, rename or replace a file in it between a check and an open. ScopeUnavailable.
+Status checkOwnedDirectory(const std::string& dir);
+
+// Claims the file at `path` as one of memqd's private files, never following a symlink: a file that is there must
+// be a regular file owned by memqd's user that neither group nor others may write (else ScopeUnavailable naming
+// it), and is tightened to 0600; a missing one is created 0600 when `create`. Returns the file's identity, or
+// nullopt when it is missing and not created.
+Result<std::optional<FileIdentity>> claimPrivateFile(const std::string& path, bool create);
 
 // Takes WAL checkpoints off the commit path: replaces SQLite's auto-checkpoint (which copies the WAL back into the
 // database, with two fsyncs, on whichever commit crosses 1000 frames) by a guard that checkpoints inline (PASSIVE)

@@ -153,10 +153,11 @@ MemoryStore::CachedStatement MemoryStore::statementOn(SQLite::Database& db, Stat
 MemoryStore::~MemoryStore() {
   stopApplier();
   // Saves still in a batch are committed; if that fails they stay in the journal, and the next open applies them.
-  if (db_ && batchOpen_) (void)commitPendingSaves();
+  // A retired store committed (or rolled back) its batch when it retired.
+  if (db_ && batchOpen_ && !retired_) (void)commitPendingSaves();
   // Statistics for the query planner, written at close; not into a file that answered an error (it may be damaged,
-  // and memq never writes to a damaged file what it does not have to).
-  if (db_ && !sawStorageError_) db_->tryExec("PRAGMA optimize");
+  // and memq never writes to a damaged file what it does not have to), nor into one that is no longer at its path.
+  if (db_ && !sawStorageError_ && !retired_) db_->tryExec("PRAGMA optimize");
 }
 
 std::string MemoryStore::now() const { return options_.clock ? options_.clock() : isoNow(); }
@@ -166,12 +167,86 @@ Status MemoryStore::storageError(const std::exception& e, const std::string& con
   return memq::storageError(e, context, options_.scope, options_.path);
 }
 
+Status MemoryStore::checkFilesInPlace() const {
+  const char* moved = nullptr;
+  if (databaseIdentity_ && fileIdentityAt(options_.path) != databaseIdentity_) {
+    moved = "database file";
+  } else if (journalIdentity_ && fileIdentityAt(journalPath(options_.path)) != journalIdentity_) {
+    moved = "save journal";
+  }
+  if (moved == nullptr) return Status::ok();
+  return Status(ErrorCode::kStorageError,
+                "the " + options_.scope + " scope's " + moved + " beside " + options_.path +
+                    " was removed, replaced or moved since memqd opened it (was the project deleted and created "
+                    "again?); nothing was written to it; retry, and memqd opens the file now at that path",
+                nlohmann::json{{"scope", options_.scope}, {"path", options_.path}});
+}
+
+Status MemoryStore::writable() const {
+  if (retired_) {
+    return Status(ErrorCode::kStorageError,
+                  "the " + options_.scope + " database " + options_.path +
+                      " was closed because its file was removed or replaced; nothing was written; retry",
+                  nlohmann::json{{"scope", options_.scope}, {"path", options_.path}});
+  }
+  return checkFilesInPlace();
+}
+
+std::string MemoryStore::retire() {
+  if (retired_) return "it was closed already";
+  stopApplier();  // the connection back, every queued save written into the open batch
+  const bool databaseInPlace = !databaseIdentity_ || fileIdentityAt(options_.path) == databaseIdentity_;
+  const bool journalInPlace = journalIdentity_ && fileIdentityAt(journalPath(options_.path)) == journalIdentity_;
+  uint64_t uncommitted = 0;
+  {
+    std::lock_guard lock(pipeMutex_);
+    uncommitted = journalSeq_ - committedSeq_;
+  }
+  std::string fate;
+  if (databaseInPlace) {
+    // Only the journal went: the batch's saves belong in this database, which is still the one at the path.
+    if (batchOpen_ || replayPending_) {
+      Status st = commitPendingSaves();
+      fate = st ? "the saves not yet committed were committed to it"
+                : "committing its saves failed (" + st.message() + ")";
+    } else {
+      fate = "every save was committed";
+    }
+  } else {
+    if (batchOpen_) abandonBatch(false);
+    if (uncommitted == 0) {
+      fate = "every acknowledged save was committed to the old file";
+    } else if (journalInPlace) {
+      fate = std::to_string(uncommitted) +
+             " acknowledged saves not committed stay in the save journal, for the file now at the path";
+    } else {
+      fate = std::to_string(uncommitted) +
+             " acknowledged saves not committed were in the removed journal and went with it";
+    }
+  }
+  replayPending_ = false;  // no journal to replay from any more
+  journal_.reset();        // its lock released, for the store opened next
+  retired_ = true;
+  return fate;
+}
+
+std::optional<std::string> MemoryStore::unappliedSavesWarning() const {
+  if (!journal_ || !replayPending_) return std::nullopt;
+  const std::string count = replayFailedSaves_ > 0 ? std::to_string(replayFailedSaves_) + " acknowledged saves"
+                                                   : "acknowledged saves";
+  return "the " + options_.scope + " scope is incomplete: " + count + " in its save journal " + journal_->path() +
+         " could not be applied to its database" + (replayFailure_.empty() ? "" : " (" + replayFailure_ + ")") +
+         "; this answer leaves them out until memqd applies them (it retries as requests come: free disk space)";
+}
+
 Result<std::unique_ptr<MemoryStore>> MemoryStore::open(StoreOptions options) {
   if (options.embedder == nullptr) return Status::internal("MemoryStore needs an embedder");
   std::unique_ptr<MemoryStore> store(new MemoryStore(std::move(options)));
-  auto db = openDatabase({store->options_.path, store->options_.maxSchemaVersion});
+  FileIdentity identity;
+  auto db = openDatabase({store->options_.path, store->options_.maxSchemaVersion, &identity});
   if (!db) return db.status();
   store->db_ = std::move(*db);
+  if (store->options_.path != ":memory:") store->databaseIdentity_ = identity;
   installCheckpointGuard(*store->db_, kCheckpointGuardFrames);
   store->active_ = std::make_unique<VectorIndex>(store->options_.embedder->dim());
   store->rejected_ = std::make_unique<VectorIndex>(store->options_.embedder->dim());
@@ -695,6 +770,7 @@ MemoryStore::SaveRecord MemoryStore::SaveRecord::fromJson(const std::string& tex
 
 Result<SaveOutcome> MemoryStore::save(const NormalizedSave& input, const std::vector<FileRef>& files,
                                       const Actor& actor) {
+  if (retired_) return writable();
   SaveRecord record{input, files, actor, newUuidV4(), now()};
   const auto started = std::chrono::steady_clock::now();
   // A save that starts soon after the previous one joins its batch; the first save after a pause commits on its
@@ -719,6 +795,9 @@ Result<SaveOutcome> MemoryStore::save(const NormalizedSave& input, const std::ve
         // In the journal before the savepoint is released: a save is acknowledged only once it would be replayed.
         std::lock_guard lock(pipeMutex_);
         if (Status st = journalRecord(record, journalMark); !st) throw std::runtime_error(st.message());
+        // Journalled into the file at the journal's path, and bound for the database at its path: else it is
+        // not acknowledged (the catch below takes it out of the journal).
+        if (Status st = checkFilesInPlace(); !st) throw std::runtime_error(st.message());
       });
     } catch (...) {
       if (batching() && record.seq != 0) {
@@ -890,6 +969,11 @@ void MemoryStore::noteUncommitted(int64_t pk, const SaveRecord& record) {
 }
 
 void MemoryStore::commitBatch() {
+  // Never committed into a file that is no longer at its path (a project deleted and created again): the batch
+  // fails instead, and its saves stay in the journal.
+  if (databaseIdentity_ && fileIdentityAt(options_.path) != databaseIdentity_) {
+    throw std::runtime_error(checkFilesInPlace().message());
+  }
   writePendingText();
   if (journal_) {
     auto q = statement("UPDATE save_batches SET applied_batch = ? WHERE id = 1");
@@ -909,6 +993,7 @@ void MemoryStore::commitBatch() {
 }
 
 Status MemoryStore::commitPendingSaves() {
+  if (retired_) return writable();
   takeDatabase();
   if (replayPending_) {
     try {
@@ -924,7 +1009,12 @@ Status MemoryStore::commitPendingSaves() {
     Status failed = storageError(e, "commit of saved memories");
     abandonBatch(true);
     // The batch's saves are in the journal: the next write applies them again before its own.
-    if (journal_) replayPending_ = true;
+    if (journal_) {
+      replayPending_ = true;
+      replayFailure_ = failed.message();
+      std::lock_guard lock(pipeMutex_);
+      replayFailedSaves_ = journalSeq_ - committedSeq_;
+    }
     return failed;
   }
   return Status::ok();
@@ -948,9 +1038,19 @@ void MemoryStore::settle() {
 }
 
 void MemoryStore::replayJournalIfNeeded() {
+  try {
+    replayJournal();
+  } catch (const std::exception& e) {
+    if (replayPending_) replayFailure_ = e.what();
+    throw;
+  }
+}
+
+void MemoryStore::replayJournal() {
   reloadIndexesIfStale();
   if (!replayPending_ || replaying_) return;
   replaying_ = true;
+  replayFailedSaves_ = 0;  // not known until the journal is read
   struct ReplayingFlag {
     bool& flag;
     ~ReplayingFlag() { flag = false; }
@@ -984,6 +1084,7 @@ void MemoryStore::replayJournalIfNeeded() {
     replayPending_ = false;
     return;
   }
+  replayFailedSaves_ = unapplied.size();  // what a failure below leaves out of reads
   beginBatch();
   try {
     for (const auto& r : unapplied) {
@@ -1014,6 +1115,7 @@ Status MemoryStore::openJournal() {
   }
   if (!journal) return journal.status();
   journal_ = std::move(*journal);
+  journalIdentity_ = FileIdentity{journal_->device(), journal_->inode()};
   // Readable is required to open: a journal that is not memq's is not silently ignored.
   auto contents = journal_->read();
   if (!contents) return contents.status();
@@ -1026,6 +1128,7 @@ Status MemoryStore::openJournal() {
   }
   if (options_.saveBatch <= 1) {
     journal_.reset();
+    journalIdentity_.reset();
     std::filesystem::remove(path, ec);
   }
   return Status::ok();
@@ -1213,6 +1316,7 @@ Memory MemoryStore::createdMemory(const SaveRecord& record, int64_t pk) const {
 
 Result<Memory> MemoryStore::update(const std::string& id, const UpdateInput& input, const Actor& actor,
                                    std::vector<std::string>* warnings) {
+  if (Status st = writable(); !st) return st;  // never into a file removed or replaced since open
   takeDatabase();  // saves handed to the background applier are written first
   try {
     settle();  // saves held in a batch are committed first (StoreOptions::saveBatch)
@@ -1332,6 +1436,7 @@ Result<Memory> MemoryStore::update(const std::string& id, const UpdateInput& inp
 Result<Memory> MemoryStore::changeState(const std::string& id, MemoryState from1, std::optional<MemoryState> from2,
                                         MemoryState to, const std::string& action, const Actor& actor,
                                         const std::optional<std::string>& reason) {
+  if (Status st = writable(); !st) return st;  // never into a file removed or replaced since open
   try {
     settle();  // saves held in a batch are committed first (StoreOptions::saveBatch)
     auto current = mustGet(id);
@@ -1418,6 +1523,7 @@ Result<Memory> MemoryStore::restore(const std::string& id, const Actor& actor, c
 }
 
 Result<Memory> MemoryStore::setPinned(const std::string& id, bool pinned, const Actor& actor) {
+  if (Status st = writable(); !st) return st;  // never into a file removed or replaced since open
   takeDatabase();  // saves handed to the background applier are written first
   try {
     settle();  // saves held in a batch are committed first (StoreOptions::saveBatch)
@@ -1441,6 +1547,7 @@ Result<Memory> MemoryStore::setPinned(const std::string& id, bool pinned, const 
 
 Result<std::pair<Memory, Memory>> MemoryStore::supersede(const std::string& oldId, const std::string& byId,
                                                          const Actor& actor) {
+  if (Status st = writable(); !st) return st;  // never into a file removed or replaced since open
   takeDatabase();  // saves handed to the background applier are written first
   try {
     settle();  // saves held in a batch are committed first (StoreOptions::saveBatch)
@@ -1512,6 +1619,7 @@ Result<Memory> MemoryStore::unreject(const std::string& id, const Actor& actor) 
 }
 
 Status MemoryStore::purge(const std::string& id, bool confirm, const Actor& actor) {
+  if (Status st = writable(); !st) return st;  // never into a file removed or replaced since open
   takeDatabase();  // saves handed to the background applier are written first
   if (!confirm) {
     return Status(ErrorCode::kForbidden, "purge deletes for good; pass confirm: true", nlohmann::json{{"field", "confirm"}});
@@ -1552,6 +1660,7 @@ Status MemoryStore::purge(const std::string& id, bool confirm, const Actor& acto
 }
 
 Result<Memory> MemoryStore::attach(const std::string& id, const std::vector<FileRef>& files, const Actor& actor) {
+  if (Status st = writable(); !st) return st;  // never into a file removed or replaced since open
   takeDatabase();  // saves handed to the background applier are written first
   try {
     settle();  // saves held in a batch are committed first (StoreOptions::saveBatch)
@@ -1591,6 +1700,7 @@ Result<Memory> MemoryStore::attach(const std::string& id, const std::vector<File
 }
 
 Result<Memory> MemoryStore::detach(const std::string& id, const std::vector<std::string>& paths, const Actor& actor) {
+  if (Status st = writable(); !st) return st;  // never into a file removed or replaced since open
   takeDatabase();  // saves handed to the background applier are written first
   try {
     settle();  // saves held in a batch are committed first (StoreOptions::saveBatch)
@@ -1620,6 +1730,7 @@ Result<Memory> MemoryStore::detach(const std::string& id, const std::vector<std:
 }
 
 Status MemoryStore::markUsed(const std::vector<int64_t>& pks) {
+  if (Status st = writable(); !st) return st;  // never into a file removed or replaced since open
   takeDatabase();  // saves handed to the background applier are written first
   if (pks.empty()) return Status::ok();
   try {

@@ -26,6 +26,9 @@
 //     thread, that thread alone uses the connection (db_, statements_); the caller's thread answers saves from
 //     memory and from a read-only connection, and takes the connection back (takeDatabase: the queue applied, the
 //     transaction left open) before anything else. The applier never touches the in-memory indexes.
+//  8. Files at their paths: a save is acknowledged only while the database and the save journal at their paths are
+//     the files this store opened (checkFilesInPlace, after the save is journalled), no batch commits into a
+//     database no longer at its path, and a store that retired (retire) writes nothing more.
 //
 // Thread-safety: not thread-safe. The owner (a Scope) serialises every call; the applier thread is internal.
 #pragma once
@@ -50,6 +53,7 @@
 #include "daemon/embed/vector_index.h"
 #include "daemon/model/memory.h"
 #include "daemon/model/memory_input.h"
+#include "daemon/store/database.h"
 #include "daemon/store/save_journal.h"
 #include "daemon/store/text_index.h"
 #include "protocol/status.h"
@@ -124,6 +128,8 @@ struct ListFilter {
 struct ListResult {
   std::vector<Memory> memories;
   int64_t total = 0;
+  // Why the answer may be incomplete (unappliedSavesWarning of a scope read); empty when it is complete.
+  std::vector<std::string> warnings;
 };
 
 struct AuditEvent {
@@ -247,6 +253,23 @@ class MemoryStore {
   bool waitForApplierIdle();
   // How many journalled saves the last replay applied (at open, or after a failed commit).
   size_t replayedSaves() const { return replayedSaves_; }
+  // When acknowledged saves wait in the journal because applying them failed (a full disk: at open, or after a
+  // failed commit), what a read must tell its caller: reads answer from the committed rows, which leave them out
+  // until a retry applies them. nullopt when every acknowledged save is readable.
+  std::optional<std::string> unappliedSavesWarning() const;
+
+  // --- the files at the path ---
+  // OK while the database file and the save journal at their paths are the ones this store opened; else a
+  // StorageError saying the file was removed, replaced or moved (a project deleted and created again at the same
+  // path, a re-clone). Thread-safe (only stats the paths): the registry calls it on every request.
+  Status checkFilesInPlace() const;
+  // Ends this store's use of its files once they were removed or replaced (the owner then opens the files now at the
+  // path): the background applier stopped, the open batch committed if the database is still in place, else
+  // rolled back (its saves stay in the journal if that is still in place, for the store opened next to replay), and
+  // the journal closed (its lock released). Every later write fails with StorageError; reads answer from the old
+  // file. Returns what became of the acknowledged saves not yet committed, for the log.
+  std::string retire();
+  bool retired() const { return retired_; }
   // How many saves were answered and handed to the background applier since open.
   size_t savesAnsweredInBackground() const { return savesAnsweredInBackground_; }
   // The journal beside a database file.
@@ -430,7 +453,11 @@ class MemoryStore {
   // is committed. Throws when either fails.
   void settle();
   void replayJournalIfNeeded();
+  // replayJournalIfNeeded's work; the caller records a failure for unappliedSavesWarning.
+  void replayJournal();
   Status openJournal();
+  // Refuses a write on a retired store, or on files no longer at their paths (checkFilesInPlace).
+  Status writable() const;
   // Every catch in this class translates SQLite's exception through this member (it hides the free storageError of
   // database.h), so each StorageError a store returns names its scope and file.
   Status storageError(const std::exception& e, const std::string& context = "") const;
@@ -500,6 +527,13 @@ class MemoryStore {
   // When a replay outside a write last failed (reads wait kReplayRetryInterval after it before trying again).
   std::optional<std::chrono::steady_clock::time_point> lastReplayFailure_;
   size_t savesAnsweredInBackground_ = 0;
+  // Why the last replay failed and how many saves it held (0: not known), for unappliedSavesWarning.
+  std::string replayFailure_;
+  size_t replayFailedSaves_ = 0;
+  // The identities of the files opened (set at open, then read only): checkFilesInPlace compares the paths to them.
+  std::optional<FileIdentity> databaseIdentity_;
+  std::optional<FileIdentity> journalIdentity_;
+  bool retired_ = false;  // retire() ran: no more writes
   bool indexesStale_ = false;  // a reload of the vector indexes failed: retried before the next write or search
   mutable std::atomic<bool> sawStorageError_{false};  // some call failed with a StorageError: no optional writes at close
   std::optional<std::chrono::steady_clock::time_point> lastSaveEnd_;  // none yet: the first save is not in a stream

@@ -56,8 +56,37 @@ int writeAll(int fd, const char* data, size_t n) {
 }  // namespace
 
 Result<std::unique_ptr<SaveJournal>> SaveJournal::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::storage("cannot open the save journal " + path + ": " + std::strerror(errno));
+  // O_NOFOLLOW: a symlink planted at the path is refused (ELOOP), never written through, and a dangling one never
+  // creates its target.
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    if (errno == ELOOP) {
+      return Status(ErrorCode::kScopeUnavailable,
+                    "refusing the save journal " + path + ": it is a symbolic link; memqd writes only its own file");
+    }
+    return Status::storage("cannot open the save journal " + path + ": " + std::strerror(errno));
+  }
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return Status::storage("cannot stat the save journal " + path + ": " + std::strerror(err));
+  }
+  // Only memqd's own file, which no one else may write: another user's file planted here would receive the saves.
+  std::string refusal;
+  if (!S_ISREG(st.st_mode)) {
+    refusal = "it is not a regular file";
+  } else if (st.st_uid != ::geteuid()) {
+    refusal = "it is owned by uid " + std::to_string(st.st_uid) + ", not by memqd's user (uid " +
+              std::to_string(::geteuid()) + ")";
+  } else if ((st.st_mode & 022) != 0) {
+    refusal = "group or others may write it";
+  }
+  if (!refusal.empty()) {
+    ::close(fd);
+    return Status(ErrorCode::kScopeUnavailable, "refusing the save journal " + path + ": " + refusal);
+  }
+  if ((st.st_mode & 077) != 0) ::fchmod(fd, 0600);
   // One owner at a time: a second process opening the same database must not replay (or empty) the saves of the
   // first one's open batch.
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -68,13 +97,9 @@ Result<std::unique_ptr<SaveJournal>> SaveJournal::open(const std::string& path) 
     }
     return Status::storage("cannot lock the save journal " + path + ": " + std::strerror(err));
   }
-  struct stat st{};
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    return Status::storage("cannot stat the save journal " + path + ": " + std::strerror(err));
-  }
-  return std::unique_ptr<SaveJournal>(new SaveJournal(path, fd, static_cast<uint64_t>(st.st_size)));
+  return std::unique_ptr<SaveJournal>(new SaveJournal(path, fd, static_cast<uint64_t>(st.st_size),
+                                                      static_cast<uint64_t>(st.st_dev),
+                                                      static_cast<uint64_t>(st.st_ino)));
 }
 
 SaveJournal::~SaveJournal() {

@@ -36,13 +36,17 @@ class SaveJournal {
   };
 
   // Opens (creating, mode 0600) the journal at `path` without changing its contents, and locks it (flock) for this
-  // process: Conflict when another process holds it.
+  // process: Conflict when another process holds it. A symlink at the path, or a file that is not memqd's user's or
+  // that others may write, is refused (ScopeUnavailable) and left as it is.
   static Result<std::unique_ptr<SaveJournal>> open(const std::string& path);
   ~SaveJournal();
   SaveJournal(const SaveJournal&) = delete;
   SaveJournal& operator=(const SaveJournal&) = delete;
 
   const std::string& path() const { return path_; }
+  // The identity of the file open (st_dev, st_ino at open), to tell whether the file at path() is still it.
+  uint64_t device() const { return device_; }
+  uint64_t inode() const { return inode_; }
 
   // What the file holds. A header that is not memq's gives an error naming the file: it is not silently discarded.
   Result<Contents> read() const;
@@ -56,12 +60,15 @@ class SaveJournal {
   Status truncateTo(uint64_t size);
 
  private:
-  SaveJournal(std::string path, int fd, uint64_t size) : path_(std::move(path)), fd_(fd), size_(size) {}
+  SaveJournal(std::string path, int fd, uint64_t size, uint64_t device, uint64_t inode)
+      : path_(std::move(path)), fd_(fd), size_(size), device_(device), inode_(inode) {}
   Status ioError(const std::string& what, int err) const;
 
   std::string path_;
   int fd_ = -1;
   uint64_t size_ = 0;
+  uint64_t device_ = 0;
+  uint64_t inode_ = 0;
 };
 
 }  // namespace memq

@@ -12,6 +12,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "daemon/embed/hashbag.h"
 #include "daemon/store/memory_store.h"
@@ -757,6 +758,104 @@ TEST_F(BackgroundSaveTest, AReadAfterTheApplierFailedSeesEveryAcknowledgedSave) 
   ASSERT_TRUE(store_->commitPendingSaves().isOk());
   EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memories"), 65);
   EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memory_events"), 65);
+}
+
+// ---- what a read says while acknowledged saves cannot be applied ----
+
+TEST_F(SaveBatchTest, WhileTheJournalCannotBeAppliedAReadSaysWhatItLeavesOut) {
+  auto other = failCommitsFromAnotherConnection();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    auto r = save(*store_, "Acknowledged while commits fail " + std::to_string(i));
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    ids.push_back(r->id);
+  }
+  EXPECT_FALSE(store_->unappliedSavesWarning().has_value());  // readable: in the open batch
+  ASSERT_FALSE(store_->commitPendingSaves().isOk());
+  // A read retries the journal, fails again, and answers from the committed rows: without the three, and says so.
+  ListFilter all;
+  auto listed = store_->list(all);
+  ASSERT_TRUE(listed.isOk()) << listed.status().toString();
+  EXPECT_EQ(listed->total, 1);
+  auto warning = store_->unappliedSavesWarning();
+  ASSERT_TRUE(warning.has_value());
+  EXPECT_NE(warning->find("3 acknowledged saves"), std::string::npos) << *warning;
+  EXPECT_NE(warning->find("could not be applied"), std::string::npos) << *warning;
+  EXPECT_NE(warning->find("injected"), std::string::npos) << *warning;  // why
+  EXPECT_EQ(store_->get(ids[0]).status().code(), ErrorCode::kNotFound);
+
+  other->exec("DROP TRIGGER fail_commit");
+  // A read retries once a second after a failed attempt; then every acknowledged save is read, and no warning.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  listed = store_->list(all);
+  ASSERT_TRUE(listed.isOk());
+  EXPECT_EQ(listed->total, 4);
+  EXPECT_FALSE(store_->unappliedSavesWarning().has_value());
+}
+
+// ---- files removed or replaced under an open store ----
+
+TEST_F(SaveBatchTest, ADatabaseMovedAwayGetsNoSaveAndItsJournalledSavesReachTheFileAtThePath) {
+  std::vector<std::string> acked;
+  for (int i = 0; i < 3; ++i) {
+    auto r = save(*store_, "Journalled before the database moved " + std::to_string(i));
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    acked.push_back(r->id);
+  }
+  ASSERT_TRUE(store_->hasPendingSaves());
+  ASSERT_TRUE(store_->checkFilesInPlace().isOk());
+  // The database, its WAL and shared memory move away; the journal stays at its path.
+  const auto aside = dir_ / "aside";
+  fs::create_directories(aside);
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    const auto from = dir_ / "data" / (std::string("memory.db") + suffix);
+    if (fs::exists(from)) fs::rename(from, aside / (std::string("memory.db") + suffix));
+  }
+  auto moved = store_->checkFilesInPlace();
+  ASSERT_FALSE(moved.isOk());
+  EXPECT_EQ(moved.code(), ErrorCode::kStorageError);
+  EXPECT_NE(moved.message().find("was removed, replaced or moved"), std::string::npos) << moved.message();
+
+  // A save is not acknowledged, and the batch is not committed into the moved file.
+  auto refused = save(*store_, "Saved after the database moved");
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kStorageError);
+  EXPECT_FALSE(store_->commitPendingSaves().isOk());
+  const std::string fate = store_->retire();
+  EXPECT_NE(fate.find("3 acknowledged saves not committed stay in the save journal"), std::string::npos) << fate;
+  EXPECT_FALSE(save(*store_, "Saved to a retired store").isOk());
+  store_.reset();
+  {
+    SQLite::Database raw((aside / "memory.db").string(), SQLite::OPEN_READONLY);
+    EXPECT_EQ(raw.execAndGet("SELECT COUNT(*) FROM memories").getInt64(), 1);  // SetUp's save only
+  }
+  // The store opened at the path next replays them into the file there.
+  auto reopened = openAt(dir_ / "data");
+  ASSERT_NE(reopened, nullptr);
+  EXPECT_EQ(reopened->replayedSaves(), 3u);
+  for (const auto& id : acked) EXPECT_TRUE(reopened->get(id).isOk()) << id;
+  EXPECT_EQ(count(*reopened, "SELECT COUNT(*) FROM memories"), 3);
+  EXPECT_TRUE(reopened->checkFilesInPlace().isOk());
+}
+
+TEST_F(BackgroundSaveTest, ARemovedDirectoryGetsNoAcknowledgedSave) {
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(save(*store_, "Streamed before the removal " + std::to_string(i)).isOk());
+  fs::remove_all(dir_ / "data");  // a project deleted: the database, its WAL and the journal
+  for (int i = 0; i < 20; ++i) {
+    auto r = save(*store_, "Streamed after the removal " + std::to_string(i));
+    ASSERT_FALSE(r.isOk()) << "acknowledged a save into a removed file: " << r->id;
+    EXPECT_EQ(r.status().code(), ErrorCode::kStorageError);
+  }
+  const std::string fate = store_->retire();
+  EXPECT_TRUE(fate.find("went with it") != std::string::npos ||
+              fate.find("every acknowledged save was committed") != std::string::npos)
+      << fate;
+  EXPECT_FALSE(fs::exists(dir_ / "data"));  // retiring creates nothing
+  store_.reset();
+  auto fresh = openAt(dir_ / "data");
+  ASSERT_NE(fresh, nullptr);
+  EXPECT_EQ(count(*fresh, "SELECT COUNT(*) FROM memories"), 0);
+  ASSERT_TRUE(save(*fresh, "Saved into the new file").isOk());
 }
 
 }  // namespace
