@@ -33,7 +33,7 @@ constexpr const char* kUsage =
     "usage: memqd [--socket PATH] [--data-dir DIR] [--foreground] [--log-file PATH] [--log-level LEVEL]\n"
     "             [--max-message-bytes N] [--idle-exit SECONDS] [--secrets redact|refuse] [--version]\n"
     "             [--partial-timeout-ms N] [--silent-timeout-ms N] [--max-connections N]\n"
-    "             [--max-queued-reply-bytes N]\n";
+    "             [--max-queued-reply-bytes N] [--max-staged-import-bytes N]\n";
 
 std::string defaultDataDir() {
   if (const char* d = std::getenv("MEMQ_DATA_DIR"); d && *d) return d;
@@ -55,6 +55,7 @@ struct Flags {
   long silentTimeoutMs = 60000;   // a connection that sends nothing is closed after this
   size_t maxConnections = memq::kDefaultMaxConnections;
   size_t maxQueuedReplyBytes = memq::kDefaultMaxQueuedReplyBytes;
+  size_t maxStagedImportBytes = memq::ServiceOptions{}.maxStagedImportBytes;
 };
 
 // A decimal number of at least `minimum`, the whole of `text`.
@@ -134,6 +135,12 @@ bool parseFlags(int argc, char** argv, Flags& f, std::string& error) {
       if (!(v = value("--max-queued-reply-bytes"))) return false;
       if (!parseCount(v, 1 << 20, f.maxQueuedReplyBytes)) {
         error = "--max-queued-reply-bytes must be a number of at least 1048576";
+        return false;
+      }
+    } else if (a == "--max-staged-import-bytes") {
+      if (!(v = value("--max-staged-import-bytes"))) return false;
+      if (!parseCount(v, 1 << 20, f.maxStagedImportBytes)) {
+        error = "--max-staged-import-bytes must be a number of at least 1048576";
         return false;
       }
     } else if (a == "--secrets") {
@@ -313,6 +320,7 @@ int main(int argc, char** argv) {
   so.dataDir = flags.dataDir;
   so.embedder = &embedder;
   so.secretsMode = flags.secrets;
+  so.maxStagedImportBytes = flags.maxStagedImportBytes;
   so.repoFactory = [](const memq::ProjectLocation& loc) -> std::shared_ptr<memq::RepoSignals> {
     return std::make_shared<memq::GitRepoSignals>(loc);
   };

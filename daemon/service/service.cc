@@ -1178,7 +1178,15 @@ struct PendingImport {
   std::string dbPath;
   ImportBatch batch;
   size_t lines = 0;  // every line received, blank ones included: the numbers errors give
-  size_t bytes = 0;
+  size_t bytes = 0;   // counted in `stagedTotal` as well, until this import is written or dropped
+  std::shared_ptr<std::atomic<size_t>> stagedTotal;
+
+  PendingImport() = default;
+  PendingImport(const PendingImport&) = delete;
+  PendingImport& operator=(const PendingImport&) = delete;
+  ~PendingImport() {
+    if (stagedTotal) stagedTotal->fetch_sub(bytes);
+  }
 };
 
 Result<ImportCounts> Service::importJsonl(const CallContext& ctx, const std::string& jsonl, bool more) {
@@ -1194,6 +1202,7 @@ Result<ImportCounts> Service::importJsonl(const CallContext& ctx, const std::str
     pending = std::make_shared<PendingImport>();
     pending->scope = (*scope)->name;
     pending->dbPath = (*scope)->db->path;
+    pending->stagedTotal = stagedImportBytes_;
   } else if (pending->scope != (*scope)->name || pending->dbPath != (*scope)->db->path) {
     return Status::invalidField("scope", "this connection's import in progress writes the " + pending->scope +
                                              " scope (" + pending->dbPath +
@@ -1201,6 +1210,15 @@ Result<ImportCounts> Service::importJsonl(const CallContext& ctx, const std::str
                                              "to its last");
   }
   pending->bytes += jsonl.size();
+  const size_t stagedEverywhere = stagedImportBytes_->fetch_add(jsonl.size()) + jsonl.size();
+  if (stagedEverywhere > options_.maxStagedImportBytes) {
+    return Status(ErrorCode::kBusy,
+                  "imports in progress hold " + std::to_string(stagedEverywhere >> 20) +
+                      " MiB of JSONL over all connections, more than memqd stages at once (" +
+                      std::to_string(options_.maxStagedImportBytes >> 20) +
+                      " MiB, --max-staged-import-bytes); this import was dropped: retry once the others are written",
+                  nlohmann::json{{"field", "jsonl"}});
+  }
   if (pending->bytes > kMaxImportBytes) {
     return Status::invalidField("jsonl", "an import may carry at most " + std::to_string(kMaxImportBytes >> 20) +
                                              " MiB of JSONL before its last request; import the file in parts");

@@ -56,6 +56,10 @@ struct ServiceOptions {
   // 256, not 64: the background applier writes the FTS5 lanes once per batch, and a stream of saves through the
   // socket ran 1.2 times faster (docs/performance.md, "Saves in the background").
   int saveBatch = 256;
+  // The JSONL that imports in parts may hold in memory over all connections together until their last request
+  // (memqd --max-staged-import-bytes): one import may hold kMaxImportBytes, but forty connections must not hold forty
+  // times that. An import part past it is refused with Busy, and that import dropped.
+  size_t maxStagedImportBytes = size_t{512} << 20;
 };
 
 struct UpdateRequest {
@@ -188,6 +192,9 @@ class Service {
   ServiceOptions options_;
   ScopeRegistry registry_;
   std::atomic<bool> savesPending_{false};
+  // The JSONL every import in parts holds until its last request, over all connections (PendingImport counts its own
+  // bytes in it and gives them back when it is dropped or written). Shared: a connection may outlive the Service.
+  std::shared_ptr<std::atomic<size_t>> stagedImportBytes_ = std::make_shared<std::atomic<size_t>>(0);
   std::mutex listenerMutex_;
   std::function<void(const ChangeEvent&)> listener_;
   // The hint state of a connection (the tab's, when it named one), safe to use after the connection's mutex is

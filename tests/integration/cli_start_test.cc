@@ -228,7 +228,7 @@ class CompletionTest : public CliConventionsTest {
  protected:
   std::string completions() const {
     const char* src = std::getenv("MEMQ_SOURCE_DIR");
-    return (fs::path(src ? src : ".") / "packaging/completions").string();
+    return (fs::path(src && *src ? src : MEMQ_TEST_SOURCE_DIR) / "packaging/completions").string();
   }
   std::string env() const {
     return "cd " + shellQuote(project_) + " && PATH=" + shellQuote(binDir()) + ":$PATH MEMQ_SOCKET=" +

@@ -578,5 +578,57 @@ TEST_F(ImportExportTest, Sigkill9DuringAnImportLeavesNothingOrEverythingAndAReru
   EXPECT_TRUE(integrityOk());
 }
 
+// Forty connections staging imports must not hold forty times what one may: past --max-staged-import-bytes over all
+// connections, a part is refused with Busy and its import dropped (its bytes given back), while the others go on.
+TEST_F(ImportExportTest, ImportsStagedOnAllConnectionsShareOneBound) {
+  daemon_.reset();
+  startDaemon({"--max-staged-import-bytes", "1048576"});
+  const std::string details(1000, 'd');
+  std::vector<json> first, second;
+  for (size_t i = 1; i <= 600; ++i) first.push_back(memoryLine(i, details));     // about 0.7 MiB
+  for (size_t i = 601; i <= 1200; ++i) second.push_back(memoryLine(i, details));
+  RpcClient a = daemon_->client(project_);
+  RpcClient b = daemon_->client(project_);
+  ASSERT_TRUE(a.call("import", {{"jsonl", jsonl(first)}, {"more", true}}).isOk());
+  auto refused = b.call("import", {{"jsonl", jsonl(second)}, {"more", true}});
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kBusy) << refused.status().toString();
+  EXPECT_EQ(refused.status().data()["field"], "jsonl");
+  EXPECT_EQ(total(), 0);
+  // The first import is untouched by the refusal and writes everything it staged.
+  auto done = a.call("import", {{"jsonl", ""}});
+  ASSERT_TRUE(done.isOk()) << done.status().toString();
+  EXPECT_EQ((*done)["created"], 600);
+  // Written, its bytes are given back: the second connection's import now fits.
+  auto again = b.call("import", {{"jsonl", jsonl(second)}});
+  ASSERT_TRUE(again.isOk()) << again.status().toString();
+  EXPECT_EQ((*again)["created"], 600);
+  EXPECT_EQ(total(), 1200);
+  // A connection that closes with lines staged gives its bytes back too.
+  {
+    RpcClient gone = daemon_->client(project_);
+    std::vector<json> third;
+    for (size_t i = 1201; i <= 1800; ++i) third.push_back(memoryLine(i, details));
+    ASSERT_TRUE(gone.call("import", {{"jsonl", jsonl(third)}, {"more", true}}).isOk());
+  }
+  std::vector<json> fourth;
+  for (size_t i = 1801; i <= 2400; ++i) fourth.push_back(memoryLine(i, details));
+  bool fitted = false;
+  for (int attempt = 0; attempt < 100 && !fitted; ++attempt) {
+    // The closed connection is forgotten by memqd's I/O thread, shortly after the close.
+    RpcClient c = daemon_->client(project_);
+    auto r = c.call("import", {{"jsonl", jsonl(fourth)}});
+    if (r.isOk()) {
+      fitted = true;
+      EXPECT_EQ((*r)["created"], 600);
+    } else {
+      ASSERT_EQ(r.status().code(), ErrorCode::kBusy) << r.status().toString();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  EXPECT_TRUE(fitted) << "a closed connection's staged import still counts against the bound";
+  EXPECT_EQ(total(), 1800);
+}
+
 }  // namespace
 }  // namespace memq::testing

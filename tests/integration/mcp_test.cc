@@ -2,7 +2,13 @@
 // @modelcontextprotocol/sdk pinned in package.json/package-lock.json), installed with `npm ci` into the build tree and
 // run with the machine's Node.js; skipped when node or npm is missing. Then raw newline-delimited JSON-RPC, which
 // needs nothing but the memq binary.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <fstream>
@@ -60,6 +66,18 @@ void McpTest::runSdkClient(const std::string& sdk) {
   if (!onPath("node") || !onPath("npm")) {
     GTEST_SKIP() << "node and npm are needed to run the MCP SDK client (tests/integration/mcp); not found on PATH";
   }
+  // The SDK tests share one install in the build tree and ctest runs them side by side: each holds this lock from
+  // the install to the end of its run, so none reads node_modules or client.mjs while another writes them.
+  // O_CLOEXEC: node and memq started below must not inherit (and so hold) the lock.
+  fs::create_directories(MEMQ_MCP_CLIENT_WORK_DIR);
+  const std::string lockPath = (fs::path(MEMQ_MCP_CLIENT_WORK_DIR) / ".run.lock").string();
+  const int lockFd = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(lockFd, 0) << lockPath << ": " << std::strerror(errno);
+  struct Unlock {
+    int fd;
+    ~Unlock() { ::close(fd); }
+  } unlock{lockFd};
+  ASSERT_EQ(::flock(lockFd, LOCK_EX), 0) << std::strerror(errno);
   CommandResult version = runCommand("node -p 'process.versions.node.split(\".\")[0]'");
   if (std::atoi(version.out.c_str()) < 18) {
     GTEST_SKIP() << "@modelcontextprotocol/sdk needs Node.js 18 or later; found " << version.out;
