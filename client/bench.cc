@@ -1,4 +1,4 @@
-// memq bench: the measurements that are part of the product (MEMQ.md §10).
+// memq bench: the measurements that are part of the product (docs/design.md §10).
 //
 // `memq bench retrieval --dataset DIR`: the retrieval benchmark of ../shared/bench (README there). It builds a real
 // git repository from corpus.jsonl with `git fast-import` (one commit per memory, a branch split-<k> at the end of

@@ -1,4 +1,4 @@
-// The memq subcommands (CLI.md). Each takes its own words and returns the process exit code:
+// The memq subcommands (docs/man/memq.1). Each takes its own words and returns the process exit code:
 // 0 success, 1 the daemon answered with an error, 2 usage error, 3 the daemon cannot be reached or started, 4 a save
 // the daemon refused because the text was rejected before (as git exits non-zero when there is nothing to commit).
 #pragma once

@@ -1,4 +1,4 @@
-// Reads a reference (Empryo/SoulForge) memory.db — schema in the reference §1.3 — and turns it into memq's export
+// Reads a reference (Empryo/SoulForge) memory.db (its schema version 3) and turns it into memq's export
 // JSONL, so `memq import --from-empryo` brings every memory over with its state (hidden → hidden, superseded →
 // superseded), files and topics.
 #include <SQLiteCpp/Database.h>

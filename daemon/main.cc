@@ -1,4 +1,4 @@
-// memqd: parses the command line (CLI.md), sets up logging and the pid file, detaches unless --foreground, and runs
+// memqd: parses the command line (docs/man/memqd.8), sets up logging and the pid file, detaches unless --foreground, and runs
 // the server until SIGTERM/SIGINT or daemon/shutdown.
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>

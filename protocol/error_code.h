@@ -1,4 +1,4 @@
-// memq's error taxonomy: the JSON-RPC 2.0 standard codes plus memq's own (PROTOCOL.md "Errors").
+// memq's error taxonomy: the JSON-RPC 2.0 standard codes plus memq's own (docs/protocol.md "Errors").
 // Owned here because daemon and client both speak these numbers; nothing else lives in this header.
 #pragma once
 

@@ -19,7 +19,7 @@ enum class Framing {
   kContentLength,  // "Content-Length: N\r\n\r\n" + N bytes, as LSP
 };
 
-// The default per-message limit (PROTOCOL.md: 1 MiB, `--max-message-bytes`).
+// The default per-message limit (docs/protocol.md: 1 MiB, `--max-message-bytes`).
 inline constexpr std::size_t kDefaultMaxMessageBytes = std::size_t{1} << 20;
 
 struct Frame {

@@ -1,4 +1,4 @@
-// defaultSocketPath: the PROTOCOL.md socket location rule (see socket_path.h).
+// defaultSocketPath: the docs/protocol.md socket location rule (see socket_path.h).
 #include "protocol/socket_path.h"
 
 #include <unistd.h>

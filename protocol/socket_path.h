@@ -1,4 +1,4 @@
-// Where memqd's socket lives (PROTOCOL.md "Transport"). Owned here because the daemon binds it and every client
+// Where memqd's socket lives (docs/protocol.md "Transport"). Owned here because the daemon binds it and every client
 // connects to it, so the two must compute it the same way. Pure string logic: no socket or file-system calls.
 //
 // Thread-safety: reads the environment; safe as long as nobody calls setenv concurrently.

@@ -21,7 +21,7 @@ class Status {
       : code_(code), message_(std::move(message)), data_(std::move(data)) {}
 
   static Status ok() { return {}; }
-  // InvalidParams naming the offending field (data.field), as PROTOCOL.md requires.
+  // InvalidParams naming the offending field (data.field), as docs/protocol.md requires.
   static Status invalidField(const std::string& field, const std::string& message) {
     return {ErrorCode::kInvalidParams, message, nlohmann::json{{"field", field}}};
   }

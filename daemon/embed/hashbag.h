@@ -1,6 +1,6 @@
-// hashbag-v2: the reference's deterministic 384-dimension embedder (reference §4.1-4.3), reproduced bit for bit so
-// vectors written by the reference and by memq are interchangeable. Also owns memoryEmbedSource (§4.2), the text a
-// memory is embedded from, and cosine (§4.1).
+// hashbag-v2: the reference's deterministic 384-dimension embedder (docs/design.md §5), reproduced bit for bit so
+// vectors written by the reference and by memq are interchangeable. Also owns memoryEmbedSource, the text a
+// memory is embedded from, and cosine.
 //
 // Bit-exactness rests on three details that differ from a "natural" C++ port:
 //   - FNV-1a runs over UTF-16 code units, not UTF-8 bytes (fnv1a16);
@@ -33,7 +33,7 @@ class HashbagEmbedder final : public Embedder {
   std::vector<float> embed(std::string_view text) const override;
 };
 
-// memoryEmbedSource (§4.2): trimmed summary three times (space-separated), LF, trimmed details, LF, the topics joined
+// memoryEmbedSource: trimmed summary three times (space-separated), LF, trimmed details, LF, the topics joined
 // with spaces; the whole trimmed. Empty when summary, details and topics are all blank. Recall embeds a query as
 // memoryEmbedSource(query, "", {}).
 std::string memoryEmbedSource(std::string_view summary, std::string_view details,
@@ -50,7 +50,7 @@ double cosineDouble(std::span<const float> a, std::span<const float> b);
 // Word tokens as the embedder uses them: lowercased, split on non-L/N code points, UTF-16 length >= 2, stop words
 // dropped, stemmed. UTF-8 out.
 std::vector<std::string> hashbagTokens(std::string_view text);
-// The light stemmer (§4.1 step 4) on a lowercased UTF-16 word; the result is a prefix of the input.
+// The light stemmer on a lowercased UTF-16 word; the result is a prefix of the input.
 std::u16string_view hashbagStem(std::u16string_view word);
 bool isHashbagStopWord(std::u16string_view word);
 size_t hashbagStopWordCount();

@@ -1,4 +1,4 @@
-// VectorIndex: the in-memory vectors of one scope for one embedder model (MEMQ.md §5: "contiguous, kept in sync on
+// VectorIndex: the in-memory vectors of one scope for one embedder model (docs/design.md §5: "contiguous, kept in sync on
 // every write"), so recall and similar-on-write never re-read and re-decode every BLOB.
 //
 // Search is exact, but cheap: every row is also kept int8-quantised (per-row scale), a query is scanned against the

@@ -1,4 +1,4 @@
-// CoChangeBuilder: walks git history with libgit2 and turns commits into CoChangeCounts (MEMQ.md §8).
+// CoChangeBuilder: walks git history with libgit2 and turns commits into CoChangeCounts (docs/design.md §8).
 //
 // Decisions (each one documented here because recall quality depends on it):
 //  - Window: the newest `window` NON-MERGE commits reachable from HEAD in commit-date order (like

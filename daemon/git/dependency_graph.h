@@ -1,7 +1,7 @@
 // DependencyGraph: who depends on whom among the tracked files of one tree, from their import statements
-// (ImportScanner), and the blast radius derived from it (MEMQ.md §8). Only import-proven edges count: the
+// (ImportScanner), and the blast radius derived from it (docs/design.md §8). Only import-proven edges count: the
 // reference's radius also counted inferred-identifier, co-change, barrel and sibling edges, which is why hubs
-// dominated it (reference §7.3, §13.2 item 17).
+// dominated it.
 //
 // Resolution rules, per language (paths are repository-relative):
 //  C/C++   #include "x.h": relative to the including file's directory, then from the repository top, then the

@@ -1,4 +1,4 @@
-// GitRepoSignals: the libgit2 implementation of RepoSignals for one project (MEMQ.md §8): co-change neighbours
+// GitRepoSignals: the libgit2 implementation of RepoSignals for one project (docs/design.md §8): co-change neighbours
 // (CoChangeBuilder → CoChangeCounts, cached in the project database by CoChangeCache, served from an immutable
 // CoChangeSnapshot), blast radius (ImportScanner → DependencyGraph per HEAD tree), and blob ids for staleness.
 //

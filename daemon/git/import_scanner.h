@@ -1,4 +1,4 @@
-// Import extraction for blast radius (MEMQ.md §8): finds the include/import statements of one source file and
+// Import extraction for blast radius (docs/design.md §8): finds the include/import statements of one source file and
 // returns them unresolved. A light lexer per language family, not a parser: it skips comments and string
 // contents so commented-out imports do not count, and accepts that exotic syntax (Rust raw strings, JS regex
 // literals containing quotes) may occasionally hide or invent an import. Resolution against the tracked files is

@@ -1,5 +1,5 @@
-// PathFilter: the ignore list that keeps lockfiles and generated files out of the co-change graph (MEMQ.md §8,
-// reference §13.2 item 18: lockfiles pair with everything and drown the real partners).
+// PathFilter: the ignore list that keeps lockfiles and generated files out of the co-change graph (docs/design.md §8:
+// lockfiles pair with everything and drown the real partners).
 // Thread-safety: immutable after construction; safe to share between threads.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Where a project lives: its root, the git repository around it, and the path of its database (MEMQ.md §4).
+// Where a project lives: its root, the git repository around it, and the path of its database (docs/design.md §4).
 // Owns nothing but the lookup; the result is a plain value.
 // Thread-safety: locateProject is a pure function of the file system and may run on any thread.
 #pragma once
@@ -20,7 +20,7 @@ struct ProjectLocation {
 };
 
 // Finds the project containing `dir` (which must exist).
-// exactRoot = false: the root is the git work tree top containing dir (MEMQ.md §4), else dir itself.
+// exactRoot = false: the root is the git work tree top containing dir (docs/design.md §4), else dir itself.
 // exactRoot = true: the root stays dir even inside a work tree, so a client may open a subdirectory of a
 //   repository as its project; repoPrefix then says where it sits, and repository paths are mapped through it.
 // The database lives in the COMMON git dir either way, so all worktrees (and subdirectory roots) of one

@@ -1,4 +1,4 @@
-// Inline hints on an agent's tool results (MEMQ.md §9; reference §8 with its faults fixed).
+// Inline hints on an agent's tool results (docs/design.md §9: the reference system's hints with their faults fixed).
 // HintState is one connection's ("tab's") memory of what it has been shown; selectHints is the pure policy:
 // per-turn dedup, a 10-turn cooldown counted in real turns (hints/turn), budgets (60 per tab, 10 per subagent)
 // that pinned/gotcha/pref slip through, at most 3 lines plus "+N more", one category order everywhere, a volume

@@ -1,4 +1,4 @@
-// Content hash: normalisation and SHA-256 as in reference §2 (db:289-294, 1304-1306).
+// Content hash: normalisation and SHA-256 (docs/design.md §1.2), as the reference system computes it.
 #include "daemon/model/content_hash.h"
 
 #include "daemon/util/sha256.h"

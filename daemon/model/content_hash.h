@@ -1,7 +1,7 @@
-// The content hash that identifies a memory's text for de-duplication and tombstones (reference §2, MEMQ.md §1):
+// The content hash that identifies a memory's text for de-duplication and tombstones (docs/design.md §1.2):
 // SHA-256, lowercase hex, of normalize(summary) + "\n" + normalize(details).
 //
-// No Unicode normalisation (NFC/NFKC) is applied. MEMQ.md allows NFC "where cheaply available", but it would change
+// No Unicode normalisation (NFC/NFKC) is applied. NFC would be cheap to add, but it would change
 // the hash of any decomposed input relative to the reference, so databases and tombstones carried over from the
 // reference would stop matching; memq has no NFC tables either. Composed and decomposed spellings of the same text
 // therefore hash differently, exactly as in the reference.

@@ -1,4 +1,4 @@
-// The memory record (MEMQ.md §1) and its states (§2), with their JSON form on the wire.
+// The memory record (docs/design.md §1) and its states (§2), with their JSON form on the wire.
 // Plain data: no storage or transport here.
 #pragma once
 
@@ -47,7 +47,7 @@ struct Memory {
   std::string contentHash;
 };
 
-// The full record as PROTOCOL.md returns it.
+// The full record as docs/protocol.md returns it.
 nlohmann::json memoryToJson(const Memory& memory);
 
 // The actor recorded in the audit journal: the request's source plus the client name from `initialize`.

@@ -1,4 +1,4 @@
-// Building FTS5 MATCH expressions from free text (reference §5, with MEMQ.md §6's fixes).
+// Building FTS5 MATCH expressions from free text (docs/design.md §6).
 // Every token ends up inside double quotes, so FTS5 operators in the input are literal; inputs are bounded so a
 // pasted log can never build a huge MATCH. Pure functions.
 #pragma once
@@ -18,7 +18,7 @@ inline constexpr size_t kMaxQueryBytes = 16 * 1024;
 inline constexpr size_t kMaxTokenBytes = 64;
 
 struct FtsQueryOptions {
-  bool dropStopWords = true;     // MEMQ.md §6: the unicode lane drops stop words ...
+  bool dropStopWords = true;     // docs/design.md §6: the unicode lane drops stop words ...
   bool dropSingleChars = true;   // ... and 1-character tokens
   bool dedupe = true;            // repeated tokens add nothing to an OR query
   size_t maxTokens = kMaxQueryTokens;

@@ -1,4 +1,4 @@
-// The two rankers of MEMQ.md §7. `reference` is the reference's combineScore (reference §6.5) signal for signal;
+// The two rankers of docs/design.md §7. `reference` is the reference's combineScore signal for signal;
 // `default` is memq's own (docs/ranking.md records how it was tuned). Pure functions of the signals.
 #pragma once
 

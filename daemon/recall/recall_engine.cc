@@ -68,7 +68,7 @@ PreparedQuery prepareQuery(const RecallRequest& request, const Embedder& embedde
       if (q.subjectMatch == q.unicodeMatch) q.subjectMatch.clear();
     }
     if (request.useSemantic) {
-      // The query is embedded like a memory with only a summary (reference §4.2), so it is tripled too.
+      // The query is embedded like a memory with only a summary (hashbag.h, memoryEmbedSource), so it is tripled too.
       q.vector = embedder.embed(memoryEmbedSource(request.query, "", {}));
     }
   }

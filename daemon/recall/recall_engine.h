@@ -1,4 +1,4 @@
-// Recall (MEMQ.md §7): candidate lanes per scope (unicode FTS, trigram FTS with the bigram fallback, file affinity,
+// Recall (docs/design.md §7): candidate lanes per scope (unicode FTS, trigram FTS with the bigram fallback, file affinity,
 // co-change affinity, semantic), scoring by the chosen ranker, and selection (threshold, limit, max_chars).
 //
 // Usage, per request: prepareQuery() once; gatherCandidates() for each readable scope while holding that scope's
@@ -21,11 +21,11 @@
 
 namespace memq {
 
-inline constexpr int kFtsCandidateLimit = 30;       // reference FTS_CANDIDATE_LIMIT
+inline constexpr int kFtsCandidateLimit = 30;       // the reference system's FTS candidate limit
 inline constexpr int kFileCandidateLimit = 30;
 inline constexpr size_t kSemanticTopK = 20;
 inline constexpr float kSemanticMinCosine = 0.18f;
-inline constexpr size_t kCochangeTotal = 6;         // reference §6.7 caps
+inline constexpr size_t kCochangeTotal = 6;         // the reference system's caps, kept for `reference`
 inline constexpr size_t kCochangePerFile = 2;
 // The default ranker's candidate generation (docs/ranking.md): more file candidates (they are re-ranked by text
 // relevance, so a popular file's older memories are not cut off by recency alone).

@@ -33,7 +33,7 @@ struct Signals {
   bool directional() const {
     return ftsUnicode || ftsTrigram || fileAffinity || cochangeAffinity || semanticRank;
   }
-  // Calls `f` with the name of each lane that fired, in the order a recall hit's `signals` lists them (PROTOCOL.md).
+  // Calls `f` with the name of each lane that fired, in the order a recall hit's `signals` lists them (docs/protocol.md).
   template <typename F>
   void forEachFiredLane(F&& f) const {
     if (fileAffinity) f("file");

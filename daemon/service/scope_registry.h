@@ -1,5 +1,5 @@
 // ScopeRegistry: the open databases — the global one and one per project — shared by every connection, opened
-// lazily on first use and closed when idle (MEMQ.md §4); and, per project root, that work tree's repository signals.
+// lazily on first use and closed when idle (docs/design.md §4); and, per project root, that work tree's repository signals.
 // ScopeDatabase: one database file with its lock. Every call into its store (and a repository's use by recall)
 // happens while holding its mutex; that is what serialises writes per database.
 // Scope: a scope as one project root sees it. Linked git worktrees of one repository share one database (it lives in
@@ -62,7 +62,7 @@ class ScopeRegistry {
   explicit ScopeRegistry(ScopeRegistryOptions options);
 
   Result<std::shared_ptr<Scope>> global();
-  // `dir` is any directory inside the project; the root is resolved per MEMQ.md §4.
+  // `dir` is any directory inside the project; the root is resolved per docs/design.md §4.
   // Both check that the database's files are still the ones at their paths (MemoryStore::checkFilesInPlace): a
   // project deleted and created again at the same path (a re-clone) gets the file now there, never the removed one.
   Result<std::shared_ptr<Scope>> project(const std::string& dir);

@@ -218,7 +218,7 @@ Result<CallContext> Service::context(ClientState& client, const nlohmann::json& 
     if (!parseWriteScope(it->get<std::string>(), w)) {
       return Status::invalidField("write_scope", "write_scope must be project, global or none");
     }
-    // MEMQ.md §4: a request may narrow the connection's write scope (to itself or to none), never widen or move it.
+    // docs/design.md §4: a request may narrow the connection's write scope (to itself or to none), never widen or move it.
     if (w != ctx.writeScope && w != WriteScope::kNone) {
       return Status(ErrorCode::kScopeUnavailable,
                     std::string("write_scope ") + writeScopeName(w) + " is wider than this connection's (" +
@@ -877,7 +877,7 @@ Result<Memory> Service::detach(const CallContext& ctx, const std::string& id, co
 Result<HintResult> Service::hintsForTool(const CallContext& ctx, const std::string& tool,
                                          const std::vector<std::string>& rawFiles, const std::string& query) {
   if (ctx.client == nullptr) return HintResult{};
-  if (ctx.readScope == ReadScope::kNone) return HintResult{};  // hints honour read_scope (reference §13.2 #27)
+  if (ctx.readScope == ReadScope::kNone) return HintResult{};  // hints honour read_scope (docs/design.md §4)
   auto scopes = readScopes(ctx);
   if (!scopes) return scopes.status();
   std::shared_ptr<Scope> project;

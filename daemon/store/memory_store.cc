@@ -30,12 +30,12 @@ constexpr const char* kMemoryColumns =
     "pk, id, category, summary, details, topics, source, session_id, created_at, updated_at, last_used_at, "
     "use_count, pinned, state, superseded_by, state_reason, content_hash";
 
-constexpr double kEdgeThreshold = 0.4;     // reference §3.3
+constexpr double kEdgeThreshold = 0.4;     // the reference system's similar-edge threshold
 constexpr size_t kMaxEdges = 8;
-constexpr double kSimilarHintCosine = 0.55;  // reference §3.4
+constexpr double kSimilarHintCosine = 0.55;  // the reference system's similar-hint threshold
 constexpr double kSimilarHintTrigram = 0.6;
 constexpr size_t kMaxSimilarHints = 3;
-constexpr double kSimilarRejectedCosine = 0.85;  // MEMQ.md §2
+constexpr double kSimilarRejectedCosine = 0.85;  // docs/design.md §2
 
 std::optional<std::string> optText(const SQLite::Column& c) {
   if (c.isNull()) return std::nullopt;
@@ -628,7 +628,7 @@ std::vector<SimilarHint> MemoryStore::similarHints(const std::string& summary,
     }
   }
   if (!out.empty()) return out;
-  // Fallback (reference §3.4): trigram duplicates by summary containment.
+  // Fallback, as the reference system does: trigram duplicates by summary containment.
   if (summary.size() < 6) return out;
   std::string phrase;
   for (char c : summary) phrase.push_back(c == '"' ? ' ' : c);

@@ -1,5 +1,5 @@
-// MemoryStore: one scope's memories in one SQLite file — the correction model of MEMQ.md §2, the audit journal
-// of §3, file refs, similar edges, per-model embeddings, and the in-memory vector index that mirrors the active
+// MemoryStore: one scope's memories in one SQLite file — the correction model of docs/design.md §2, the audit journal
+// of docs/design.md §3, file refs, similar edges, per-model embeddings, and the in-memory vector index that mirrors the active
 // rows (so recall never re-reads embedding BLOBs), and an in-memory mirror of every row's text, state, last use,
 // use count, pin, text length and file refs (the unicode text index of text_index.h and the path map), so the
 // unicode and file lanes of recall never ask SQLite to score every matching row or to group file refs, and recall

@@ -1,4 +1,4 @@
-// Trigram sets and containment, following reference §3.4 (db:1116-1142).
+// Trigram sets and containment, as the reference system computes them for similar-on-write hints.
 #include "daemon/util/trigrams.h"
 
 #include <algorithm>

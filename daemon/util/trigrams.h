@@ -1,4 +1,4 @@
-// The reference's trigram overlap for "similar on write" hints (reference §3.4): the set of 3-unit UTF-16 substrings
+// The reference's trigram overlap for "similar on write" hints: the set of 3-unit UTF-16 substrings
 // of a lowercased, whitespace-collapsed, trimmed text, and containment |T(a) ∩ T(b)| / |T(a)|.
 // Thread-safety: pure functions.
 #pragma once

@@ -1,4 +1,4 @@
--- 0001: the memory store. Every table of MEMQ.md §1-§3 and the two full-text lanes of §6.
+-- 0001: the memory store. Every table of docs/design.md §1-§3 and the two full-text lanes of §6.
 -- memories.pk is an explicit INTEGER PRIMARY KEY so the external-content FTS tables survive VACUUM;
 -- `id` is the public UUID.
 

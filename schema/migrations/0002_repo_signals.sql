@@ -1,4 +1,4 @@
--- 0002: the repository-signals cache (MEMQ.md §8). Owned by daemon/git (cochange_cache.cc); the store only
+-- 0002: the repository-signals cache (docs/design.md §8). Owned by daemon/git (cochange_cache.cc); the store only
 -- applies this script. Everything here is derived from git history and may be dropped at any time: the daemon
 -- rebuilds it on the next refresh.
 --

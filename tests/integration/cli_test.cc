@@ -1,4 +1,4 @@
-// The memq command line against a real memqd: every command's --json output, the exit codes of CLI.md (0 ok, 1 the
+// The memq command line against a real memqd: every command's --json output, the exit codes of docs/man/memq.1 (0 ok, 1 the
 // daemon answered with an error, 2 usage error, 3 unreachable), daemon autostart and stop, lossless export/import
 // between two daemons, import from the reference's memory.db, `memq review` without a terminal, and file arguments
 // relative to the working directory.
@@ -642,7 +642,7 @@ TEST_F(CliTest, ExportWithoutStateGivesActiveMemoriesOnly) {
 
 // ---- import from the reference's memory.db ----------------------------------------------------------------------
 
-// The reference's schema (reference §1.3–1.5, version 3), as its init() and migrations leave a database.
+// The reference's schema (version 3), as its init() and migrations leave a database.
 void createReferenceSchema(SQLite::Database& db) {
   db.exec(R"sql(
     CREATE TABLE IF NOT EXISTS schema_version (
@@ -697,7 +697,7 @@ void createReferenceSchema(SQLite::Database& db) {
                                                  tokenize='unicode61 remove_diacritics 2');
     INSERT OR IGNORE INTO schema_version (version) VALUES (3);
   )sql");
-  // The trigram table's remove_diacritics needs SQLite 3.45 (reference §1.4); older SQLite gets it without.
+  // The trigram table's remove_diacritics needs SQLite 3.45; older SQLite gets it without.
   try {
     db.exec("CREATE VIRTUAL TABLE memories_fts_tri USING fts5(summary, details, topics, content='memories', "
             "content_rowid='rowid', tokenize='trigram case_sensitive 0 remove_diacritics 1')");

@@ -1,4 +1,4 @@
-// memqd over its socket: every method reachable, errors per PROTOCOL.md, framing, batches, hints per connection,
+// memqd over its socket: every method reachable, errors per docs/protocol.md, framing, batches, hints per connection,
 // notifications, concurrency, and the socket's ownership rules. A real daemon, a real socket, real SQLite files.
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <gtest/gtest.h>

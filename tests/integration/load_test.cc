@@ -47,7 +47,7 @@ std::vector<std::string> errorLines(const std::string& log) {
   return out;
 }
 
-// The error codes of PROTOCOL.md's table: any other code is not a defined answer.
+// The error codes of docs/protocol.md's table: any other code is not a defined answer.
 bool isDefinedErrorCode(int code) {
   return (code >= -32009 && code <= -32001) || code == -32700 || (code >= -32603 && code <= -32600);
 }

@@ -1,4 +1,4 @@
-// Linked git worktrees (MEMQ.md §4): every worktree of a repository shares the one database in the common git dir,
+// Linked git worktrees (docs/design.md §4): every worktree of a repository shares the one database in the common git dir,
 // while repository signals (staleness by blob id, blast radius, co-change) come from the worktree the request's
 // project_root names. A real repository with `git worktree add`, a real memqd.
 #include <gtest/gtest.h>

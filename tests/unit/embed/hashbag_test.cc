@@ -1,5 +1,5 @@
-// Tests for daemon/embed/hashbag: every golden value of reference §4.3, the stemmer examples of §4.1 step 4, the
-// stop-word list, the tokenizer's CJK/astral rules, and memoryEmbedSource (§4.2).
+// Tests for daemon/embed/hashbag: every golden value of the reference system, its stemmer examples, the
+// stop-word list, the tokenizer's CJK/astral rules, and memoryEmbedSource.
 #include "daemon/embed/hashbag.h"
 
 #include <gtest/gtest.h>

@@ -40,7 +40,7 @@ TEST(PathFilter, PathPatternsAndDirectoryPaths) {
   EXPECT_NE(PathFilter({"a"}).fingerprint(), PathFilter({"b"}).fingerprint());
 }
 
-// The reference's broken neighbour query returned b:54 and 0:7 for these pairs (reference §7.2); grouped by
+// The reference's broken neighbour query returned b:54 and 0:7 for these pairs; grouped by
 // partner, d must come first.
 TEST(CoChangeSnapshot, GroupsByPartnerAndRanksByStrength) {
   CoChangeCounts counts;

@@ -1,4 +1,4 @@
-// The method table (schema/methods/*.json, embedded in memq_protocol): complete against PROTOCOL.md, well-formed,
+// The method table (schema/methods/*.json, embedded in memq_protocol): complete against docs/protocol.md, well-formed,
 // and accepting the params the protocol documents while refusing what it does not.
 #include "protocol/method_schemas.h"
 
@@ -19,7 +19,7 @@ namespace {
 
 using nlohmann::json;
 
-// The method table of PROTOCOL.md, copied by hand: a method added to one side only fails here.
+// The method table of docs/protocol.md, copied by hand: a method added to one side only fails here.
 const std::set<std::string> kProtocolMethods = {
     "initialize",      "memory/save",     "memory/get",        "memory/update",   "memory/list",
     "memory/search",   "memory/recall",   "memory/hide",       "memory/restore",  "memory/pin",

@@ -1,4 +1,4 @@
-// The socket location rule of PROTOCOL.md "Transport".
+// The socket location rule of docs/protocol.md "Transport".
 #include "protocol/socket_path.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The reference ranker reproduces reference §6.5 exactly; the default keeps relevance ahead of bonuses.
+// The reference ranker reproduces the reference system's formula exactly; the default keeps relevance ahead of bonuses.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -45,7 +45,7 @@ TEST(ReferenceRanker, CochangeOnlyCountsWithoutADirectFileHit) {
 }
 
 TEST(ReferenceRanker, BonusesSwampRelevanceAsTheReferenceDoes) {
-  // The reference's known fault (§13.2 #15), reproduced on purpose: a weak hit on a popular hub memory wins.
+  // The reference's known fault, reproduced on purpose: a weak hit on a popular hub memory wins.
   Signals precise;
   precise.ftsUnicode = 1;
   precise.fileAffinity = true;

@@ -30,7 +30,7 @@ TEST(ModelTest, RefusesBadValuesNamingTheField) {
   for (const auto& c : cases) {
     auto r = normalizeSave(c.input, "/work/project");
     ASSERT_FALSE(r.isOk()) << c.field;
-    // A path outside the root is Forbidden rather than malformed (PROTOCOL.md); every refusal names its field.
+    // A path outside the root is Forbidden rather than malformed (docs/protocol.md); every refusal names its field.
     const bool outside = c.field.rfind("files[", 0) == 0;
     EXPECT_EQ(r.status().code(), outside ? ErrorCode::kForbidden : ErrorCode::kInvalidParams) << c.field;
     EXPECT_EQ(fieldOf(r.status()), c.field) << r.status().message();
@@ -72,7 +72,7 @@ TEST(ModelTest, PathsAreNormalisedToRootRelativePosix) {
     ASSERT_TRUE(r.isOk()) << c.in << ": " << r.status().message();
     EXPECT_EQ(*r, c.out);
   }
-  // Outside the root is Forbidden (PROTOCOL.md's error table); a malformed path is InvalidParams. Both name the field.
+  // Outside the root is Forbidden (docs/protocol.md's error table); a malformed path is InvalidParams. Both name the field.
   for (const char* outside : {"../x", "a/../../x", "/work/projectx/a", "/etc/passwd", "/../x"}) {
     auto r = normalizeFilePath(outside, root, "files[0]");
     ASSERT_FALSE(r.isOk()) << outside;

@@ -1,4 +1,4 @@
-// Tests for daemon/model/content_hash: the golden hashes of reference §2 and the normalisation rules.
+// Tests for daemon/model/content_hash: the reference system's golden hashes and the normalisation rules.
 #include "daemon/model/content_hash.h"
 
 #include <gtest/gtest.h>

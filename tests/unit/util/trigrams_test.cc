@@ -1,4 +1,4 @@
-// Tests for daemon/util/trigrams: the reference §3.4 trigram set and containment.
+// Tests for daemon/util/trigrams: the reference system's trigram set and containment.
 #include "daemon/util/trigrams.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // Tests for daemon/util/utf8: validation, ill-formed input as U+FFFD, UTF-16 round trips, and the reference's
-// UTF-16-unit truncation (reference §3.1).
+// UTF-16-unit truncation, as the reference system counts length.
 #include "daemon/util/utf8.h"
 
 #include <gtest/gtest.h>
