@@ -1,18 +1,21 @@
 // memq bench: the measurements that are part of the product (docs/design.md §10).
 //
-// `memq bench retrieval --dataset DIR`: the retrieval benchmark of ../shared/bench (README there). It builds a real
+// `memq bench retrieval --dataset DIR`: the retrieval benchmark (a dataset of
+// memories and queries from real git history, see docs/ranking.md). It builds a real
 // git repository from corpus.jsonl with `git fast-import` (one commit per memory, a branch split-<k> at the end of
 // each split), starts an isolated memqd (temp socket, temp data dir), and for each split k: checks out split-<k> as
 // the project root, saves that split's memories through the socket (JSON-RPC batches), refreshes the repository
 // signals, and runs the split's queries as memory/recall {query, files} for every requested ranker. A query scores a
 // hit when the memory its relevant commit's text landed on (after content-hash dedup) is returned.
 //
-// `memq bench load [--n 1000,10000,100000] [--clients N] [--dataset DIR] [--json]`: the load workload of
-// ../shared/bench/load (its README has the reference's figures). For each N: an isolated memqd (temp socket, temp
+// `memq bench load [--n 1000,10000,100000] [--clients N] [--dataset DIR] [--json]`: the load workload
+// (--dataset DIR, default $MEMQ_BENCH_DIR/load; docs/performance.md has the reference's figures beside memq's). For each N: an isolated memqd (temp socket, temp
 // data dir, a project root outside git), lines 0..N-1 of memories.jsonl.xz saved one at a time in file order through
 // the socket (spread over N connections with --clients), then the 210 queries of queries.jsonl (the first 10 are
 // warm-up) as memory/recall {query, files, limit 3, threshold 0.01}. Prints save throughput, per-save latency, recall
 // p50/p95/p99, memqd's peak RSS (VmHWM) and the database size (db + wal).
+#include <cstdlib>
+#include <optional>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -388,7 +391,13 @@ int runLoadBench(Context& ctx, const std::vector<std::string>& words) {
     if (c->empty() || *end != '\0' || v < 1 || v > 256) return usageError("--clients takes a count from 1 to 256");
     clients = static_cast<int>(v);
   }
-  fs::path dataset = a.value("dataset").value_or("../shared/bench/load");
+  std::optional<std::string> datasetArg = a.value("dataset");
+  if (!datasetArg) {
+    const char* benchDir = std::getenv("MEMQ_BENCH_DIR");
+    if (!benchDir || !*benchDir) return usageError("memq bench load needs --dataset DIR (or MEMQ_BENCH_DIR set)");
+    datasetArg = std::string(benchDir) + "/load";
+  }
+  const fs::path dataset = *datasetArg;
   if (!fs::exists(dataset / "memories.jsonl.xz") || !fs::exists(dataset / "queries.jsonl")) {
     return usageError("--dataset " + dataset.string() + " must hold memories.jsonl.xz and queries.jsonl");
   }

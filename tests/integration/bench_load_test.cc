@@ -116,6 +116,15 @@ TEST_F(BenchLoadTest, BadOptionsAreUsageErrors) {
                             shellQuote((dir_ / "nowhere").string()));
   EXPECT_EQ(missing.exitCode, 2);
   EXPECT_NE(missing.err.find("memories.jsonl.xz"), std::string::npos) << missing.err;
+  // No --dataset and no MEMQ_BENCH_DIR: no path is guessed; the usage error says what to give.
+  auto unnamed = runCommand("env -u MEMQ_BENCH_DIR " + shellQuote(binDir() + "/memq") + " bench load --n 10");
+  EXPECT_EQ(unnamed.exitCode, 2);
+  EXPECT_NE(unnamed.err.find("--dataset"), std::string::npos) << unnamed.err;
+  // MEMQ_BENCH_DIR names the benchmark's folder; its load/ is the dataset.
+  auto fromEnv = runCommand("MEMQ_BENCH_DIR=" + shellQuote((dir_ / "nowhere").string()) + " " +
+                            shellQuote(binDir() + "/memq") + " bench load --n 10");
+  EXPECT_EQ(fromEnv.exitCode, 2);
+  EXPECT_NE(fromEnv.err.find("nowhere/load"), std::string::npos) << fromEnv.err;
 }
 
 }  // namespace
