@@ -24,16 +24,6 @@ namespace {
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-// One field of /proc/<pid>/status in KiB (VmRSS, RssAnon, ...); -1 when absent.
-long procStatusKib(pid_t pid, const std::string& field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
-  }
-  return -1;
-}
-
 // Lines of memqd's log at error or critical level (spdlog's default pattern: "[time] [logger] [level] message").
 std::vector<std::string> errorLines(const std::string& log) {
   std::vector<std::string> out;

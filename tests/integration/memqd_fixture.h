@@ -52,6 +52,16 @@ inline void writeTextFile(const fs::path& p, const std::string& text) {
   std::ofstream(p) << text;
 }
 
+// One field of /proc/<pid>/status in KiB (VmRSS, RssAnon, ...); -1 when absent.
+inline long procStatusKib(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
+  }
+  return -1;
+}
+
 // Every byte of `p`, or "" when it cannot be read.
 inline std::string readTextFile(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
