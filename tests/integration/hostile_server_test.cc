@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "memqd_fixture.h"
+#include "raw_conn.h"
 
 namespace memq::testing {
 namespace {
@@ -131,82 +132,6 @@ class Daemon {
   int exitCode_ = -1;
 };
 
-// A raw connection: bytes in, bytes out, and whether the daemon closed it.
-class RawConn {
- public:
-  explicit RawConn(const std::string& socketPath) {
-    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, socketPath.c_str(), sizeof addr.sun_path - 1);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  }
-  ~RawConn() { closeNow(); }
-  RawConn(const RawConn&) = delete;
-  RawConn& operator=(const RawConn&) = delete;
-
-  bool connected() const { return connected_; }
-  void closeNow() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  bool send(const std::string& bytes) {
-    size_t off = 0;
-    while (off < bytes.size()) {
-      ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      off += static_cast<size_t>(n);
-    }
-    return true;
-  }
-  std::optional<std::string> readLine(milliseconds timeout = milliseconds(10000)) {
-    auto deadline = Clock::now() + timeout;
-    for (;;) {
-      if (size_t nl = buffer_.find('\n'); nl != std::string::npos) {
-        std::string line = buffer_.substr(0, nl);
-        buffer_.erase(0, nl + 1);
-        return line;
-      }
-      if (!fill(deadline)) return std::nullopt;
-    }
-  }
-  std::optional<json> readJson(milliseconds timeout = milliseconds(10000)) {
-    auto line = readLine(timeout);
-    if (!line) return std::nullopt;
-    return json::parse(*line, nullptr, false);
-  }
-  // True when the daemon closes the connection within `timeout`; *received counts the bytes it sent first.
-  bool closedWithin(milliseconds timeout, size_t* received = nullptr) {
-    auto deadline = Clock::now() + timeout;
-    while (fill(deadline)) {
-    }
-    if (received) *received = buffer_.size();
-    return closed_;
-  }
-
- private:
-  bool fill(Clock::time_point deadline) {
-    if (closed_ || fd_ < 0) return false;
-    auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) return false;
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left)) <= 0) return false;
-    char buf[65536];
-    ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-    if (n <= 0) {
-      closed_ = true;
-      return false;
-    }
-    buffer_.append(buf, static_cast<size_t>(n));
-    return true;
-  }
-
-  int fd_ = -1;
-  bool connected_ = false;
-  bool closed_ = false;
-  std::string buffer_;
-};
-
 std::string request(int id, const std::string& method, const json& params = json::object()) {
   return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump();
 }
@@ -220,7 +145,8 @@ class HostileServerTest : public ::testing::Test {
   void TearDown() override {
     daemon_.reset();
     if (!otherUser_.empty()) {
-      std::system(("userdel " + otherUser_ + " >/dev/null 2>&1").c_str());
+      // A user left behind only clutters /etc/passwd; the next run picks another name.
+      if (std::system(("userdel " + otherUser_ + " >/dev/null 2>&1").c_str()) != 0) otherUser_.clear();
     }
     fs::remove_all(dir_);
   }
@@ -232,7 +158,11 @@ class HostileServerTest : public ::testing::Test {
   uid_t otherUid() {
     if (::geteuid() != 0) return 0;
     otherUser_ = "mqsrv" + std::to_string(::getpid() % 100000);
-    std::system(("useradd -M -N -s /usr/sbin/nologin " + otherUser_ + " >/dev/null 2>&1").c_str());
+    // Whether useradd worked is what getpwnam tells.
+    if (std::system(("useradd -M -N -s /usr/sbin/nologin " + otherUser_ + " >/dev/null 2>&1").c_str()) != 0) {
+      otherUser_.clear();
+      return 0;
+    }
     passwd* pw = ::getpwnam(otherUser_.c_str());
     if (pw == nullptr) {
       otherUser_.clear();

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "memqd_fixture.h"
+#include "raw_conn.h"
 #include "protocol/error_code.h"
 
 namespace memq::testing {
@@ -22,104 +23,6 @@ using std::chrono::milliseconds;
 
 constexpr int kPartialTimeoutMs = 800;
 constexpr int kSilentTimeoutMs = 1200;
-
-// A bare Unix socket: sends any bytes, reads NDJSON lines or Content-Length messages, notices a close.
-class RawConn {
- public:
-  explicit RawConn(const std::string& path) {
-    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-      ::close(fd_);
-      fd_ = -1;
-    }
-  }
-  ~RawConn() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  bool ok() const { return fd_ >= 0; }
-
-  // False once the daemon closed its end (EPIPE / ECONNRESET).
-  bool send(std::string_view bytes) {
-    while (!bytes.empty()) {
-      ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return false;
-      }
-      bytes.remove_prefix(static_cast<size_t>(n));
-    }
-    return true;
-  }
-
-  // Reads more bytes into the buffer; false on timeout or close (closed_ tells which).
-  bool fill(std::chrono::steady_clock::time_point deadline) {
-    auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-    if (left <= 0) return false;
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left)) <= 0) return false;
-    char buf[65536];
-    ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-    if (n <= 0) {
-      closed_ = true;
-      return false;
-    }
-    buffer_.append(buf, static_cast<size_t>(n));
-    return true;
-  }
-
-  std::optional<std::string> readLine(milliseconds timeout = milliseconds(10000)) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-      size_t nl = buffer_.find('\n');
-      if (nl != std::string::npos) {
-        std::string line = buffer_.substr(0, nl);
-        buffer_.erase(0, nl + 1);
-        return line;
-      }
-      if (!fill(deadline)) return std::nullopt;
-    }
-  }
-
-  std::optional<json> readJsonLine(milliseconds timeout = milliseconds(10000)) {
-    auto line = readLine(timeout);
-    if (!line) return std::nullopt;
-    return json::parse(*line, nullptr, false);
-  }
-
-  std::optional<json> readLspMessage(milliseconds timeout = milliseconds(10000)) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-      size_t end = buffer_.find("\r\n\r\n");
-      if (end != std::string::npos) {
-        size_t length = std::stoul(buffer_.substr(buffer_.find(':') + 1, end));
-        if (buffer_.size() >= end + 4 + length) {
-          std::string body = buffer_.substr(end + 4, length);
-          buffer_.erase(0, end + 4 + length);
-          return json::parse(body, nullptr, false);
-        }
-      }
-      if (!fill(deadline)) return std::nullopt;
-    }
-  }
-
-  // True when the daemon closes the connection within timeout (whatever it sent first is discarded).
-  bool closedWithin(milliseconds timeout) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!closed_) {
-      if (!fill(deadline) && !closed_) return false;
-      buffer_.clear();
-    }
-    return true;
-  }
-
- private:
-  int fd_ = -1;
-  bool closed_ = false;
-  std::string buffer_;
-};
 
 std::string request(const json& id, const std::string& method, json params = nullptr) {
   json r = {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}};
@@ -287,7 +190,7 @@ std::vector<RawCase> rawCases() {
     for (int i = 0; i < 10000; ++i) batch += (i ? "," : "") + request(i, "daemon/status");
     batch += "]\n";
     cases.push_back({"batch_of_10000_requests", batch, Expect::kCustom, 0, milliseconds(60000), [](RawConn& c) {
-                       auto reply = c.readJsonLine(milliseconds(60000));
+                       auto reply = c.readJson(milliseconds(60000));
                        ASSERT_TRUE(reply && reply->is_array());
                        ASSERT_EQ(reply->size(), 10000u);
                        for (size_t i = 0; i < reply->size(); ++i) {
@@ -304,7 +207,7 @@ std::vector<RawCase> rawCases() {
     for (int i = 0; i < 10000; ++i) batch += (i ? "," : "") + request(i, "memory/save", {{"summary", i}});
     batch += "]\n";
     cases.push_back({"batch_of_10000_bad_saves", batch, Expect::kCustom, 0, milliseconds(60000), [](RawConn& c) {
-                       auto reply = c.readJsonLine(milliseconds(60000));
+                       auto reply = c.readJson(milliseconds(60000));
                        ASSERT_TRUE(reply && reply->is_array());
                        ASSERT_EQ(reply->size(), 10000u);
                        for (const auto& r : *reply) {
@@ -315,7 +218,7 @@ std::vector<RawCase> rawCases() {
   cases.push_back({"batch_with_duplicate_ids",
                    "[" + request(5, "daemon/status") + "," + request(5, "nope") + "," + request(5, "daemon/status") + "]\n",
                    Expect::kCustom, 0, milliseconds(10000), [](RawConn& c) {
-                     auto reply = c.readJsonLine();
+                     auto reply = c.readJson();
                      ASSERT_TRUE(reply && reply->is_array());
                      ASSERT_EQ(reply->size(), 3u);
                      for (const auto& r : *reply) EXPECT_EQ(r["id"], 5);
@@ -324,7 +227,7 @@ std::vector<RawCase> rawCases() {
                      EXPECT_TRUE((*reply)[2].contains("result"));
                    }});
   cases.push_back({"batch_of_scalars", "[1,\"x\",null]\n", Expect::kCustom, 0, milliseconds(10000), [](RawConn& c) {
-                     auto reply = c.readJsonLine();
+                     auto reply = c.readJson();
                      ASSERT_TRUE(reply && reply->is_array());
                      ASSERT_EQ(reply->size(), 3u);
                      for (const auto& r : *reply) EXPECT_EQ(r["error"]["code"], codeOf(ErrorCode::kInvalidRequest));
@@ -343,18 +246,18 @@ TEST_F(HostileTest, RawBytesGetADefinedErrorOrAClose) {
   for (const auto& tc : cases) {
     SCOPED_TRACE(tc.name);
     RawConn c(daemon_->socket());
-    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE(c.connected());
     c.send(tc.bytes);  // may fail part-way when the daemon closes early: that is one of the defined outcomes
     switch (tc.expect) {
       case Expect::kError: {
-        auto reply = c.readJsonLine(tc.wait);
+        auto reply = c.readJson(tc.wait);
         ASSERT_TRUE(reply.has_value()) << "no reply";
         ASSERT_TRUE(reply->is_object()) << reply->dump();
         EXPECT_EQ((*reply)["jsonrpc"], "2.0");
         EXPECT_EQ((*reply)["error"]["code"], tc.code) << reply->dump();
         EXPECT_TRUE((*reply)["error"]["message"].is_string());
         c.send(request("after", "daemon/status") + "\n");
-        auto after = c.readJsonLine();
+        auto after = c.readJson();
         ASSERT_TRUE(after.has_value()) << "the connection did not survive";
         EXPECT_EQ((*after)["id"], "after");
         EXPECT_TRUE(after->contains("result")) << after->dump();
@@ -372,7 +275,7 @@ TEST_F(HostileTest, RawBytesGetADefinedErrorOrAClose) {
       }
       case Expect::kSkipped: {
         c.send(request("after", "daemon/status") + "\n");
-        auto after = c.readJsonLine();
+        auto after = c.readJson();
         ASSERT_TRUE(after.has_value());
         EXPECT_EQ((*after)["id"], "after") << "something was answered that needed no answer: " << after->dump();
         break;
@@ -394,10 +297,10 @@ TEST_F(HostileTest, RawBytesGetADefinedErrorOrAClose) {
 TEST_F(HostileTest, TheStallTimeoutsAreTimeoutsNotInstantCloses) {
   // A connection that is merely slow to send its first request (well under the silent timeout) is served.
   RawConn slow(daemon_->socket());
-  ASSERT_TRUE(slow.ok());
+  ASSERT_TRUE(slow.connected());
   std::this_thread::sleep_for(milliseconds(kSilentTimeoutMs / 2));
   ASSERT_TRUE(slow.send(request(1, "daemon/status") + "\n"));
-  auto reply = slow.readJsonLine();
+  auto reply = slow.readJson();
   ASSERT_TRUE(reply.has_value()) << "closed before its silent timeout";
   EXPECT_TRUE(reply->contains("result"));
   // A message trickled in within the partial timeout is served.
@@ -408,7 +311,7 @@ TEST_F(HostileTest, TheStallTimeoutsAreTimeoutsNotInstantCloses) {
     ASSERT_TRUE(trickle.send(msg.substr(i, chunk)));
     std::this_thread::sleep_for(milliseconds(kPartialTimeoutMs / 10));
   }
-  reply = trickle.readJsonLine();
+  reply = trickle.readJson();
   ASSERT_TRUE(reply.has_value());
   EXPECT_TRUE(reply->contains("result"));
   // Slowloris: a message that keeps trickling, one byte at a time, is bounded by the same timeout as a whole —
