@@ -55,72 +55,22 @@ ino_t inodeOf(const std::string& path) {
 
 // A memqd started the way systemd starts a socket-activated service: `passed` becomes fd 3, LISTEN_FDS=1 and
 // LISTEN_PID=<the child's own pid> (known only after fork, so set in the child before exec).
-class ActivatedMemqd {
+class ActivatedMemqd : public Memqd {
  public:
   ActivatedMemqd(const fs::path& dir, int passed, std::vector<std::string> extra, std::string listenPid = "",
                  bool foreground = true)
-      : dir_(dir) {
-    socket_ = (dir / "memqd.sock").string();
-    errFile_ = (dir / "memqd.err").string();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      if (passed != 3) ::dup2(passed, 3);
-      ::fcntl(3, F_SETFD, 0);  // survives exec, as systemd's descriptors do
-      int err = ::open(errFile_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      if (err >= 0) ::dup2(err, 2);
-      ::setenv("LISTEN_FDS", "1", 1);
-      ::setenv("LISTEN_PID", listenPid.empty() ? std::to_string(::getpid()).c_str() : listenPid.c_str(), 1);
-      std::string bin = binDir() + "/memqd";
-      std::vector<std::string> args = {bin, "--socket", socket_, "--data-dir", (dir / "data").string(), "--log-file",
-                                       (dir / "memqd.log").string()};
-      if (foreground) args.push_back("--foreground");
-      for (auto& a : extra) args.push_back(a);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(bin.c_str(), argv.data());
-      std::_Exit(127);
-    }
+      : Memqd(dir, MemqdLaunch{"", std::move(extra),
+                               [passed, listenPid] {
+                                 if (passed != 3) ::dup2(passed, 3);
+                                 ::fcntl(3, F_SETFD, 0);  // survives exec, as systemd's descriptors do
+                                 ::setenv("LISTEN_FDS", "1", 1);
+                                 ::setenv("LISTEN_PID",
+                                          listenPid.empty() ? std::to_string(::getpid()).c_str() : listenPid.c_str(),
+                                          1);
+                               },
+                               foreground, /*captureStderr=*/true}) {
+    spawn();
   }
-  ~ActivatedMemqd() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-
-  // The exit code once it exits, or -1 when it is still running after `timeout`.
-  int waitExit(std::chrono::milliseconds timeout) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(20ms);
-    }
-    return -1;
-  }
-  bool running() {
-    int status = 0;
-    return pid_ > 0 && ::waitpid(pid_, &status, WNOHANG) == 0;
-  }
-  std::string stderrText() const {
-    std::ifstream in(errFile_);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
-  std::string log() const {
-    std::ifstream in(dir_ / "memqd.log");
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
-  const std::string& socket() const { return socket_; }
-
- private:
-  fs::path dir_;
-  std::string socket_;
-  std::string errFile_;
-  pid_t pid_ = -1;
 };
 
 class ActivationTest : public ::testing::Test {

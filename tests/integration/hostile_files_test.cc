@@ -77,7 +77,8 @@ class HostileFilesTest : public MemqdTest {
   static void TearDownTestSuite() {
     if (isRoot() && ::getpwnam(kOtherUser) != nullptr) {
       std::string cmd = std::string("userdel ") + kOtherUser + " >/dev/null 2>&1";
-      (void)std::system(cmd.c_str());
+      // A user left behind only clutters /etc/passwd: nothing to do when userdel fails.
+      if (std::system(cmd.c_str()) != 0) return;
     }
   }
 

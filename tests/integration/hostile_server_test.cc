@@ -51,87 +51,6 @@ mode_t modeOf(const fs::path& p) {
   return st.st_mode;
 }
 
-// A memqd started by the test with the socket, data dir and log it names, stderr kept in a file, and (optionally)
-// something done in the child before exec, such as a lowered descriptor limit.
-class Daemon {
- public:
-  Daemon(fs::path dir, std::string socket, std::vector<std::string> extra = {}, std::function<void()> inChild = {})
-      : dir_(std::move(dir)), socket_(std::move(socket)), extra_(std::move(extra)), inChild_(std::move(inChild)) {}
-  ~Daemon() { stop(); }
-
-  // True once it accepts on its socket; false when it exited first (exitCode() says how).
-  bool start() {
-    const std::string errPath = (dir_ / "memqd.stderr").string();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      if (inChild_) inChild_();
-      int err = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      if (err >= 0) ::dup2(err, 2);
-      std::string bin = binDir() + "/memqd";
-      std::vector<std::string> args = {bin, "--foreground", "--socket", socket_, "--data-dir",
-                                       (dir_ / "data").string(), "--log-file", logPath()};
-      for (const auto& a : extra_) args.push_back(a);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(bin.c_str(), argv.data());
-      std::_Exit(127);
-    }
-    auto deadline = Clock::now() + std::chrono::seconds(15);
-    while (Clock::now() < deadline) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        exitCode_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        return false;
-      }
-      if (RpcClient::connect(socket_, milliseconds(200))) return true;
-      std::this_thread::sleep_for(milliseconds(20));
-    }
-    return false;
-  }
-  void stop() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    for (int i = 0; i < 1500 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i) std::this_thread::sleep_for(milliseconds(10));
-    if (::waitpid(pid_, &status, WNOHANG) == 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, &status, 0);
-    }
-    pid_ = -1;
-  }
-  // Waits for it to exit on its own; its exit code, or -1 when it is still running after `timeout`.
-  int waitExit(milliseconds timeout = milliseconds(10000)) {
-    if (pid_ <= 0) return exitCode_;
-    auto deadline = Clock::now() + timeout;
-    while (Clock::now() < deadline) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        exitCode_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        return exitCode_;
-      }
-      std::this_thread::sleep_for(milliseconds(10));
-    }
-    return -1;
-  }
-  int exitCode() const { return exitCode_; }
-  std::string stderrText() const { return readTextFile(dir_ / "memqd.stderr"); }
-  std::string log() const { return readTextFile(logPath()); }
-  std::string logPath() const { return (dir_ / "memqd.log").string(); }
-  pid_t pid() const { return pid_; }
-  const std::string& socket() const { return socket_; }
-
- private:
-  fs::path dir_;
-  std::string socket_;
-  std::vector<std::string> extra_;
-  std::function<void()> inChild_;
-  pid_t pid_ = -1;
-  int exitCode_ = -1;
-};
-
 std::string request(int id, const std::string& method, const json& params = json::object()) {
   return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump();
 }
@@ -150,8 +69,9 @@ class HostileServerTest : public ::testing::Test {
     }
     fs::remove_all(dir_);
   }
-  Daemon& daemon(const std::string& socket, std::vector<std::string> extra = {}, std::function<void()> inChild = {}) {
-    daemon_ = std::make_unique<Daemon>(dir_, socket, std::move(extra), std::move(inChild));
+  // A memqd on `socket`, its stderr kept for the test, `inChild` run before exec.
+  Memqd& daemon(const std::string& socket, std::vector<std::string> extra = {}, std::function<void()> inChild = {}) {
+    daemon_ = std::make_unique<Memqd>(dir_, MemqdLaunch{socket, std::move(extra), std::move(inChild), true, true});
     return *daemon_;
   }
   // A second user for ownership cases; empty (and the test should skip) when that cannot be arranged.
@@ -172,7 +92,7 @@ class HostileServerTest : public ::testing::Test {
   }
 
   fs::path dir_;
-  std::unique_ptr<Daemon> daemon_;
+  std::unique_ptr<Memqd> daemon_;
   std::string otherUser_;
 };
 

@@ -3,6 +3,7 @@
 // gives a test a temp dir, a project path and such a daemon; and the files, shell and git helpers those tests share.
 #pragma once
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -119,75 +121,97 @@ inline CommandResult runCommand(const std::string& cmd, const std::string& input
   return r;
 }
 
+// How a test starts memqd: the socket (default: memqd.sock in the test's dir), extra flags, something done in the
+// child before exec (a lowered descriptor limit, an inherited listening socket), whether it runs --foreground, and
+// whether its stderr goes to a file the test reads (stderrText) instead of the test's own.
+struct MemqdLaunch {
+  std::string socket;
+  std::vector<std::string> extraArgs;
+  std::function<void()> inChild;
+  bool foreground = true;
+  bool captureStderr = false;
+};
+
+// A memqd the test owns: data dir, log and (optionally) stderr in the test's dir; stopped (SIGTERM, then SIGKILL)
+// when it leaves scope.
 class Memqd {
  public:
-  explicit Memqd(fs::path dir, std::vector<std::string> extraArgs = {}) : dir_(std::move(dir)) {
-    socket_ = (dir_ / "memqd.sock").string();
+  explicit Memqd(fs::path dir, std::vector<std::string> extraArgs = {}) : Memqd(std::move(dir), MemqdLaunch{}) {
+    launch_.extraArgs = std::move(extraArgs);
+  }
+  Memqd(fs::path dir, MemqdLaunch launch) : dir_(std::move(dir)), launch_(std::move(launch)) {
+    socket_ = launch_.socket.empty() ? (dir_ / "memqd.sock").string() : launch_.socket;
     dataDir_ = (dir_ / "data").string();
     logFile_ = (dir_ / "memqd.log").string();
-    extra_ = std::move(extraArgs);
   }
   ~Memqd() { stop(); }
+  Memqd(const Memqd&) = delete;
+  Memqd& operator=(const Memqd&) = delete;
 
-  bool start() {
+  // Forks and execs memqd without waiting for it.
+  void spawn() {
+    const std::string errPath = stderrPath();
     pid_ = ::fork();
     if (pid_ == 0) {
+      if (launch_.inChild) launch_.inChild();
+      if (launch_.captureStderr) {
+        int err = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (err >= 0) ::dup2(err, 2);
+      }
       std::string bin = binDir() + "/memqd";
-      std::vector<std::string> args = {bin, "--foreground", "--socket", socket_, "--data-dir", dataDir_,
-                                       "--log-file", logFile_};
-      for (const auto& a : extra_) args.push_back(a);
+      std::vector<std::string> args = {bin, "--socket", socket_, "--data-dir", dataDir_, "--log-file", logFile_};
+      if (launch_.foreground) args.push_back("--foreground");
+      for (const auto& a : launch_.extraArgs) args.push_back(a);
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
       ::execv(bin.c_str(), argv.data());
       std::_Exit(127);
     }
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  }
+
+  // Spawns memqd; true once it accepts on its socket, false when it exited first (exitCode() says how) or did not
+  // answer within 15 s.
+  bool start() {
+    spawn();
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
     while (std::chrono::steady_clock::now() < deadline) {
-      auto c = RpcClient::connect(socket_, std::chrono::milliseconds(200));
-      if (c) return true;
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return false;
-      }
+      if (reaped()) return false;
+      if (RpcClient::connect(socket_, std::chrono::milliseconds(200))) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     return false;
   }
 
-  // SIGTERM and wait; returns the exit status (or -1).
+  // SIGTERM and wait up to 15 s (then SIGKILL); returns the exit status (or -1 when it had to be killed).
   int stop() {
-    if (pid_ <= 0) return -1;
+    if (pid_ <= 0) return exitCode_;
     ::kill(pid_, SIGTERM);
-    return waitExit();
+    int code = waitExit(std::chrono::seconds(15));
+    if (code == -1) kill9();
+    return code;
   }
   void kill9() {
     if (pid_ <= 0) return;
     ::kill(pid_, SIGKILL);
-    waitExit();
-  }
-  int waitExit(std::chrono::seconds timeout = std::chrono::seconds(15)) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
     int status = 0;
-    while (std::chrono::steady_clock::now() < deadline) {
-      pid_t r = ::waitpid(pid_, &status, WNOHANG);
-      if (r == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ::kill(pid_, SIGKILL);
     ::waitpid(pid_, &status, 0);
     pid_ = -1;
+  }
+  // Waits for it to exit on its own: its exit code (128 + signal when a signal ended it), or -1 when it is still
+  // running after `timeout`.
+  int waitExit(std::chrono::milliseconds timeout = std::chrono::seconds(15)) {
+    if (pid_ <= 0) return exitCode_;
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (reaped()) return exitCode_;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     return -1;
   }
-  bool running() {
-    if (pid_ <= 0) return false;
-    int status = 0;
-    return ::waitpid(pid_, &status, WNOHANG) == 0;
-  }
+  bool running() { return pid_ > 0 && !reaped(); }
+  // The exit code of a memqd that exited (-1 while it runs or before it started).
+  int exitCode() const { return exitCode_; }
 
   RpcClient connect() {
     auto c = RpcClient::connect(socket_, std::chrono::seconds(5));
@@ -206,6 +230,9 @@ class Memqd {
     return c;
   }
   std::string log() const { return readTextFile(logFile_); }
+  const std::string& logPath() const { return logFile_; }
+  // What memqd wrote on stderr (MemqdLaunch::captureStderr).
+  std::string stderrText() const { return readTextFile(stderrPath()); }
 
   // Runs the memq binary against this daemon.
   CommandResult memq(const std::string& args, const std::string& cwd = "", const std::string& input = "") const {
@@ -220,12 +247,24 @@ class Memqd {
   pid_t pid() const { return pid_; }
 
  private:
+  std::string stderrPath() const { return (dir_ / "memqd.stderr").string(); }
+  // Reaps the child if it has exited, recording its exit code.
+  bool reaped() {
+    int status = 0;
+    if (pid_ <= 0) return true;
+    if (::waitpid(pid_, &status, WNOHANG) != pid_) return false;
+    pid_ = -1;
+    exitCode_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return true;
+  }
+
   fs::path dir_;
+  MemqdLaunch launch_;
   std::string socket_;
   std::string dataDir_;
   std::string logFile_;
-  std::vector<std::string> extra_;
   pid_t pid_ = -1;
+  int exitCode_ = -1;
   std::string session_;
 };
 
