@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "daemon/model/file_path.h"
+#include "daemon/util/split.h"
 
 namespace memq {
 namespace {
@@ -292,15 +293,7 @@ class Resolver {
   }
 
   void rustUse(const std::string& from, const std::string& spec, std::vector<std::string>& out) const {
-    std::vector<std::string> segs;
-    size_t start = 0;
-    while (start <= spec.size()) {
-      size_t sep = spec.find("::", start);
-      if (sep == std::string::npos) sep = spec.size();
-      segs.push_back(spec.substr(start, sep - start));
-      start = sep + 2;
-    }
-    if (segs.empty()) return;
+    const std::vector<std::string_view> segs = splitOn(spec, "::");
     std::string base;
     size_t first = 1;
     if (segs[0] == "crate") {
@@ -332,14 +325,7 @@ class Resolver {
   }
 
   void java(const std::string& from, const std::string& spec, std::vector<std::string>& out) const {
-    std::vector<std::string> segs;
-    size_t start = 0;
-    while (start <= spec.size()) {
-      size_t dot = spec.find('.', start);
-      if (dot == std::string::npos) dot = spec.size();
-      segs.push_back(spec.substr(start, dot - start));
-      start = dot + 1;
-    }
+    const std::vector<std::string_view> segs = splitOn(spec, ".");
     if (segs.size() >= 2 && segs.back() == "*") {
       std::string pkg;
       for (size_t i = 0; i + 1 < segs.size(); ++i) pkg = join(pkg, segs[i]);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "daemon/secrets/secret_scanner.h"
+#include "daemon/util/split.h"
 
 namespace memq {
 
@@ -76,18 +77,6 @@ Status credentialInPath(const std::string& field, std::string_view path) {
                 nlohmann::json{{"field", field}, {"kinds", kinds}});
 }
 
-std::vector<std::string_view> components(std::string_view path) {
-  std::vector<std::string_view> parts;
-  size_t i = 0;
-  while (i <= path.size()) {
-    size_t j = path.find('/', i);
-    if (j == std::string_view::npos) j = path.size();
-    parts.push_back(path.substr(i, j - i));
-    i = j + 1;
-  }
-  return parts;
-}
-
 // `path` (absolute, or relative to the existing directory `realRoot`) resolved as the kernel would: components in
 // order, `..` taking the parent of what has been resolved so far, and every symlink that a later `..` climbs out of
 // followed first. Components after the last `..` are left as they are (as the lexical form leaves them: the stored
@@ -96,7 +85,7 @@ std::vector<std::string_view> components(std::string_view path) {
 // result, or an error for a symlink that a `..` follows but that does not resolve (dangling, a loop).
 Result<std::string> resolveLikeTheKernel(std::string_view path, const std::string& realRoot, const std::string& field,
                                          std::string_view rawPath) {
-  const auto parts = components(path);
+  const auto parts = splitOn(path, "/");
   size_t lastDotDot = 0;
   for (size_t k = 0; k < parts.size(); ++k) {
     if (parts[k] == "..") lastDotDot = k;
@@ -136,7 +125,7 @@ std::string relativeTo(const std::string& absolute, const std::string& base) {
 }
 
 bool hasDotDot(std::string_view path) {
-  const auto parts = components(path);
+  const auto parts = splitOn(path, "/");
   return std::find(parts.begin(), parts.end(), std::string_view("..")) != parts.end();
 }
 
