@@ -103,8 +103,10 @@ CarriedLines carryThroughHunks(const LineRanges& lines, const std::vector<const 
   }
   CarriedLines out;
   LineRanges all;
+  LineRanges unchanged;
   for (const Piece& p : pieces) {
     all.insert(all.end(), p.image.begin(), p.image.end());
+    if (p.outcome == LineOutcome::kShifted) unchanged.insert(unchanged.end(), p.image.begin(), p.image.end());
     const uint64_t n = p.origin.size();
     switch (p.outcome) {
       case LineOutcome::kShifted: out.counts.shifted += n; break;
@@ -113,6 +115,7 @@ CarriedLines carryThroughHunks(const LineRanges& lines, const std::vector<const 
     }
   }
   out.lines = normalizeRanges(std::move(all));
+  out.unchanged = normalizeRanges(std::move(unchanged));
   return out;
 }
 

@@ -69,6 +69,9 @@ struct CarryCounts {
 
 struct CarriedLines {
   LineRanges lines;  // normalised, in the last version
+  // The part of `lines` that is anchored lines moved unchanged (every step shifted them): where the anchor is
+  // known exactly, as opposed to a hunk's new lines that replaced it.
+  LineRanges unchanged;
   CarryCounts counts;
 };
 

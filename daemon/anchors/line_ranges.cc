@@ -10,8 +10,9 @@ namespace memq {
 
 LineRanges normalizeRanges(LineRanges ranges) {
   std::erase_if(ranges, [](const LineRange& r) { return r.first > r.last; });
-  std::sort(ranges.begin(), ranges.end(),
-            [](const LineRange& a, const LineRange& b) { return a.first < b.first || (a.first == b.first && a.last < b.last); });
+  std::sort(ranges.begin(), ranges.end(), [](const LineRange& a, const LineRange& b) {
+    return a.first < b.first || (a.first == b.first && a.last < b.last);
+  });
   LineRanges out;
   for (const LineRange& r : ranges) {
     // Adjacent ranges merge too ([1,2] and [3,4] are lines 1..4): one representation per set of lines.

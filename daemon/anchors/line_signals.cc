@@ -19,38 +19,55 @@ std::optional<uint32_t> distanceToRanges(const LineRanges& normalized, uint32_t 
 }
 
 std::vector<LineSignals> computeLineSignals(const std::vector<QueryLines>& query,
-                                            const std::vector<LineCandidate>& candidates) {
+                                            const std::vector<LineCandidate>& candidates, Ownership ownership) {
   std::vector<LineSignals> out(candidates.size());
   for (const QueryLines& q : query) {
-    // Each candidate's anchors on this path, merged (a memory may name the same file twice).
-    std::vector<std::pair<size_t, LineRanges>> onPath;
+    // Each candidate's anchors on this path, merged (a memory may name the same file twice). A candidate whose
+    // anchor carrying emptied has nothing to be near, so no distance.
+    struct OnPath {
+      size_t candidate;
+      LineRanges lines;
+      LineRanges unchanged;
+    };
+    std::vector<OnPath> onPath;
     for (size_t c = 0; c < candidates.size(); ++c) {
-      LineRanges merged;
+      OnPath p{c, {}, {}};
       bool any = false;
       for (const CarriedAnchor& a : candidates[c].anchors) {
         if (a.path != q.path) continue;
         any = true;
-        merged.insert(merged.end(), a.lines.begin(), a.lines.end());
+        p.lines.insert(p.lines.end(), a.lines.begin(), a.lines.end());
+        p.unchanged.insert(p.unchanged.end(), a.unchanged.begin(), a.unchanged.end());
       }
-      if (any) onPath.emplace_back(c, normalizeRanges(std::move(merged)));
+      if (!any) continue;
+      p.lines = normalizeRanges(std::move(p.lines));
+      p.unchanged = normalizeRanges(std::move(p.unchanged));
+      onPath.push_back(std::move(p));
     }
+    auto newer = [&](size_t a, size_t b) { return candidates[a].anchoredAt >= candidates[b].anchoredAt; };
     for (const LineRange& r : q.lines) {
       for (uint32_t line = r.first; line <= r.last && line != 0; ++line) {
-        std::optional<size_t> owner;
-        for (const auto& [c, lines] : onPath) {
-          const std::optional<uint32_t> d = distanceToRanges(lines, line);
+        std::optional<size_t> newest;           // newest covering anchor
+        std::optional<size_t> newestUnchanged;  // newest anchor holding the line unchanged
+        for (const OnPath& p : onPath) {
+          const std::optional<uint32_t> d = distanceToRanges(p.lines, line);
           if (!d) continue;
-          LineSignals& s = out[c];
+          LineSignals& s = out[p.candidate];
           if (!s.distance || *d < *s.distance) s.distance = d;
           if (*d != 0) continue;
           ++s.overlap;
-          if (!owner || candidates[c].anchoredAt >= candidates[*owner].anchoredAt) owner = c;
+          // onPath is in candidate order, so on equal times the later candidate wins.
+          if (!newest || newer(p.candidate, *newest)) newest = p.candidate;
+          if (containsLine(p.unchanged, line) && (!newestUnchanged || newer(p.candidate, *newestUnchanged))) {
+            newestUnchanged = p.candidate;
+          }
         }
+        const std::optional<size_t> owner =
+            ownership == Ownership::kNewestUnchangedFirst && newestUnchanged ? newestUnchanged : newest;
         if (owner) ++out[*owner].owned;
         if (line == UINT32_MAX) break;
       }
     }
-    // A candidate with an anchor on the path but emptied by carrying still has no distance: nothing to be near.
   }
   return out;
 }

@@ -22,7 +22,17 @@ struct QueryLines {
 // One memory's anchored lines in one file, already carried to the query's version of that file.
 struct CarriedAnchor {
   std::string path;
-  LineRanges lines;  // normalised
+  LineRanges lines;      // normalised
+  LineRanges unchanged;  // the part of `lines` carried unchanged (CarriedLines::unchanged); all of it when fresh
+};
+
+// Which anchor owns a query line that several cover.
+enum class Ownership {
+  // The newest covering anchor, whatever carrying made of it.
+  kNewest,
+  // The newest anchor that holds the line unchanged; only when none does, the newest whose rewritten hunk covers
+  // it. An anchor that still has the very line is better evidence than one whose lines were replaced by it.
+  kNewestUnchangedFirst,
 };
 
 struct LineCandidate {
@@ -35,7 +45,7 @@ struct LineCandidate {
 
 struct LineSignals {
   uint32_t overlap = 0;  // query lines inside one of the candidate's anchors, over all paths
-  uint32_t owned = 0;    // of those, lines where no newer candidate's anchor covers the line too
+  uint32_t owned = 0;    // of those, lines this candidate owns (Ownership)
   // Lines between a query line and the nearest anchored line of the same path, over all paths; 0 when they
   // overlap, unset when the candidate has no anchor on any query path.
   std::optional<uint32_t> distance;
@@ -43,7 +53,8 @@ struct LineSignals {
 
 // The signals of every candidate (same order as `candidates`) against the query's lines.
 std::vector<LineSignals> computeLineSignals(const std::vector<QueryLines>& query,
-                                            const std::vector<LineCandidate>& candidates);
+                                            const std::vector<LineCandidate>& candidates,
+                                            Ownership ownership = Ownership::kNewestUnchangedFirst);
 
 // Lines from `line` to the nearest line of `normalized` (0 inside it); unset for an empty set.
 std::optional<uint32_t> distanceToRanges(const LineRanges& normalized, uint32_t line);

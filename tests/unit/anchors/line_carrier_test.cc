@@ -63,6 +63,7 @@ TEST(CarryThroughHunks, ComposesStepsAndCountsOriginalLines) {
   const CarriedLines c = carryThroughHunks({{2, 5}}, {&first, &second});
   // Old 2..5 -> 4..7 -> 4 shifted, 5..6 rewritten into 5, 7 shifted to 6.
   EXPECT_EQ(c.lines, (LineRanges{{4, 6}}));
+  EXPECT_EQ(c.unchanged, (LineRanges{{4, 4}, {6, 6}}));
   EXPECT_EQ(c.counts, (CarryCounts{2, 2, 0}));
 }
 
@@ -112,6 +113,7 @@ TEST_F(LineCarrierTest, EditsInsideRewriteIntoTheHunksNewLines) {
   Result<CarriedLines> c = carrier->carry({{4, 6}}, FileVersion::blob(a), FileVersion::blob(b));
   ASSERT_TRUE(c.isOk()) << c.status().toString();
   EXPECT_EQ(c->lines, (LineRanges{{4, 7}}));  // 4 stays, 5 -> 5..6, 6 -> 7
+  EXPECT_EQ(c->unchanged, (LineRanges{{4, 4}, {7, 7}}));
   EXPECT_EQ(c->counts, (CarryCounts{2, 1, 0}));
 }
 
