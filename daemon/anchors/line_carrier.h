@@ -117,7 +117,7 @@ class LineCarrier {
 
   // `repository` may be null: then only buffer versions can be read.
   LineCarrier(RepositoryPtr repository, Options options);
-  LineCarrier(RepositoryPtr repository) : LineCarrier(std::move(repository), Options{}) {}
+  explicit LineCarrier(RepositoryPtr repository) : LineCarrier(std::move(repository), Options{}) {}
   // Opens the repository at `path` (a work tree, or a bare repository's directory).
   static Result<std::unique_ptr<LineCarrier>> open(const std::string& path, Options options);
 

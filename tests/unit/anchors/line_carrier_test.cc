@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "daemon/anchors/line_carrier.h"
@@ -249,6 +250,35 @@ TEST_F(LineCarrierTest, TheCacheKeepsOnlyTheMostRecentPairs) {
   ASSERT_TRUE(carrier->diff(FileVersion::blob(a), FileVersion::blob(b)).isOk());
   EXPECT_EQ(carrier->cacheStats().misses, 3u);
   EXPECT_EQ(carrier->cacheStats().hits, 0u);
+}
+
+TEST_F(LineCarrierTest, ThreadsSharingACarrierGetTheSameAnswers) {
+  std::vector<std::string> blobs{commitFile("f.c", numbered(1, 40))};
+  for (int v = 1; v <= 6; ++v) blobs.push_back(commitFile("f.c", numbered(1, v, "new") + numbered(1, 40)));
+  auto carrier = open({.cacheEntries = 3});  // small, so threads also evict each other's entries
+  std::vector<LineRanges> expected;
+  for (size_t v = 1; v < blobs.size(); ++v) {
+    Result<CarriedLines> c = carrier->carry({{1, 40}}, FileVersion::blob(blobs[0]), FileVersion::blob(blobs[v]));
+    ASSERT_TRUE(c.isOk());
+    ASSERT_EQ(c->lines, (LineRanges{{static_cast<uint32_t>(v + 1), static_cast<uint32_t>(v + 40)}}));
+    expected.push_back(c->lines);
+  }
+  std::vector<int> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 20; ++round) {
+        for (size_t v = 1; v < blobs.size(); ++v) {
+          Result<CarriedLines> c =
+              carrier->carry({{1, 40}}, FileVersion::blob(blobs[0]), FileVersion::blob(blobs[v]));
+          if (!c.isOk() || c->lines != expected[v - 1]) ++mismatches[t];
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
+  EXPECT_LE(carrier->cacheStats().entries, 3u);
 }
 
 }  // namespace
