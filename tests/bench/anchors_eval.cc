@@ -408,13 +408,15 @@ int run(int argc, char** argv) {
   };
   // kSingle: one diff, anchor version -> query version. kChain: through every later version the corpus records on
   // the path, in history order. kHead: anchor version -> the file at the split's head -> query version, as a daemon
-  // that keeps anchors carried to HEAD would do, diffing only HEAD -> work tree at recall.
-  enum Carry { kSingle, kChain, kHead, kModes };
-  const char* carryName[] = {"one diff", "chain", "via head"};
+  // that keeps anchors carried to HEAD would do, diffing only HEAD -> work tree at recall. kHeads: through the head
+  // of every split from the memory's own to the query's, as such a daemon would carry its anchors each time HEAD
+  // moved (the same as kHead on a set with one split).
+  enum Carry { kSingle, kChain, kHead, kHeads, kModes };
+  const char* carryName[] = {"one diff", "chain", "via head", "via heads"};
   std::vector<std::vector<Metrics>> metrics(kModes, std::vector<Metrics>(rankers.size()));
   std::vector<double> coldSingleMs, warmSingleMs, chainMs, headMs;
   CarryCounts outcomes[kModes];
-  size_t failures[kModes] = {0, 0, 0};
+  size_t failures[kModes] = {};
   std::string firstFailure;
   std::map<std::pair<int, std::string>, std::string> headBlobs;  // (split, path) -> blob id at the split's head
   auto headBlob = [&](int split, const std::string& path) -> const std::string& {
@@ -454,7 +456,7 @@ int run(int argc, char** argv) {
     const std::vector<std::string> textTokens = tokens(q.text);
 
     nlohmann::json dumped{{"relevant", q.relevant}, {"split", q.split}, {"modes", nlohmann::json::array()}};
-    for (int mode : {kSingle, kChain, kHead}) {
+    for (int mode : {kSingle, kChain, kHead, kHeads}) {
       std::vector<LineCandidate> lineCandidates(candidates.size());
       carrier.clearCache();
       if (mode == kHead) {
@@ -490,9 +492,11 @@ int run(int argc, char** argv) {
                   chain.push_back(FileVersion::blob(versions[w].second->blob));
                 }
               }
-            } else if (mode == kHead) {
-              const std::string& head = headBlob(q.split, e.path);
-              if (!head.empty() && head != chain.back().id()) chain.push_back(FileVersion::blob(head));
+            } else if (mode == kHead || mode == kHeads) {
+              for (int split = mode == kHead ? q.split : corpus[memory].split; split <= q.split; ++split) {
+                const std::string& head = headBlob(split, e.path);
+                if (!head.empty() && head != chain.back().id()) chain.push_back(FileVersion::blob(head));
+              }
             }
             if (e.blob != chain.back().id()) chain.push_back(FileVersion::blob(e.blob));
             Result<CarriedLines> carried = carrier.carryAlong(anchor->lines, chain);
@@ -516,6 +520,8 @@ int run(int argc, char** argv) {
           chainMs.push_back(ms);
         } else if (mode == kHead) {
           headMs.push_back(ms);
+        } else if (mode == kHeads) {
+          // Not timed: the steps between heads are the daemon's work when HEAD moves, not recall's.
         } else {
           (pass == 0 ? coldSingleMs : warmSingleMs).push_back(ms);
         }
@@ -557,7 +563,7 @@ int run(int argc, char** argv) {
          queries.empty() ? 0.0 : static_cast<double>(candidatesTotal) / static_cast<double>(queries.size()),
          carries / kModes, algorithm, options.indentHeuristic ? " + indent heuristic" : "");
   printf("%-9s %-46s %6s %6s %6s %7s\n", "carry", "ranker", "R@1", "R@3", "R@10", "MRR@10");
-  for (int mode : {kSingle, kChain, kHead}) {
+  for (int mode : {kSingle, kChain, kHead, kHeads}) {
     for (size_t r = 0; r < rankers.size(); ++r) {
       const Metrics& m = metrics[mode][r];
       const double n = m.n == 0 ? 1 : static_cast<double>(m.n);
@@ -565,7 +571,7 @@ int run(int argc, char** argv) {
              m.r3 / n, m.r10 / n, m.mrr / n);
     }
   }
-  for (int mode : {kSingle, kChain, kHead}) {
+  for (int mode : {kSingle, kChain, kHead, kHeads}) {
     printf("outcomes (%s): lines shifted %llu, rewritten %llu, deleted %llu; carries refused %zu\n",
            carryName[mode], static_cast<unsigned long long>(outcomes[mode].shifted),
            static_cast<unsigned long long>(outcomes[mode].rewritten),
