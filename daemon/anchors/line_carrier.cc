@@ -1,0 +1,303 @@
+// Carrying line ranges through line diffs; see line_carrier.h.
+#include "daemon/anchors/line_carrier.h"
+
+#include <algorithm>
+
+namespace memq {
+
+namespace {
+
+// Whether the hunk lies wholly above old line `line`, so that it only moves the line.
+bool hunkAbove(const DiffHunk& h, uint32_t line) {
+  if (h.oldLines == 0) return h.oldStart < line;  // an insertion after old line oldStart
+  return h.oldStart + h.oldLines - 1 < line;
+}
+
+}  // namespace
+
+std::vector<CarriedSegment> carrySegments(const LineRanges& normalized, const HunkList& hunks) {
+  std::vector<CarriedSegment> out;
+  size_t next = 0;     // first hunk not yet wholly above the current line
+  int64_t shift = 0;   // lines added minus lines removed by the hunks above it
+  for (const LineRange& range : normalized) {
+    uint32_t line = range.first;
+    while (line <= range.last) {
+      while (next < hunks.size() && hunkAbove(hunks[next], line)) {
+        shift += static_cast<int64_t>(hunks[next].newLines) - hunks[next].oldLines;
+        ++next;
+      }
+      CarriedSegment seg;
+      if (next < hunks.size() && hunks[next].oldLines > 0 && hunks[next].oldStart <= line) {
+        const DiffHunk& h = hunks[next];
+        seg.from = {line, std::min(range.last, h.oldStart + h.oldLines - 1)};
+        if (h.newLines > 0) {
+          seg.outcome = LineOutcome::kRewritten;
+          seg.to = {h.newStart, h.newStart + h.newLines - 1};
+        } else {
+          seg.outcome = LineOutcome::kDeleted;
+        }
+      } else {
+        // Untouched up to the next hunk: up to the line before a replacement, or up to and including the line an
+        // insertion follows.
+        uint32_t limit = range.last;
+        if (next < hunks.size()) {
+          const DiffHunk& h = hunks[next];
+          limit = std::min(limit, h.oldLines > 0 ? h.oldStart - 1 : h.oldStart);
+        }
+        seg.from = {line, limit};
+        seg.outcome = LineOutcome::kShifted;
+        seg.to = {static_cast<uint32_t>(line + shift), static_cast<uint32_t>(limit + shift)};
+      }
+      out.push_back(seg);
+      if (seg.from.last == UINT32_MAX) break;
+      line = seg.from.last + 1;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Original anchor lines `origin` and what they have become so far. A shifted piece's image is one range of the same
+// length (line i of origin is line i of the image); a rewritten piece's image is whatever its hunks became.
+struct Piece {
+  LineRange origin;
+  LineOutcome outcome = LineOutcome::kShifted;
+  LineRanges image;
+};
+
+}  // namespace
+
+CarriedLines carryThroughHunks(const LineRanges& lines, const std::vector<const HunkList*>& steps) {
+  std::vector<Piece> pieces;
+  for (const LineRange& r : lines) pieces.push_back({r, LineOutcome::kShifted, {r}});
+  for (const HunkList* step : steps) {
+    if (step->empty()) continue;
+    std::vector<Piece> next;
+    for (Piece& piece : pieces) {
+      if (piece.outcome == LineOutcome::kDeleted) {
+        next.push_back(std::move(piece));
+        continue;
+      }
+      const std::vector<CarriedSegment> segments = carrySegments(piece.image, *step);
+      if (piece.outcome == LineOutcome::kShifted) {
+        // One-to-one so far: each segment's old lines are origin lines at the same offset.
+        const uint32_t offset = piece.origin.first;
+        const uint32_t imageFirst = piece.image.front().first;
+        for (const CarriedSegment& s : segments) {
+          Piece p{{offset + (s.from.first - imageFirst), offset + (s.from.last - imageFirst)}, s.outcome, {}};
+          if (s.outcome != LineOutcome::kDeleted) p.image.push_back(s.to);
+          next.push_back(std::move(p));
+        }
+      } else {
+        LineRanges image;
+        for (const CarriedSegment& s : segments) {
+          if (s.outcome != LineOutcome::kDeleted) image.push_back(s.to);
+        }
+        piece.image = normalizeRanges(std::move(image));
+        if (piece.image.empty()) piece.outcome = LineOutcome::kDeleted;
+        next.push_back(std::move(piece));
+      }
+    }
+    pieces = std::move(next);
+  }
+  CarriedLines out;
+  LineRanges all;
+  LineRanges unchanged;
+  for (const Piece& p : pieces) {
+    all.insert(all.end(), p.image.begin(), p.image.end());
+    if (p.outcome == LineOutcome::kShifted) unchanged.insert(unchanged.end(), p.image.begin(), p.image.end());
+    const uint64_t n = p.origin.size();
+    switch (p.outcome) {
+      case LineOutcome::kShifted: out.counts.shifted += n; break;
+      case LineOutcome::kRewritten: out.counts.rewritten += n; break;
+      case LineOutcome::kDeleted: out.counts.deleted += n; break;
+    }
+  }
+  out.lines = normalizeRanges(std::move(all));
+  out.unchanged = normalizeRanges(std::move(unchanged));
+  return out;
+}
+
+FileVersion FileVersion::blob(std::string blobId) {
+  FileVersion v;
+  std::transform(blobId.begin(), blobId.end(), blobId.begin(), [](unsigned char c) { return std::tolower(c); });
+  v.id_ = std::move(blobId);
+  return v;
+}
+
+FileVersion FileVersion::buffer(std::string content) {
+  ensureLibgit2();
+  FileVersion v;
+  git_oid oid;
+  // The id git would give this content, so the cache and the identity check treat it like its blob.
+  if (git_odb_hash(&oid, content.data(), content.size(), GIT_OBJECT_BLOB) == 0) v.id_ = oidHex(oid);
+  v.content_ = std::make_shared<const std::string>(std::move(content));
+  return v;
+}
+
+LineCarrier::LineCarrier(RepositoryPtr repository, Options options)
+    : repository_(std::move(repository)), options_(options) {
+  ensureLibgit2();
+}
+
+Result<std::unique_ptr<LineCarrier>> LineCarrier::open(const std::string& path, Options options) {
+  ensureLibgit2();
+  git_repository* raw = nullptr;
+  const int rc = git_repository_open_ext(&raw, path.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr);
+  MEMQ_RETURN_IF_ERROR(gitStatus(rc, "open repository " + path));
+  return std::make_unique<LineCarrier>(RepositoryPtr(raw), options);
+}
+
+namespace {
+
+// One version's bytes: a buffer's own, or a looked-up blob's (valid while `blob` lives).
+struct Content {
+  BlobPtr blob;
+  std::string_view bytes;
+};
+
+Status loadContent(git_repository* repository, const FileVersion& version, Content& out) {
+  if (version.isBuffer()) {
+    out.bytes = *version.content();
+    return Status::ok();
+  }
+  if (repository == nullptr) {
+    return Status::invalidField("version", "blob " + version.id() + " named, but no repository to read it from");
+  }
+  git_oid oid;
+  if (version.id().size() != GIT_OID_HEXSZ || git_oid_fromstr(&oid, version.id().c_str()) != 0) {
+    return Status::invalidField("version", "'" + version.id() + "' is not a 40-hex-digit blob id");
+  }
+  git_blob* raw = nullptr;
+  MEMQ_RETURN_IF_ERROR(gitStatus(git_blob_lookup(&raw, repository, &oid), "read blob " + version.id()));
+  out.blob.reset(raw);
+  out.bytes = std::string_view(static_cast<const char*>(git_blob_rawcontent(raw)),
+                               static_cast<size_t>(git_blob_rawsize(raw)));
+  return Status::ok();
+}
+
+Status refuseBinary(const Content& c, const FileVersion& version) {
+  if (!isBinaryContent(c.bytes)) return Status::ok();
+  return Status::invalidField("version", "version " + version.id() + " is binary; it has no lines to carry");
+}
+
+int collectHunk(const git_diff_delta*, const git_diff_hunk* hunk, void* payload) {
+  static_cast<HunkList*>(payload)->push_back({static_cast<uint32_t>(hunk->old_start),
+                                              static_cast<uint32_t>(hunk->old_lines),
+                                              static_cast<uint32_t>(hunk->new_start),
+                                              static_cast<uint32_t>(hunk->new_lines)});
+  return 0;
+}
+
+}  // namespace
+
+Result<LineCarrier::DiffPtr> LineCarrier::computeDiff(const FileVersion& from, const FileVersion& to) {
+  // Blob lookups go through the repository, which one thread at a time may use; buffers alone need no lock.
+  std::unique_lock<std::mutex> lock(repositoryMutex_, std::defer_lock);
+  if (!from.isBuffer() || !to.isBuffer()) lock.lock();
+  Content a;
+  MEMQ_RETURN_IF_ERROR(loadContent(repository_.get(), from, a));
+  MEMQ_RETURN_IF_ERROR(refuseBinary(a, from));
+  auto result = std::make_shared<VersionDiff>();
+  result->fromLines = countLines(a.bytes);
+  if (from.id() == to.id()) {
+    result->toLines = result->fromLines;
+    return DiffPtr(std::move(result));
+  }
+  Content b;
+  MEMQ_RETURN_IF_ERROR(loadContent(repository_.get(), to, b));
+  MEMQ_RETURN_IF_ERROR(refuseBinary(b, to));
+  result->toLines = countLines(b.bytes);
+
+  git_diff_options opts;
+  git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
+  opts.context_lines = 0;
+  opts.interhunk_lines = 0;
+  // Binary content was refused above; forcing text keeps libgit2 from second-guessing that on its own heuristic.
+  opts.flags |= GIT_DIFF_FORCE_TEXT;
+  if (options_.algorithm == DiffAlgorithm::kMinimal) opts.flags |= GIT_DIFF_MINIMAL;
+  if (options_.algorithm == DiffAlgorithm::kPatience) opts.flags |= GIT_DIFF_PATIENCE;
+  if (options_.indentHeuristic) opts.flags |= GIT_DIFF_INDENT_HEURISTIC;
+  const int rc = git_diff_buffers(a.bytes.data(), a.bytes.size(), nullptr, b.bytes.data(), b.bytes.size(), nullptr,
+                                  &opts, nullptr, nullptr, collectHunk, nullptr, &result->hunks);
+  MEMQ_RETURN_IF_ERROR(gitStatus(rc, "diff " + from.id() + " to " + to.id()));
+  return DiffPtr(std::move(result));
+}
+
+LineCarrier::DiffPtr LineCarrier::cached(const std::string& key) {
+  std::lock_guard<std::mutex> lock(cacheMutex_);
+  auto it = index_.find(key);
+  if (it == index_.end()) {
+    ++misses_;
+    return nullptr;
+  }
+  ++hits_;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  return it->second->second;
+}
+
+void LineCarrier::remember(const std::string& key, DiffPtr diff) {
+  std::lock_guard<std::mutex> lock(cacheMutex_);
+  if (options_.cacheEntries == 0) return;
+  auto it = index_.find(key);
+  if (it != index_.end()) {
+    // Another thread computed the same pair meanwhile; both answers are equal, keep the first.
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return;
+  }
+  lru_.emplace_front(key, std::move(diff));
+  index_.emplace(key, lru_.begin());
+  while (lru_.size() > options_.cacheEntries) {
+    index_.erase(lru_.back().first);
+    lru_.pop_back();
+  }
+}
+
+Result<std::shared_ptr<const VersionDiff>> LineCarrier::diff(const FileVersion& from, const FileVersion& to) {
+  const std::string key = from.id() + ">" + to.id();
+  if (DiffPtr hit = cached(key)) return hit;
+  Result<DiffPtr> computed = computeDiff(from, to);
+  if (!computed) return computed.status();
+  remember(key, *computed);
+  return *computed;
+}
+
+Result<CarriedLines> LineCarrier::carry(const LineRanges& lines, const FileVersion& from, const FileVersion& to) {
+  return carryAlong(lines, {from, to});
+}
+
+Result<CarriedLines> LineCarrier::carryAlong(const LineRanges& lines, const std::vector<FileVersion>& versions) {
+  if (versions.empty()) return Status::invalidField("versions", "versions: no version to carry from");
+  // Carrying takes any set of lines the old version has (an empty set carries to an empty set); the bounds on what
+  // an anchor may hold are the saver's to apply (validateRanges).
+  MEMQ_RETURN_IF_ERROR(validateLineNumbers(lines, "lines"));
+  std::vector<DiffPtr> diffs;
+  if (versions.size() == 1) {
+    Result<DiffPtr> self = diff(versions[0], versions[0]);
+    if (!self) return self.status();
+    diffs.push_back(*self);
+  }
+  for (size_t i = 0; i + 1 < versions.size(); ++i) {
+    Result<DiffPtr> d = diff(versions[i], versions[i + 1]);
+    if (!d) return d.status();
+    diffs.push_back(*d);
+  }
+  MEMQ_RETURN_IF_ERROR(validateLineNumbers(lines, "lines", diffs.front()->fromLines));
+  std::vector<const HunkList*> steps;
+  for (const DiffPtr& d : diffs) steps.push_back(&d->hunks);
+  return carryThroughHunks(normalizeRanges(lines), steps);
+}
+
+LineCarrier::CacheStats LineCarrier::cacheStats() const {
+  std::lock_guard<std::mutex> lock(cacheMutex_);
+  return {hits_, misses_, lru_.size()};
+}
+
+void LineCarrier::clearCache() {
+  std::lock_guard<std::mutex> lock(cacheMutex_);
+  lru_.clear();
+  index_.clear();
+}
+
+}  // namespace memq

@@ -1,0 +1,154 @@
+// Carrying line ranges from one version of a file to a later one: the pure step (ranges through the hunks of a
+// 0-context line diff, each line shifted, rewritten or deleted), its composition along a chain of versions, and
+// LineCarrier, which computes the hunks with libgit2 between versions held as blobs of a repository or as buffers,
+// and keeps recent hunk lists in a bounded LRU cache keyed by the (from, to) pair.
+// Thread-safety: the free functions are pure. A LineCarrier may be shared by threads: the repository is used under
+// one mutex (libgit2 objects must not be used by two threads at once), the cache under another.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "daemon/anchors/line_ranges.h"
+#include "daemon/git/libgit2.h"
+#include "protocol/status.h"
+
+namespace memq {
+
+// One hunk of a 0-context line diff, numbered as git prints it: old lines oldStart..oldStart+oldLines-1 became new
+// lines newStart..newStart+newLines-1. A pure insertion has oldLines == 0 and oldStart the old line it follows (0: the
+// top of the file); a pure deletion has newLines == 0 and newStart the new line the cut follows.
+struct DiffHunk {
+  uint32_t oldStart = 0;
+  uint32_t oldLines = 0;
+  uint32_t newStart = 0;
+  uint32_t newLines = 0;
+  friend bool operator==(const DiffHunk&, const DiffHunk&) = default;
+};
+using HunkList = std::vector<DiffHunk>;  // in file order, as the diff gives them
+
+// The diff of two versions: its hunks and the length of each side (to validate lines against the old one).
+struct VersionDiff {
+  HunkList hunks;
+  uint32_t fromLines = 0;
+  uint32_t toLines = 0;
+};
+
+// What a diff did to an anchored line.
+enum class LineOutcome {
+  kShifted,    // untouched: the same line, moved by the lines inserted and deleted above it
+  kRewritten,  // inside a hunk that replaced it: it maps to all of that hunk's new lines
+  kDeleted,    // inside a hunk that removed it with nothing in its place
+};
+
+// A run of old lines with one outcome and where it went (`to` is unset for kDeleted).
+struct CarriedSegment {
+  LineRange from;
+  LineOutcome outcome = LineOutcome::kShifted;
+  LineRange to;
+};
+
+// The old lines of `normalized` through `hunks`, in order, one segment per run with a single outcome and target.
+std::vector<CarriedSegment> carrySegments(const LineRanges& normalized, const HunkList& hunks);
+
+// Lines of the original anchor per outcome. Along a chain, an original line counts as deleted when nothing of its
+// image is left, rewritten when some step rewrote it (or what it had become) and its image survives, shifted when
+// every step only moved it.
+struct CarryCounts {
+  uint64_t shifted = 0;
+  uint64_t rewritten = 0;
+  uint64_t deleted = 0;
+  friend bool operator==(const CarryCounts&, const CarryCounts&) = default;
+};
+
+struct CarriedLines {
+  LineRanges lines;  // normalised, in the last version
+  // The part of `lines` that is anchored lines moved unchanged (every step shifted them): where the anchor is
+  // known exactly, as opposed to a hunk's new lines that replaced it.
+  LineRanges unchanged;
+  CarryCounts counts;
+};
+
+// `lines` (normalised) through each hunk list in turn: the diffs of consecutive versions A→B, B→C, ...
+CarriedLines carryThroughHunks(const LineRanges& lines, const std::vector<const HunkList*>& steps);
+
+// A version of a file: a blob of the carrier's repository, or content held in memory (the work-tree file, or an
+// uncommitted version kept elsewhere). Either way `id()` is the git blob id of the content, so a buffer equal to a
+// committed blob is recognised as the same version.
+class FileVersion {
+ public:
+  // `blobId` is 40 hex digits; whether the repository has it is checked when it is read.
+  static FileVersion blob(std::string blobId);
+  static FileVersion buffer(std::string content);
+
+  bool isBuffer() const { return content_ != nullptr; }
+  const std::string& id() const { return id_; }
+  // The content of a buffer version; nullptr for a blob version.
+  const std::string* content() const { return content_.get(); }
+
+ private:
+  std::string id_;
+  std::shared_ptr<const std::string> content_;
+};
+
+// Which line diff the carrier runs. One carrier uses one, so every cached hunk list agrees with every other.
+enum class DiffAlgorithm { kMyers, kMinimal, kPatience };
+
+class LineCarrier {
+ public:
+  struct Options {
+    size_t cacheEntries = 4096;  // hunk lists kept; a list is a few hundred bytes for a typical change
+    DiffAlgorithm algorithm = DiffAlgorithm::kMyers;
+    // Slide ambiguous hunks to indentation boundaries, as `git diff` does by default, so hunks agree with what a
+    // user sees in git.
+    bool indentHeuristic = true;
+  };
+  struct CacheStats {
+    uint64_t hits = 0;
+    uint64_t misses = 0;
+    size_t entries = 0;
+  };
+
+  // `repository` may be null: then only buffer versions can be read.
+  LineCarrier(RepositoryPtr repository, Options options);
+  explicit LineCarrier(RepositoryPtr repository) : LineCarrier(std::move(repository), Options{}) {}
+  // Opens the repository at `path` (a work tree, or a bare repository's directory).
+  static Result<std::unique_ptr<LineCarrier>> open(const std::string& path, Options options);
+
+  // `lines` of `from` carried to `to`. Refused: a line 0, a backwards range or a line past the end of `from`
+  // (validateLineNumbers, field "lines"), a version the repository does not have (NotFound), a binary version.
+  Result<CarriedLines> carry(const LineRanges& lines, const FileVersion& from, const FileVersion& to);
+  // `lines` of versions.front() carried through every version in turn to versions.back().
+  Result<CarriedLines> carryAlong(const LineRanges& lines, const std::vector<FileVersion>& versions);
+
+  // The diff from `from` to `to` (no hunks for the same content), from the cache when it has it.
+  Result<std::shared_ptr<const VersionDiff>> diff(const FileVersion& from, const FileVersion& to);
+
+  CacheStats cacheStats() const;
+  void clearCache();
+
+ private:
+  using DiffPtr = std::shared_ptr<const VersionDiff>;
+  // Runs the diff (or, for one version, counts its lines) with the repository held.
+  Result<DiffPtr> computeDiff(const FileVersion& from, const FileVersion& to);
+  DiffPtr cached(const std::string& key);
+  void remember(const std::string& key, DiffPtr diff);
+
+  std::mutex repositoryMutex_;
+  RepositoryPtr repository_;
+  const Options options_;
+
+  mutable std::mutex cacheMutex_;
+  std::list<std::pair<std::string, DiffPtr>> lru_;  // most recently used first
+  std::unordered_map<std::string, std::list<std::pair<std::string, DiffPtr>>::iterator> index_;
+  uint64_t hits_ = 0;
+  uint64_t misses_ = 0;
+};
+
+}  // namespace memq

@@ -1,0 +1,285 @@
+// Unit tests of carrying: the pure step through hand-written hunks, and LineCarrier over real repositories made
+// with the git command line in temporary directories (blob versions, buffer versions, chains, binary, the cache).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon/anchors/line_carrier.h"
+#include "unit/git/git_fixture.h"
+
+namespace memq {
+namespace {
+
+using testing::GitRepo;
+using testing::TempDir;
+
+// Lines "<tag> 1" .. "<tag> n", each distinct so the diff has one reading.
+std::string numbered(int from, int to, const std::string& tag = "line") {
+  std::string out;
+  for (int i = from; i <= to; ++i) out += tag + " " + std::to_string(i) + "\n";
+  return out;
+}
+
+TEST(CarrySegments, InsertionAtTheTopShiftsEveryLine) {
+  const std::vector<CarriedSegment> s = carrySegments({{2, 3}}, {{0, 0, 1, 4}});
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].outcome, LineOutcome::kShifted);
+  EXPECT_EQ(s[0].to, (LineRange{6, 7}));
+}
+
+TEST(CarrySegments, InsertionRightAfterALineLeavesThatLineInPlace) {
+  // Two lines inserted after old line 5: line 5 stays, line 6 moves down by two.
+  const std::vector<CarriedSegment> s = carrySegments({{5, 6}}, {{5, 0, 6, 2}});
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].from, (LineRange{5, 5}));
+  EXPECT_EQ(s[0].to, (LineRange{5, 5}));
+  EXPECT_EQ(s[1].from, (LineRange{6, 6}));
+  EXPECT_EQ(s[1].to, (LineRange{8, 8}));
+}
+
+TEST(CarrySegments, SplitsARangeAcrossShiftRewriteAndDelete) {
+  // Old 3..4 replaced by new 3..5 (one more line); old 8 deleted (the cut after new line 8).
+  const std::vector<CarriedSegment> s = carrySegments({{2, 9}}, {{3, 2, 3, 3}, {8, 1, 8, 0}});
+  ASSERT_EQ(s.size(), 5u);
+  EXPECT_EQ(s[0].outcome, LineOutcome::kShifted);
+  EXPECT_EQ(s[0].to, (LineRange{2, 2}));
+  EXPECT_EQ(s[1].outcome, LineOutcome::kRewritten);
+  EXPECT_EQ(s[1].from, (LineRange{3, 4}));
+  EXPECT_EQ(s[1].to, (LineRange{3, 5}));
+  EXPECT_EQ(s[2].outcome, LineOutcome::kShifted);
+  EXPECT_EQ(s[2].from, (LineRange{5, 7}));
+  EXPECT_EQ(s[2].to, (LineRange{6, 8}));
+  EXPECT_EQ(s[3].outcome, LineOutcome::kDeleted);
+  EXPECT_EQ(s[3].from, (LineRange{8, 8}));
+  EXPECT_EQ(s[4].outcome, LineOutcome::kShifted);
+  EXPECT_EQ(s[4].to, (LineRange{9, 9}));
+}
+
+TEST(CarryThroughHunks, ComposesStepsAndCountsOriginalLines) {
+  // Step 1 inserts 2 lines at the top; step 2 rewrites new lines 5..6 into one line.
+  const HunkList first{{0, 0, 1, 2}};
+  const HunkList second{{5, 2, 5, 1}};
+  const CarriedLines c = carryThroughHunks({{2, 5}}, {&first, &second});
+  // Old 2..5 -> 4..7 -> 4 shifted, 5..6 rewritten into 5, 7 shifted to 6.
+  EXPECT_EQ(c.lines, (LineRanges{{4, 6}}));
+  EXPECT_EQ(c.unchanged, (LineRanges{{4, 4}, {6, 6}}));
+  EXPECT_EQ(c.counts, (CarryCounts{2, 2, 0}));
+}
+
+TEST(CarryThroughHunks, ARewrittenLineWhoseReplacementIsDeletedLaterIsDeleted) {
+  const HunkList rewrite{{3, 1, 3, 2}};  // old 3 -> new 3..4
+  const HunkList remove{{3, 2, 2, 0}};   // new 3..4 removed
+  const CarriedLines c = carryThroughHunks({{3, 3}}, {&rewrite, &remove});
+  EXPECT_TRUE(c.lines.empty());
+  EXPECT_EQ(c.counts, (CarryCounts{0, 0, 1}));
+}
+
+class LineCarrierTest : public ::testing::Test {
+ protected:
+  LineCarrierTest() : repo_(dir_.path() + "/repo") {}
+
+  // Commits `content` as `path` and returns its blob id.
+  std::string commitFile(const std::string& path, const std::string& content) {
+    repo_.commit({{path, content}});
+    return testing::trimmed(repo_.git("rev-parse HEAD:" + path));
+  }
+
+  std::unique_ptr<LineCarrier> open(LineCarrier::Options options = {}) {
+    Result<std::unique_ptr<LineCarrier>> c = LineCarrier::open(repo_.dir(), options);
+    EXPECT_TRUE(c.isOk()) << c.status().toString();
+    return c.isOk() ? std::move(c.value()) : nullptr;
+  }
+
+  TempDir dir_;
+  GitRepo repo_;
+};
+
+TEST_F(LineCarrierTest, InsertionsAboveShift) {
+  const std::string a = commitFile("f.c", numbered(1, 10));
+  const std::string b = commitFile("f.c", numbered(1, 3, "new") + numbered(1, 10));
+  auto carrier = open();
+  Result<CarriedLines> c = carrier->carry({{5, 6}}, FileVersion::blob(a), FileVersion::blob(b));
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c->lines, (LineRanges{{8, 9}}));
+  EXPECT_EQ(c->counts, (CarryCounts{2, 0, 0}));
+}
+
+TEST_F(LineCarrierTest, EditsInsideRewriteIntoTheHunksNewLines) {
+  const std::string a = commitFile("f.c", numbered(1, 10));
+  // Line 5 becomes two lines: the hunk -5,1 +5,2.
+  const std::string b = commitFile("f.c", numbered(1, 4) + "five a\nfive b\n" + numbered(6, 10));
+  auto carrier = open();
+  Result<CarriedLines> c = carrier->carry({{4, 6}}, FileVersion::blob(a), FileVersion::blob(b));
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c->lines, (LineRanges{{4, 7}}));  // 4 stays, 5 -> 5..6, 6 -> 7
+  EXPECT_EQ(c->unchanged, (LineRanges{{4, 4}, {7, 7}}));
+  EXPECT_EQ(c->counts, (CarryCounts{2, 1, 0}));
+}
+
+TEST_F(LineCarrierTest, DeletionsDelete) {
+  const std::string a = commitFile("f.c", numbered(1, 10));
+  const std::string b = commitFile("f.c", numbered(1, 4) + numbered(7, 10));
+  auto carrier = open();
+  Result<CarriedLines> c = carrier->carry({{5, 7}}, FileVersion::blob(a), FileVersion::blob(b));
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c->lines, (LineRanges{{5, 5}}));  // old 7 is new 5; old 5..6 are gone
+  EXPECT_EQ(c->counts, (CarryCounts{1, 0, 2}));
+  Result<CarriedLines> gone = carrier->carry({{5, 6}}, FileVersion::blob(a), FileVersion::blob(b));
+  ASSERT_TRUE(gone.isOk());
+  EXPECT_TRUE(gone->lines.empty());
+}
+
+TEST_F(LineCarrierTest, IdenticalBlobsAreIdentity) {
+  const std::string a = commitFile("f.c", numbered(1, 10));
+  commitFile("other.c", "x\n");  // a later commit that leaves f.c as it was
+  const std::string same = testing::trimmed(repo_.git("rev-parse HEAD:f.c"));
+  ASSERT_EQ(a, same);
+  auto carrier = open();
+  Result<std::shared_ptr<const VersionDiff>> d = carrier->diff(FileVersion::blob(a), FileVersion::blob(same));
+  ASSERT_TRUE(d.isOk());
+  EXPECT_TRUE((*d)->hunks.empty());
+  Result<CarriedLines> c = carrier->carry({{1, 2}, {9, 10}}, FileVersion::blob(a), FileVersion::blob(same));
+  ASSERT_TRUE(c.isOk());
+  EXPECT_EQ(c->lines, (LineRanges{{1, 2}, {9, 10}}));
+  EXPECT_EQ(c->counts, (CarryCounts{4, 0, 0}));
+}
+
+TEST_F(LineCarrierTest, ABufferEqualToABlobIsThatVersion) {
+  const std::string content = numbered(1, 3, "new") + numbered(1, 10);
+  const std::string a = commitFile("f.c", numbered(1, 10));
+  const std::string b = commitFile("f.c", content);
+  EXPECT_EQ(FileVersion::buffer(content).id(), b);
+  auto carrier = open();
+  Result<CarriedLines> viaBlob = carrier->carry({{5, 6}}, FileVersion::blob(a), FileVersion::blob(b));
+  Result<CarriedLines> viaBuffer = carrier->carry({{5, 6}}, FileVersion::blob(a), FileVersion::buffer(content));
+  ASSERT_TRUE(viaBlob.isOk());
+  ASSERT_TRUE(viaBuffer.isOk()) << viaBuffer.status().toString();
+  EXPECT_EQ(viaBuffer->lines, viaBlob->lines);
+}
+
+TEST_F(LineCarrierTest, CarriesIntoAnUncommittedBufferAndBetweenBuffersWithoutARepository) {
+  const std::string a = commitFile("f.c", numbered(1, 10));
+  const std::string workTree = numbered(1, 2) + numbered(5, 10);  // lines 3..4 deleted, not committed
+  auto carrier = open();
+  Result<CarriedLines> c = carrier->carry({{6, 6}}, FileVersion::blob(a), FileVersion::buffer(workTree));
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c->lines, (LineRanges{{4, 4}}));
+
+  LineCarrier bare(nullptr);
+  Result<CarriedLines> buffers =
+      bare.carry({{6, 6}}, FileVersion::buffer(numbered(1, 10)), FileVersion::buffer(workTree));
+  ASSERT_TRUE(buffers.isOk()) << buffers.status().toString();
+  EXPECT_EQ(buffers->lines, (LineRanges{{4, 4}}));
+  // The first buffer has blob a's content, so it is that version: the pair is answered from the cache.
+  EXPECT_TRUE(bare.carry({{1, 1}}, FileVersion::blob(a), FileVersion::buffer(workTree)).isOk());
+  // A blob it has never seen cannot be read without a repository.
+  const std::string later = commitFile("f.c", numbered(1, 11));
+  Result<CarriedLines> noRepository =
+      bare.carry({{1, 1}}, FileVersion::blob(later), FileVersion::buffer(workTree));
+  ASSERT_FALSE(noRepository.isOk());
+  EXPECT_NE(noRepository.status().message().find("no repository"), std::string::npos);
+}
+
+TEST_F(LineCarrierTest, ChainsCompose) {
+  const std::string a = commitFile("f.c", numbered(1, 10));
+  const std::string b = commitFile("f.c", "top\n" + numbered(1, 10));             // A->B: insert at the top
+  const std::string c = commitFile("f.c", "top\n" + numbered(1, 8) + "end\n");   // B->C: old 9..10 -> "end"
+  auto carrier = open();
+  Result<CarriedLines> along = carrier->carryAlong(
+      {{2, 3}, {9, 9}}, {FileVersion::blob(a), FileVersion::blob(b), FileVersion::blob(c)});
+  ASSERT_TRUE(along.isOk()) << along.status().toString();
+  EXPECT_EQ(along->lines, (LineRanges{{3, 4}, {10, 10}}));
+  EXPECT_EQ(along->counts, (CarryCounts{2, 1, 0}));
+  // The single diff A->C says the same for this history.
+  Result<CarriedLines> direct = carrier->carry({{2, 3}, {9, 9}}, FileVersion::blob(a), FileVersion::blob(c));
+  ASSERT_TRUE(direct.isOk());
+  EXPECT_EQ(direct->lines, along->lines);
+}
+
+TEST_F(LineCarrierTest, BinaryVersionsAreRefused) {
+  const std::string text = commitFile("f.bin", "a\nb\n");
+  const std::string binary = commitFile("f.bin", std::string("a\0b\n", 4));
+  auto carrier = open();
+  Result<CarriedLines> c = carrier->carry({{1, 1}}, FileVersion::blob(text), FileVersion::blob(binary));
+  ASSERT_FALSE(c.isOk());
+  EXPECT_EQ(c.status().code(), ErrorCode::kInvalidParams);
+  EXPECT_NE(c.status().message().find("binary"), std::string::npos) << c.status().message();
+}
+
+TEST_F(LineCarrierTest, UnknownBlobsAndLinesPastTheEndAreRefused) {
+  const std::string a = commitFile("f.c", numbered(1, 10));
+  auto carrier = open();
+  Result<CarriedLines> missing =
+      carrier->carry({{1, 1}}, FileVersion::blob(a), FileVersion::blob(std::string(40, 'e')));
+  ASSERT_FALSE(missing.isOk());
+  EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
+  Result<CarriedLines> malformed = carrier->carry({{1, 1}}, FileVersion::blob(a), FileVersion::blob("HEAD"));
+  EXPECT_EQ(malformed.status().code(), ErrorCode::kInvalidParams);
+  Result<CarriedLines> pastEnd = carrier->carry({{9, 11}}, FileVersion::blob(a), FileVersion::blob(a));
+  ASSERT_FALSE(pastEnd.isOk());
+  EXPECT_EQ(pastEnd.status().data().value("field", ""), "lines[0]");
+}
+
+TEST_F(LineCarrierTest, ACacheHitGivesTheSameAnswer) {
+  const std::string a = commitFile("f.c", numbered(1, 10));
+  const std::string b = commitFile("f.c", numbered(1, 4) + "five\n" + numbered(7, 10));
+  auto carrier = open();
+  Result<CarriedLines> first = carrier->carry({{3, 8}}, FileVersion::blob(a), FileVersion::blob(b));
+  const LineCarrier::CacheStats afterFirst = carrier->cacheStats();
+  Result<CarriedLines> second = carrier->carry({{3, 8}}, FileVersion::blob(a), FileVersion::blob(b));
+  const LineCarrier::CacheStats afterSecond = carrier->cacheStats();
+  ASSERT_TRUE(first.isOk());
+  ASSERT_TRUE(second.isOk());
+  EXPECT_EQ(afterFirst.misses, 1u);
+  EXPECT_EQ(afterSecond.hits, afterFirst.hits + 1);
+  EXPECT_EQ(afterSecond.misses, 1u);
+  EXPECT_EQ(second->lines, first->lines);
+  EXPECT_EQ(second->counts, first->counts);
+}
+
+TEST_F(LineCarrierTest, TheCacheKeepsOnlyTheMostRecentPairs) {
+  const std::string a = commitFile("f.c", numbered(1, 10));
+  const std::string b = commitFile("f.c", numbered(1, 9));
+  const std::string c = commitFile("f.c", numbered(1, 8));
+  auto carrier = open({.cacheEntries = 1});
+  ASSERT_TRUE(carrier->diff(FileVersion::blob(a), FileVersion::blob(b)).isOk());
+  ASSERT_TRUE(carrier->diff(FileVersion::blob(b), FileVersion::blob(c)).isOk());  // evicts a->b
+  EXPECT_EQ(carrier->cacheStats().entries, 1u);
+  ASSERT_TRUE(carrier->diff(FileVersion::blob(a), FileVersion::blob(b)).isOk());
+  EXPECT_EQ(carrier->cacheStats().misses, 3u);
+  EXPECT_EQ(carrier->cacheStats().hits, 0u);
+}
+
+TEST_F(LineCarrierTest, ThreadsSharingACarrierGetTheSameAnswers) {
+  std::vector<std::string> blobs{commitFile("f.c", numbered(1, 40))};
+  for (int v = 1; v <= 6; ++v) blobs.push_back(commitFile("f.c", numbered(1, v, "new") + numbered(1, 40)));
+  auto carrier = open({.cacheEntries = 3});  // small, so threads also evict each other's entries
+  std::vector<LineRanges> expected;
+  for (size_t v = 1; v < blobs.size(); ++v) {
+    Result<CarriedLines> c = carrier->carry({{1, 40}}, FileVersion::blob(blobs[0]), FileVersion::blob(blobs[v]));
+    ASSERT_TRUE(c.isOk());
+    ASSERT_EQ(c->lines, (LineRanges{{static_cast<uint32_t>(v + 1), static_cast<uint32_t>(v + 40)}}));
+    expected.push_back(c->lines);
+  }
+  std::vector<int> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 20; ++round) {
+        for (size_t v = 1; v < blobs.size(); ++v) {
+          Result<CarriedLines> c =
+              carrier->carry({{1, 40}}, FileVersion::blob(blobs[0]), FileVersion::blob(blobs[v]));
+          if (!c.isOk() || c->lines != expected[v - 1]) ++mismatches[t];
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
+  EXPECT_LE(carrier->cacheStats().entries, 3u);
+}
+
+}  // namespace
+}  // namespace memq

@@ -1,0 +1,86 @@
+// Unit tests of the line signals: overlap, nearness, and newest-wins ownership.
+#include "daemon/anchors/line_signals.h"
+
+#include <gtest/gtest.h>
+
+namespace memq {
+namespace {
+
+LineCandidate candidate(int64_t at, std::vector<CarriedAnchor> anchors) { return {at, std::move(anchors)}; }
+
+// An anchor as written, not yet carried: every line unchanged.
+CarriedAnchor fresh(const std::string& path, const LineRanges& lines) { return {path, lines, lines}; }
+
+TEST(DistanceToRanges, MeasuresToTheNearestLine) {
+  const LineRanges set{{10, 12}, {20, 20}};
+  EXPECT_EQ(distanceToRanges(set, 11), 0u);
+  EXPECT_EQ(distanceToRanges(set, 1), 9u);
+  EXPECT_EQ(distanceToRanges(set, 15), 3u);
+  EXPECT_EQ(distanceToRanges(set, 17), 3u);
+  EXPECT_EQ(distanceToRanges(set, 30), 10u);
+  EXPECT_FALSE(distanceToRanges({}, 3).has_value());
+}
+
+TEST(LineSignals, OverlapCountsQueryLinesCoveredOnTheSamePath) {
+  const std::vector<QueryLines> query{{"a.c", {{10, 14}}}, {"b.c", {{1, 1}}}};
+  const std::vector<LineSignals> s = computeLineSignals(
+      query,
+      {candidate(1, {fresh("a.c", {{12, 20}}), fresh("b.c", {{1, 3}})}), candidate(2, {fresh("c.c", {{10, 14}})})});
+  EXPECT_EQ(s[0].overlap, 4u);  // 12..14 of a.c and 1 of b.c
+  EXPECT_EQ(s[0].distance, 0u);
+  EXPECT_EQ(s[1].overlap, 0u);  // same lines, other file
+  EXPECT_FALSE(s[1].distance.has_value());
+}
+
+TEST(LineSignals, NearnessIsTheDistanceWhenNothingOverlaps) {
+  const std::vector<QueryLines> query{{"a.c", {{50, 52}}}};
+  const std::vector<LineSignals> s =
+      computeLineSignals(query, {candidate(1, {fresh("a.c", {{40, 45}})}), candidate(2, {fresh("a.c", {{60, 61}})})});
+  EXPECT_EQ(s[0].overlap, 0u);
+  EXPECT_EQ(s[0].distance, 5u);
+  EXPECT_EQ(s[1].distance, 8u);
+}
+
+TEST(LineSignals, TheNewestCoveringAnchorOwnsALine) {
+  const std::vector<QueryLines> query{{"a.c", {{10, 19}}}};
+  // The old memory covers all ten lines; a newer one rewrote 15..19 over it.
+  const std::vector<LineSignals> s = computeLineSignals(
+      query, {candidate(200, {fresh("a.c", {{15, 30}})}), candidate(100, {fresh("a.c", {{1, 40}})})});
+  EXPECT_EQ(s[0].overlap, 5u);
+  EXPECT_EQ(s[0].owned, 5u);
+  EXPECT_EQ(s[1].overlap, 10u);
+  EXPECT_EQ(s[1].owned, 5u);  // only 10..14, which nothing newer covers
+}
+
+TEST(LineSignals, AnUnchangedLineBeatsANewerRewrittenHunk) {
+  const std::vector<QueryLines> query{{"a.c", {{10, 10}}}};
+  // The old memory still holds line 10 as it wrote it; the newer one's lines were replaced by a hunk spanning 5..15.
+  const std::vector<LineCandidate> candidates{candidate(100, {{"a.c", {{10, 10}}, {{10, 10}}}}),
+                                              candidate(200, {{"a.c", {{5, 15}}, {}}})};
+  const std::vector<LineSignals> firstUnchanged = computeLineSignals(query, candidates);
+  EXPECT_EQ(firstUnchanged[0].owned, 1u);
+  EXPECT_EQ(firstUnchanged[1].owned, 0u);
+  EXPECT_EQ(firstUnchanged[1].overlap, 1u);
+  const std::vector<LineSignals> newest = computeLineSignals(query, candidates, Ownership::kNewest);
+  EXPECT_EQ(newest[0].owned, 0u);
+  EXPECT_EQ(newest[1].owned, 1u);
+}
+
+TEST(LineSignals, EqualTimesGoToTheLaterCandidate) {
+  const std::vector<QueryLines> query{{"a.c", {{1, 2}}}};
+  const std::vector<LineSignals> s =
+      computeLineSignals(query, {candidate(7, {fresh("a.c", {{1, 2}})}), candidate(7, {fresh("a.c", {{2, 2}})})});
+  EXPECT_EQ(s[0].owned, 1u);
+  EXPECT_EQ(s[1].owned, 1u);
+}
+
+TEST(LineSignals, TwoAnchorsOfOneMemoryOnOnePathCountEachLineOnce) {
+  const std::vector<QueryLines> query{{"a.c", {{1, 4}}}};
+  const std::vector<LineSignals> s =
+      computeLineSignals(query, {candidate(1, {fresh("a.c", {{1, 3}}), fresh("a.c", {{2, 4}})})});
+  EXPECT_EQ(s[0].overlap, 4u);
+  EXPECT_EQ(s[0].owned, 4u);
+}
+
+}  // namespace
+}  // namespace memq
