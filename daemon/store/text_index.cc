@@ -749,7 +749,7 @@ std::vector<std::pair<int64_t, double>> TextIndex::best(const std::vector<Phrase
     std::nth_element(partials.begin(), nth, partials.end(), std::greater<>());
     return *nth;
   };
-  std::vector<std::pair<uint32_t, uint32_t>> freqs;
+  std::vector<uint32_t> reachedRows;
   size_t walked = 0;
   bool pruned = false;
   for (; walked < order.size(); ++walked) {
@@ -761,10 +761,19 @@ std::vector<std::pair<int64_t, double>> TextIndex::best(const std::vector<Phrase
     } else if (ids.size() == 1) {
       for (const auto& p : terms_[ids.front()].postings) add(p.slot, p.count, plan.idf);
     } else {
-      freqs.clear();
-      phraseFrequencies(phrases[j], freqs);
-      learnRows(j, freqs.size());
-      for (const auto& [slot, count] : freqs) add(slot, count, plan.idf);
+      // A prefix of several terms: its counts merged per row (freqScratch_), from the ids found above.
+      reachedRows.clear();
+      for (uint32_t id : ids) {
+        for (const auto& p : terms_[id].postings) {
+          if (freqScratch_[p.slot] == 0) reachedRows.push_back(p.slot);
+          freqScratch_[p.slot] += p.count;
+        }
+      }
+      learnRows(j, reachedRows.size());
+      for (uint32_t slot : reachedRows) {
+        add(slot, freqScratch_[slot], plan.idf);
+        freqScratch_[slot] = 0;
+      }
     }
     const double rest = left[walked + 1];
     if (rest == 0.0) continue;
