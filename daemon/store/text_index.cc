@@ -705,7 +705,9 @@ std::vector<std::pair<int64_t, double>> TextIndex::best(const std::vector<Phrase
     }
     if (ids.size() == 1 || largest == 0) learnRows(j, largest);
     if (largest == 0) continue;
-    const double idf = plan.known ? plan.idf : idfOf(nRow, largest);
+    // idfOf falls with nHit except where it is clamped to 1e-6, so the bound of an unknown nHit >= largest is the
+    // larger of the two.
+    const double idf = plan.known ? plan.idf : std::max(idfOf(nRow, largest), 1e-6);
     plan.bound = idf * ((maxCount * (kK1 + 1.0)) / (maxCount + lengthNorm(minLength, avgdl)));
     order.push_back(j);
   }
