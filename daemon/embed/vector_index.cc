@@ -5,6 +5,8 @@
 #include <array>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <future>
 #include <limits>
@@ -87,25 +89,62 @@ void dotsPortable(const int8_t* codes, size_t stride, size_t rows, const int8_t*
 }
 
 #ifdef MEMQ_VECTOR_INDEX_X86
-// AVX2: maddubs multiplies unsigned by signed bytes, so it gets |q| and row * sign(q), whose products equal q * row.
-// With codes in [-127, 127] each pair sum fits int16 without saturating; madd by ones widens to int32.
+// The four int32 sums of four AVX2 accumulators, as {sum(a), sum(b), sum(c), sum(d)}.
+__attribute__((target("avx2"))) inline __m128i sumLanes4(__m256i a, __m256i b, __m256i c, __m256i d) {
+  const __m256i ab = _mm256_hadd_epi32(a, b);  // per 128-bit half: a01 a23 b01 b23
+  const __m256i cd = _mm256_hadd_epi32(c, d);
+  const __m256i abcd = _mm256_hadd_epi32(ab, cd);  // per half: a b c d (partial)
+  return _mm_add_epi32(_mm256_castsi256_si128(abcd), _mm256_extracti128_si256(abcd, 1));
+}
+
+// One 32-code step of one row: maddubs multiplies unsigned by signed bytes, so it gets |q| and row * sign(q), whose
+// products equal q * row (sign also zeroes the row's code where q is 0). Codes are in [-127, 127] (quantise() clamps
+// to kMaxCode), so each product is at most 127 * 127 in magnitude and each pair sum at most 32,258 < INT16_MAX: the
+// saturating add never saturates. madd by ones widens the pairs to int32; an int32 lane sums stride / 8 pairs, far
+// from overflow for any stride here.
+__attribute__((target("avx2"))) inline __m256i stepAvx2(__m256i acc, const int8_t* row, __m256i qv, __m256i av,
+                                                        __m256i ones) {
+  const __m256i rv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row));
+  const __m256i pairs = _mm256_maddubs_epi16(av, _mm256_sign_epi8(rv, qv));
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, ones));
+}
+
+// AVX2, four rows at a time: the query's two operands are loaded once per step for four rows instead of once per
+// row (the loads, not the arithmetic, limited the one-row loop), and the four sums are reduced together. The rows
+// left over (rows % 4) go one at a time.
 __attribute__((target("avx2"))) void dotsAvx2(const int8_t* codes, size_t stride, size_t rows, const int8_t* query,
                                                const uint8_t* queryAbs, int32_t* out) {
   const __m256i ones = _mm256_set1_epi16(1);
-  for (size_t r = 0; r < rows; ++r) {
+  size_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const int8_t* row0 = codes + r * stride;
+    const int8_t* row1 = row0 + stride;
+    const int8_t* row2 = row1 + stride;
+    const int8_t* row3 = row2 + stride;
+    __m256i acc0 = _mm256_setzero_si256();
+    __m256i acc1 = _mm256_setzero_si256();
+    __m256i acc2 = _mm256_setzero_si256();
+    __m256i acc3 = _mm256_setzero_si256();
+    for (size_t i = 0; i < stride; i += sizeof(__m256i)) {
+      const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(query + i));
+      const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(queryAbs + i));
+      acc0 = stepAvx2(acc0, row0 + i, qv, av, ones);
+      acc1 = stepAvx2(acc1, row1 + i, qv, av, ones);
+      acc2 = stepAvx2(acc2, row2 + i, qv, av, ones);
+      acc3 = stepAvx2(acc3, row3 + i, qv, av, ones);
+    }
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + r), sumLanes4(acc0, acc1, acc2, acc3));
+  }
+  for (; r < rows; ++r) {
     const int8_t* row = codes + r * stride;
     __m256i acc = _mm256_setzero_si256();
     for (size_t i = 0; i < stride; i += sizeof(__m256i)) {
-      const __m256i rv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + i));
       const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(query + i));
       const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(queryAbs + i));
-      const __m256i pairs = _mm256_maddubs_epi16(av, _mm256_sign_epi8(rv, qv));
-      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, ones));
+      acc = stepAvx2(acc, row + i, qv, av, ones);
     }
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
-    out[r] = _mm_cvtsi128_si32(s);
+    const __m256i zero = _mm256_setzero_si256();
+    out[r] = _mm_cvtsi128_si32(sumLanes4(acc, zero, zero, zero));
   }
 }
 
@@ -167,20 +206,45 @@ DotsKernel kernelFor(VectorIndex::Kernel kernel) {
   }
 }
 
-DotsKernel bestKernel() {
-  for (auto k : {VectorIndex::Kernel::kAvx512Vnni, VectorIndex::Kernel::kAvx2}) {
-    if (DotsKernel d = kernelFor(k)) return d;
+constexpr VectorIndex::Kernel kByPreference[] = {VectorIndex::Kernel::kAvx512Vnni, VectorIndex::Kernel::kAvx2,
+                                                  VectorIndex::Kernel::kPortable};
+
+VectorIndex::Kernel bestKernel() {
+  for (auto k : kByPreference) {
+    if (kernelFor(k)) return k;
   }
-  return dotsPortable;
+  return VectorIndex::Kernel::kPortable;
 }
 
-std::atomic<DotsKernel> gForcedKernel{nullptr};
-
-DotsKernel activeKernel() {
-  static const DotsKernel kBest = bestKernel();
-  const DotsKernel forced = gForcedKernel.load(std::memory_order_relaxed);
-  return forced ? forced : kBest;
+// The kernel of this process: the best this CPU runs, unless MEMQ_SCAN_KERNEL names another that it runs. A value
+// that is unknown or names a kernel this CPU cannot run is ignored, with one line on stderr saying so.
+VectorIndex::Kernel startupKernel() {
+  const VectorIndex::Kernel best = bestKernel();
+  const char* env = std::getenv("MEMQ_SCAN_KERNEL");
+  if (env == nullptr || *env == '\0') return best;
+  const std::optional<VectorIndex::Kernel> asked = VectorIndex::parseKernel(env);
+  if (!asked) {
+    std::fprintf(stderr, "memq: MEMQ_SCAN_KERNEL=%s is not scalar, avx2 or avx512; ignored, scanning with %s\n", env,
+                 VectorIndex::kernelName(best));
+    return best;
+  }
+  if (!kernelFor(*asked)) {
+    std::fprintf(stderr, "memq: MEMQ_SCAN_KERNEL=%s: this CPU cannot run it; ignored, scanning with %s\n", env,
+                 VectorIndex::kernelName(best));
+    return best;
+  }
+  return *asked;
 }
+
+VectorIndex::Kernel startupKernelOnce() {
+  static const VectorIndex::Kernel kStartup = startupKernel();  // the environment is read once
+  return kStartup;
+}
+
+constexpr int kNotForced = -1;
+std::atomic<int> gForcedKernel{kNotForced};
+
+DotsKernel activeKernel() { return kernelFor(VectorIndex::kernel()); }
 
 // Candidates scored together by exactDots.
 constexpr size_t kExactBatch = 4;
@@ -219,11 +283,49 @@ bool hitBefore(const VectorIndex::Hit& a, const VectorIndex::Hit& b) {
 
 }  // namespace
 
+VectorIndex::Kernel VectorIndex::kernel() {
+  const int forced = gForcedKernel.load(std::memory_order_relaxed);
+  return forced == kNotForced ? startupKernelOnce() : static_cast<Kernel>(forced);
+}
+
+const char* VectorIndex::kernelName(Kernel kernel) {
+  switch (kernel) {
+    case Kernel::kPortable:
+      return "scalar";
+    case Kernel::kAvx2:
+      return "avx2";
+    case Kernel::kAvx512Vnni:
+      return "avx512";
+  }
+  return "unknown";
+}
+
+std::optional<VectorIndex::Kernel> VectorIndex::parseKernel(std::string_view name) {
+  if (name == "scalar" || name == "portable") return Kernel::kPortable;
+  if (name == "avx2") return Kernel::kAvx2;
+  if (name == "avx512" || name == "avx512vnni") return Kernel::kAvx512Vnni;
+  return std::nullopt;
+}
+
+bool VectorIndex::supports(Kernel kernel) { return kernelFor(kernel) != nullptr; }
+
 bool VectorIndex::useKernelForTesting(std::optional<Kernel> kernel) {
-  const DotsKernel k = kernel ? kernelFor(*kernel) : nullptr;
-  if (kernel && !k) return false;
-  gForcedKernel.store(k, std::memory_order_relaxed);
+  if (kernel && !kernelFor(*kernel)) return false;
+  gForcedKernel.store(kernel ? static_cast<int>(*kernel) : kNotForced, std::memory_order_relaxed);
   return true;
+}
+
+std::optional<std::vector<int32_t>> VectorIndex::dotsForTesting(Kernel kernel, std::span<const int8_t> codes,
+                                                                std::span<const int8_t> query) {
+  const DotsKernel dots = kernelFor(kernel);
+  if (dots == nullptr || query.empty() || query.size() % kLaneBytes != 0 || codes.size() % query.size() != 0) {
+    return std::nullopt;
+  }
+  std::vector<uint8_t> queryAbs(query.size());
+  for (size_t i = 0; i < query.size(); ++i) queryAbs[i] = static_cast<uint8_t>(std::abs(int{query[i]}));
+  std::vector<int32_t> out(codes.size() / query.size());
+  dots(codes.data(), query.size(), out.size(), query.data(), queryAbs.data(), out.data());
+  return out;
 }
 
 VectorIndex::VectorIndex(size_t dim) : dim_(dim), stride_(roundUpToLane(dim)) {}

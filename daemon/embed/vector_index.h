@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -61,11 +62,27 @@ class VectorIndex {
   // Keys in slot order (unspecified but stable between mutations).
   const std::vector<int64_t>& keys() const { return keys_; }
 
-  // The scan kernels. Each computes the same integer dot products; the best one the CPU runs is chosen at startup.
+  // The scan kernels. Each computes the same integer dot products. A process scans with the best one its CPU runs
+  // (AVX-512 VNNI, else AVX2, else portable C++), unless the environment variable MEMQ_SCAN_KERNEL (read once, at the
+  // first scan) names another: `scalar`, `avx2` or `avx512`. A value that is unknown or names a kernel this CPU
+  // cannot run is ignored, with one line on stderr.
   enum class Kernel { kPortable, kAvx2, kAvx512Vnni };
+  // The kernel scans use now, and its name ("scalar", "avx2", "avx512": the values MEMQ_SCAN_KERNEL takes).
+  static Kernel kernel();
+  static const char* kernelName(Kernel kernel);
+  static const char* kernelName() { return kernelName(kernel()); }
+  // A kernel by its name; "portable" and "avx512vnni" are accepted too.
+  static std::optional<Kernel> parseKernel(std::string_view name);
+  // Whether this CPU runs the kernel.
+  static bool supports(Kernel kernel);
   // Tests only: makes every index scan with `kernel` (nullopt: the one chosen at startup), so each path is checked
   // on machines that run it. False, and nothing changed, when this machine cannot. Process-wide.
   static bool useKernelForTesting(std::optional<Kernel> kernel);
+  // Tests only: the kernel's integer dot product of each row of `codes` (consecutive rows of query.size() codes, in
+  // [-127, 127]) with `query` (a multiple of 64 codes, in [-127, 127]). nullopt when the CPU cannot run the kernel or
+  // the sizes are not so.
+  static std::optional<std::vector<int32_t>> dotsForTesting(Kernel kernel, std::span<const int8_t> codes,
+                                                            std::span<const int8_t> query);
 
  private:
   // What the scan needs per row besides its int8 codes: the dequantisation scale, the L2 norm of the quantisation

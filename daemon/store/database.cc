@@ -217,6 +217,15 @@ void installCheckpointGuard(SQLite::Database& db, int guardFrames) {
   sqlite3_wal_hook(db.getHandle(), checkpointGuard, reinterpret_cast<void*>(static_cast<intptr_t>(guardFrames)));
 }
 
+bool checkpointForClose(SQLite::Database& db) {
+  int walFrames = -1;
+  int copiedFrames = -1;
+  const int rc =
+      sqlite3_wal_checkpoint_v2(db.getHandle(), nullptr, SQLITE_CHECKPOINT_TRUNCATE, &walFrames, &copiedFrames);
+  // Not in WAL mode (":memory:", a rollback journal): SQLITE_OK with both counts -1, nothing to fold.
+  return rc == SQLITE_OK && walFrames == copiedFrames;
+}
+
 Result<std::unique_ptr<SQLite::Database>> openDatabase(const DatabaseOptions& options) {
   const bool inMemory = options.path == ":memory:";
   try {

@@ -57,6 +57,13 @@ Result<std::optional<FileIdentity>> claimPrivateFile(const std::string& path, bo
 void installCheckpointGuard(SQLite::Database& db, int guardFrames);
 inline constexpr int kCheckpointGuardFrames = 8192;  // 32 MiB of 4 KiB pages
 
+// For a clean close: copies every frame of the WAL into the database file and truncates the WAL to zero bytes
+// (PRAGMA wal_checkpoint(TRUNCATE)), so the main file holds every commit on its own; SQLite then deletes the empty
+// WAL when the file's last connection closes. It waits (the connection's busy timeout) for readers still in a
+// transaction. False when the checkpoint did not complete (a reader held on, or an error): nothing is lost, the
+// frames stay in the WAL and the next open reads them. A no-op (true) for a database not in WAL mode.
+bool checkpointForClose(SQLite::Database& db);
+
 // The schema version recorded in the database (0 for an empty file).
 int schemaVersion(SQLite::Database& db);
 // The highest migration compiled into this binary.

@@ -158,6 +158,8 @@ MemoryStore::~MemoryStore() {
   // Statistics for the query planner, written at close; not into a file that answered an error (it may be damaged,
   // and memq never writes to a damaged file what it does not have to), nor into one that is no longer at its path.
   if (db_ && !sawStorageError_ && !retired_) db_->tryExec("PRAGMA optimize");
+  // The WAL folded into the database file, so the file holds everything once closed (database.h).
+  if (db_ && !sawStorageError_ && !retired_) (void)checkpointForClose(*db_);
 }
 
 std::string MemoryStore::now() const { return options_.clock ? options_.clock() : isoNow(); }

@@ -20,7 +20,9 @@
 //
 // Invariants: (1) docs_[slot] is live iff slots_ maps its pk to slot; (2) every live doc's distinct terms each have
 // exactly one posting for its slot, with the term's count in the doc; (3) totalTokens_ is the sum of live docs'
-// lengths, liveDocs_ their number; (4) termIds_ maps exactly dictionary_'s terms to the same ids.
+// lengths, liveDocs_ their number; (4) termIds_ maps exactly dictionary_'s terms to the same ids; (5) each term's
+// maxCount / minLength bound the counts / lengths of its postings' rows; activeScratch_[slot] is docs_[slot].active
+// for a live doc, 0 otherwise.
 //
 // Thread-safety: not thread-safe (evaluation uses scratch buffers). The owner (MemoryStore, under its scope's lock)
 // serialises every call.
@@ -107,10 +109,31 @@ class TextIndex {
 
   // Every row matching any of the phrases (OR), with FTS5's bm25.
   TextMatches evaluate(const std::vector<Phrase>& phrases);
-  // evaluate(phrases).best(limit, excludePk), without building and sorting every matching row: the same rows, ties
-  // and bm25 figures, best first.
+  // evaluate(phrases).best(limit, excludePk), without scoring every matching row: the same rows, ties and bm25
+  // figures, best first. Exact top-k with MaxScore pruning. Each phrase's term of the sum has an upper bound (at most
+  // its IDF, at the largest count over the shortest row among its postings). The phrases are walked by descending
+  // bound, each adding its terms into partial sums, until the bounds of the phrases left add up to less than the
+  // limit-th best partial sum of a returnable row: no row not reached by then can enter. The phrases left are walked
+  // only for the returnable rows whose partial sum plus those bounds can still reach it (every other posting is
+  // skipped unscored); the rows whose whole sum can reach the limit-th are then scored exactly from their own tokens,
+  // in query order (as bm25Of), best first, until no sum left reaches the limit-th exact score. Every comparison
+  // keeps a relative margin for the rounding of the partial sums (added in another order than FTS5's), and a row that
+  // ties the limit-th score is never dropped, so ties are ordered by pk as before.
   std::vector<std::pair<int64_t, double>> best(const std::vector<Phrase>& phrases, size_t limit,
                                                std::optional<int64_t> excludePk = std::nullopt);
+  // The same rows as best(), from every matching row's full score (no pruning): what best() is checked against, and
+  // what it falls back to when pruning cannot help.
+  std::vector<std::pair<int64_t, double>> bestExhaustive(const std::vector<Phrase>& phrases, size_t limit,
+                                                         std::optional<int64_t> excludePk = std::nullopt);
+  // What the last best() did, for tests and benchmarks.
+  struct BestStats {
+    size_t phrases = 0;     // phrases that occur in some row
+    size_t walked = 0;      // of them, the ones whose postings were scored
+    size_t touched = 0;     // rows given a partial sum
+    size_t candidates = 0;  // rows whose bound could still reach the limit-th score
+    size_t scored = 0;      // rows scored exactly
+  };
+  const BestStats& lastBestStats() const { return bestStats_; }
   // evaluate(phrases).bm25Of(pk) for each of `pks` (nullopt: no phrase occurs in the row, or no such row), computed
   // from those rows' own tokens: recall rescores a few dozen candidates, not the half of the table that matches.
   std::vector<std::optional<double>> bm25Of(const std::vector<Phrase>& phrases, const std::vector<int64_t>& pks);
@@ -123,6 +146,10 @@ class TextIndex {
   struct Term {
     const std::string* text;  // the dictionary's key
     std::vector<Posting> postings;
+    // Bounds over the postings (best()'s upper bounds): never lowered (maxCount) or raised (minLength) when a posting
+    // goes, so they stay bounds, only looser.
+    uint32_t maxCount = 0;
+    uint32_t minLength = UINT32_MAX;
   };
   struct Doc {
     int64_t pk = 0;
@@ -144,6 +171,14 @@ class TextIndex {
   void rememberHitCount(const Phrase& phrase, size_t nHit);
   static std::string phraseKey(const Phrase& phrase);
   void sizeScratch();
+  // The rows holding any of `ids` (a prefix's terms), counted with rowBits_.
+  size_t countRows(const std::vector<uint32_t>& ids);
+  // Instances of each of `phrases` in each of `rows` (counts[i * phrases.size() + j]), read from the rows' tokens.
+  // singleIds[j]: the term ids a single-token phrase j stands for (its term, or its prefix's), ignored otherwise.
+  void countInRows(const std::vector<Phrase>& phrases, const std::vector<std::vector<uint32_t>>& singleIds,
+                   const std::vector<const Doc*>& rows, std::vector<uint32_t>& counts);
+  // The term ids a single-token phrase stands for: its term, or every term in its prefix's range.
+  std::vector<uint32_t> singleTokenIds(const Phrase& phrase) const;
   double normOf(size_t length, double avgdl);
   std::optional<uint32_t> termId(std::string_view text) const;
   uint32_t internTerm(std::string_view text);
@@ -163,6 +198,9 @@ class TextIndex {
   std::vector<double> scoreScratch_;
   std::vector<char> touchedScratch_;
   std::vector<uint8_t> filterScratch_;  // phraseFrequencies: rows holding each of a phrase's rarer tokens
+  std::vector<uint64_t> rowBits_;       // countRows: a bit per slot (zero between calls)
+  BestStats bestStats_;
+  std::vector<uint8_t> activeScratch_;  // docs_[slot].active of a live doc (0 for a free slot), dense: best() reads it
   std::vector<uint32_t> docLengths_;  // docs_[slot].terms.size(), dense: scoring reads it for every posting
   // normOf's memo: bm25's length norm (> 0) by row length, for normsAvgdl_; -1 = not computed yet.
   std::vector<double> normByLength_;

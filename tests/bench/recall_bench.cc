@@ -4,6 +4,7 @@
 //   memq_bench_recall [--n 1000,10000] [--load DIR] [--ranker default|reference] [--no-semantic]
 //                     [--repeat R] [--db-dir DIR] [--checkpoint-every-ms MS] [--dump FILE] [--saves-only]
 //                     [--save-batch B] [--no-background]
+// The first line names the vector scan's kernel (MEMQ_SCAN_KERNEL=scalar|avx2|avx512 forces one; see vector_index.h).
 // --repeat R runs the measured queries R times (latencies pooled). --db-dir keeps each size's database in DIR/N and
 // reuses it when it already holds N memories (recall-only iterations). The save loop calls
 // MemoryStore::checkpoint() every --checkpoint-every-ms of wall time (default 2000, 0 = never), as the daemon's
@@ -28,6 +29,7 @@
 #include <unistd.h>
 
 #include "daemon/embed/hashbag.h"
+#include "daemon/embed/vector_index.h"
 #include "daemon/recall/recall_engine.h"
 #include "tests/bench/bench_util.h"
 
@@ -132,9 +134,9 @@ int main(int argc, char** argv) {
   auto memories = readJsonl("xz -dc '" + loadDir + "/memories.jsonl.xz'", maxN);
   auto queries = readJsonl("cat '" + loadDir + "/queries.jsonl'", 1000);
   memq::HashbagEmbedder embedder;
-  std::printf("ranker=%s semantic=%s repeat=%d checkpoint-every-ms=%d save-batch=%d background=%s\n",
+  std::printf("ranker=%s semantic=%s repeat=%d checkpoint-every-ms=%d save-batch=%d background=%s scan-kernel=%s\n",
               std::string(memq::rankerName(ranker)).c_str(), semantic ? "on" : "off", repeat, checkpointEveryMs,
-              saveBatch, background ? "on" : "off");
+              saveBatch, background ? "on" : "off", memq::VectorIndex::kernelName());
   std::vector<Row> rows;
   std::ofstream dump;
   if (!dumpPath.empty()) dump.open(dumpPath);

@@ -1,7 +1,7 @@
 // Benchmark (not a test): p50/p95 VectorIndex::topK latency over 10k and 100k random unit vectors of 384 floats, one
 // thread and two (Threads::kTwo, which only splits an index of kTwoThreadRows rows or more), and
 // hashbag-v2 embed throughput on a ~300-character memory. Figures feed docs/performance.md.
-// Usage: memq_bench_vector_index [queries-per-size] [--kernel portable|avx2|avx512vnni]   (default: the best the CPU
+// Usage: memq_bench_vector_index [queries-per-size] [--kernel scalar|avx2|avx512]   (default: the best the CPU
 // runs)
 #include <algorithm>
 #include <chrono>
@@ -72,15 +72,13 @@ int main(int argc, char** argv) {
   const int queries = argc > 1 ? std::max(1, std::atoi(argv[1])) : 200;
   if (argc > 3 && std::string(argv[2]) == "--kernel") {
     const std::string name = argv[3];
-    using Kernel = memq::VectorIndex::Kernel;
-    const Kernel kernel = name == "portable" ? Kernel::kPortable : name == "avx2" ? Kernel::kAvx2 : Kernel::kAvx512Vnni;
-    if ((name != "portable" && name != "avx2" && name != "avx512vnni") ||
-        !memq::VectorIndex::useKernelForTesting(kernel)) {
+    const auto kernel = memq::VectorIndex::parseKernel(name);
+    if (!kernel || !memq::VectorIndex::useKernelForTesting(*kernel)) {
       std::fprintf(stderr, "kernel %s: unknown, or this CPU cannot run it\n", name.c_str());
       return 2;
     }
-    std::printf("kernel: %s\n", name.c_str());
   }
+  std::printf("scan kernel: %s\n", memq::VectorIndex::kernelName());
   for (const auto threads : {memq::VectorIndex::Threads::kOne, memq::VectorIndex::Threads::kTwo}) {
     benchTopK(10000, queries, threads);
     benchTopK(100000, queries, threads);

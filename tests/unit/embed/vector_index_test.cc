@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <random>
 
@@ -154,6 +155,100 @@ TEST_P(VectorIndexKernels, NonUnitVectors) {
   }
 }
 
+TEST_P(VectorIndexKernels, DotProductsEqualThePortableKernelsExactly) {
+  // The kernel's integers against the portable loop's: random codes, and the extremes (every code +-127, where
+  // maddubs's pair sums come closest to int16's limit, and alternating signs), for row counts that leave every
+  // remainder of the AVX2 kernel's four-row blocks and for several strides.
+  std::mt19937_64 rng(23);
+  std::uniform_int_distribution<int> code(-127, 127);
+  for (const size_t stride : {size_t{64}, size_t{128}, size_t{384}, size_t{448}}) {
+    for (const size_t rows : {size_t{1}, size_t{2}, size_t{3}, size_t{4}, size_t{5}, size_t{7}, size_t{9}, size_t{257}}) {
+      std::vector<int8_t> codes(rows * stride);
+      std::vector<int8_t> query(stride);
+      for (int pattern = 0; pattern < 6; ++pattern) {
+        for (size_t i = 0; i < codes.size(); ++i) {
+          switch (pattern) {
+            case 0: codes[i] = static_cast<int8_t>(code(rng)); break;
+            case 1: codes[i] = 127; break;
+            case 2: codes[i] = -127; break;
+            case 3: codes[i] = static_cast<int8_t>(i % 2 == 0 ? 127 : -127); break;
+            case 4: codes[i] = static_cast<int8_t>(code(rng) > 0 ? 127 : -127); break;
+            default: codes[i] = static_cast<int8_t>(i % 3 == 0 ? 0 : code(rng)); break;
+          }
+        }
+        for (size_t i = 0; i < stride; ++i) {
+          switch (pattern) {
+            case 0: query[i] = static_cast<int8_t>(code(rng)); break;
+            case 1: query[i] = 127; break;
+            case 2: query[i] = 127; break;
+            case 3: query[i] = static_cast<int8_t>(i % 2 == 0 ? -127 : 127); break;
+            case 4: query[i] = static_cast<int8_t>(code(rng) > 0 ? 127 : -127); break;
+            default: query[i] = static_cast<int8_t>(i % 5 == 0 ? 0 : code(rng)); break;
+          }
+        }
+        const auto want = VectorIndex::dotsForTesting(VectorIndex::Kernel::kPortable, codes, query);
+        const auto got = VectorIndex::dotsForTesting(GetParam(), codes, query);
+        ASSERT_TRUE(want && got);
+        ASSERT_EQ(*got, *want) << "stride " << stride << ", rows " << rows << ", pattern " << pattern;
+        if (pattern == 1) {
+          EXPECT_EQ((*got)[0], static_cast<int32_t>(127 * 127 * stride));
+        }
+      }
+    }
+  }
+}
+
+TEST_P(VectorIndexKernels, OddDimensionsAndExtremeValuesMatchBruteForce) {
+  // Dimensions that leave every kind of tail before the 64-code padding, row counts that are not a multiple of the
+  // kernels' blocks, and rows whose codes sit at +-127: one dominant component, all components equal in magnitude,
+  // tiny and huge scales.
+  std::mt19937_64 rng(29);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  for (const size_t dim : {size_t{1}, size_t{2}, size_t{31}, size_t{32}, size_t{63}, size_t{65}, size_t{97},
+                           size_t{383}, size_t{385}}) {
+    VectorIndex index(dim);
+    std::map<int64_t, std::vector<float>> rows;
+    const int64_t n = 1000 + static_cast<int64_t>(dim % 7);
+    for (int64_t key = 0; key < n; ++key) {
+      std::vector<float> v(dim);
+      switch (key % 5) {
+        case 0:  // all +-1: every code is +-127
+          for (float& x : v) x = unit(rng) < 0 ? -1.0f : 1.0f;
+          break;
+        case 1:  // one dominant component
+          for (float& x : v) x = unit(rng) * 1e-3f;
+          v[static_cast<size_t>(key) % dim] = key % 2 == 0 ? 1e3f : -1e3f;
+          break;
+        case 2:  // huge
+          for (float& x : v) x = unit(rng) * 1e30f;
+          break;
+        case 3:  // tiny
+          for (float& x : v) x = unit(rng) * 1e-30f;
+          break;
+        default:
+          v = randomUnitVector(rng, dim);
+          break;
+      }
+      ASSERT_TRUE(index.upsert(key, v));
+      rows[key] = std::move(v);
+    }
+    for (int trial = 0; trial < 12; ++trial) {
+      std::vector<float> q(dim);
+      if (trial % 3 == 0) {
+        for (float& x : q) x = unit(rng) < 0 ? -1.0f : 1.0f;
+      } else {
+        q = randomUnitVector(rng, dim);
+      }
+      const std::vector<Hit> ranked = rankAll(rows, q);
+      for (const size_t k : {size_t{1}, size_t{7}, size_t{64}}) {
+        for (const float minScore : {-1e30f, 0.0f, 0.3f}) {
+          expectSameHits(index.topK(q, k, minScore), cut(ranked, k, minScore));
+        }
+      }
+    }
+  }
+}
+
 TEST_P(VectorIndexKernels, TwoThreadsFindWhatOneFinds) {
   // An index large enough to be split between two threads: the same hits, in the same order, with the same scores,
   // as one scan and as brute force, including k beyond the rows that reach minScore.
@@ -193,6 +288,34 @@ INSTANTIATE_TEST_SUITE_P(Kernels, VectorIndexKernels,
                            }
                            return std::string("Unknown");
                          });
+
+TEST(VectorIndex, KernelNamesAndChoice) {
+  using Kernel = VectorIndex::Kernel;
+  for (const Kernel k : {Kernel::kPortable, Kernel::kAvx2, Kernel::kAvx512Vnni}) {
+    EXPECT_EQ(VectorIndex::parseKernel(VectorIndex::kernelName(k)), k);
+  }
+  EXPECT_STREQ(VectorIndex::kernelName(Kernel::kPortable), "scalar");
+  EXPECT_STREQ(VectorIndex::kernelName(Kernel::kAvx2), "avx2");
+  EXPECT_STREQ(VectorIndex::kernelName(Kernel::kAvx512Vnni), "avx512");
+  EXPECT_EQ(VectorIndex::parseKernel("portable"), Kernel::kPortable);
+  EXPECT_EQ(VectorIndex::parseKernel("avx512vnni"), Kernel::kAvx512Vnni);
+  EXPECT_EQ(VectorIndex::parseKernel("sse2"), std::nullopt);
+  EXPECT_EQ(VectorIndex::parseKernel(""), std::nullopt);
+  EXPECT_TRUE(VectorIndex::supports(Kernel::kPortable));
+  // The kernel in use is one the CPU runs; without MEMQ_SCAN_KERNEL, the best of them.
+  EXPECT_TRUE(VectorIndex::supports(VectorIndex::kernel()));
+  const char* env = std::getenv("MEMQ_SCAN_KERNEL");
+  if (env == nullptr || *env == '\0') {
+    const Kernel best = VectorIndex::supports(Kernel::kAvx512Vnni) ? Kernel::kAvx512Vnni
+                        : VectorIndex::supports(Kernel::kAvx2)     ? Kernel::kAvx2
+                                                                   : Kernel::kPortable;
+    EXPECT_EQ(VectorIndex::kernel(), best);
+  }
+  ASSERT_TRUE(VectorIndex::useKernelForTesting(Kernel::kPortable));
+  EXPECT_EQ(VectorIndex::kernel(), Kernel::kPortable);
+  EXPECT_STREQ(VectorIndex::kernelName(), "scalar");
+  ASSERT_TRUE(VectorIndex::useKernelForTesting(std::nullopt));
+}
 
 TEST(VectorIndex, UpsertRemoveSemantics) {
   VectorIndex index(4);

@@ -6,6 +6,7 @@
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <iterator>
@@ -255,6 +256,84 @@ TEST_F(TextIndexTest, SameRowsOrderAndBm25AsFts5OnRandomCorpora) {
     }
     EXPECT_GT(checkQueries(rng, 150, 30), 100);
   }
+}
+
+// best() prunes (MaxScore); bestExhaustive() and evaluate().best() score every matching row. On larger corpora with
+// a skewed vocabulary (so queries mix rare and frequent words and pruning has work to do), exact duplicates (ties),
+// inactive rows and an excluded pk, the three agree exactly, for many queries and limits; and pruning did happen.
+TEST_F(TextIndexTest, PruningGivesExactlyTheRowsOfExhaustiveScoring) {
+  std::mt19937 rng(77);
+  // A Zipf-like vocabulary: word w drawn with weight 1 / (w + 1); shared prefixes through the word shapes.
+  std::vector<std::string> vocabulary;
+  for (int w = 0; w < 600; ++w) {
+    const std::string stem = std::string(1, static_cast<char>('a' + w % 26)) + static_cast<char>('a' + (w / 26) % 26);
+    vocabulary.push_back(stem + (w % 3 == 0 ? "" : w % 3 == 1 ? "er" : "ing") + std::to_string(w / 78));
+  }
+  std::vector<double> weights;
+  for (size_t w = 0; w < vocabulary.size(); ++w) weights.push_back(1.0 / static_cast<double>(w + 1));
+  std::discrete_distribution<size_t> zipf(weights.begin(), weights.end());
+  auto text = [&](size_t maxWords) {
+    std::uniform_int_distribution<size_t> len(1, maxWords);
+    std::string out;
+    const size_t n = len(rng);
+    for (size_t i = 0; i < n; ++i) {
+      if (i) out += rng() % 17 == 0 ? "." : " ";  // "x.y": one word that unicode61 splits into two tokens
+      out += vocabulary[zipf(rng)];
+    }
+    return out;
+  };
+  std::vector<std::array<std::string, 3>> written;
+  std::vector<int64_t> pks;
+  for (int64_t pk = 1; pk <= 4000; ++pk) {
+    std::array<std::string, 3> row;
+    if (pk > 20 && rng() % 8 == 0) {
+      row = written[rng() % written.size()];  // an exact duplicate: the same bm25
+    } else {
+      row = {text(10), text(60), text(4)};
+    }
+    const bool active = rng() % 6 != 0;
+    index_->upsert(pk * 2, row[0], row[1], row[2], active);
+    written.push_back(row);
+    pks.push_back(pk * 2);
+  }
+  for (int k = 0; k < 300; ++k) index_->remove(pks[rng() % pks.size()]);  // slots reused, bounds left loose
+
+  auto queryText = [&] {
+    std::string q;
+    const size_t n = 1 + rng() % 9;
+    for (size_t i = 0; i < n; ++i) {
+      std::string word = vocabulary[rng() % 4 == 0 ? zipf(rng) : rng() % vocabulary.size()];
+      if (rng() % 5 == 0) word = word.substr(0, 1 + rng() % 2);  // a short prefix: many terms
+      if (rng() % 11 == 0) word += "." + vocabulary[zipf(rng)];   // a phrase of two tokens
+      q += (i ? " " : "") + word;
+    }
+    return q;
+  };
+  size_t queries = 0, prunedQueries = 0;
+  for (int i = 0; i < 400; ++i) {
+    FtsQueryOptions opts;
+    opts.dedupe = i % 2 == 0;  // without: repeated phrases, each counted
+    const std::string match = unicodeMatch(queryText(), opts);
+    if (match.empty()) continue;
+    SCOPED_TRACE("query: " + match);
+    auto phrases = index_->parse(match);
+    ASSERT_TRUE(phrases.has_value());
+    const TextMatches matches = index_->evaluate(*phrases);
+    for (const size_t limit : {size_t{1}, size_t{3}, size_t{10}, size_t{30}, size_t{200}}) {
+      const auto pruned = index_->best(*phrases, limit);
+      const TextIndex::BestStats stats = index_->lastBestStats();
+      EXPECT_EQ(pruned, index_->bestExhaustive(*phrases, limit)) << "limit " << limit;
+      EXPECT_EQ(pruned, matches.best(limit)) << "limit " << limit;
+      ++queries;
+      if (stats.walked < stats.phrases) ++prunedQueries;
+      if (!pruned.empty()) {
+        const int64_t excluded = pruned[rng() % pruned.size()].first;
+        EXPECT_EQ(index_->best(*phrases, limit, excluded), matches.best(limit, excluded)) << "excluding " << excluded;
+      }
+    }
+  }
+  EXPECT_GT(queries, 1500u);
+  EXPECT_GT(prunedQueries, queries / 5) << "pruning hardly ever skipped a phrase: the test checks little";
 }
 
 TEST_F(TextIndexTest, PhrasesOfRepeatedAndExactTokensCountAsFts5Does) {

@@ -1,0 +1,53 @@
+// After memqd stops on SIGTERM, each scope's database file holds everything: the WAL is folded into it at close
+// (checkpointForClose, database.h), so the -wal is gone or empty and the database file alone, copied without its WAL
+// or save journal, holds every saved memory. An idle read-only connection of another process stays open on the
+// project's database across the stop (SQLite's own checkpoint at close would then not run).
+#include <SQLiteCpp/Database.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "tests/integration/memqd_fixture.h"
+
+namespace memq::testing {
+namespace {
+
+class CleanShutdownTest : public MemqdTest {};
+
+TEST_F(CleanShutdownTest, SigtermLeavesEverySaveInTheDatabaseFileAndNoWal) {
+  makeWorkDir("clean-stop");
+  fs::create_directories(project_);
+  startDaemon();
+  constexpr int kSaves = 600;
+  std::string dbPath;
+  {
+    RpcClient c = daemon_->client(project_);
+    auto init = c.call("initialize", {{"client_name", "clean-stop"}, {"project_root", project_}});
+    ASSERT_TRUE(init.isOk()) << init.status().toString();
+    dbPath = (*init)["project"]["db_path"].get<std::string>();
+    for (int i = 0; i < kSaves; ++i) {
+      auto r = c.call("memory/save", {{"summary", "clean shutdown memory " + std::to_string(i) + " folds the wal"},
+                                      {"details", std::string(200 + i % 9 * 100, 'w')},
+                                      {"topics", {"wal", "t" + std::to_string(i % 5)}}});
+      ASSERT_TRUE(r.isOk()) << i << ": " << r.status().toString();
+    }
+  }
+  ASSERT_TRUE(fs::exists(dbPath)) << dbPath;
+  auto other = std::make_unique<SQLite::Database>(dbPath, SQLite::OPEN_READONLY);
+  ASSERT_EQ(daemon_->stop(), 0) << daemon_->log();
+
+  const fs::path wal = dbPath + "-wal";
+  if (fs::exists(wal)) EXPECT_EQ(fs::file_size(wal), 0u) << "memqd stopped cleanly but its WAL still holds frames";
+  const fs::path copy = dir_ / "copy";
+  fs::create_directories(copy);
+  fs::copy_file(dbPath, copy / "memory.db");
+  SQLite::Database raw((copy / "memory.db").string(), SQLite::OPEN_READONLY);
+  EXPECT_EQ(raw.execAndGet("SELECT COUNT(*) FROM memories").getInt64(), kSaves);
+  EXPECT_EQ(raw.execAndGet("PRAGMA integrity_check").getString(), "ok");
+  other.reset();
+}
+
+}  // namespace
+}  // namespace memq::testing
