@@ -29,6 +29,7 @@
 
 #include "daemon/embed/hashbag.h"
 #include "daemon/recall/recall_engine.h"
+#include "daemon/store/memory_store.h"
 #include "tests/bench/bench_util.h"
 
 namespace fs = std::filesystem;
