@@ -172,14 +172,14 @@ void Service::commitPendingSaves(std::chrono::milliseconds idle) {
 Service::~Service() = default;
 
 void Service::setChangeListener(std::function<void(const ChangeEvent&)> listener) {
-  std::lock_guard lock(listenerMutex_);
+  MutexLock lock(listenerMutex_);
   listener_ = std::move(listener);
 }
 
 void Service::emit(const Scope& scope, const std::string& id, const std::string& action) {
   std::function<void(const ChangeEvent&)> listener;
   {
-    std::lock_guard lock(listenerMutex_);
+    MutexLock lock(listenerMutex_);
     listener = listener_;
   }
   if (listener) listener({scope.name, scope.location.root, id, action});
@@ -274,7 +274,7 @@ Result<nlohmann::json> Service::initialize(ClientState& client, const nlohmann::
   if (!parentToken.empty()) {
     std::shared_ptr<TabHints> parentHints;
     {
-      std::lock_guard reg(clientsMutex_);
+      MutexLock reg(clientsMutex_);
       auto it = clients_.find(parentToken);
       if (it == clients_.end()) {
         return Status(ErrorCode::kInvalidParams, "parent session " + parentToken + " is not connected",
@@ -320,7 +320,7 @@ Result<nlohmann::json> Service::initialize(ClientState& client, const nlohmann::
     client.tabKey = tabKey;
   }
   {
-    std::lock_guard reg(clientsMutex_);
+    MutexLock reg(clientsMutex_);
     clients_[token] = &client;
   }
   std::string root;
@@ -359,7 +359,7 @@ void Service::markActed(ClientState* client) {
 std::shared_ptr<TabHints> Service::attachTab(const std::string& tab, bool& created) {
   using std::chrono::steady_clock;
   const auto now = steady_clock::now();
-  std::lock_guard lock(tabsMutex_);
+  MutexLock lock(tabsMutex_);
   if (auto it = tabs_.find(tab); it != tabs_.end()) {
     it->second.lastSeen = now;
     created = false;
@@ -395,10 +395,10 @@ void Service::forget(ClientState& client) {
   }
   if (!tabKey.empty()) {
     // Retention counts from the tab's last connection, not its first.
-    std::lock_guard lock(tabsMutex_);
+    MutexLock lock(tabsMutex_);
     if (auto it = tabs_.find(tabKey); it != tabs_.end()) it->second.lastSeen = std::chrono::steady_clock::now();
   }
-  std::lock_guard reg(clientsMutex_);
+  MutexLock reg(clientsMutex_);
   for (auto it = clients_.begin(); it != clients_.end();) {
     if (it->second == &client) it = clients_.erase(it);
     else ++it;
