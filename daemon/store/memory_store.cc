@@ -161,6 +161,14 @@ Status MemoryStore::checkpoint() {
   }
 }
 
+Status MemoryStore::readyToWrite(const std::string& action) {
+  if (Status st = writable(); !st) return st;  // never into a file removed or replaced since open
+  takeDatabase();  // saves handed to the background applier are written first
+  // Saves held in a batch are committed first (StoreOptions::saveBatch).
+  if (Status st = saves_->settle(); !st) return storageError(st, action);
+  return Status::ok();
+}
+
 void MemoryStore::appendEvent(const std::string& memoryId, const std::string& action, const Actor& actor,
                               const nlohmann::json& detail, const std::optional<std::string>& at) {
   sql_->appendEvent(at ? *at : now(), memoryId, action, actor.toString(), detail);
@@ -171,11 +179,8 @@ void MemoryStore::reloadIndexesIfStale() { mirror_->reloadIfStale(); }
 
 Result<Memory> MemoryStore::update(const std::string& id, const UpdateInput& input, const Actor& actor,
                                    std::vector<std::string>* warnings) {
-  if (Status st = writable(); !st) return st;  // never into a file removed or replaced since open
-  takeDatabase();  // saves handed to the background applier are written first
+  MEMQ_RETURN_IF_ERROR(readyToWrite("update"));
   try {
-    // Saves held in a batch are committed first (StoreOptions::saveBatch).
-    if (Status st = saves_->settle(); !st) return storageError(st, "update");
     auto current = get(id);
     if (!current) return current.status();
     Memory before = *current;
@@ -264,10 +269,8 @@ Result<Memory> MemoryStore::update(const std::string& id, const UpdateInput& inp
 Result<Memory> MemoryStore::changeState(const std::string& id, MemoryState from1, std::optional<MemoryState> from2,
                                         MemoryState to, const std::string& action, const Actor& actor,
                                         const std::optional<std::string>& reason) {
-  if (Status st = writable(); !st) return st;  // never into a file removed or replaced since open
+  MEMQ_RETURN_IF_ERROR(readyToWrite(action));
   try {
-    // Saves held in a batch are committed first (StoreOptions::saveBatch).
-    if (Status st = saves_->settle(); !st) return storageError(st, action);
     auto current = get(id);
     if (!current) return current.status();
     Memory m = *current;
@@ -332,12 +335,9 @@ Result<Memory> MemoryStore::restore(const std::string& id, const Actor& actor, c
 }
 
 Result<Memory> MemoryStore::setPinned(const std::string& id, bool pinned, const Actor& actor) {
-  if (Status st = writable(); !st) return st;  // never into a file removed or replaced since open
-  takeDatabase();  // saves handed to the background applier are written first
   const char* action = pinned ? "pin" : "unpin";
+  MEMQ_RETURN_IF_ERROR(readyToWrite(action));
   try {
-    // Saves held in a batch are committed first (StoreOptions::saveBatch).
-    if (Status st = saves_->settle(); !st) return storageError(st, action);
     auto m = get(id);
     if (!m) return m.status();
     if (m->pinned == pinned) return *m;
@@ -354,11 +354,8 @@ Result<Memory> MemoryStore::setPinned(const std::string& id, bool pinned, const 
 
 Result<std::pair<Memory, Memory>> MemoryStore::supersede(const std::string& oldId, const std::string& byId,
                                                          const Actor& actor) {
-  if (Status st = writable(); !st) return st;  // never into a file removed or replaced since open
-  takeDatabase();  // saves handed to the background applier are written first
+  MEMQ_RETURN_IF_ERROR(readyToWrite("supersede"));
   try {
-    // Saves held in a batch are committed first (StoreOptions::saveBatch).
-    if (Status st = saves_->settle(); !st) return storageError(st, "supersede");
     if (oldId == byId) return Status::invalidField("by", "a memory cannot supersede itself");
     auto oldM = get(oldId);
     if (!oldM) return oldM.status();
@@ -416,14 +413,12 @@ Result<Memory> MemoryStore::unreject(const std::string& id, const Actor& actor) 
 }
 
 Status MemoryStore::purge(const std::string& id, bool confirm, const Actor& actor) {
-  if (Status st = writable(); !st) return st;  // never into a file removed or replaced since open
-  takeDatabase();  // saves handed to the background applier are written first
+  if (Status st = writable(); !st) return st;  // a retired store refuses before anything else is checked
   if (!confirm) {
     return Status(ErrorCode::kForbidden, "purge deletes for good; pass confirm: true", nlohmann::json{{"field", "confirm"}});
   }
+  MEMQ_RETURN_IF_ERROR(readyToWrite("purge"));
   try {
-    // Saves held in a batch are committed first (StoreOptions::saveBatch).
-    if (Status st = saves_->settle(); !st) return storageError(st, "purge");
     auto m = get(id);
     if (!m) return m.status();
     {
@@ -444,11 +439,8 @@ Status MemoryStore::purge(const std::string& id, bool confirm, const Actor& acto
 }
 
 Result<Memory> MemoryStore::attach(const std::string& id, const std::vector<FileRef>& files, const Actor& actor) {
-  if (Status st = writable(); !st) return st;  // never into a file removed or replaced since open
-  takeDatabase();  // saves handed to the background applier are written first
+  MEMQ_RETURN_IF_ERROR(readyToWrite("attach"));
   try {
-    // Saves held in a batch are committed first (StoreOptions::saveBatch).
-    if (Status st = saves_->settle(); !st) return storageError(st, "attach");
     auto m = get(id);
     if (!m) return m.status();
     std::unordered_set<std::string> have;
@@ -475,11 +467,8 @@ Result<Memory> MemoryStore::attach(const std::string& id, const std::vector<File
 }
 
 Result<Memory> MemoryStore::detach(const std::string& id, const std::vector<std::string>& paths, const Actor& actor) {
-  if (Status st = writable(); !st) return st;  // never into a file removed or replaced since open
-  takeDatabase();  // saves handed to the background applier are written first
+  MEMQ_RETURN_IF_ERROR(readyToWrite("detach"));
   try {
-    // Saves held in a batch are committed first (StoreOptions::saveBatch).
-    if (Status st = saves_->settle(); !st) return storageError(st, "detach");
     auto m = get(id);
     if (!m) return m.status();
     StoreSql::WriteTransaction tx(*sql_);
@@ -496,12 +485,10 @@ Result<Memory> MemoryStore::detach(const std::string& id, const std::vector<std:
 }
 
 Status MemoryStore::markUsed(const std::vector<int64_t>& pks) {
-  if (Status st = writable(); !st) return st;  // never into a file removed or replaced since open
-  takeDatabase();  // saves handed to the background applier are written first
+  if (Status st = writable(); !st) return st;  // a retired store refuses even an empty list
   if (pks.empty()) return Status::ok();
+  MEMQ_RETURN_IF_ERROR(readyToWrite("mark used"));
   try {
-    // Saves held in a batch are committed first (StoreOptions::saveBatch).
-    if (Status st = saves_->settle(); !st) return storageError(st, "mark used");
     const std::string at = now();
     StoreSql::WriteTransaction tx(*sql_);
     sql_->markUsed(pks, at);

@@ -230,6 +230,9 @@ class MemoryStore : public RecallSource, private SaveTarget {
   void takeDatabase();
   // Refuses a write on a retired store, or on files no longer at their paths (checkFilesInPlace).
   Status writable() const;
+  // Before a write: writable(), the connection taken back, and the saves a batch holds committed (a failure is a
+  // StorageError naming `action`).
+  Status readyToWrite(const std::string& action);
   // `at` defaults to now().
   void appendEvent(const std::string& memoryId, const std::string& action, const Actor& actor,
                    const nlohmann::json& detail, const std::optional<std::string>& at = std::nullopt);
