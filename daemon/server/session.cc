@@ -227,7 +227,7 @@ void Session::writeMore() {
 
 void Session::notify(const std::string& scope, const std::string& text) {
   {
-    std::lock_guard lock(client_->mutex);
+    MutexLock lock(client_->mutex);
     if (!client_->subscribed) return;
     if (!client_->subscribedScopes.empty() && !client_->subscribedScopes.count(scope)) return;
   }
