@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""ThreadSafetyAnalysis: compiles every .cc under daemon/ with clang's thread-safety analysis as errors.
+"""ThreadSafetyAnalysis: compiles every .cc under daemon/ with clang's thread-safety analysis (-Wthread-safety and
+-Wthread-safety-beta) as errors.
 
 The annotations (daemon/util/thread_annotations.h) say which mutex guards which field; GCC ignores them, so this
 check is what holds the code to them. Each file is compiled with -fsyntax-only and the include paths and defines its
@@ -16,7 +17,7 @@ import shutil
 import subprocess
 import sys
 
-ANALYSIS_FLAGS = ["-fsyntax-only", "-std=c++20", "-Wthread-safety", "-Werror"]
+ANALYSIS_FLAGS = ["-fsyntax-only", "-std=c++20", "-Wthread-safety", "-Wthread-safety-beta", "-Werror"]
 
 
 def build_flags(command):
@@ -69,7 +70,7 @@ def main():
                 failed += 1
                 sys.stderr.write(stderr)
                 print("FAILED: " + os.path.relpath(path, source_dir), file=sys.stderr)
-    print(f"{len(sources) - failed} of {len(sources)} files pass clang -Wthread-safety")
+    print(f"{len(sources) - failed} of {len(sources)} files pass clang's thread-safety analysis")
     return 1 if failed else 0
 
 
