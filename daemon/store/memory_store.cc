@@ -175,7 +175,7 @@ void MemoryStore::appendEvent(const std::string& memoryId, const std::string& ac
 }
 
 void MemoryStore::reloadIndexes() { mirror_->reload(); }
-void MemoryStore::reloadIndexesIfStale() { mirror_->reloadIfStale(); }
+Status MemoryStore::reloadIndexesIfStale() { return mirror_->reloadIfStale(); }
 
 Result<Memory> MemoryStore::update(const std::string& id, const UpdateInput& input, const Actor& actor,
                                    std::vector<std::string>* warnings) {

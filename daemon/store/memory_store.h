@@ -195,7 +195,7 @@ class MemoryStore : public RecallSource, private SaveTarget {
   void publish(const SaveRecord& record, SaveEffects& effects) override;
   void writeQueuedSave(const QueuedSave& save) override;
   void reloadIndexes() override;
-  void reloadIndexesIfStale() override;
+  Status reloadIndexesIfStale() override;
   bool databaseInPlace() const override;
   // Every StorageError a store returns is made here (it hides the free storageError of database.h), so it names
   // its scope and file; a Status cause keeps its message, behind `context`.

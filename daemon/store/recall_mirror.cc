@@ -81,10 +81,11 @@ void RecallMirror::reload() {
   vectorsStale_ = !load().isOk();
 }
 
-void RecallMirror::reloadIfStale() {
-  if (!vectorsStale_) return;
+Status RecallMirror::reloadIfStale() {
+  if (!vectorsStale_) return Status::ok();
   reload();
-  if (vectorsStale_) throw std::runtime_error("cannot reload the in-memory indexes of " + path_);
+  if (vectorsStale_) return Status(ErrorCode::kStorageError, "cannot reload the in-memory indexes of " + path_);
+  return Status::ok();
 }
 
 void RecallMirror::loadRows() {
@@ -173,7 +174,10 @@ void RecallMirror::addCreatedRow(int64_t pk, const Memory& created) {
 bool RecallMirror::ready() {
   if (!text_) return false;
   try {
-    reloadIfStale();
+    if (!reloadIfStale().isOk()) {
+      rowsStale_ = true;
+      return false;
+    }
     // data_version moves only when another connection commits (this one's writes refresh the mirror themselves).
     if (rowsStale_ || sql_.dataVersion() != dataVersion_) loadRows();
     return true;

@@ -44,8 +44,8 @@ class RecallMirror {
   Status load();
   // Rebuilds the vector indexes and the rest from the committed rows; marks them stale when that fails.
   void reload();
-  // reload() when an earlier one failed; throws if it fails again.
-  void reloadIfStale();
+  // reload() when an earlier one failed; a StorageError if it fails again.
+  Status reloadIfStale();
   bool vectorsStale() const { return vectorsStale_; }
   // The text and row figures need a rebuild before they are read (set when an evaluation was cut short).
   void markStale() { rowsStale_ = true; }

@@ -284,10 +284,9 @@ Status SavePipeline::settle() {
 }
 
 Status SavePipeline::replayJournalIfNeeded() {
-  Status st;
+  Status st = target_.reloadIndexesIfStale();
   try {
-    target_.reloadIndexesIfStale();
-    st = replayJournal();
+    if (st) st = replayJournal();
   } catch (const std::exception& e) {
     st = Status(ErrorCode::kStorageError, e.what());
   }

@@ -44,8 +44,8 @@ class SaveTarget {
   virtual void writeQueuedSave(const QueuedSave& save) = 0;
   // Rebuilds the in-memory indexes from the committed rows.
   virtual void reloadIndexes() = 0;
-  // reloadIndexes() when an earlier one failed; throws if it fails again.
-  virtual void reloadIndexesIfStale() = 0;
+  // reloadIndexes() when an earlier one failed; not OK if it fails again.
+  virtual Status reloadIndexesIfStale() = 0;
   // OK while the database and the journal at their paths are the files opened.
   virtual Status checkFilesInPlace() const = 0;
   // The database at its path is the file opened (a batch never commits into another).
