@@ -69,10 +69,12 @@ int collectTreeFile(const char* root, const git_tree_entry* entry, void* payload
 // published view when it matches HEAD; otherwise one thread rebuilds it under `refreshMu`, and a caller that already
 // has a view answers from it rather than wait behind that rebuild (only the very first lookup, with no view yet,
 // waits). `published` reads the view and whether it matches HEAD; it runs with `snapMu` held. `rebuildLocked` runs
-// with `refreshMu` held and returns the new view, published. Lock order: refreshMu → snapMu.
+// with `refreshMu` held and returns the new view, published. Lock order: refreshMu → snapMu. The two callables
+// declare the lock they need (REQUIRES); the analysis cannot tie this function's reference parameters to the
+// members they name, so it is left out here and checked in the callables.
 template <class View, class Published, class Rebuild>
-std::shared_ptr<const View> currentOrRebuilt(std::mutex& refreshMu, std::mutex& snapMu, Published published,
-                                             Rebuild rebuildLocked) {
+std::shared_ptr<const View> currentOrRebuilt(Mutex& refreshMu, Mutex& snapMu, Published published,
+                                             Rebuild rebuildLocked) NO_THREAD_SAFETY_ANALYSIS {
   std::shared_ptr<const View> current;
   bool fresh = false;
   {
@@ -119,7 +121,7 @@ GitRepoSignals::GitRepoSignals(ProjectLocation location, GitSignalsOptions optio
 GitRepoSignals::~GitRepoSignals() = default;
 
 GitRepoSignals::HeadView GitRepoSignals::observeHead(bool force) {
-  std::lock_guard lock(quickMu_);
+  MutexLock lock(quickMu_);
   if (!quickRepo_) return {};
   const auto now = Clock::now();
   if (!force && headChecked_ && now - headCheckedAt_ < options_.headCheckInterval) return head_;
@@ -155,12 +157,12 @@ GitRepoSignals::HeadView GitRepoSignals::observeHead(bool force) {
 std::string GitRepoSignals::head() { return observeHead(false).commit; }
 
 void GitRepoSignals::publishCochange(std::shared_ptr<const CoChangeSnapshot> snap) {
-  std::lock_guard lock(snapMu_);
+  MutexLock lock(snapMu_);
   cochange_ = std::move(snap);
 }
 
 RefreshStats GitRepoSignals::refreshDetailed() {
-  std::lock_guard lock(refreshMu_);
+  MutexLock lock(refreshMu_);
   RefreshStats stats = refreshLocked();
   // The next lookup should see the HEAD this refresh saw, not a view up to one interval old.
   observeHead(true);
@@ -170,7 +172,7 @@ RefreshStats GitRepoSignals::refreshDetailed() {
 RefreshStats GitRepoSignals::refreshLocked() {
   const auto start = Clock::now();
   RefreshStats stats;
-  auto giveUp = [&](Status why, std::string head, bool logAsWarning) {
+  auto giveUp = [&](Status why, std::string head, bool logAsWarning) REQUIRES(refreshMu_) {
     if (why.message() != lastEmptyReason_) {
       if (logAsWarning) {
         spdlog::warn("memq: co-change for {} is empty: {}", location_.root, why.message());
@@ -253,10 +255,10 @@ std::shared_ptr<const CoChangeSnapshot> GitRepoSignals::freshCochange() {
   const HeadView h = observeHead(false);
   return currentOrRebuilt<CoChangeSnapshot>(
       refreshMu_, snapMu_,
-      [&] { return std::pair{cochange_, cochange_ && cochange_->head() == h.commit}; },
-      [&] {
+      [&]() REQUIRES(snapMu_) { return std::pair{cochange_, cochange_ && cochange_->head() == h.commit}; },
+      [&]() REQUIRES(refreshMu_) {
         refreshLocked();
-        std::lock_guard snapLock(snapMu_);
+        MutexLock snapLock(snapMu_);
         return cochange_;
       });
 }
@@ -328,11 +330,11 @@ std::shared_ptr<const DependencyGraph> GitRepoSignals::freshDependencies() {
   if (!location_.inGit || !quickRepo_) return nullptr;
   const HeadView h = observeHead(false);
   return currentOrRebuilt<DependencyGraph>(
-      refreshMu_, snapMu_, [&] { return std::pair{deps_, deps_ && depsTree_ == h.tree}; },
-      [&] {
+      refreshMu_, snapMu_, [&]() REQUIRES(snapMu_) { return std::pair{deps_, deps_ && depsTree_ == h.tree}; },
+      [&]() REQUIRES(refreshMu_) {
         std::string tree;
         auto graph = buildDependenciesLocked(tree);
-        std::lock_guard snapLock(snapMu_);
+        MutexLock snapLock(snapMu_);
         deps_ = graph;
         depsTree_ = tree;
         return graph;
@@ -362,7 +364,7 @@ std::optional<std::string> GitRepoSignals::blobIdAtHead(const std::string& path)
   auto p = cleanRelative(path);
   if (!p || !location_.inGit) return std::nullopt;
   observeHead(false);
-  std::lock_guard lock(quickMu_);
+  MutexLock lock(quickMu_);
   if (!headTree_) return std::nullopt;
   const std::string repoPath = location_.repoPrefix.empty() ? *p : location_.repoPrefix + "/" + *p;
   git_tree_entry* raw = nullptr;
@@ -390,7 +392,7 @@ std::optional<std::string> GitRepoSignals::workTreeBlobId(const std::string& pat
   }
   if (!S_ISREG(st.st_mode)) return std::nullopt;
   if (location_.inGit) {
-    std::lock_guard lock(quickMu_);
+    MutexLock lock(quickMu_);
     if (quickRepo_) {
       // Through the repository so .gitattributes filters (eol conversion) apply: an unchanged file then hashes
       // to the blob id git recorded, instead of looking stale on a CRLF checkout.

@@ -33,6 +33,7 @@
 #include "daemon/git/libgit2.h"
 #include "daemon/git/repo_location.h"
 #include "daemon/recall/repo_signals.h"
+#include "daemon/util/thread_annotations.h"
 #include "protocol/status.h"
 
 namespace memq {
@@ -93,37 +94,37 @@ class GitRepoSignals final : public RepoSignals {
     std::string tree;
   };
 
-  HeadView observeHead(bool force);
+  HeadView observeHead(bool force) EXCLUDES(quickMu_);
   std::shared_ptr<const CoChangeSnapshot> freshCochange();
   std::shared_ptr<const DependencyGraph> freshDependencies();
-  RefreshStats refreshLocked();                        // REQUIRES: refreshMu_ held
-  std::shared_ptr<const DependencyGraph> buildDependenciesLocked(std::string& treeOut);  // REQUIRES: refreshMu_
-  void publishCochange(std::shared_ptr<const CoChangeSnapshot> snap);
+  RefreshStats refreshLocked() REQUIRES(refreshMu_);
+  std::shared_ptr<const DependencyGraph> buildDependenciesLocked(std::string& treeOut) REQUIRES(refreshMu_);
+  void publishCochange(std::shared_ptr<const CoChangeSnapshot> snap) EXCLUDES(snapMu_);
 
   const ProjectLocation location_;
   const GitSignalsOptions options_;
   Status openStatus_;  // why the repository could not be opened (signals then stay empty)
 
-  std::mutex refreshMu_;
-  RepositoryPtr walkRepo_;  // guarded by refreshMu_
-  CoChangeCounts counts_;   // guarded by refreshMu_
-  std::unique_ptr<CoChangeCache> cache_;  // guarded by refreshMu_
-  bool cacheLoaded_ = false;              // guarded by refreshMu_
+  Mutex refreshMu_;
+  RepositoryPtr walkRepo_ PT_GUARDED_BY(refreshMu_);  // the repository is used under refreshMu_
+  CoChangeCounts counts_ GUARDED_BY(refreshMu_);
+  std::unique_ptr<CoChangeCache> cache_ GUARDED_BY(refreshMu_);
+  bool cacheLoaded_ GUARDED_BY(refreshMu_) = false;
   // Imports per blob id, kept between dependency-graph builds so a new HEAD re-reads only the changed blobs.
-  std::unordered_map<std::string, std::vector<ImportRef>> importsByBlob_;  // guarded by refreshMu_
-  std::string lastEmptyReason_;  // guarded by refreshMu_; so an unborn HEAD is logged once, not per refresh
+  std::unordered_map<std::string, std::vector<ImportRef>> importsByBlob_ GUARDED_BY(refreshMu_);
+  std::string lastEmptyReason_ GUARDED_BY(refreshMu_);  // so an unborn HEAD is logged once, not per refresh
 
-  std::mutex quickMu_;
-  RepositoryPtr quickRepo_;  // guarded by quickMu_
-  HeadView head_;            // guarded by quickMu_
-  TreePtr headTree_;         // guarded by quickMu_
-  std::chrono::steady_clock::time_point headCheckedAt_{};  // guarded by quickMu_
-  bool headChecked_ = false;                                // guarded by quickMu_
+  Mutex quickMu_;
+  RepositoryPtr quickRepo_ PT_GUARDED_BY(quickMu_);  // the repository is used under quickMu_
+  HeadView head_ GUARDED_BY(quickMu_);
+  TreePtr headTree_ GUARDED_BY(quickMu_);
+  std::chrono::steady_clock::time_point headCheckedAt_ GUARDED_BY(quickMu_){};
+  bool headChecked_ GUARDED_BY(quickMu_) = false;
 
-  std::mutex snapMu_;
-  std::shared_ptr<const CoChangeSnapshot> cochange_;  // guarded by snapMu_
-  std::shared_ptr<const DependencyGraph> deps_;       // guarded by snapMu_
-  std::string depsTree_;                              // guarded by snapMu_
+  Mutex snapMu_;
+  std::shared_ptr<const CoChangeSnapshot> cochange_ GUARDED_BY(snapMu_);
+  std::shared_ptr<const DependencyGraph> deps_ GUARDED_BY(snapMu_);
+  std::string depsTree_ GUARDED_BY(snapMu_);
 };
 
 }  // namespace memq

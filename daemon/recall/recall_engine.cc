@@ -22,7 +22,7 @@ namespace {
 bool blankChar(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
 
 // Sets `slot` to the expression's bm25 (with the whole lane's statistics) for each candidate that matches it.
-Status rescore(MemoryStore& store, const std::string& matchExpression, const std::vector<int64_t>& order,
+Status rescore(RecallSource& store, const std::string& matchExpression, const std::vector<int64_t>& order,
                std::unordered_map<int64_t, Signals>& signals, std::optional<double> Signals::*slot) {
   auto bm25 = store.textBm25(matchExpression, order);
   if (!bm25) return bm25.status();
@@ -97,7 +97,7 @@ PreparedQuery prepareQuery(const RecallRequest& request, const Embedder& embedde
   return q;
 }
 
-Result<std::vector<Candidate>> gatherCandidates(MemoryStore& store, const RecallRequest& request,
+Result<std::vector<Candidate>> gatherCandidates(RecallSource& store, const RecallRequest& request,
                                                 const PreparedQuery& query, RepoSignals* repo,
                                                 RecallTimings* timings) {
   using TimingClock = std::chrono::steady_clock;
@@ -184,7 +184,7 @@ Result<std::vector<Candidate>> gatherCandidates(MemoryStore& store, const Recall
   lap(&RecallTimings::filesMs);
   if (request.useSemantic && !query.vector.empty()) {
     // Two threads on a large index: the scan is bound by memory bandwidth, and the caller waits on it.
-    auto hits = store.activeIndex().topK(query.vector, kSemanticTopK, kSemanticMinCosine, VectorIndex::Threads::kTwo);
+    auto hits = store.nearestActive(query.vector, kSemanticTopK, kSemanticMinCosine, VectorIndex::Threads::kTwo);
     int rank = 0;
     for (const auto& h : hits) {
       auto& s = at(h.key);
@@ -300,7 +300,7 @@ std::vector<RecallHit> rankAndSelect(std::vector<Candidate> candidates, const Re
   return out;
 }
 
-Status loadHitRows(MemoryStore& store, std::vector<RecallHit>& hits) {
+Status loadHitRows(RecallSource& store, std::vector<RecallHit>& hits) {
   std::vector<int64_t> pks;
   for (const auto& h : hits) {
     if (h.memory.scope == store.scope()) pks.push_back(h.memory.pk);

@@ -15,9 +15,9 @@
 #include "daemon/embed/embedder.h"
 #include "daemon/model/memory.h"
 #include "daemon/recall/rankers.h"
+#include "daemon/recall/recall_source.h"
 #include "daemon/recall/repo_signals.h"
 #include "daemon/recall/signals.h"
-#include "daemon/store/memory_store.h"
 
 namespace memq {
 
@@ -85,7 +85,7 @@ struct RecallTimings {
 };
 
 // One scope's candidates with their signals. `repo` gives blast radius (may be null).
-Result<std::vector<Candidate>> gatherCandidates(MemoryStore& store, const RecallRequest& request,
+Result<std::vector<Candidate>> gatherCandidates(RecallSource& store, const RecallRequest& request,
                                                 const PreparedQuery& query, RepoSignals* repo,
                                                 RecallTimings* timings = nullptr);
 
@@ -96,7 +96,7 @@ std::vector<RecallHit> rankAndSelect(std::vector<Candidate> candidates, const Re
 
 // Loads the full rows of the hits that belong to `store`'s scope. A hit whose row is gone or no longer active (a
 // write between gatherCandidates and now, e.g. another connection hid it) is dropped from `hits`, never returned.
-Status loadHitRows(MemoryStore& store, std::vector<RecallHit>& hits);
+Status loadHitRows(RecallSource& store, std::vector<RecallHit>& hits);
 
 // Marks a hit whose referenced files changed (stale) or vanished since the memory recorded them.
 void annotateStaleness(RecallHit& hit, RepoSignals& repo);

@@ -65,7 +65,7 @@ Result<std::string> Dispatcher::invoke(ClientState& client, const Call& call) {
   }
   const MethodEntry& entry = it->second;
   if (entry.needsInitialize) {
-    std::lock_guard lock(client.mutex);
+    MutexLock lock(client.mutex);
     if (!client.initialized) {
       return Status(ErrorCode::kNotInitialized, call.method + " needs `initialize` first on this connection");
     }

@@ -264,7 +264,7 @@ MethodTable buildTable() {
                  false, true};
   t["stats"] = {[](HandlerEnv& env, const CallContext& ctx, const json&) { return env.service.stats(ctx); }};
   t["subscribe"] = {[](HandlerEnv& env, const CallContext&, const json& p) -> Result<json> {
-    std::lock_guard lock(env.client.mutex);
+    MutexLock lock(env.client.mutex);
     env.client.subscribed = true;
     env.client.subscribedScopes.clear();
     for (const auto& s : strings(p, "scopes")) env.client.subscribedScopes.insert(s);

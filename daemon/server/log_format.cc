@@ -70,7 +70,7 @@ void EscapingFormatter::format(const spdlog::details::log_msg& msg, spdlog::memo
 std::unique_ptr<spdlog::formatter> EscapingFormatter::clone() const { return std::make_unique<EscapingFormatter>(); }
 
 bool LogRateLimit::admit(uint64_t* suppressed) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   const auto now = std::chrono::steady_clock::now();
   if (any_ && now - last_ < interval_) {
     ++suppressed_;

@@ -16,6 +16,8 @@
 #include <string>
 #include <string_view>
 
+#include "daemon/util/thread_annotations.h"
+
 namespace memq {
 
 // `text` with each C0 control character (newline, CR, tab, ESC, ...), DEL and C1 control (U+0080..U+009F, as UTF-8)
@@ -45,11 +47,11 @@ class LogRateLimit {
   bool admit(uint64_t* suppressed);
 
  private:
-  std::mutex mutex_;
+  Mutex mutex_;
   std::chrono::milliseconds interval_;
-  std::chrono::steady_clock::time_point last_{};
-  bool any_ = false;
-  uint64_t suppressed_ = 0;
+  std::chrono::steady_clock::time_point last_ GUARDED_BY(mutex_){};
+  bool any_ GUARDED_BY(mutex_) = false;
+  uint64_t suppressed_ GUARDED_BY(mutex_) = 0;
 };
 
 // " (N similar lines left out)" when n > 0, else "": the tail of a rate-limited log line.

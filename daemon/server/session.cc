@@ -135,7 +135,7 @@ void Session::enqueue(std::string text) {
   std::string framed = encodeFrame(decoder_.framing(), text);
   size_t queued = 0;
   {
-    std::lock_guard lock(writeMutex_);
+    MutexLock lock(writeMutex_);
     queued = queuedBytes_ + framed.size();
     if (queued <= kMaxQueuedBytes) {
       queuedBytes_ = queued;
@@ -158,7 +158,7 @@ Session::DirectWrite Session::writeReplyNow(const std::string& reply) {
   std::string framed = encodeFrame(decoder_.framing(), reply);
   // enqueue's bound check disconnects, as for any reply.
   if (framed.size() > kMaxQueuedBytes) return DirectWrite::kNotWritten;
-  std::lock_guard lock(writeMutex_);
+  MutexLock lock(writeMutex_);
   if (closed_ || writing_ || !writeQueue_.empty()) return DirectWrite::kNotWritten;
   size_t sent = 0;
   while (sent < framed.size()) {
@@ -186,7 +186,7 @@ Session::DirectWrite Session::writeReplyNow(const std::string& reply) {
 void Session::writeMore() {
   bool flushedForClose = false;
   {
-    std::lock_guard lock(writeMutex_);
+    MutexLock lock(writeMutex_);
     if (writing_ || writeQueue_.empty() || closed_) {
       flushedForClose = !writing_ && writeQueue_.empty() && closeAfterFlush_;
     } else {
@@ -201,7 +201,7 @@ void Session::writeMore() {
       for (size_t i = 0; i < count; ++i) buffers.push_back(asio::buffer(writeQueue_[i]));
       asio::async_write(socket_, buffers, [self = shared_from_this(), count](const asio::error_code& ec, size_t) {
         {
-          std::lock_guard lock(self->writeMutex_);
+          MutexLock lock(self->writeMutex_);
           self->writing_ = false;
           if (self->closed_) return;  // the queue may no longer hold what was written
           if (!ec) {
@@ -227,7 +227,7 @@ void Session::writeMore() {
 
 void Session::notify(const std::string& scope, const std::string& text) {
   {
-    std::lock_guard lock(client_->mutex);
+    MutexLock lock(client_->mutex);
     if (!client_->subscribed) return;
     if (!client_->subscribedScopes.empty() && !client_->subscribedScopes.count(scope)) return;
   }
@@ -247,7 +247,7 @@ void Session::close(const std::string& why) {
   {
     // Under the lock: a worker in writeReplyNow either finishes its send before the descriptor closes or sees
     // closed_ and writes nothing.
-    std::lock_guard lock(writeMutex_);
+    MutexLock lock(writeMutex_);
     closed_ = true;
     // What was queued will never be written: it no longer counts towards the total over all sessions.
     server_.replyBytesGone(queuedBytes_);

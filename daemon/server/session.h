@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "daemon/service/client_state.h"
+#include "daemon/util/thread_annotations.h"
 #include "protocol/framing.h"
 
 namespace memq {
@@ -73,7 +74,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool closed() const { return closed_; }
   // Bytes queued and not yet written (any thread).
   size_t queuedBytes() {
-    std::lock_guard lock(writeMutex_);
+    MutexLock lock(writeMutex_);
     return queuedBytes_;
   }
   uint64_t number() const { return number_; }
@@ -98,10 +99,10 @@ class Session : public std::enable_shared_from_this<Session> {
   std::shared_ptr<ClientState> client_;
   uint64_t number_;
   std::array<char, 64 * 1024> readBuffer_{};
-  std::mutex writeMutex_;
-  std::deque<std::string> writeQueue_;
-  size_t queuedBytes_ = 0;
-  bool writing_ = false;
+  Mutex writeMutex_;
+  std::deque<std::string> writeQueue_ GUARDED_BY(writeMutex_);
+  size_t queuedBytes_ GUARDED_BY(writeMutex_) = 0;
+  bool writing_ GUARDED_BY(writeMutex_) = false;
   bool reading_ = false;
   static constexpr unsigned kHandling = 1;  // a message is with a worker
   static constexpr unsigned kNotifyIo = 2;  // ... and the I/O thread waits to hear when it is done

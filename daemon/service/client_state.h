@@ -13,6 +13,7 @@
 #include <string>
 
 #include "daemon/hints/hint_engine.h"
+#include "daemon/util/thread_annotations.h"
 
 namespace memq {
 
@@ -28,25 +29,25 @@ const char* writeScopeName(WriteScope s);
 struct PendingImport;
 
 struct TabHints {
-  std::mutex mutex;
-  HintState state;
+  Mutex mutex;
+  HintState state GUARDED_BY(mutex);
 };
 
 struct ClientState {
-  std::mutex mutex;
-  std::string token;  // handed out by initialize; a subagent passes it as `parent`
-  bool initialized = false;
-  std::string clientName = "anonymous";
-  std::string clientVersion;
-  std::string projectRoot;  // as given (a directory inside the project); "" = none
-  ReadScope readScope = ReadScope::kAll;
-  WriteScope writeScope = WriteScope::kProject;
-  std::string source = "agent";
-  std::shared_ptr<TabHints> hints = std::make_shared<TabHints>();  // never null
-  std::string tabKey;  // the retained tab `hints` belongs to ("" = the connection's own)
-  bool subscribed = false;
-  std::set<std::string> subscribedScopes;  // empty = all
-  std::shared_ptr<PendingImport> pendingImport;  // an import whose last request has not come yet
+  Mutex mutex;  // guards every field below
+  std::string token GUARDED_BY(mutex);  // handed out by initialize; a subagent passes it as `parent`
+  bool initialized GUARDED_BY(mutex) = false;
+  std::string clientName GUARDED_BY(mutex) = "anonymous";
+  std::string clientVersion GUARDED_BY(mutex);
+  std::string projectRoot GUARDED_BY(mutex);  // as given (a directory inside the project); "" = none
+  ReadScope readScope GUARDED_BY(mutex) = ReadScope::kAll;
+  WriteScope writeScope GUARDED_BY(mutex) = WriteScope::kProject;
+  std::string source GUARDED_BY(mutex) = "agent";
+  std::shared_ptr<TabHints> hints GUARDED_BY(mutex) = std::make_shared<TabHints>();  // never null
+  std::string tabKey GUARDED_BY(mutex);  // the retained tab `hints` belongs to ("" = the connection's own)
+  bool subscribed GUARDED_BY(mutex) = false;
+  std::set<std::string> subscribedScopes GUARDED_BY(mutex);  // empty = all
+  std::shared_ptr<PendingImport> pendingImport GUARDED_BY(mutex);  // an import whose last request has not come yet
 };
 
 }  // namespace memq

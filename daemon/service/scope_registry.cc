@@ -107,14 +107,14 @@ Result<std::shared_ptr<Scope>> ScopeRegistry::openScope(const std::string& key, 
 }
 
 Result<std::shared_ptr<Scope>> ScopeRegistry::global() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (auto it = scopes_.find(""); it != scopes_.end()) (void)forgetIfMoved(it->second->db);
   return openScope("", "global", options_.dataDir + "/global.db", nullptr);
 }
 
 Result<ProjectLocation> ScopeRegistry::locate(const std::string& dir) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     auto it = locations_.find(dir);
     if (it != locations_.end()) return it->second;
   }
@@ -123,7 +123,7 @@ Result<ProjectLocation> ScopeRegistry::locate(const std::string& dir) {
     return Status(ErrorCode::kScopeUnavailable, "project root " + dir + ": " + loc.status().message(),
                   nlohmann::json{{"field", "project_root"}});
   }
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   locations_[dir] = *loc;
   return *loc;
 }
@@ -132,7 +132,7 @@ Result<std::shared_ptr<Scope>> ScopeRegistry::project(const std::string& dir) {
   for (bool relocated = false;; relocated = true) {
     auto loc = locate(dir);
     if (!loc) return loc.status();
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     auto it = scopes_.find(loc->root);
     // Once forgotten, the project is located again (its location was forgotten with it) and opened afresh.
     if (!relocated && it != scopes_.end() && forgetIfMoved(it->second->db)) continue;
@@ -141,7 +141,7 @@ Result<std::shared_ptr<Scope>> ScopeRegistry::project(const std::string& dir) {
 }
 
 size_t ScopeRegistry::closeIdle(std::chrono::steady_clock::duration idle) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   auto now = std::chrono::steady_clock::now();
   for (auto it = scopes_.begin(); it != scopes_.end();) {
     // use_count 1: only the registry holds it, so no request is inside it.
@@ -168,7 +168,7 @@ size_t ScopeRegistry::closeIdle(std::chrono::steady_clock::duration idle) {
 void ScopeRegistry::checkpointAll() {
   std::vector<std::shared_ptr<ScopeDatabase>> open;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     for (const auto& [k, v] : databases_) open.push_back(v);
   }
   for (auto& db : open) {
@@ -183,7 +183,7 @@ void ScopeRegistry::checkpointAll() {
 size_t ScopeRegistry::commitPendingSaves(std::chrono::milliseconds idle) {
   std::vector<std::shared_ptr<ScopeDatabase>> open;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     for (const auto& [k, v] : databases_) open.push_back(v);
   }
   size_t pending = 0;
@@ -191,7 +191,7 @@ size_t ScopeRegistry::commitPendingSaves(std::chrono::milliseconds idle) {
     {
       // A batch is never committed into a removed file: the store retires instead (committing only if its
       // database is still in place), and the next request opens the file at the path.
-      std::lock_guard registryLock(mutex_);
+      MutexLock registryLock(mutex_);
       if (forgetIfMoved(db)) continue;
     }
     std::lock_guard lock(db->mutex);
@@ -207,7 +207,7 @@ size_t ScopeRegistry::commitPendingSaves(std::chrono::milliseconds idle) {
 }
 
 std::vector<std::string> ScopeRegistry::openScopePaths() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   std::vector<std::string> out;
   for (const auto& [k, v] : databases_) out.push_back(k);
   return out;

@@ -19,6 +19,7 @@
 #include "daemon/git/repo_location.h"
 #include "daemon/recall/repo_signals.h"
 #include "daemon/store/memory_store.h"
+#include "daemon/util/thread_annotations.h"
 
 namespace memq {
 
@@ -82,22 +83,21 @@ class ScopeRegistry {
   size_t commitPendingSaves(std::chrono::milliseconds idle);
 
  private:
-  // Both REQUIRE mutex_ held.
   Result<std::shared_ptr<ScopeDatabase>> openDatabase(const std::string& name, const std::string& path,
-                                                      const std::string& root);
+                                                      const std::string& root) REQUIRES(mutex_);
   Result<std::shared_ptr<Scope>> openScope(const std::string& key, const std::string& name, const std::string& dbPath,
-                                           const ProjectLocation* location);
-  // REQUIRES mutex_ held (takes db's mutex after it). When db's files are no longer at their paths: retires its
+                                           const ProjectLocation* location) REQUIRES(mutex_);
+  // Takes db's mutex after mutex_. When db's files are no longer at their paths: retires its
   // store (MemoryStore::retire, logged) and forgets it, every scope on it and their roots' locations, so that the
   // caller opens what is at the path now. Returns whether it did. `db` by value: the maps it is erased from may hold
   // its last other owners.
-  bool forgetIfMoved(std::shared_ptr<ScopeDatabase> db);
+  bool forgetIfMoved(std::shared_ptr<ScopeDatabase> db) REQUIRES(mutex_);
 
   ScopeRegistryOptions options_;
-  std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<ScopeDatabase>> databases_;  // key: database path
-  std::map<std::string, std::shared_ptr<Scope>> scopes_;  // key: project root ("" for the global scope)
-  std::map<std::string, ProjectLocation> locations_;      // key: directory asked for
+  Mutex mutex_;
+  std::map<std::string, std::shared_ptr<ScopeDatabase>> databases_ GUARDED_BY(mutex_);  // key: database path
+  std::map<std::string, std::shared_ptr<Scope>> scopes_ GUARDED_BY(mutex_);  // key: project root ("" for global)
+  std::map<std::string, ProjectLocation> locations_ GUARDED_BY(mutex_);      // key: directory asked for
 };
 
 }  // namespace memq

@@ -172,14 +172,14 @@ void Service::commitPendingSaves(std::chrono::milliseconds idle) {
 Service::~Service() = default;
 
 void Service::setChangeListener(std::function<void(const ChangeEvent&)> listener) {
-  std::lock_guard lock(listenerMutex_);
+  MutexLock lock(listenerMutex_);
   listener_ = std::move(listener);
 }
 
 void Service::emit(const Scope& scope, const std::string& id, const std::string& action) {
   std::function<void(const ChangeEvent&)> listener;
   {
-    std::lock_guard lock(listenerMutex_);
+    MutexLock lock(listenerMutex_);
     listener = listener_;
   }
   if (listener) listener({scope.name, scope.location.root, id, action});
@@ -189,7 +189,7 @@ Result<CallContext> Service::context(ClientState& client, const nlohmann::json& 
   CallContext ctx;
   ctx.client = &client;
   {
-    std::lock_guard lock(client.mutex);
+    MutexLock lock(client.mutex);
     ctx.projectRoot = client.projectRoot;
     ctx.readScope = client.readScope;
     ctx.writeScope = client.writeScope;
@@ -250,7 +250,7 @@ Result<nlohmann::json> Service::initialize(ClientState& client, const nlohmann::
     MEMQ_RETURN_IF_ERROR(checkProjectRoot(it->get<std::string>()));
   }
   {
-    std::lock_guard lock(client.mutex);
+    MutexLock lock(client.mutex);
     client.clientName = std::move(clientName);
     client.clientVersion = params.value("client_version", std::string());
     if (params.contains("project_root") && params["project_root"].is_string()) {
@@ -274,7 +274,7 @@ Result<nlohmann::json> Service::initialize(ClientState& client, const nlohmann::
   if (!parentToken.empty()) {
     std::shared_ptr<TabHints> parentHints;
     {
-      std::lock_guard reg(clientsMutex_);
+      MutexLock reg(clientsMutex_);
       auto it = clients_.find(parentToken);
       if (it == clients_.end()) {
         return Status(ErrorCode::kInvalidParams, "parent session " + parentToken + " is not connected",
@@ -282,7 +282,7 @@ Result<nlohmann::json> Service::initialize(ClientState& client, const nlohmann::
       }
       parentHints = hintsOf(*it->second);
     }
-    std::lock_guard lock(parentHints->mutex);
+    MutexLock lock(parentHints->mutex);
     inherited = parentHints->state.seenSet();
     isSubagent = true;
   }
@@ -297,13 +297,13 @@ Result<nlohmann::json> Service::initialize(ClientState& client, const nlohmann::
   } else if (isSubagent) {
     hints = std::make_shared<TabHints>();
   } else {
-    std::lock_guard lock(client.mutex);
+    MutexLock lock(client.mutex);
     // A plain connection keeps its own state across a repeated initialize; one that named a tab before leaves it.
     hints = client.tabKey.empty() ? client.hints : std::make_shared<TabHints>();
     freshHints = false;
   }
   if (isSubagent && freshHints) {
-    std::lock_guard lock(hints->mutex);
+    MutexLock lock(hints->mutex);
     hints->state = HintState{};
     hints->state.isSubagent = true;
     hints->state.budgetLimit = kSubagentHintBudget;
@@ -312,7 +312,7 @@ Result<nlohmann::json> Service::initialize(ClientState& client, const nlohmann::
   nlohmann::json project = nullptr;
   std::string token;
   {
-    std::lock_guard lock(client.mutex);
+    MutexLock lock(client.mutex);
     if (client.token.empty()) client.token = newUuidV4();
     token = client.token;
     client.initialized = true;
@@ -320,12 +320,12 @@ Result<nlohmann::json> Service::initialize(ClientState& client, const nlohmann::
     client.tabKey = tabKey;
   }
   {
-    std::lock_guard reg(clientsMutex_);
+    MutexLock reg(clientsMutex_);
     clients_[token] = &client;
   }
   std::string root;
   {
-    std::lock_guard lock(client.mutex);
+    MutexLock lock(client.mutex);
     root = client.projectRoot;
   }
   if (!root.empty()) {
@@ -345,21 +345,21 @@ Result<nlohmann::json> Service::initialize(ClientState& client, const nlohmann::
 }
 
 std::shared_ptr<TabHints> Service::hintsOf(ClientState& client) {
-  std::lock_guard lock(client.mutex);
+  MutexLock lock(client.mutex);
   return client.hints;
 }
 
 void Service::markActed(ClientState* client) {
   if (client == nullptr) return;
   auto tab = hintsOf(*client);
-  std::lock_guard lock(tab->mutex);
+  MutexLock lock(tab->mutex);
   tab->state.actedThisTurn = true;
 }
 
 std::shared_ptr<TabHints> Service::attachTab(const std::string& tab, bool& created) {
   using std::chrono::steady_clock;
   const auto now = steady_clock::now();
-  std::lock_guard lock(tabsMutex_);
+  MutexLock lock(tabsMutex_);
   if (auto it = tabs_.find(tab); it != tabs_.end()) {
     it->second.lastSeen = now;
     created = false;
@@ -390,15 +390,15 @@ std::shared_ptr<TabHints> Service::attachTab(const std::string& tab, bool& creat
 void Service::forget(ClientState& client) {
   std::string tabKey;
   {
-    std::lock_guard lock(client.mutex);
+    MutexLock lock(client.mutex);
     tabKey = client.tabKey;
   }
   if (!tabKey.empty()) {
     // Retention counts from the tab's last connection, not its first.
-    std::lock_guard lock(tabsMutex_);
+    MutexLock lock(tabsMutex_);
     if (auto it = tabs_.find(tabKey); it != tabs_.end()) it->second.lastSeen = std::chrono::steady_clock::now();
   }
-  std::lock_guard reg(clientsMutex_);
+  MutexLock reg(clientsMutex_);
   for (auto it = clients_.begin(); it != clients_.end();) {
     if (it->second == &client) it = clients_.erase(it);
     else ++it;
@@ -932,14 +932,14 @@ Result<HintResult> Service::hintsForTool(const CallContext& ctx, const std::stri
     }
   }
   auto tab = hintsOf(*ctx.client);
-  std::lock_guard lock(tab->mutex);
+  MutexLock lock(tab->mutex);
   return selectHints(tab->state, std::move(candidates), hintContext);
 }
 
 Result<int64_t> Service::hintsTurn(const CallContext& ctx) {
   if (ctx.client == nullptr) return int64_t{0};
   auto tab = hintsOf(*ctx.client);
-  std::lock_guard lock(tab->mutex);
+  MutexLock lock(tab->mutex);
   tab->state.nextTurn();
   return tab->state.turn;
 }
@@ -1193,7 +1193,7 @@ Result<ImportCounts> Service::importJsonl(const CallContext& ctx, const std::str
   // The staged import is taken off the connection for the length of the call: an error below leaves it dropped.
   std::shared_ptr<PendingImport> pending;
   if (ctx.client != nullptr) {
-    std::lock_guard lock(ctx.client->mutex);
+    MutexLock lock(ctx.client->mutex);
     pending = std::exchange(ctx.client->pendingImport, nullptr);
   }
   auto scope = writeScope(ctx);
@@ -1249,7 +1249,7 @@ Result<ImportCounts> Service::importJsonl(const CallContext& ctx, const std::str
   counts.stagedLines = pending->lines;
   if (more) {
     if (ctx.client == nullptr) return Status::invalidField("more", "an import in parts needs a connection");
-    std::lock_guard lock(ctx.client->mutex);
+    MutexLock lock(ctx.client->mutex);
     ctx.client->pendingImport = std::move(pending);
     return counts;
   }

@@ -20,6 +20,7 @@
 #include "daemon/recall/recall_engine.h"
 #include "daemon/service/client_state.h"
 #include "daemon/service/scope_registry.h"
+#include "daemon/util/thread_annotations.h"
 
 namespace memq {
 
@@ -195,8 +196,8 @@ class Service {
   // The JSONL every import in parts holds until its last request, over all connections (PendingImport counts its own
   // bytes in it and gives them back when it is dropped or written). Shared: a connection may outlive the Service.
   std::shared_ptr<std::atomic<size_t>> stagedImportBytes_ = std::make_shared<std::atomic<size_t>>(0);
-  std::mutex listenerMutex_;
-  std::function<void(const ChangeEvent&)> listener_;
+  Mutex listenerMutex_;
+  std::function<void(const ChangeEvent&)> listener_ GUARDED_BY(listenerMutex_);
   // The hint state of a connection (the tab's, when it named one), safe to use after the connection's mutex is
   // released.
   static std::shared_ptr<TabHints> hintsOf(ClientState& client);
@@ -204,14 +205,14 @@ class Service {
   // The retained hint state of `tab`, created when unknown; `created` says which. Prunes idle tabs.
   std::shared_ptr<TabHints> attachTab(const std::string& tab, bool& created);
 
-  std::mutex clientsMutex_;
-  std::map<std::string, ClientState*> clients_;  // token → live connection
+  Mutex clientsMutex_;
+  std::map<std::string, ClientState*> clients_ GUARDED_BY(clientsMutex_);  // token → live connection
   struct RetainedTab {
     std::shared_ptr<TabHints> hints;
     std::chrono::steady_clock::time_point lastSeen;
   };
-  std::mutex tabsMutex_;
-  std::unordered_map<std::string, RetainedTab> tabs_;  // `tab` of initialize → its hint state
+  Mutex tabsMutex_;
+  std::unordered_map<std::string, RetainedTab> tabs_ GUARDED_BY(tabsMutex_);  // `tab` of initialize → its hint state
 };
 
 }  // namespace memq

@@ -12,21 +12,10 @@
 #include <optional>
 #include <string>
 
+#include "daemon/store/file_identity.h"
 #include "protocol/status.h"
 
 namespace memq {
-
-// Which file a path named when it was opened: a file removed, replaced or moved since (a project deleted and
-// cloned again at the same path) has another identity at the path, or none.
-struct FileIdentity {
-  uint64_t device = 0;
-  uint64_t inode = 0;
-  bool operator==(const FileIdentity&) const = default;
-};
-
-// The identity of what is at `path` now, without following a symlink; nullopt when nothing is there (or it cannot
-// be stat'ed).
-std::optional<FileIdentity> fileIdentityAt(const std::string& path);
 
 struct DatabaseOptions {
   std::string path;           // file path, or ":memory:"

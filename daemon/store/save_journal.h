@@ -6,16 +6,16 @@
 // save: its length (uint32 LE), a checksum of its bytes (FNV-1a 64, LE) and the bytes (the save as JSON). Each
 // record is appended with one write(2) before the save is acknowledged, so a killed process leaves every
 // acknowledged save in the file (the kernel holds the bytes; like SQLite's synchronous=NORMAL, only a power loss can
-// take the last ones). Each record carries its sequence number (in its JSON, see MemoryStore); the database records
+// take the last ones). Each record carries its sequence number (in its JSON, see save_record.h); the database records
 // the last one it committed, and at open the records above it are replayed. After a commit the file is emptied if
 // it holds nothing newer (saves applied in the background keep being appended while a batch commits). The header's
-// batch number only matters for records of an older memq, which have no numbers of their own.
+// batch number is the first sequence number the emptied file was started for.
 //
 // A record cut short, or whose checksum does not match, ends the records read: it was being appended when the
 // process died, so its save was never acknowledged.
 //
-// Thread-safety: not thread-safe; the owning MemoryStore serialises every call (under its pipeMutex_ once a thread
-// of its own applies saves).
+// Thread-safety: not thread-safe; the owning SavePipeline serialises every call (under its mutex_ once its applier
+// thread runs).
 #pragma once
 
 #include <cstdint>

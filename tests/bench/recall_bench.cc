@@ -31,6 +31,7 @@
 #include "daemon/embed/hashbag.h"
 #include "daemon/embed/vector_index.h"
 #include "daemon/recall/recall_engine.h"
+#include "daemon/store/memory_store.h"
 #include "tests/bench/bench_util.h"
 
 namespace fs = std::filesystem;

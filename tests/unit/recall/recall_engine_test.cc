@@ -8,6 +8,7 @@
 
 #include "daemon/embed/hashbag.h"
 #include "daemon/recall/recall_engine.h"
+#include "daemon/store/memory_store.h"
 
 namespace memq {
 namespace {

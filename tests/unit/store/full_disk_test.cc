@@ -38,7 +38,7 @@ class FullDiskTest : public testing::StoreFixture {
     return saveInput(*store_, in);
   }
 
-  int64_t count(const std::string& sql) { return store_->database().execAndGet(sql).getInt64(); }
+  int64_t count(const std::string& sql) { return MemoryStoreTestAccess::database(*store_).execAndGet(sql).getInt64(); }
 
   // Every place a save writes to: the row, both full-text indexes, file refs, edges, vectors, the journal.
   std::map<std::string, int64_t> rowCounts() {
@@ -103,8 +103,8 @@ TEST_F(FullDiskTest, ASaveThatCannotGrowTheFileFailsCleanlyAndLeavesNoPartialRow
   ASSERT_TRUE(journal.isOk());
   EXPECT_EQ(static_cast<int64_t>(journal->size()), before.at("memory_events"));
   // The full-text indexes still agree with their content table.
-  EXPECT_NO_THROW(store_->database().exec("INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')"));
-  EXPECT_NO_THROW(store_->database().exec("INSERT INTO memories_fts_tri(memories_fts_tri) VALUES('integrity-check')"));
+  EXPECT_NO_THROW(MemoryStoreTestAccess::database(*store_).exec("INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')"));
+  EXPECT_NO_THROW(MemoryStoreTestAccess::database(*store_).exec("INSERT INTO memories_fts_tri(memories_fts_tri) VALUES('integrity-check')"));
 
   // Reads keep working on the full file.
   for (const auto& id : ids) EXPECT_TRUE(store_->get(id).isOk()) << id;
@@ -118,7 +118,7 @@ TEST_F(FullDiskTest, ASaveThatCannotGrowTheFileFailsCleanlyAndLeavesNoPartialRow
   EXPECT_EQ(hits->size(), 1u);
 
   // Once there is room again, the same save goes through, whole.
-  store_->database().exec("PRAGMA max_page_count = 1073741823");
+  MemoryStoreTestAccess::database(*store_).exec("PRAGMA max_page_count = 1073741823");
   auto roomy = trySave(summaryOf(fitted), distinctText("quokka" + std::to_string(fitted)), filesOf(fitted));
   ASSERT_TRUE(roomy.isOk()) << roomy.status().toString();
   EXPECT_EQ(roomy->status, "created");
@@ -131,7 +131,7 @@ TEST_F(FullDiskTest, ASaveThatCannotGrowTheFileFailsCleanlyAndLeavesNoPartialRow
   EXPECT_EQ(count("SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH '" + token + "'"), 1);
   EXPECT_EQ(store_->activeIndex().size(), activeBefore + 1);
   EXPECT_TRUE(store_->get(roomy->id).isOk());
-  EXPECT_EQ(store_->database().execAndGet("PRAGMA integrity_check").getString(), "ok");
+  EXPECT_EQ(MemoryStoreTestAccess::database(*store_).execAndGet("PRAGMA integrity_check").getString(), "ok");
   std::printf("saves that fitted in free pages before SQLITE_FULL: %d\n", fitted);
 }
 

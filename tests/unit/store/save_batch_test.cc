@@ -211,9 +211,9 @@ TEST_F(SaveBatchTest, SavesInABatchAreReadAtOnceAndCommitBeforeAnyOtherWrite) {
   ASSERT_TRUE(hidden.isOk()) << hidden.status().toString();
   EXPECT_FALSE(store_->hasPendingSaves());
   EXPECT_EQ(hidden->state, MemoryState::kHidden);
-  EXPECT_EQ(store_->database().execAndGet("PRAGMA integrity_check").getString(), "ok");
-  EXPECT_NO_THROW(store_->database().exec("INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')"));
-  EXPECT_NO_THROW(store_->database().exec("INSERT INTO memories_fts_tri(memories_fts_tri) VALUES('integrity-check')"));
+  EXPECT_EQ(MemoryStoreTestAccess::database(*store_).execAndGet("PRAGMA integrity_check").getString(), "ok");
+  EXPECT_NO_THROW(MemoryStoreTestAccess::database(*store_).exec("INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')"));
+  EXPECT_NO_THROW(MemoryStoreTestAccess::database(*store_).exec("INSERT INTO memories_fts_tri(memories_fts_tri) VALUES('integrity-check')"));
 }
 
 TEST_F(SaveBatchTest, TheFirstSaveAfterAPauseCommitsOnItsOwn) {
@@ -256,9 +256,9 @@ TEST_F(SaveBatchTest, EveryAcknowledgedSaveOfAnUncommittedBatchComesBackAfterACr
   EXPECT_EQ(count(*reopened, "SELECT COUNT(*) FROM memories_fts_tri WHERE memories_fts_tri MATCH 'numbat'"), 10);
   EXPECT_EQ(count(*reopened, "SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'numbats'"), 10);
   EXPECT_EQ(reopened->activeIndex().size(), 11u);
-  EXPECT_NO_THROW(reopened->database().exec("INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')"));
+  EXPECT_NO_THROW(MemoryStoreTestAccess::database(*reopened).exec("INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')"));
   EXPECT_NO_THROW(
-      reopened->database().exec("INSERT INTO memories_fts_tri(memories_fts_tri) VALUES('integrity-check')"));
+      MemoryStoreTestAccess::database(*reopened).exec("INSERT INTO memories_fts_tri(memories_fts_tri) VALUES('integrity-check')"));
   // Applied once: opening again replays nothing, and a store that does not batch leaves no journal behind.
   reopened.reset();
   auto again = openAt(copy, 1);
@@ -295,7 +295,7 @@ TEST_F(SaveBatchTest, AReplayedSaveIsTheSaveThatWasAnsweredFieldForField) {
   // The file refs as stored, blob ids included (a record does not show them).
   auto refs = [](MemoryStore& s) {
     std::string out;
-    SQLite::Statement q(s.database(), "SELECT path, COALESCE(blob_id, '-') FROM memory_files ORDER BY path");
+    SQLite::Statement q(MemoryStoreTestAccess::database(s), "SELECT path, COALESCE(blob_id, '-') FROM memory_files ORDER BY path");
     while (q.executeStep()) out += q.getColumn(0).getString() + "@" + q.getColumn(1).getString() + " ";
     return out;
   };
@@ -337,44 +337,6 @@ TEST_F(SaveBatchTest, AJournalOfACommittedBatchIsNotAppliedAgain) {
   EXPECT_EQ(count(*last, "SELECT COUNT(*) FROM memories"), 7);
 }
 
-TEST_F(SaveBatchTest, AJournalOfAnOlderMemqWithoutRecordNumbersIsReplayedByItsBatch) {
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(save(*store_, "Note journalled by an older memq " + std::to_string(i)).isOk());
-  auto copy = crashCopy("older");
-  const int64_t applied = [&] {
-    SQLite::Database raw((copy / "memory.db").string(), SQLite::OPEN_READONLY);
-    return raw.execAndGet("SELECT applied_batch FROM save_batches").getInt64();
-  }();
-  {
-    // The same saves as an older memq wrote them: no number in the records, the batch in the header only.
-    auto journal = SaveJournal::open((copy / "memory.db-saves").string());
-    ASSERT_TRUE(journal.isOk());
-    auto contents = (*journal)->read();
-    ASSERT_TRUE(contents.isOk());
-    ASSERT_EQ(contents->records.size(), 3u);
-    ASSERT_TRUE((*journal)->reset(static_cast<uint64_t>(applied) + 1).isOk());
-    for (const auto& text : contents->records) {
-      auto record = nlohmann::json::parse(text);
-      ASSERT_EQ(record.erase("seq"), 1u);
-      ASSERT_TRUE((*journal)->append(record.dump()).isOk());
-    }
-  }
-  const auto olderJournal = dir_ / "older-journal";
-  fs::copy_file(copy / "memory.db-saves", olderJournal);
-  auto reopened = openAt(copy);
-  ASSERT_NE(reopened, nullptr);
-  EXPECT_EQ(reopened->replayedSaves(), 3u);
-  EXPECT_EQ(count(*reopened, "SELECT COUNT(*) FROM memories"), 4);
-  reopened.reset();
-  // The same older journal again, as if the process had died right after that replay committed: its batch is now
-  // at or below the database's number, so nothing is applied twice.
-  fs::copy_file(olderJournal, copy / "memory.db-saves", fs::copy_options::overwrite_existing);
-  auto again = openAt(copy);
-  ASSERT_NE(again, nullptr);
-  EXPECT_EQ(again->replayedSaves(), 0u);
-  EXPECT_EQ(count(*again, "SELECT COUNT(*) FROM memories"), 4);
-  EXPECT_EQ(count(*again, "SELECT COUNT(*) FROM memory_events"), 4);
-}
-
 TEST_F(SaveBatchTest, ASaveCutShortInTheJournalIsNotReplayedAndTheRestAre) {
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(save(*store_, "Torn-tail note " + std::to_string(i)).isOk());
   auto copy = crashCopy("torn");
@@ -394,8 +356,8 @@ TEST_F(SaveBatchTest, NewTopicsOnAMemoryOfTheSameBatchKeepTheTextIndexesExact) {
   EXPECT_EQ(merged->status, "deduped");
   EXPECT_TRUE(merged->topicsMerged);
   ASSERT_TRUE(store_->commitPendingSaves().isOk());
-  EXPECT_NO_THROW(store_->database().exec("INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')"));
-  EXPECT_NO_THROW(store_->database().exec("INSERT INTO memories_fts_tri(memories_fts_tri) VALUES('integrity-check')"));
+  EXPECT_NO_THROW(MemoryStoreTestAccess::database(*store_).exec("INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')"));
+  EXPECT_NO_THROW(MemoryStoreTestAccess::database(*store_).exec("INSERT INTO memories_fts_tri(memories_fts_tri) VALUES('integrity-check')"));
   EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'marsupial'"), 1);
   EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memories_fts_tri WHERE memories_fts_tri MATCH 'marsupial'"), 1);
 }
@@ -405,20 +367,20 @@ TEST_F(SaveBatchTest, ATopicMergeThatFailsLeavesTheBatchsRowsToBeIndexedAtCommit
   ASSERT_TRUE(created.isOk());
   ASSERT_TRUE(store_->hasPendingSaves());
   // The merge writes the batch's rows into the FTS lanes, then fails on its audit event: its savepoint undoes both.
-  store_->database().exec(
+  MemoryStoreTestAccess::database(*store_).exec(
       "CREATE TEMP TRIGGER fail_dedup BEFORE INSERT ON memory_events WHEN NEW.action = 'dedup' "
       "BEGIN SELECT RAISE(ABORT, 'injected failure'); END");
   auto merged = save(*store_, "Topic merge that fails, about dunnarts", {"marsupial"}, /*mergeTopics=*/true);
   ASSERT_FALSE(merged.isOk());
-  store_->database().exec("DROP TRIGGER temp.fail_dedup");
+  MemoryStoreTestAccess::database(*store_).exec("DROP TRIGGER temp.fail_dedup");
   ASSERT_TRUE(save(*store_, "A later note of the same batch about antechinus").isOk());
   ASSERT_TRUE(store_->commitPendingSaves().isOk());
   // Both rows of the batch are in both lanes, and the lanes agree with their content table.
   EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'dunnarts'"), 1);
   EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memories_fts_tri WHERE memories_fts_tri MATCH 'dunnart'"), 1);
   EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memories_fts_tri WHERE memories_fts_tri MATCH 'antechinus'"), 1);
-  EXPECT_NO_THROW(store_->database().exec("INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')"));
-  EXPECT_NO_THROW(store_->database().exec("INSERT INTO memories_fts_tri(memories_fts_tri) VALUES('integrity-check')"));
+  EXPECT_NO_THROW(MemoryStoreTestAccess::database(*store_).exec("INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')"));
+  EXPECT_NO_THROW(MemoryStoreTestAccess::database(*store_).exec("INSERT INTO memories_fts_tri(memories_fts_tri) VALUES('integrity-check')"));
 }
 
 TEST_F(SaveBatchTest, ASaveThatFailsInABatchLeavesTheOthersAndIsNeverReplayed) {
@@ -443,7 +405,7 @@ TEST_F(SaveBatchTest, ASaveThatFailsInABatchLeavesTheOthersAndIsNeverReplayed) {
   }
   ASSERT_FALSE(failed.isOk()) << "200 saves fitted in a file that may not grow";
   EXPECT_EQ(failed.status().code(), ErrorCode::kStorageError);
-  store_->database().exec("PRAGMA max_page_count = 1073741823");
+  MemoryStoreTestAccess::database(*store_).exec("PRAGMA max_page_count = 1073741823");
   auto copy = crashCopy("after-failure");
   ASSERT_TRUE(store_->commitPendingSaves().isOk());
   // Every acknowledged save is there, the failed one is not, here and in a copy replayed from the journal.
@@ -452,12 +414,12 @@ TEST_F(SaveBatchTest, ASaveThatFailsInABatchLeavesTheOthersAndIsNeverReplayed) {
   for (MemoryStore* s : {store_.get(), replayed.get()}) {
     for (const auto& id : ids) EXPECT_TRUE(s->get(id).isOk()) << id;
     EXPECT_EQ(count(*s, "SELECT COUNT(*) FROM memories"), static_cast<int64_t>(ids.size()) + 1);
-    SQLite::Statement q(s->database(), "SELECT COUNT(*) FROM memories WHERE summary = ?");
+    SQLite::Statement q(MemoryStoreTestAccess::database(*s), "SELECT COUNT(*) FROM memories WHERE summary = ?");
     q.bind(1, failedSummary);
     ASSERT_TRUE(q.executeStep());
     EXPECT_EQ(q.getColumn(0).getInt64(), 0);
-    EXPECT_EQ(s->database().execAndGet("PRAGMA integrity_check").getString(), "ok");
-    EXPECT_NO_THROW(s->database().exec("INSERT INTO memories_fts_tri(memories_fts_tri) VALUES('integrity-check')"));
+    EXPECT_EQ(MemoryStoreTestAccess::database(*s).execAndGet("PRAGMA integrity_check").getString(), "ok");
+    EXPECT_NO_THROW(MemoryStoreTestAccess::database(*s).exec("INSERT INTO memories_fts_tri(memories_fts_tri) VALUES('integrity-check')"));
   }
 }
 
@@ -507,19 +469,19 @@ class BackgroundSaveTest : public SaveBatchTest {
   // fed the same saves must agree on, whatever ids they drew.
   std::multiset<std::string> rowsOf(MemoryStore& store) {
     std::multiset<std::string> out;
-    SQLite::Statement q(store.database(), "SELECT summary, use_count, state, topics FROM memories");
+    SQLite::Statement q(MemoryStoreTestAccess::database(store), "SELECT summary, use_count, state, topics FROM memories");
     while (q.executeStep()) {
       out.insert(q.getColumn(0).getString() + "|" + q.getColumn(1).getString() + "|" + q.getColumn(2).getString() +
                  "|" + q.getColumn(3).getString());
     }
-    SQLite::Statement e(store.database(),
+    SQLite::Statement e(MemoryStoreTestAccess::database(store),
                         "SELECT a.summary, b.summary, printf('%.6f', e.weight) FROM memory_edges e "
                         "JOIN memories a ON a.pk = e.src_pk JOIN memories b ON b.pk = e.dst_pk");
     while (e.executeStep()) {
       out.insert("edge " + e.getColumn(0).getString() + " -> " + e.getColumn(1).getString() + " " +
                  e.getColumn(2).getString());
     }
-    SQLite::Statement ev(store.database(), "SELECT action, COUNT(*) FROM memory_events GROUP BY action");
+    SQLite::Statement ev(MemoryStoreTestAccess::database(store), "SELECT action, COUNT(*) FROM memory_events GROUP BY action");
     while (ev.executeStep()) out.insert("events " + ev.getColumn(0).getString() + " " + ev.getColumn(1).getString());
     return out;
   }
@@ -585,9 +547,9 @@ TEST_F(BackgroundSaveTest, AnswersAndRowsAreThoseOfTheSynchronousPath) {
   ASSERT_TRUE(hits.isOk());
   EXPECT_EQ(hits->size(), 8u);
   EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memories_fts_tri WHERE memories_fts_tri MATCH 'monorepo'"), 8);
-  EXPECT_EQ(store_->database().execAndGet("PRAGMA integrity_check").getString(), "ok");
-  EXPECT_NO_THROW(store_->database().exec("INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')"));
-  EXPECT_NO_THROW(store_->database().exec("INSERT INTO memories_fts_tri(memories_fts_tri) VALUES('integrity-check')"));
+  EXPECT_EQ(MemoryStoreTestAccess::database(*store_).execAndGet("PRAGMA integrity_check").getString(), "ok");
+  EXPECT_NO_THROW(MemoryStoreTestAccess::database(*store_).exec("INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')"));
+  EXPECT_NO_THROW(MemoryStoreTestAccess::database(*store_).exec("INSERT INTO memories_fts_tri(memories_fts_tri) VALUES('integrity-check')"));
 }
 
 TEST_F(BackgroundSaveTest, EveryAcknowledgedSaveComesBackAfterACrash) {
@@ -600,7 +562,7 @@ TEST_F(BackgroundSaveTest, EveryAcknowledgedSaveComesBackAfterACrash) {
   ASSERT_GE(store_->savesAnsweredInBackground(), 40u);
   // Readable at once, before anything is committed.
   EXPECT_TRUE(store_->get(acked.back().id).isOk());
-  store_->waitForAppliedSaves();
+  MemoryStoreTestAccess::waitForAppliedSaves(*store_);
   ASSERT_TRUE(store_->hasPendingSaves());
   std::unique_ptr<MemoryStore> reopened;
   reopenAfterCrash("crashed", acked, 40u, reopened);
@@ -661,7 +623,7 @@ TEST_F(BackgroundSaveTest, AJournalPastItsBoundIsEmptiedBeforeTheNextSaveIsAnswe
   }
   EXPECT_GE(synchronous, 3);  // the 40 records are several times the bound
   // Nothing was lost on the way: a crash now gives back every save, the committed and the journalled.
-  store_->waitForAppliedSaves();
+  MemoryStoreTestAccess::waitForAppliedSaves(*store_);
   const auto copy = crashCopy("crashed");
   auto reopened = openAt(copy);
   ASSERT_NE(reopened, nullptr);
@@ -673,7 +635,7 @@ TEST_F(BackgroundSaveTest, AJournalHoldingCommittedAndUncommittedSavesReplaysOnl
   // The applier commits a batch while newer saves are already journalled: the file then holds both. Built here from
   // the journal of a committed batch followed by the records of one that is not.
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(save(*store_, "Committed background note " + std::to_string(i)).isOk());
-  store_->waitForAppliedSaves();
+  MemoryStoreTestAccess::waitForAppliedSaves(*store_);
   const std::string committedRecords = [&] {
     std::ifstream f(dir_ / "data" / "memory.db-saves", std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(f), {});
@@ -685,7 +647,7 @@ TEST_F(BackgroundSaveTest, AJournalHoldingCommittedAndUncommittedSavesReplaysOnl
     ASSERT_TRUE(r.isOk());
     later.push_back(r->id);
   }
-  store_->waitForAppliedSaves();
+  MemoryStoreTestAccess::waitForAppliedSaves(*store_);
   auto copy = crashCopy("mixed");
   const std::string laterRecords = [&] {
     std::ifstream f(copy / "memory.db-saves", std::ios::binary);
@@ -723,7 +685,7 @@ TEST_F(BackgroundSaveTest, AnApplierThatFailsLosesNoAcknowledgedSave) {
   // Reads still answer from what is committed.
   EXPECT_TRUE(store_->list(ListFilter{}).isOk());
   auto copy = crashCopy("after-failure");
-  store_->database().exec("PRAGMA max_page_count = 1073741823");
+  MemoryStoreTestAccess::database(*store_).exec("PRAGMA max_page_count = 1073741823");
   // The next write applies the journal: every acknowledged save, once.
   ASSERT_TRUE(store_->commitPendingSaves().isOk());
   auto replayed = openAt(copy);
@@ -733,8 +695,8 @@ TEST_F(BackgroundSaveTest, AnApplierThatFailsLosesNoAcknowledgedSave) {
     EXPECT_EQ(count(*s, "SELECT COUNT(*) FROM memories"), static_cast<int64_t>(acked.size()) + 1);
     EXPECT_EQ(count(*s, "SELECT COUNT(*) FROM memory_events"), static_cast<int64_t>(acked.size()) + 1);
     EXPECT_EQ(s->activeIndex().size(), acked.size() + 1);
-    EXPECT_EQ(s->database().execAndGet("PRAGMA integrity_check").getString(), "ok");
-    EXPECT_NO_THROW(s->database().exec("INSERT INTO memories_fts_tri(memories_fts_tri) VALUES('integrity-check')"));
+    EXPECT_EQ(MemoryStoreTestAccess::database(*s).execAndGet("PRAGMA integrity_check").getString(), "ok");
+    EXPECT_NO_THROW(MemoryStoreTestAccess::database(*s).exec("INSERT INTO memories_fts_tri(memories_fts_tri) VALUES('integrity-check')"));
   }
 }
 
@@ -749,7 +711,7 @@ TEST_F(BackgroundSaveTest, AReadAfterTheApplierFailedSeesEveryAcknowledgedSave) 
     acked.push_back(r->id);
   }
   ASSERT_GE(store_->savesAnsweredInBackground(), 64u);
-  ASSERT_TRUE(store_->waitForApplierIdle());  // it failed, and rolled the batch back
+  ASSERT_TRUE(MemoryStoreTestAccess::waitForApplierIdle(*store_));  // it failed, and rolled the batch back
   other->exec("DROP TRIGGER fail_commit");  // commits go through again
   for (const auto& id : acked) EXPECT_TRUE(store_->get(id).isOk()) << id;
   EXPECT_EQ(store_->activeIndex().size(), 65u);

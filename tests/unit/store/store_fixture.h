@@ -14,6 +14,7 @@
 
 #include "daemon/embed/hashbag.h"
 #include "daemon/store/memory_store.h"
+#include "tests/unit/store/store_test_access.h"
 
 namespace memq::testing {
 
@@ -52,7 +53,7 @@ class StoreFixture : public ::testing::Test {
   }
 
   static int64_t count(MemoryStore& store, const std::string& sql) {
-    return store.database().execAndGet(sql).getInt64();
+    return MemoryStoreTestAccess::database(store).execAndGet(sql).getInt64();
   }
 
   HashbagEmbedder embedder_;

@@ -45,7 +45,7 @@ class StoreTest : public testing::StoreFixture {
     EXPECT_TRUE(r.isOk()) << r.status().toString();
     return r.isOk() ? *r : SaveOutcome{};
   }
-  int64_t count(const std::string& sql) { return store_->database().execAndGet(sql).getInt64(); }
+  int64_t count(const std::string& sql) { return MemoryStoreTestAccess::database(*store_).execAndGet(sql).getInt64(); }
   // A fresh database created at schema `version`, for a test of the migrations after it.
   void startAtSchema(int version) {
     store_.reset();
@@ -53,7 +53,7 @@ class StoreTest : public testing::StoreFixture {
     open(version);
   }
   int64_t events(const std::string& id, const std::string& action) {
-    SQLite::Statement q(store_->database(), "SELECT COUNT(*) FROM memory_events WHERE memory_id = ? AND action = ?");
+    SQLite::Statement q(MemoryStoreTestAccess::database(*store_), "SELECT COUNT(*) FROM memory_events WHERE memory_id = ? AND action = ?");
     q.bind(1, id);
     q.bind(2, action);
     q.executeStep();
@@ -180,9 +180,9 @@ TEST_F(StoreTest, RestoreIsTheOnlyWayBackAndClearsSupersededBy) {
 
 TEST_F(StoreTest, JournalIsAppendOnly) {
   auto a = save("Prefer small commits");
-  EXPECT_THROW(store_->database().exec("DELETE FROM memory_events"), SQLite::Exception);
-  EXPECT_THROW(store_->database().exec("UPDATE memory_events SET action = 'hide'"), SQLite::Exception);
-  EXPECT_THROW(store_->database().exec("UPDATE memory_events SET detail = '{}', scrubbed = 1"), SQLite::Exception);
+  EXPECT_THROW(MemoryStoreTestAccess::database(*store_).exec("DELETE FROM memory_events"), SQLite::Exception);
+  EXPECT_THROW(MemoryStoreTestAccess::database(*store_).exec("UPDATE memory_events SET action = 'hide'"), SQLite::Exception);
+  EXPECT_THROW(MemoryStoreTestAccess::database(*store_).exec("UPDATE memory_events SET detail = '{}', scrubbed = 1"), SQLite::Exception);
   EXPECT_EQ(count("SELECT COUNT(*) FROM memory_events"), 1);
 }
 
@@ -277,15 +277,15 @@ TEST_F(StoreTest, UsageBumpsDoNotReindexFullText) {
   auto pk = store_->pkOf(a.id);
   ASSERT_TRUE(pk.has_value());
   // total_changes counts rows written by triggers too: a re-index would add FTS rows to the count.
-  int before = store_->database().getTotalChanges();
+  int before = MemoryStoreTestAccess::database(*store_).getTotalChanges();
   ASSERT_TRUE(store_->markUsed({*pk}).isOk());
-  EXPECT_EQ(store_->database().getTotalChanges() - before, 1);
-  before = store_->database().getTotalChanges();
+  EXPECT_EQ(MemoryStoreTestAccess::database(*store_).getTotalChanges() - before, 1);
+  before = MemoryStoreTestAccess::database(*store_).getTotalChanges();
   ASSERT_TRUE(store_->setPinned(a.id, true, user_).isOk());
-  EXPECT_EQ(store_->database().getTotalChanges() - before, 2);  // the row and its event
-  before = store_->database().getTotalChanges();
+  EXPECT_EQ(MemoryStoreTestAccess::database(*store_).getTotalChanges() - before, 2);  // the row and its event
+  before = MemoryStoreTestAccess::database(*store_).getTotalChanges();
   ASSERT_TRUE(store_->update(a.id, UpdateInput{.details = std::string("now with details")}, user_).isOk());
-  EXPECT_GT(store_->database().getTotalChanges() - before, 4);  // text changed: both FTS lanes re-indexed
+  EXPECT_GT(MemoryStoreTestAccess::database(*store_).getTotalChanges() - before, 4);  // text changed: both FTS lanes re-indexed
 }
 
 TEST_F(StoreTest, ListFilters) {
@@ -334,7 +334,7 @@ TEST_F(StoreTest, OlderSchemaUpgradesKeepingMemories) {
   startAtSchema(latestSchemaVersion() - 1);
   auto a = save("Written by the previous schema");
   open();
-  EXPECT_EQ(schemaVersion(store_->database()), latestSchemaVersion());
+  EXPECT_EQ(schemaVersion(MemoryStoreTestAccess::database(*store_)), latestSchemaVersion());
   EXPECT_TRUE(store_->get(a.id).isOk());
 }
 
@@ -346,7 +346,7 @@ TEST_F(StoreTest, UpgradeToLeanWritesKeepsVectorsAndEdges) {
   auto b = save("Use bun for installing the packages in this repo");
   std::vector<unsigned char> before;
   {
-    SQLite::Statement q(store_->database(), "SELECT vector FROM memory_embeddings ORDER BY memory_pk");
+    SQLite::Statement q(MemoryStoreTestAccess::database(*store_), "SELECT vector FROM memory_embeddings ORDER BY memory_pk");
     while (q.executeStep()) {
       auto blob = static_cast<const unsigned char*>(q.getColumn(0).getBlob());
       before.insert(before.end(), blob, blob + q.getColumn(0).getBytes());
@@ -355,10 +355,10 @@ TEST_F(StoreTest, UpgradeToLeanWritesKeepsVectorsAndEdges) {
   const int64_t edges = count("SELECT COUNT(*) FROM memory_edges");
   ASSERT_EQ(edges, 1);  // one row per edge, as this memq writes at any schema (0006)
   open();
-  EXPECT_EQ(schemaVersion(store_->database()), latestSchemaVersion());
+  EXPECT_EQ(schemaVersion(MemoryStoreTestAccess::database(*store_)), latestSchemaVersion());
   std::vector<unsigned char> after;
   {
-    SQLite::Statement q(store_->database(), "SELECT vector FROM memory_embeddings ORDER BY memory_pk");
+    SQLite::Statement q(MemoryStoreTestAccess::database(*store_), "SELECT vector FROM memory_embeddings ORDER BY memory_pk");
     while (q.executeStep()) {
       auto blob = static_cast<const unsigned char*>(q.getColumn(0).getBlob());
       after.insert(after.end(), blob, blob + q.getColumn(0).getBytes());
@@ -388,7 +388,7 @@ TEST_F(StoreTest, UpgradeToMergesOfSixteenKeepsTheFullTextLanesAnswering) {
   auto b = save("Indexed after the merge setting changed, about quokkas");
   for (const char* lane : {"memories_fts", "memories_fts_tri"}) {
     EXPECT_EQ(count(std::string("SELECT v FROM ") + lane + "_config WHERE k = 'automerge'"), 16) << lane;
-    EXPECT_NO_THROW(store_->database().exec(std::string("INSERT INTO ") + lane + "(" + lane +
+    EXPECT_NO_THROW(MemoryStoreTestAccess::database(*store_).exec(std::string("INSERT INTO ") + lane + "(" + lane +
                                             ") VALUES('integrity-check')"))
         << lane;
   }
@@ -408,9 +408,9 @@ TEST_F(StoreTest, UpgradeToEdgesStoredOnceKeepsEveryEdge) {
   auto c = save("Use bun for installing all the packages in this repo");
   auto pkOf = [&](const std::string& id) { return store_->get(id)->pk; };
   // The rows as an older memq wrote them: every edge mirrored, plus one pair (c, a) held only as (a -> c).
-  store_->database().exec("DELETE FROM memory_edges");
+  MemoryStoreTestAccess::database(*store_).exec("DELETE FROM memory_edges");
   auto put = [&](int64_t src, int64_t dst, double weight) {
-    SQLite::Statement q(store_->database(),
+    SQLite::Statement q(MemoryStoreTestAccess::database(*store_),
                         "INSERT INTO memory_edges(src_pk, dst_pk, kind, weight, created_at) VALUES (?, ?, 'similar', ?, "
                         "'2026-01-01T00:00:00.000Z')");
     q.bind(1, src);
@@ -423,11 +423,11 @@ TEST_F(StoreTest, UpgradeToEdgesStoredOnceKeepsEveryEdge) {
   put(pkOf(a.id), pkOf(c.id), 0.8);
   // And an edge to a memory that is gone, as a file edited with foreign keys off could hold: dropped, and the
   // upgrade still goes through.
-  store_->database().exec("PRAGMA foreign_keys = OFF");
+  MemoryStoreTestAccess::database(*store_).exec("PRAGMA foreign_keys = OFF");
   put(pkOf(a.id), 99999, 0.7);
-  store_->database().exec("PRAGMA foreign_keys = ON");
+  MemoryStoreTestAccess::database(*store_).exec("PRAGMA foreign_keys = ON");
   open();
-  ASSERT_EQ(schemaVersion(store_->database()), latestSchemaVersion());
+  ASSERT_EQ(schemaVersion(MemoryStoreTestAccess::database(*store_)), latestSchemaVersion());
   EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges"), 2);
   EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges WHERE src_pk < dst_pk"), 0);
   EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges WHERE src_pk = " + std::to_string(pkOf(c.id)) +
@@ -442,7 +442,7 @@ TEST_F(StoreTest, UpgradeToEdgesStoredOnceKeepsEveryEdge) {
   // Hiding the lower end removes its edges, found through idx_memory_edges_dst.
   std::string plan;
   {
-    SQLite::Statement q(store_->database(),
+    SQLite::Statement q(MemoryStoreTestAccess::database(*store_),
                         "EXPLAIN QUERY PLAN DELETE FROM memory_edges WHERE dst_pk = 1 AND kind = 'similar'");
     while (q.executeStep()) plan += q.getColumn(3).getString() + "\n";
   }
@@ -478,7 +478,7 @@ TEST_F(StoreTest, CreatedRecordIsWhatGetReadsBack) {
 }
 
 TEST_F(StoreTest, NewerSchemaIsAClearError) {
-  store_->database().exec("INSERT INTO schema_version(version, applied_at) VALUES (999, 'future')");
+  MemoryStoreTestAccess::database(*store_).exec("INSERT INTO schema_version(version, applied_at) VALUES (999, 'future')");
   store_.reset();
   StoreOptions o;
   o.path = path_;
@@ -519,7 +519,7 @@ TEST_F(StoreTest, SimilarEdgesAreStoredOnceAndWeighedByCosine) {
                         "Deploys go through the staging cluster first"}) {
     ids.push_back(save(s).id);
   }
-  SQLite::Statement q(store_->database(),
+  SQLite::Statement q(MemoryStoreTestAccess::database(*store_),
                       "SELECT src_pk, dst_pk, weight, created_at FROM memory_edges WHERE kind = 'similar'");
   int rows = 0;
   while (q.executeStep()) {
@@ -570,7 +570,7 @@ class TextLaneTest : public StoreTest {
   // rankedActive's SQL: the best `limit` + inactive rows by bm25, active ones kept.
   std::vector<FtsHit> sqlLane(const std::string& match, int limit) {
     int64_t inactive = count("SELECT COUNT(*) FROM memories WHERE state != 'active'");
-    SQLite::Statement q(store_->database(),
+    SQLite::Statement q(MemoryStoreTestAccess::database(*store_),
                         "SELECT f.rowid, bm25(memories_fts), m.state = 'active' FROM memories_fts f "
                         "CROSS JOIN memories m ON m.pk = f.rowid WHERE memories_fts MATCH ? "
                         "ORDER BY bm25(memories_fts) LIMIT ?");
@@ -596,7 +596,7 @@ class TextLaneTest : public StoreTest {
         EXPECT_NEAR((*mine)[i].bm25, expected[i].bm25, 1e-9 * std::abs(expected[i].bm25)) << match;
         EXPECT_EQ((*mine)[i].rank, expected[i].rank);
       }
-      SQLite::Statement all(store_->database(),
+      SQLite::Statement all(MemoryStoreTestAccess::database(*store_),
                             "SELECT rowid, bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ?");
       all.bind(1, match);
       auto matches = store_->matchText(match);
@@ -611,7 +611,7 @@ class TextLaneTest : public StoreTest {
       EXPECT_EQ(matches->size(), n) << match;
       // Recall's rescoring: every row's bm25 from its own tokens, the same doubles as the full evaluation.
       std::vector<int64_t> pks = {-1};
-      SQLite::Statement rows(store_->database(), "SELECT pk FROM memories");
+      SQLite::Statement rows(MemoryStoreTestAccess::database(*store_), "SELECT pk FROM memories");
       while (rows.executeStep()) pks.push_back(rows.getColumn(0).getInt64());
       auto points = store_->textBm25(match, pks);
       ASSERT_TRUE(points.isOk());
@@ -624,7 +624,7 @@ class TextLaneTest : public StoreTest {
                                                  std::vector<std::string>{"lib/clock.c", "src/jwks.ts", "none.c"}}) {
       std::string in;
       for (size_t i = 0; i < paths.size(); ++i) in += i ? ",?" : "?";
-      SQLite::Statement q(store_->database(),
+      SQLite::Statement q(MemoryStoreTestAccess::database(*store_),
                           "SELECT m.pk, COUNT(*) FROM memory_files mf CROSS JOIN memories m ON m.pk = mf.memory_pk "
                           "WHERE mf.path IN (" + in + ") AND m.state = 'active' "
                           "GROUP BY m.pk ORDER BY m.last_used_at DESC, m.pk DESC LIMIT 200");

@@ -1,0 +1,94 @@
+// RecallMirror: the in-memory copy of one scope's rows that recall reads instead of SQLite — the vector indexes
+// (the default model's vectors of the active rows, and of the rejected rows for similar_rejected warnings), the
+// unicode text index (text_index.h), every row's MirroredRow (state, last use, use count, pin, text length, file
+// refs) and the path map (file path → rows, in the file lane's order). It loads them from the committed rows,
+// refreshes one row after a write, and knows when it is stale: a refresh or a reload that failed, or a commit by
+// another connection (PRAGMA data_version).
+//
+// Errors: load() returns a Status; every other method either never throws (a failure marks the mirror stale, and
+// the next ready() rebuilds it) or says that it throws.
+//
+// Thread-safety: not thread-safe; only the store's owner thread uses it (the background applier never touches it,
+// memory_store.h invariant 7).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "daemon/embed/embedder.h"
+#include "daemon/embed/vector_index.h"
+#include "daemon/model/memory.h"
+#include "daemon/recall/recall_source.h"
+#include "daemon/store/text_index.h"
+
+namespace memq {
+
+class StoreSql;
+
+class RecallMirror {
+ public:
+  RecallMirror(StoreSql& sql, const Embedder& embedder, std::string path);
+
+  VectorIndex& active() { return *active_; }
+  const VectorIndex& active() const { return *active_; }
+  VectorIndex& rejected() { return *rejected_; }
+  // The text index, or null when SQLite offers no unicode61 tokenizer (SQL answers instead).
+  TextIndex* text() { return text_.get(); }
+
+  // Loads everything from the committed rows. Rows without a vector for the current model (older rows, imports) are
+  // embedded and stored now, once.
+  Status load();
+  // Rebuilds the vector indexes and the rest from the committed rows; marks them stale when that fails.
+  void reload();
+  // reload() when an earlier one failed; a StorageError if it fails again.
+  Status reloadIfStale();
+  bool vectorsStale() const { return vectorsStale_; }
+  // The text and row figures need a rebuild before they are read (set when an evaluation was cut short).
+  void markStale() { rowsStale_ = true; }
+  bool rowsStale() const { return rowsStale_; }
+  // True when the rows can answer: a text index exists and is current (rebuilt here if it was not). Never throws.
+  bool ready();
+
+  // After a committed write: re-reads row `pk` (or drops it when the row is gone). Its text is re-tokenised only
+  // when `textChanged`.
+  void refreshRow(int64_t pk, bool textChanged = true);
+  // refreshRow for a row a save just created, from what was written instead of reading the row back: a new row is
+  // active, unused and unpinned, last used when made, with its file refs in path order.
+  void addCreatedRow(int64_t pk, const Memory& created);
+  bool hasRow(int64_t pk) const { return rows_.count(pk) != 0; }
+  // use_count + 1 and last use `at` for each pk (a pk listed twice counts twice), as markUsed wrote them.
+  void markUsed(const std::vector<int64_t>& pks, const std::string& at);
+
+  // Active rows attached to any of `paths`, with how many of them, newest use first, then highest pk. ready() first.
+  std::vector<FileHit> pathHits(const std::vector<std::string>& paths, int limit) const;
+  // The row figures of each pk (null for a row that is gone). ready() first.
+  std::vector<const MirroredRow*> rows(const std::vector<int64_t>& pks) const;
+
+ private:
+  // (Re)builds the text index, the row figures and the path map from every row. Throws on SQLite errors.
+  void loadRows();
+  // Sets a row's last use, keeping each of its paths' lists in order.
+  void setLastUsed(MirroredRow& row, const std::string& at);
+  // Takes a row and its paths out of the path map.
+  void dropRow(int64_t pk);
+  void insertRow(int64_t pk, MirroredRow row);
+
+  StoreSql& sql_;
+  const Embedder& embedder_;
+  std::string path_;  // the database file, for error messages
+  std::unique_ptr<VectorIndex> active_;
+  std::unique_ptr<VectorIndex> rejected_;
+  std::unique_ptr<TextIndex> text_;
+  std::unordered_map<int64_t, MirroredRow> rows_;  // every row (nodes never move: pathRows_ points into them)
+  // file path -> rows attached to it, in the file lane's order (newest last use first, then highest pk)
+  std::unordered_map<std::string, std::vector<const MirroredRow*>> pathRows_;
+  bool rowsStale_ = false;     // a refresh failed: rebuilt before the next search
+  bool vectorsStale_ = false;  // a reload failed: retried before the next write or search
+  int64_t dataVersion_ = 0;    // PRAGMA data_version when the rows were last known current
+};
+
+}  // namespace memq

@@ -1,0 +1,102 @@
+// SaveRecord's JSON form: written directly for every save (on the thread that answers it), read back by a replay.
+#include "daemon/store/save_record.h"
+
+#include <nlohmann/json.hpp>
+
+#include "protocol/json_writer.h"
+
+namespace memq {
+
+namespace {
+
+std::optional<std::string> optFromJson(const nlohmann::json& j) {
+  if (j.is_null()) return std::nullopt;
+  return j.get<std::string>();
+}
+
+}  // namespace
+
+std::string SaveRecord::toJson() const {
+  // Written directly (JsonWriter), not through a nlohmann tree: this runs for every save, on the thread that answers
+  // it. The same text nlohmann's dump gives (keys in byte order, invalid UTF-8 replaced).
+  std::string out;
+  out.reserve(256 + input.summary.size() + input.details.size());
+  JsonWriter w(out);
+  auto optString = [&w](const std::optional<std::string>& v) {
+    if (v) {
+      w.string(*v);
+    } else {
+      w.null();
+    }
+  };
+  w.beginObject();
+  w.key("actor_client");
+  w.string(actor.client);
+  w.key("actor_source");
+  w.string(actor.source);
+  w.key("at");
+  w.string(at);
+  w.key("category");
+  optString(input.category);
+  w.key("content_hash");
+  w.string(input.contentHash);
+  w.key("details");
+  w.string(input.details);
+  w.key("files");
+  w.beginArray();
+  for (const auto& f : files) {
+    w.beginObject();
+    w.key("blob_id");
+    optString(f.blobId);
+    w.key("path");
+    w.string(f.path);
+    w.endObject();
+  }
+  w.endArray();
+  w.key("id");
+  w.string(id);
+  w.key("merge_topics");
+  w.boolean(input.mergeTopics);
+  w.key("seq");
+  w.integer(static_cast<int64_t>(seq));
+  w.key("session_id");
+  optString(input.sessionId);
+  w.key("source");
+  w.string(input.source);
+  w.key("summary");
+  w.string(input.summary);
+  w.key("topics");
+  w.beginArray();
+  for (const auto& t : input.topics) w.string(t);
+  w.endArray();
+  w.key("truncated");
+  w.boolean(input.truncated);
+  w.endObject();
+  return out;
+}
+
+SaveRecord SaveRecord::fromJson(const std::string& text) {
+  const auto j = nlohmann::json::parse(text);
+  SaveRecord r;
+  r.id = j.at("id").get<std::string>();
+  r.at = j.at("at").get<std::string>();
+  r.input.summary = j.at("summary").get<std::string>();
+  r.input.details = j.at("details").get<std::string>();
+  r.input.category = optFromJson(j.at("category"));
+  r.input.topics = j.at("topics").get<std::vector<std::string>>();
+  r.input.source = j.at("source").get<std::string>();
+  r.input.sessionId = optFromJson(j.at("session_id"));
+  r.input.mergeTopics = j.at("merge_topics").get<bool>();
+  r.input.truncated = j.at("truncated").get<bool>();
+  r.input.contentHash = j.at("content_hash").get<std::string>();
+  for (const auto& f : j.at("files")) {
+    r.files.push_back({f.at("path").get<std::string>(), optFromJson(f.at("blob_id"))});
+    r.input.files.push_back(r.files.back().path);
+  }
+  r.actor.source = j.at("actor_source").get<std::string>();
+  r.actor.client = j.at("actor_client").get<std::string>();
+  r.seq = j.at("seq").get<uint64_t>();
+  return r;
+}
+
+}  // namespace memq
