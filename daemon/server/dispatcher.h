@@ -36,8 +36,7 @@ using TextHandler = std::function<Result<std::string>(HandlerEnv&, const CallCon
 
 struct MethodEntry {
   MethodEntry() = default;
-  MethodEntry(Handler h, bool needsInit = false, bool mutation = false)  // NOLINT(google-explicit-constructor)
-      : handler(std::move(h)), needsInitialize(needsInit), isMutation(mutation) {}
+  explicit MethodEntry(Handler h, bool needsInit = false) : handler(std::move(h)), needsInitialize(needsInit) {}
   // A read-only method whose result is written as text.
   static MethodEntry writingText(TextHandler h) {
     MethodEntry entry;
@@ -47,7 +46,6 @@ struct MethodEntry {
 
   Handler handler;               // exactly one of handler and textHandler is set
   bool needsInitialize = false;  // hints/*: per-connection state needs an identified client
-  bool isMutation = false;
   TextHandler textHandler;
 };
 

@@ -24,7 +24,7 @@ bool parseWriteScope(const std::string& s, WriteScope& out);
 const char* readScopeName(ReadScope s);
 const char* writeScopeName(WriteScope s);
 
-// An import sent in several requests, staged until its last one (service.cc).
+// An import sent in several requests, staged until its last one (transfer.cc).
 struct PendingImport;
 
 struct TabHints {
