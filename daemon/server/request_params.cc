@@ -112,7 +112,7 @@ Result<CommonParams> readCommonParams(const json& p) {
 
 Status readParams(const json& p, InitializeRequest& out) {
   out.clientName = str(p, "client_name", "anonymous");
-  out.clientVersion = str(p, "client_version");
+  // client_version is accepted (schema/methods/initialize.json) and not kept: nothing reads it.
   out.projectRoot = optStr(p, "project_root");
   MEMQ_RETURN_IF_ERROR(readReadScope(p, out.readScope));
   MEMQ_RETURN_IF_ERROR(readWriteScope(p, out.writeScope));

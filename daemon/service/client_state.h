@@ -37,7 +37,6 @@ struct ClientState {
   std::string token;  // handed out by initialize; a subagent passes it as `parent`
   bool initialized = false;
   std::string clientName = "anonymous";
-  std::string clientVersion;
   std::string projectRoot;  // as given (a directory inside the project); "" = none
   ReadScope readScope = ReadScope::kAll;
   WriteScope writeScope = WriteScope::kProject;

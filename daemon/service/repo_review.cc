@@ -23,30 +23,34 @@ std::optional<std::string> journalTime(const std::string& text) {
 
 }  // namespace
 
-Result<CochangeResult> Service::repoCochange(const CallContext& ctx, const CochangeRequest& request) {
+Result<Service::ProjectFile> Service::projectFile(const CallContext& ctx, const std::string& file) {
   auto scope = projectScope(ctx);
   if (!scope) return scope.status();
-  auto paths = normalizePaths(ctx, scope->get(), {request.file}, "file");
+  auto paths = normalizePaths(ctx, scope->get(), {file}, "file");
   if (!paths) return paths.status();
+  return ProjectFile{std::move(*scope), std::move(paths->front())};
+}
+
+Result<CochangeResult> Service::repoCochange(const CallContext& ctx, const CochangeRequest& request) {
+  auto at = projectFile(ctx, request.file);
+  if (!at) return at.status();
   CochangeResult result;
-  result.file = paths->front();
-  if ((*scope)->repo) {
-    result.neighbors = (*scope)->repo->cochangeNeighbors(result.file, request.limit);
-    result.head = (*scope)->repo->head();
+  result.file = at->path;
+  if (at->scope->repo) {
+    result.neighbors = at->scope->repo->cochangeNeighbors(result.file, request.limit);
+    result.head = at->scope->repo->head();
   }
   return result;
 }
 
 Result<BlastRadius> Service::repoBlastRadius(const CallContext& ctx, const FileRequest& request) {
-  auto scope = projectScope(ctx);
-  if (!scope) return scope.status();
-  auto paths = normalizePaths(ctx, scope->get(), {request.file}, "file");
-  if (!paths) return paths.status();
+  auto at = projectFile(ctx, request.file);
+  if (!at) return at.status();
   BlastRadius result;
-  result.file = paths->front();
-  if ((*scope)->repo) {
-    result.radius = (*scope)->repo->blastRadius(result.file);
-    result.dependents = (*scope)->repo->dependents(result.file);
+  result.file = at->path;
+  if (at->scope->repo) {
+    result.radius = at->scope->repo->blastRadius(result.file);
+    result.dependents = at->scope->repo->dependents(result.file);
   }
   return result;
 }

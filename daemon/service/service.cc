@@ -161,7 +161,6 @@ Result<InitializeResult> Service::initialize(ClientState& client, const Initiali
   {
     std::lock_guard lock(client.mutex);
     client.clientName = std::move(*clientName);
-    client.clientVersion = request.clientVersion;
     if (request.projectRoot) client.projectRoot = *request.projectRoot;
     if (request.readScope) client.readScope = *request.readScope;
     if (request.writeScope) client.writeScope = *request.writeScope;
@@ -203,7 +202,6 @@ Result<InitializeResult> Service::initialize(ClientState& client, const Initiali
   if (isSubagent && freshHints) {
     std::lock_guard lock(hints->mutex);
     hints->state = HintState{};
-    hints->state.isSubagent = true;
     hints->state.budgetLimit = kSubagentHintBudget;
     hints->state.inheritedFromParent = std::move(inherited);
   }

@@ -105,6 +105,12 @@ class Service {
   Result<std::vector<std::string>> normalizePaths(const CallContext& ctx, Scope* scope,
                                                   const std::vector<std::string>& paths, const std::string& field,
                                                   size_t maxFiles = kMaxFiles);
+  // The project scope and one `file` normalised against its root (the repo/* methods that name a file).
+  struct ProjectFile {
+    std::shared_ptr<Scope> scope;
+    std::string path;
+  };
+  Result<ProjectFile> projectFile(const CallContext& ctx, const std::string& file);
   void emit(const Scope& scope, const std::string& id, const std::string& action);
   // Refuses a write on a connection or request whose write_scope is none. `namingScope`: the error's data names the
   // `scope` field (the methods that write the scope the request chose, rather than one an id resolved to).

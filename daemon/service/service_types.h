@@ -88,7 +88,6 @@ struct MemoryRef {
 // --- initialize ---
 struct InitializeRequest {
   std::string clientName = "anonymous";
-  std::string clientVersion;
   std::optional<std::string> projectRoot;
   std::optional<ReadScope> readScope;
   std::optional<WriteScope> writeScope;

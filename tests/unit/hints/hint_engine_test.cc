@@ -128,7 +128,6 @@ TEST(HintEngineTest, ASubagentDoesNotRepeatWhatItsParentSawButStillGetsPinnedRul
   selectHints(parent, {candidate("gotcha-1", "gotcha"), candidate("pinned-1", std::nullopt, true)},
               HintContext::kRead);
   HintState child;
-  child.isSubagent = true;
   child.inheritedFromParent = parent.seenSet();
   auto r = selectHints(child, {candidate("gotcha-1", "gotcha"), candidate("pinned-1", std::nullopt, true)},
                        HintContext::kRead);
