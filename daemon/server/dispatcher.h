@@ -37,10 +37,11 @@ using TextHandler = std::function<Result<std::string>(HandlerEnv&, const CallCon
 struct MethodEntry {
   MethodEntry() = default;
   explicit MethodEntry(Handler h, bool needsInit = false) : handler(std::move(h)), needsInitialize(needsInit) {}
-  // A read-only method whose result is written as text.
-  static MethodEntry writingText(TextHandler h) {
+  // A method whose result is written as text.
+  static MethodEntry writingText(TextHandler h, bool needsInit = false) {
     MethodEntry entry;
     entry.textHandler = std::move(h);
+    entry.needsInitialize = needsInit;
     return entry;
   }
 

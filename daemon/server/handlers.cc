@@ -42,7 +42,8 @@ MethodEntry serviceMethod(bool needsInitialize = false) {
           auto result = call(env, ctx, params);
           if (!result) return result.status();
           return replyText(*result);
-        });
+        },
+        needsInitialize);
   } else {
     return MethodEntry([call](HandlerEnv& env, const CallContext& ctx, const json& params) -> Result<json> {
       auto result = call(env, ctx, params);
