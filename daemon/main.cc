@@ -24,6 +24,7 @@
 #include "daemon/server/listener.h"
 #include "daemon/server/log_format.h"
 #include "daemon/server/server.h"
+#include "daemon/server/version.h"
 #include "daemon/store/database.h"
 #include "protocol/socket_path.h"
 
@@ -50,7 +51,7 @@ struct Flags {
   std::string logLevel = "info";
   size_t maxMessageBytes = 1u << 20;
   int idleExit = 0;
-  std::string secrets = "redact";
+  memq::SecretsMode secrets = memq::SecretsMode::kRedact;
   long partialTimeoutMs = 10000;  // a stalled partial message is closed after this
   long silentTimeoutMs = 60000;   // a connection that sends nothing is closed after this
   size_t maxConnections = memq::kDefaultMaxConnections;
@@ -143,19 +144,20 @@ bool parseFlags(int argc, char** argv, Flags& f, std::string& error) {
         error = "--max-staged-import-bytes must be a number of at least 1048576";
         return false;
       }
-    } else if (a == "--secrets") {
-      if (!(v = value("--secrets"))) return false;
-      f.secrets = v;
-      if (f.secrets != "redact" && f.secrets != "refuse") {
+    } else if (a == "--secrets" || a.rfind("--secrets=", 0) == 0) {
+      std::string mode;
+      if (a == "--secrets") {
+        if (!(v = value("--secrets"))) return false;
+        mode = v;
+      } else {
+        mode = a.substr(10);
+      }
+      auto parsed = memq::parseSecretsMode(mode);
+      if (!parsed) {
         error = "--secrets must be redact or refuse";
         return false;
       }
-    } else if (a.rfind("--secrets=", 0) == 0) {
-      f.secrets = a.substr(10);
-      if (f.secrets != "redact" && f.secrets != "refuse") {
-        error = "--secrets must be redact or refuse";
-        return false;
-      }
+      f.secrets = *parsed;
     } else {
       error = "unknown option: " + a;
       return false;
@@ -252,7 +254,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (std::strcmp(argv[i], "--version") == 0) {
-      std::cout << "memqd 0.1.0\n";
+      std::cout << "memqd " << memq::kMemqdVersion << "\n";
       return 0;
     }
   }

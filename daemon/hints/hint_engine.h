@@ -31,7 +31,6 @@ struct HintState {
   int budgetLimit = kTabHintBudget;
   bool actedThisTurn = false;
   bool volumeLineShownThisTurn = false;
-  bool isSubagent = false;
 
   // A real user turn begins.
   void nextTurn();

@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "daemon/server/request_params.h"
 #include "protocol/method_schemas.h"
 #include "protocol/schema_validator.h"
 
@@ -81,7 +82,13 @@ Result<std::string> Dispatcher::invoke(ClientState& client, const Call& call) {
     MEMQ_RETURN_IF_ERROR(validateParams(schema->params, params));
   }
   // initialize sets the connection's scopes rather than narrowing them, so its params are no request context.
-  auto ctx = service_.context(client, call.method == "initialize" ? nlohmann::json::object() : params);
+  CommonParams common;
+  if (call.method != "initialize") {
+    auto read = readCommonParams(params);
+    if (!read) return read.status();
+    common = std::move(*read);
+  }
+  auto ctx = service_.context(client, common);
   if (!ctx) return ctx.status();
   HandlerEnv env{service_, client, hooks_};
   if (entry.textHandler) return entry.textHandler(env, *ctx, params);

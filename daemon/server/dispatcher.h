@@ -36,18 +36,17 @@ using TextHandler = std::function<Result<std::string>(HandlerEnv&, const CallCon
 
 struct MethodEntry {
   MethodEntry() = default;
-  MethodEntry(Handler h, bool needsInit = false, bool mutation = false)  // NOLINT(google-explicit-constructor)
-      : handler(std::move(h)), needsInitialize(needsInit), isMutation(mutation) {}
-  // A read-only method whose result is written as text.
-  static MethodEntry writingText(TextHandler h) {
+  explicit MethodEntry(Handler h, bool needsInit = false) : handler(std::move(h)), needsInitialize(needsInit) {}
+  // A method whose result is written as text.
+  static MethodEntry writingText(TextHandler h, bool needsInit = false) {
     MethodEntry entry;
     entry.textHandler = std::move(h);
+    entry.needsInitialize = needsInit;
     return entry;
   }
 
   Handler handler;               // exactly one of handler and textHandler is set
   bool needsInitialize = false;  // hints/*: per-connection state needs an identified client
-  bool isMutation = false;
   TextHandler textHandler;
 };
 

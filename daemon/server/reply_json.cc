@@ -1,6 +1,7 @@
-// Memory records and recall hits as JSON text; see reply_json.h.
+// Results as replies; see reply_json.h.
 #include "daemon/server/reply_json.h"
 
+#include "daemon/server/version.h"
 #include "protocol/envelope.h"
 #include "protocol/json_writer.h"
 
@@ -138,5 +139,171 @@ std::string recallHitsJsonText(const std::vector<RecallHit>& hits, bool explain)
   w.endObject();
   return out;
 }
+
+namespace {
+
+using json = nlohmann::json;
+
+json memoriesJson(const std::vector<Memory>& memories) {
+  json out = json::array();
+  for (const auto& m : memories) out.push_back(memoryToJson(m));
+  return out;
+}
+
+// A review's memories, each with the files it was flagged for under `filesKey`.
+json flaggedJson(const std::vector<FlaggedMemory>& flagged, const char* filesKey) {
+  json out = json::array();
+  for (const auto& f : flagged) {
+    json j = memoryToJson(f.memory);
+    j[filesKey] = f.files;
+    out.push_back(std::move(j));
+  }
+  return json{{"memories", std::move(out)}};
+}
+
+json redactionsJson(const std::vector<Redaction>& redactions) {
+  json out = json::array();
+  for (const auto& r : redactions) out.push_back({{"kind", r.kind}, {"field", r.field}});
+  return out;
+}
+
+}  // namespace
+
+json replyJson(const InitializeResult& r) {
+  json project = nullptr;
+  if (r.project) project = {{"root", r.project->root}, {"db_path", r.project->dbPath}, {"in_git", r.project->inGit}};
+  return json{{"server_version", kMemqdVersion},
+              {"protocol_version", kProtocolVersion},
+              {"capabilities",
+               {{"framing", {"ndjson", "content-length"}},
+                {"rankers", {"default", "reference"}},
+                {"embedder", r.embedderModel},
+                {"notifications", {"memory/changed"}}}},
+              {"session", r.session},
+              {"project", project}};
+}
+
+json replyJson(const SaveResult& r) {
+  json similar = json::array();
+  for (const auto& s : r.similar) {
+    similar.push_back({{"id", s.id}, {"weight", s.weight}, {"summary", s.summary}, {"kind", s.kind}});
+  }
+  json out = {{"id", r.id},
+              {"scope", toString(r.scope)},
+              {"status", toString(r.status)},
+              {"similar", std::move(similar)},
+              {"warnings", r.warnings},
+              {"redactions", redactionsJson(r.redactions)}};
+  if (r.memory) out["memory"] = memoryToJson(*r.memory);
+  if (r.reason) out["reason"] = *r.reason;
+  if (r.supersededBy) out["superseded_by"] = *r.supersededBy;
+  if (r.hint) out["hint"] = *r.hint;
+  if (r.topicsMerged) out["topics_merged"] = true;
+  return out;
+}
+
+json replyJson(const Memory& memory) { return memoryToJson(memory); }
+
+json replyJson(const UpdateOutcome& r) {
+  json out = memoryToJson(r.memory);
+  out["redactions"] = redactionsJson(r.redactions);
+  return out;
+}
+
+json replyJson(const ListResult& r) {
+  json out{{"memories", memoriesJson(r.memories)}, {"total", r.total}};
+  if (!r.warnings.empty()) out["warnings"] = r.warnings;  // the answer may be incomplete
+  return out;
+}
+
+json replyJson(const SupersedeResult& r) {
+  return json{{"old", memoryToJson(r.old)}, {"new", memoryToJson(r.replacement)}};
+}
+
+json replyJson(const PurgeResult& r) { return json{{"purged", true}, {"id", r.id}}; }
+
+json replyJson(const HintResult& r) {
+  json hints = json::array();
+  for (const auto& line : r.hints) {
+    hints.push_back({{"id", line.id}, {"label", line.label}, {"summary", line.summary}, {"text", line.text}});
+  }
+  return json{{"lines", r.lines}, {"hints", std::move(hints)}, {"more", r.more}};
+}
+
+json replyJson(const HintTurn& r) { return json{{"turn", r.turn}}; }
+
+json replyJson(const CochangeResult& r) {
+  json neighbors = json::array();
+  for (const auto& n : r.neighbors) {
+    neighbors.push_back({{"path", n.path}, {"count", n.count}, {"strength", n.strength}});
+  }
+  return json{{"file", r.file}, {"neighbors", std::move(neighbors)}, {"head", r.head}};
+}
+
+json replyJson(const BlastRadius& r) {
+  return json{{"file", r.file}, {"radius", r.radius}, {"dependents", r.dependents}};
+}
+
+json replyJson(const RepoRefreshResult& r) {
+  return json{{"walked_commits", r.info.walkedCommits}, {"total_commits", r.info.totalCommits},
+              {"pairs", r.info.pairs},                  {"head", r.info.head},
+              {"elapsed_ms", r.info.elapsedMs},         {"rebuilt", r.info.rebuilt},
+              {"in_git", r.inGit}};
+}
+
+json replyJson(const ClusterReport& r) {
+  json clusters = json::array();
+  for (const auto& c : r.clusters) {
+    clusters.push_back({{"scope", toString(c.scope)}, {"weight", c.weight}, {"memories", memoriesJson(c.memories)}});
+  }
+  return json{{"clusters", std::move(clusters)}};
+}
+
+json replyJson(const StaleReport& r) { return flaggedJson(r.memories, "changed_files"); }
+
+json replyJson(const DeadReport& r) { return flaggedJson(r.memories, "missing_files"); }
+
+json replyJson(const AuditPage& r) {
+  json events = json::array();
+  for (const auto& entry : r.events) {
+    const AuditEvent& e = entry.event;
+    events.push_back({{"seq", e.seq}, {"at", e.at}, {"scope", toString(entry.scope)}, {"memory_id", e.memoryId},
+                      {"action", e.action}, {"actor", e.actor}, {"detail", e.detail}, {"scrubbed", e.scrubbed}});
+  }
+  return json{{"events", std::move(events)}};
+}
+
+json replyJson(const ExportPage& r) {
+  json out = {{"jsonl", r.jsonl}};
+  if (r.nextCursor) out["next_cursor"] = *r.nextCursor;
+  if (!r.warnings.empty()) out["warnings"] = r.warnings;  // the export may be incomplete
+  return out;
+}
+
+json replyJson(const ImportCounts& r) {
+  if (!r.committed) return json{{"staged_lines", r.stagedLines}};
+  return json{{"created", r.created},       {"deduped", r.deduped},
+              {"rejected", r.rejected},     {"tombstones", r.tombstones},
+              {"staged_lines", r.stagedLines}};
+}
+
+json replyJson(const StatsReport& r) {
+  json scopes = json::object();
+  for (const auto& s : r.scopes) {
+    json counters = s.counters;
+    if (s.cochangeHead) counters["cochange_head"] = *s.cochangeHead;
+    scopes[toString(s.scope)] = std::move(counters);
+  }
+  return json{{"scopes", std::move(scopes)}};
+}
+
+std::string replyText(const GetResult& r) {
+  if (r.warnings.empty()) return memoryJsonText(r.memory);
+  json out = memoryToJson(r.memory);
+  out["warnings"] = r.warnings;  // the answer may be incomplete (Service::get)
+  return out.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string replyText(const RecallHits& r) { return recallHitsJsonText(r.hits, r.explain); }
 
 }  // namespace memq

@@ -1,17 +1,47 @@
-// Reply text for the results that carry memory records (memory/recall, memory/search, memory/get), written straight
-// from the records with JsonWriter instead of building a nlohmann tree and dumping it. The text is byte for byte
-// serializeMessage(memoryToJson(...)) / serializeMessage of the handlers' former tree (recallHitToJson): same keys in
-// the same (sorted) order, same values, same escaping. tests/unit/server/reply_json_test.cc holds them to that.
+// Every method's result as its reply (docs/protocol.md): the one place Service's result types become JSON.
+// replyJson builds a nlohmann tree (serializeMessage dumps it with its keys sorted). replyText writes the largest
+// results — those that carry memory records: memory/recall, memory/search, memory/get — straight from the records with
+// JsonWriter instead of building a tree and dumping it. That text is byte for byte serializeMessage(memoryToJson(...))
+// / serializeMessage of the tree a hit would make: same keys in the same (sorted) order, same values, same escaping.
+// tests/unit/server/reply_json_test.cc holds them to that.
 // Thread-safety: pure functions.
 #pragma once
+
+#include <nlohmann/json.hpp>
 
 #include <string>
 #include <vector>
 
 #include "daemon/model/memory.h"
 #include "daemon/recall/recall_engine.h"
+#include "daemon/service/service_types.h"
 
 namespace memq {
+
+nlohmann::json replyJson(const InitializeResult& result);
+nlohmann::json replyJson(const SaveResult& result);
+nlohmann::json replyJson(const Memory& memory);
+nlohmann::json replyJson(const UpdateOutcome& result);
+nlohmann::json replyJson(const ListResult& result);
+nlohmann::json replyJson(const SupersedeResult& result);
+nlohmann::json replyJson(const PurgeResult& result);
+nlohmann::json replyJson(const HintResult& result);
+nlohmann::json replyJson(const HintTurn& result);
+nlohmann::json replyJson(const CochangeResult& result);
+nlohmann::json replyJson(const BlastRadius& result);
+nlohmann::json replyJson(const RepoRefreshResult& result);
+nlohmann::json replyJson(const ClusterReport& result);
+nlohmann::json replyJson(const StaleReport& result);
+nlohmann::json replyJson(const DeadReport& result);
+nlohmann::json replyJson(const AuditPage& result);
+nlohmann::json replyJson(const ExportPage& result);
+nlohmann::json replyJson(const ImportCounts& result);
+nlohmann::json replyJson(const StatsReport& result);
+
+// memory/get: the record, with `warnings` when the answer may be incomplete.
+std::string replyText(const GetResult& result);
+// memory/recall and memory/search.
+std::string replyText(const RecallHits& result);
 
 // One memory record as a JSON object.
 std::string memoryJsonText(const Memory& memory);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "daemon/server/session.h"
+#include "daemon/server/version.h"
 #include "protocol/envelope.h"
 
 namespace memq {
@@ -250,11 +251,12 @@ void Server::sessionClosed(Session* session) {
 }
 
 void Server::broadcast(const ChangeEvent& e) {
-  nlohmann::json params = {{"scope", e.scope}, {"id", e.id}, {"action", e.action}};
+  const std::string scope = toString(e.scope);
+  nlohmann::json params = {{"scope", scope}, {"id", e.id}, {"action", e.action}};
   if (!e.projectRoot.empty()) params["project_root"] = e.projectRoot;
   std::string text = serializeMessage(makeNotification("memory/changed", params));
   auto copy = sessions_;  // notify may close a slow session, which erases from sessions_
-  for (auto& s : copy) s->notify(e.scope, text);
+  for (auto& s : copy) s->notify(scope, text);
 }
 
 void Server::requestShutdown() {
@@ -345,7 +347,7 @@ void Server::armHousekeeping() {
 
 nlohmann::json Server::status() {
   auto uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  return {{"version", "0.1.0"},
+  return {{"version", kMemqdVersion},
           {"pid", ::getpid()},
           {"uptime_s", uptime},
           {"socket", options_.socketPath},

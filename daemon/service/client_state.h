@@ -25,7 +25,7 @@ bool parseWriteScope(const std::string& s, WriteScope& out);
 const char* readScopeName(ReadScope s);
 const char* writeScopeName(WriteScope s);
 
-// An import sent in several requests, staged until its last one (service.cc).
+// An import sent in several requests, staged until its last one (transfer.cc).
 struct PendingImport;
 
 struct TabHints {
@@ -38,7 +38,6 @@ struct ClientState {
   std::string token GUARDED_BY(mutex);  // handed out by initialize; a subagent passes it as `parent`
   bool initialized GUARDED_BY(mutex) = false;
   std::string clientName GUARDED_BY(mutex) = "anonymous";
-  std::string clientVersion GUARDED_BY(mutex);
   std::string projectRoot GUARDED_BY(mutex);  // as given (a directory inside the project); "" = none
   ReadScope readScope GUARDED_BY(mutex) = ReadScope::kAll;
   WriteScope writeScope GUARDED_BY(mutex) = WriteScope::kProject;

@@ -2,10 +2,9 @@
 #include "daemon/service/jsonl_transfer.h"
 
 #include <cmath>
-#include <ctime>
-#include <regex>
 
 #include "daemon/model/memory_input.h"
+#include "daemon/util/clock.h"
 #include "daemon/util/uuid.h"
 
 namespace memq {
@@ -254,28 +253,7 @@ bool isMemoryId(std::string_view id) {
   return true;
 }
 
-bool isTimestamp(std::string_view text) {
-  static const std::regex kTimestamp(
-      R"(^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|[+-](\d{2}):(\d{2}))$)");
-  std::match_results<std::string_view::const_iterator> m;
-  if (!std::regex_match(text.begin(), text.end(), m, kTimestamp)) return false;
-  auto num = [&](int i) { return std::stoi(m[i].str()); };
-  std::tm tm{};
-  tm.tm_year = num(1) - 1900;
-  tm.tm_mon = num(2) - 1;
-  tm.tm_mday = num(3);
-  tm.tm_hour = num(4);
-  tm.tm_min = num(5);
-  tm.tm_sec = num(6);
-  if (tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
-      tm.tm_sec > 60) {
-    return false;
-  }
-  if (m[9].matched && (num(9) > 23 || num(10) > 59)) return false;
-  const int year = tm.tm_year, mon = tm.tm_mon, day = tm.tm_mday;
-  (void)timegm(&tm);  // normalises 31 February into March: then the fields no longer match
-  return tm.tm_year == year && tm.tm_mon == mon && tm.tm_mday == day;
-}
+bool isTimestamp(std::string_view text) { return parseIsoInstant(text, IsoTimeForm::kTimestamp).has_value(); }
 
 bool isContentHash(std::string_view text) {
   if (text.size() != 64) return false;
@@ -306,6 +284,23 @@ Result<std::optional<ImportLine>> parseImportLine(std::string_view text, size_t 
                                                         : readMemory(j, line, options);
   if (!parsed) return parsed.status();
   return std::optional<ImportLine>(std::move(*parsed));
+}
+
+Status stageImportLines(std::string_view jsonl, const ImportLineOptions& options, size_t& lines, ImportBatch& batch) {
+  for (size_t start = 0; start < jsonl.size();) {
+    size_t end = jsonl.find('\n', start);
+    if (end == std::string_view::npos) end = jsonl.size();
+    auto parsed = parseImportLine(jsonl.substr(start, end - start), ++lines, options);
+    start = end + 1;
+    if (!parsed) return parsed.status();
+    if (!*parsed) continue;
+    if ((*parsed)->isTombstone) {
+      batch.tombstones.push_back({std::move((*parsed)->tombstone), (*parsed)->line});
+    } else {
+      batch.memories.push_back({std::move((*parsed)->memory), (*parsed)->line});
+    }
+  }
+  return Status::ok();
 }
 
 std::string ExportCursor::encode() const {

@@ -1,7 +1,7 @@
 // The JSONL form of `export` and `import`: one memory or tombstone per line, written and read here.
 //
 // Writing: memoryLine and tombstoneLine give the exact bytes of a line, so export → import → export is byte-identical.
-// Reading: parseImportLine reads and validates one line on its own (what needs no database): a line that is not a
+// Reading: parseImportLine (and stageImportLines, over a request's lines) reads and validates one line on its own (what needs no database): a line that is not a
 // JSON object, an unknown `type`, a missing `summary`, an `id` or `superseded_by` that is not a memory id (empty,
 // path-like, upper case), a timestamp that is not one, a `use_count` that is not a whole number from 0 to
 // kMaxImportedUseCount, a `content_hash` that is not 64 lowercase hex digits, a field of the wrong JSON type. Every
@@ -38,7 +38,7 @@ std::string tombstoneLine(const Tombstone& tombstone, const std::string& scope);
 // A memory id as memq hands them out: 1 to 64 characters of [a-z0-9_-], starting with a letter or digit. Nothing
 // path-like ('/', '.', '\\', white space, control characters) and nothing a prefix lookup would miss (upper case).
 bool isMemoryId(std::string_view id);
-// A point in time as export writes it: YYYY-MM-DDTHH:MM:SS, optional fraction, then Z or ±HH:MM; a real date.
+// A point in time as export writes it (IsoTimeForm::kTimestamp, daemon/util/clock.h): a real date and time.
 bool isTimestamp(std::string_view text);
 // 64 lowercase hexadecimal digits (SHA-256, content_hash.h).
 bool isContentHash(std::string_view text);
@@ -65,6 +65,10 @@ Status importLineError(size_t line, const std::string& field, const std::string&
 
 // nullopt for a blank line (only spaces, tabs or a carriage return).
 Result<std::optional<ImportLine>> parseImportLine(std::string_view text, size_t line, const ImportLineOptions& options);
+
+// Reads every line of `jsonl` (split at '\n'; blank lines are counted and skipped) into `batch`, numbering them on
+// from `lines`, which it advances; the first line in error stops it with that line's error.
+Status stageImportLines(std::string_view jsonl, const ImportLineOptions& options, size_t& lines, ImportBatch& batch);
 
 // Where the next page of an export starts: in scope `scope`, its memories after (createdAt, id) in export order,
 // or (tombstones) its tombstones after (at, contentHash).

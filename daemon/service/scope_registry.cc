@@ -51,10 +51,11 @@ bool ScopeRegistry::forgetIfMoved(std::shared_ptr<ScopeDatabase> db) {
   return true;
 }
 
-Result<std::shared_ptr<ScopeDatabase>> ScopeRegistry::openDatabase(const std::string& name, const std::string& path,
+Result<std::shared_ptr<ScopeDatabase>> ScopeRegistry::openDatabase(ScopeKind kind, const std::string& path,
                                                                    const std::string& root) {
   auto it = databases_.find(path);
   if (it != databases_.end() && !forgetIfMoved(it->second)) return it->second;
+  const std::string name = toString(kind);  // the store stamps it on every record it returns
   StoreOptions so;
   so.path = path;
   so.scope = name;
@@ -84,17 +85,17 @@ Result<std::shared_ptr<ScopeDatabase>> ScopeRegistry::openDatabase(const std::st
   return db;
 }
 
-Result<std::shared_ptr<Scope>> ScopeRegistry::openScope(const std::string& key, const std::string& name,
+Result<std::shared_ptr<Scope>> ScopeRegistry::openScope(const std::string& key, ScopeKind kind,
                                                         const std::string& dbPath, const ProjectLocation* location) {
   auto it = scopes_.find(key);
   if (it != scopes_.end()) {
     it->second->lastUsed = std::chrono::steady_clock::now();
     return it->second;
   }
-  auto db = openDatabase(name, dbPath, location ? location->root : "");
+  auto db = openDatabase(kind, dbPath, location ? location->root : "");
   if (!db) return db.status();
   auto scope = std::make_shared<Scope>();
-  scope->name = name;
+  scope->kind = kind;
   scope->db = std::move(*db);
   if (location) {
     scope->location = *location;
@@ -109,7 +110,7 @@ Result<std::shared_ptr<Scope>> ScopeRegistry::openScope(const std::string& key, 
 Result<std::shared_ptr<Scope>> ScopeRegistry::global() {
   MutexLock lock(mutex_);
   if (auto it = scopes_.find(""); it != scopes_.end()) (void)forgetIfMoved(it->second->db);
-  return openScope("", "global", options_.dataDir + "/global.db", nullptr);
+  return openScope("", ScopeKind::kGlobal, options_.dataDir + "/global.db", nullptr);
 }
 
 Result<ProjectLocation> ScopeRegistry::locate(const std::string& dir) {
@@ -136,7 +137,7 @@ Result<std::shared_ptr<Scope>> ScopeRegistry::project(const std::string& dir) {
     auto it = scopes_.find(loc->root);
     // Once forgotten, the project is located again (its location was forgotten with it) and opened afresh.
     if (!relocated && it != scopes_.end() && forgetIfMoved(it->second->db)) continue;
-    return openScope(loc->root, "project", loc->dbPath, &*loc);
+    return openScope(loc->root, ScopeKind::kProject, loc->dbPath, &*loc);
   }
 }
 

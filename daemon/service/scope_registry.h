@@ -17,6 +17,7 @@
 
 #include "daemon/embed/embedder.h"
 #include "daemon/git/repo_location.h"
+#include "daemon/model/scope_kind.h"
 #include "daemon/recall/repo_signals.h"
 #include "daemon/store/memory_store.h"
 #include "daemon/util/thread_annotations.h"
@@ -41,7 +42,7 @@ struct ScopeDatabase {
 };
 
 struct Scope {
-  std::string name;  // "global" | "project"
+  ScopeKind kind = ScopeKind::kProject;
   ProjectLocation location;  // project scopes only: the work tree (root) the requests name
   std::shared_ptr<ScopeDatabase> db;
   std::shared_ptr<RepoSignals> repo;  // this work tree's signals, for project scopes in git; may be null
@@ -83,9 +84,9 @@ class ScopeRegistry {
   size_t commitPendingSaves(std::chrono::milliseconds idle);
 
  private:
-  Result<std::shared_ptr<ScopeDatabase>> openDatabase(const std::string& name, const std::string& path,
+  Result<std::shared_ptr<ScopeDatabase>> openDatabase(ScopeKind kind, const std::string& path,
                                                       const std::string& root) REQUIRES(mutex_);
-  Result<std::shared_ptr<Scope>> openScope(const std::string& key, const std::string& name, const std::string& dbPath,
+  Result<std::shared_ptr<Scope>> openScope(const std::string& key, ScopeKind kind, const std::string& dbPath,
                                            const ProjectLocation* location) REQUIRES(mutex_);
   // Takes db's mutex after mutex_. When db's files are no longer at their paths: retires its
   // store (MemoryStore::retire, logged) and forgets it, every scope on it and their roots' locations, so that the

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <ctime>
+#include <regex>
 #include <string_view>
 
 namespace memq {
@@ -76,6 +77,54 @@ int64_t parseIsoUtcMillis(const std::string& iso) {
   tm.tm_min = min;
   tm.tm_sec = sec;
   return static_cast<int64_t>(timegm(&tm)) * 1000 + milli;
+}
+
+std::optional<IsoInstant> parseIsoInstant(std::string_view text, IsoTimeForm form) {
+  // Groups: 1-3 date, 4 separator, 5-7 time, 8 fraction digits, 9 offset (10-11 its hours and minutes).
+  static const std::regex kIso(
+      R"(^(\d{4})-(\d{2})-(\d{2})(?:([T ])(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?(Z|[+-](\d{2}):?(\d{2}))?$)");
+  std::match_results<std::string_view::const_iterator> m;
+  if (!std::regex_match(text.begin(), text.end(), m, kIso)) return std::nullopt;
+  if (form == IsoTimeForm::kTimestamp) {
+    const bool exportShape = m[4].matched && m[4].str() == "T" && m[7].matched && m[9].matched &&
+                             (m[9].str() == "Z" || m[9].length() == 6);
+    if (!exportShape) return std::nullopt;
+  }
+  auto num = [&](int i) { return m[i].matched ? std::stoi(m[i].str()) : 0; };
+  std::tm tm{};
+  tm.tm_year = num(1) - 1900;
+  tm.tm_mon = num(2) - 1;
+  tm.tm_mday = num(3);
+  tm.tm_hour = num(5);
+  tm.tm_min = num(6);
+  tm.tm_sec = num(7);
+  if (tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
+      tm.tm_sec > 60) {
+    return std::nullopt;
+  }
+  if (m[10].matched && (num(10) > 23 || num(11) > 59)) return std::nullopt;
+  const int year = tm.tm_year, mon = tm.tm_mon, day = tm.tm_mday;
+  IsoInstant instant;
+  instant.seconds = static_cast<int64_t>(timegm(&tm));
+  // timegm normalises 31 February into March: then the fields no longer match.
+  if (tm.tm_year != year || tm.tm_mon != mon || tm.tm_mday != day) return std::nullopt;
+  if (m[10].matched) {
+    const int64_t offsetSeconds = (num(10) * 60 + num(11)) * 60;
+    instant.seconds -= text[static_cast<size_t>(m.position(9))] == '+' ? offsetSeconds : -offsetSeconds;
+  }
+  const std::string fraction = m[8].matched ? (m[8].str() + "00").substr(0, 3) : "000";
+  instant.millis = std::stoi(fraction);
+  return instant;
+}
+
+std::optional<std::string> formatIsoInstant(const IsoInstant& instant) {
+  const auto seconds = static_cast<std::time_t>(instant.seconds);
+  std::tm utc{};
+  if (gmtime_r(&seconds, &utc) == nullptr) return std::nullopt;
+  char buf[80];  // room for any int in every field
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900, utc.tm_mon + 1,
+                utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, instant.millis);
+  return std::string(buf);
 }
 
 }  // namespace memq

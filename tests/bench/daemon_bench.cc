@@ -339,11 +339,14 @@ int main(int argc, char** argv) {
       };
       memq::Service service(so);
       memq::ClientState state;
-      if (auto init = service.initialize(state, {{"client_name", "in-process"}, {"project_root", root}}); !init) {
+      memq::InitializeRequest initRequest;
+      initRequest.clientName = "in-process";
+      initRequest.projectRoot = root;
+      if (auto init = service.initialize(state, initRequest); !init) {
         std::cerr << "in-process initialize: " << init.status().toString() << "\n";
         return 1;
       }
-      auto ctx = service.context(state, json::object());
+      auto ctx = service.context(state, memq::CommonParams{});
       std::vector<double> socketLat, inprocLat, diff;
       std::vector<std::vector<memq::RecallHit>> replyHits;  // the first pass's hits, for the reply-JSON figures
       size_t mismatched = 0;
@@ -359,7 +362,7 @@ int main(int argc, char** argv) {
           req.threshold = 0.01;
           // Alternate which goes first, so neither always finds the pages the other just read.
           memq::Result<json> overSocket = memq::Status::internal("not run");
-          memq::Result<std::vector<memq::RecallHit>> inproc = memq::Status::internal("not run");
+          memq::Result<memq::RecallHits> inproc = memq::Status::internal("not run");
           double socketMs = 0, inprocMs = 0;
           for (int turn = 0; turn < 2; ++turn) {
             auto ta = Clock::now();
@@ -368,7 +371,7 @@ int main(int argc, char** argv) {
               socketMs = micros(Clock::now() - ta) / 1000;
             } else {
               double cpu0 = threadCpuMs();
-              inproc = service.recall(*ctx, req, false);
+              inproc = service.recall(*ctx, memq::RecallParams{req, /*markUsed=*/false});
               inprocMs = micros(Clock::now() - ta) / 1000;
               inprocCpuMs += threadCpuMs() - cpu0;
             }
@@ -377,8 +380,8 @@ int main(int argc, char** argv) {
             std::cerr << "recall failed: " << (overSocket ? inproc.status() : overSocket.status()).toString() << "\n";
             return 1;
           }
-          if ((*overSocket)["memories"].size() != inproc->size()) ++mismatched;
-          if (pass == 0) replyHits.push_back(*inproc);
+          if ((*overSocket)["memories"].size() != inproc->hits.size()) ++mismatched;
+          if (pass == 0) replyHits.push_back(inproc->hits);
           if (q.value("warmup", false)) continue;
           socketLat.push_back(socketMs);
           inprocLat.push_back(inprocMs);

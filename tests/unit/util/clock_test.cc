@@ -78,5 +78,39 @@ TEST(Clock, OtherSpellingsTakeTheGeneralPathAndGarbageIsMinusOne) {
   EXPECT_EQ(parseIsoUtcMillis("2026-11-29"), -1);
 }
 
+// parseIsoInstant then formatIsoInstant, or "refused".
+std::string instant(const std::string& text, IsoTimeForm form) {
+  auto parsed = parseIsoInstant(text, form);
+  if (!parsed) return "refused";
+  return formatIsoInstant(*parsed).value_or("unformattable");
+}
+
+TEST(Clock, TheExportFormIsOneExactShapeOfARealDateAndTime) {
+  constexpr auto kForm = IsoTimeForm::kTimestamp;
+  EXPECT_EQ(instant("2026-11-29T14:33:25.605Z", kForm), "2026-11-29T14:33:25.605Z");
+  EXPECT_EQ(instant("2026-11-29T14:33:25Z", kForm), "2026-11-29T14:33:25.000Z");
+  EXPECT_EQ(instant("2026-11-29T14:33:25.6059999Z", kForm), "2026-11-29T14:33:25.605Z") << "the fraction is cut";
+  EXPECT_EQ(instant("2026-11-29T14:33:25+01:30", kForm), "2026-11-29T13:03:25.000Z");
+  EXPECT_EQ(instant("2024-02-29T00:00:00-00:30", kForm), "2024-02-29T00:30:00.000Z");
+  for (const char* bad : {"2026-11-29", "2026-11-29T14:33Z", "2026-11-29 14:33:25Z", "2026-11-29T14:33:25",
+                          "2026-11-29T14:33:25+0130", "2026-02-29T00:00:00Z", "2026-04-31T00:00:00Z",
+                          "2026-11-29T24:00:00Z", "2026-11-29T14:33:25+24:00", "2026-11-29T14:33:25+01:60",
+                          "2026-11-29T14:33:25.Z", " 2026-11-29T14:33:25Z"}) {
+    EXPECT_EQ(instant(bad, kForm), "refused") << bad;
+  }
+}
+
+TEST(Clock, TheDateOrDateTimeFormAlsoTakesWhatAPersonTypes) {
+  constexpr auto kForm = IsoTimeForm::kDateOrDateTime;
+  EXPECT_EQ(instant("2026-11-29", kForm), "2026-11-29T00:00:00.000Z");
+  EXPECT_EQ(instant("2026-11-29 14:30", kForm), "2026-11-29T14:30:00.000Z");
+  EXPECT_EQ(instant("2026-11-29T14:30:00Z", kForm), "2026-11-29T14:30:00.000Z");
+  EXPECT_EQ(instant("2026-11-29T00:30+0100", kForm), "2026-11-28T23:30:00.000Z");
+  EXPECT_EQ(instant("2026-11-29T14:33:25.605Z", kForm), "2026-11-29T14:33:25.605Z");
+  for (const char* bad : {"2026-11-31", "2026-13-01", "2026-11-29T14", "yesterday", "", "2026-11-29T14:30+25:00"}) {
+    EXPECT_EQ(instant(bad, kForm), "refused") << bad;
+  }
+}
+
 }  // namespace
 }  // namespace memq

@@ -1,0 +1,368 @@
+// Service's memory/* methods (service.h): save, get, update, list, search, recall, and the state changes — each
+// resolving its scopes and ids through the core (service.cc), scrubbing new text (SecretScrubber), running under
+// the scope's lock, and reporting what changed to the change listener.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "daemon/model/file_path.h"
+#include "daemon/service/service.h"
+
+namespace memq {
+
+namespace {
+
+// memory/save's status, from the store's name for it.
+Result<SaveStatus> saveStatusOf(const SaveOutcome& outcome) {
+  auto status = parseSaveStatus(outcome.status);
+  if (!status) return Status::internal("the store reported save status '" + outcome.status + "'");
+  return *status;
+}
+
+// What to do about a save that stored nothing (exists_hidden, exists_superseded, rejected).
+std::optional<std::string> saveHint(SaveStatus status, const SaveOutcome& outcome) {
+  switch (status) {
+    case SaveStatus::kExistsHidden:
+      return "memory " + outcome.id + " holds this text but is hidden; restore it with memory/restore";
+    case SaveStatus::kExistsSuperseded:
+      return "memory " + outcome.id + " holds this text but was superseded by " + outcome.supersededBy.value_or("?");
+    case SaveStatus::kRejected:
+      return "this text was rejected (" + outcome.reason.value_or("") + "); it will not be stored";
+    case SaveStatus::kCreated:
+    case SaveStatus::kDeduped:
+      break;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<SaveResult> Service::save(const CallContext& ctx, const SaveInput& rawInput) {
+  auto scope = writeScope(ctx);
+  if (!scope) return scope.status();
+  SaveInput input = rawInput;
+  if (input.source.empty() || (input.source != ctx.actor.source && input.source == "agent")) {
+    input.source = ctx.actor.source;
+  }
+  SecretScrubber scrub = scrubber();
+  MEMQ_RETURN_IF_ERROR(scrub.scrub(input.summary, "summary"));
+  MEMQ_RETURN_IF_ERROR(scrub.scrub(input.details, "details"));
+  MEMQ_RETURN_IF_ERROR(scrub.scrubEach(input.topics, "topics"));
+  MEMQ_RETURN_IF_ERROR(scrub.scrub(input.sessionId, "session_id"));
+  const bool inProject = (*scope)->kind == ScopeKind::kProject;
+  auto normalized = normalizeSave(input, inProject ? (*scope)->location.root : "");
+  if (!normalized) return normalized.status();
+  auto files = withBlobIds(**scope, normalized->files);
+  Actor actor = ctx.actor;
+  actor.source = normalized->source;
+  Result<SaveOutcome> outcome = Status::internal("unreached");
+  {
+    std::lock_guard lock((*scope)->db->mutex);
+    outcome = (*scope)->db->store->save(*normalized, files, actor);
+    if ((*scope)->db->store->hasPendingSaves()) savesPending_.store(true);
+  }
+  if (!outcome) return outcome.status();
+  auto status = saveStatusOf(*outcome);
+  if (!status) return status.status();
+  if (*status == SaveStatus::kCreated) emit(**scope, outcome->id, "create");
+  if (*status == SaveStatus::kDeduped) emit(**scope, outcome->id, "dedup");
+  SaveResult result;
+  result.id = outcome->id;
+  result.scope = (*scope)->kind;
+  result.status = *status;
+  result.similar = std::move(outcome->similar);
+  result.warnings = std::move(outcome->warnings);
+  result.redactions = scrub.takeRedactions();
+  result.memory = std::move(outcome->memory);
+  result.hint = saveHint(*status, *outcome);
+  result.reason = std::move(outcome->reason);
+  result.supersededBy = std::move(outcome->supersededBy);
+  result.topicsMerged = outcome->topicsMerged;
+  return result;
+}
+
+Result<GetResult> Service::get(const CallContext& ctx, const MemoryRef& request) {
+  const std::string& id = request.id;
+  if (ctx.readScope == ReadScope::kNone) {
+    return Status(ErrorCode::kScopeUnavailable, "reads are disabled for this connection (read_scope none)");
+  }
+  std::vector<std::string> incomplete;  // scopes read whose acknowledged saves are not all readable
+  auto noteIncomplete = [&](Scope& scope) {
+    auto w = scope.db->store->unappliedSavesWarning();
+    if (w && std::find(incomplete.begin(), incomplete.end(), *w) == incomplete.end()) incomplete.push_back(*w);
+  };
+  // A full id (what clients send back after a recall) is read straight from each scope in resolve's order, one
+  // read per scope and none of resolve's id lookup before it; an exact id in any scope wins over prefixes
+  // elsewhere, as in resolve. What no scope holds exactly goes through resolve: a prefix, or NotFound naming `id`.
+  Result<Memory> m = [&]() -> Result<Memory> {
+    if (!id.empty()) {
+      auto scopes = idScopes(ctx);
+      if (!scopes) return scopes.status();
+      for (auto& scope : *scopes) {
+        auto lock = scope->db->lockCommitted();
+        auto exact = scope->db->store->get(id);
+        noteIncomplete(*scope);
+        if (exact || exact.status().code() != ErrorCode::kNotFound) return exact;
+      }
+    }
+    auto r = resolve(ctx, id);
+    if (!r) return r.status();
+    auto lock = r->scope->db->lockCommitted();
+    return r->scope->db->store->get(r->id);
+  }();
+  if (!m && m.status().code() == ErrorCode::kNotFound && !incomplete.empty()) {
+    // Not found in what could be read is not "not found": the memory may be one of the saves left out.
+    return Status(ErrorCode::kStorageError, m.status().message() + ", but " + incomplete.front(),
+                  nlohmann::json{{"field", "id"}, {"warnings", incomplete}});
+  }
+  if (!m) return m.status();
+  markActed(ctx.client);
+  return GetResult{std::move(*m), std::move(incomplete)};
+}
+
+Result<Memory> Service::mutate(const CallContext& ctx, const std::string& id, const std::string& action,
+                               const std::function<Result<Memory>(MemoryStore&, const std::string&)>& op) {
+  MEMQ_RETURN_IF_ERROR(requireWrites(ctx));
+  auto r = resolve(ctx, id);
+  if (!r) return r.status();
+  Result<Memory> out = Status::internal("unreached");
+  std::string before;
+  {
+    auto lock = r->scope->db->lockCommitted();
+    auto m = r->scope->db->store->get(r->id);
+    if (m) before = m->updatedAt;
+    out = op(*r->scope->db->store, r->id);
+  }
+  if (out && out->updatedAt != before) emit(*r->scope, r->id, action);
+  return out;
+}
+
+Result<UpdateOutcome> Service::update(const CallContext& ctx, const UpdateRequest& request) {
+  MEMQ_RETURN_IF_ERROR(requireWrites(ctx));
+  auto r = resolve(ctx, request.id);
+  if (!r) return r.status();
+  UpdateInput in;
+  in.summary = request.summary;
+  in.details = request.details;
+  in.category = request.category;
+  in.topics = request.topics;
+  SecretScrubber scrub = scrubber();
+  MEMQ_RETURN_IF_ERROR(scrub.scrub(in.summary, "summary"));
+  MEMQ_RETURN_IF_ERROR(scrub.scrub(in.details, "details"));
+  if (in.topics) MEMQ_RETURN_IF_ERROR(scrub.scrubEach(*in.topics, "topics"));
+  in.pinned = request.pinned;
+  if (request.files) {
+    auto paths = normalizePaths(ctx, r->scope.get(), *request.files, "files");
+    if (!paths) return paths.status();
+    in.files = withBlobIds(*r->scope, *paths);
+  }
+  Result<Memory> out = Status::internal("unreached");
+  std::string before;
+  {
+    auto lock = r->scope->db->lockCommitted();
+    auto m = r->scope->db->store->get(r->id);
+    if (m) before = m->updatedAt;
+    out = r->scope->db->store->update(r->id, in, ctx.actor);
+  }
+  if (!out) return out.status();
+  if (out->updatedAt != before) emit(*r->scope, r->id, "update");
+  return UpdateOutcome{std::move(*out), scrub.takeRedactions()};
+}
+
+Result<ListResult> Service::list(const CallContext& ctx, const ListFilter& filter) {
+  auto scopes = readScopes(ctx);
+  if (!scopes) return scopes.status();
+  ListResult out;
+  ListFilter f = filter;
+  // Page across scopes: fetch enough from each, then cut.
+  f.offset = 0;
+  f.limit = filter.offset + filter.limit;
+  if (f.file && !f.file->empty()) {
+    auto p = normalizePaths(ctx, scopes->empty() ? nullptr : scopes->front().get(), {*f.file}, "file");
+    if (!p) return p.status();
+    f.file = p->front();
+  }
+  for (auto& scope : *scopes) {
+    auto lock = scope->db->lockCommitted();
+    auto l = scope->db->store->list(f);
+    if (!l) return l.status();
+    if (auto w = scope->db->store->unappliedSavesWarning()) out.warnings.push_back(std::move(*w));
+    out.total += l->total;
+    for (auto& m : l->memories) out.memories.push_back(std::move(m));
+  }
+  if (scopes->size() > 1) {
+    std::stable_sort(out.memories.begin(), out.memories.end(), [](const Memory& a, const Memory& b) {
+      if (a.pinned != b.pinned) return a.pinned > b.pinned;
+      return a.lastUsedAt > b.lastUsedAt;
+    });
+  }
+  size_t begin = std::min<size_t>(filter.offset, out.memories.size());
+  size_t end = std::min<size_t>(begin + filter.limit, out.memories.size());
+  out.memories = std::vector<Memory>(std::make_move_iterator(out.memories.begin() + begin),
+                                     std::make_move_iterator(out.memories.begin() + end));
+  markActed(ctx.client);
+  return out;
+}
+
+Result<RecallHits> Service::search(const CallContext& ctx, const SearchRequest& request) {
+  RecallParams params{request.query, /*markUsed=*/false};
+  params.query.useFileSignals = false;
+  params.query.files.clear();
+  auto hits = recall(ctx, params);
+  if (hits) markActed(ctx.client);
+  return hits;
+}
+
+Result<RecallHits> Service::recall(const CallContext& ctx, const RecallParams& params) {
+  RecallRequest request = params.query;
+  const bool markUsed = params.markUsed;
+  RecallHits out;
+  out.explain = request.explain;
+  if (ctx.readScope == ReadScope::kNone) return out;
+  auto scopes = readScopes(ctx);
+  if (!scopes) return scopes.status();
+  if (request.query.empty() && request.files.empty()) return out;
+  std::shared_ptr<Scope> project;
+  for (auto& s : *scopes) {
+    if (s->kind == ScopeKind::kProject) project = s;
+  }
+  if (!request.files.empty()) {
+    auto paths = normalizePaths(ctx, project.get(), request.files, "files", kMaxQueryFiles);
+    if (!paths) return paths.status();
+    request.files = *paths;
+  }
+  PreparedQuery query = prepareQuery(request, *options_.embedder, project ? project->repo.get() : nullptr);
+  std::vector<Candidate> all;
+  for (auto& scope : *scopes) {
+    auto lock = scope->db->lockCommitted();
+    auto c = gatherCandidates(*scope->db->store, request, query,
+                              scope->kind == ScopeKind::kProject ? scope->repo.get() : nullptr);
+    if (!c) return c.status();
+    for (auto& cand : *c) all.push_back(std::move(cand));
+  }
+  auto hits = rankAndSelect(std::move(all), request);
+  // Candidates were ranked from the stores' mirrors; only the selected hits' rows are read, each scope under its
+  // lock again. Between the two locks another connection may have hidden (or superseded, rejected, purged) a hit:
+  // loadHitRows drops such a hit rather than return it, so a recall can return fewer than it selected.
+  for (auto& scope : *scopes) {
+    const std::string scopeName = toString(scope->kind);  // as the store stamps it on the records
+    if (std::none_of(hits.begin(), hits.end(), [&](const RecallHit& h) { return h.memory.scope == scopeName; })) {
+      continue;
+    }
+    auto lock = scope->db->lockCommitted();
+    auto loaded = loadHitRows(*scope->db->store, hits);
+    if (!loaded) return loaded;
+    if (!markUsed) continue;
+    std::vector<int64_t> pks;
+    for (const auto& h : hits) {
+      if (h.memory.scope == scopeName) pks.push_back(h.memory.pk);
+    }
+    auto st = scope->db->store->markUsed(pks);
+    if (!st) spdlog::warn("could not record usage in {}: {}", scope->db->store->path(), st.message());
+  }
+  if (project && project->repo) {
+    // Staleness only means something against the project's own repository.
+    for (auto& h : hits) {
+      if (h.memory.scope == toString(ScopeKind::kProject)) annotateStaleness(h, *project->repo);
+    }
+  }
+  out.hits = std::move(hits);
+  return out;
+}
+
+Result<Memory> Service::hide(const CallContext& ctx, const StateChangeRequest& request) {
+  std::optional<std::string> reason = request.reason;
+  MEMQ_RETURN_IF_ERROR(scrubFreeText(reason, "reason"));
+  return mutate(ctx, request.id, "hide",
+                [&](MemoryStore& s, const std::string& full) { return s.hide(full, reason, ctx.actor); });
+}
+
+Result<Memory> Service::restore(const CallContext& ctx, const StateChangeRequest& request) {
+  std::optional<std::string> reason = request.reason;
+  MEMQ_RETURN_IF_ERROR(scrubFreeText(reason, "reason"));
+  return mutate(ctx, request.id, "restore",
+                [&](MemoryStore& s, const std::string& full) { return s.restore(full, ctx.actor, reason); });
+}
+
+Result<Memory> Service::pin(const CallContext& ctx, const MemoryRef& request) {
+  return mutate(ctx, request.id, "pin",
+                [&](MemoryStore& s, const std::string& full) { return s.setPinned(full, true, ctx.actor); });
+}
+
+Result<Memory> Service::unpin(const CallContext& ctx, const MemoryRef& request) {
+  return mutate(ctx, request.id, "unpin",
+                [&](MemoryStore& s, const std::string& full) { return s.setPinned(full, false, ctx.actor); });
+}
+
+Result<SupersedeResult> Service::supersede(const CallContext& ctx, const SupersedeRequest& request) {
+  MEMQ_RETURN_IF_ERROR(requireWrites(ctx));
+  auto oldR = resolve(ctx, request.id, "id");
+  if (!oldR) return oldR.status();
+  auto byR = resolve(ctx, request.by, "by");
+  if (!byR) return byR.status();
+  if (oldR->scope->db != byR->scope->db) {
+    return Status(ErrorCode::kInvalidParams, "a memory can only be superseded by one in the same scope",
+                  nlohmann::json{{"field", "by"}});
+  }
+  Result<std::pair<Memory, Memory>> out = Status::internal("unreached");
+  {
+    auto lock = oldR->scope->db->lockCommitted();
+    out = oldR->scope->db->store->supersede(oldR->id, byR->id, ctx.actor);
+  }
+  if (!out) return out.status();
+  emit(*oldR->scope, oldR->id, "supersede");
+  return SupersedeResult{std::move(out->first), std::move(out->second)};
+}
+
+Result<Memory> Service::reject(const CallContext& ctx, const StateChangeRequest& request) {
+  if (!request.reason || request.reason->empty()) {
+    return Status::invalidField("reason", "reason is required to reject a memory");
+  }
+  std::optional<std::string> reason = request.reason;
+  MEMQ_RETURN_IF_ERROR(scrubFreeText(reason, "reason"));
+  return mutate(ctx, request.id, "reject",
+                [&](MemoryStore& s, const std::string& full) { return s.reject(full, *reason, ctx.actor); });
+}
+
+Result<Memory> Service::unreject(const CallContext& ctx, const MemoryRef& request) {
+  return mutate(ctx, request.id, "unreject",
+                [&](MemoryStore& s, const std::string& full) { return s.unreject(full, ctx.actor); });
+}
+
+Result<PurgeResult> Service::purge(const CallContext& ctx, const PurgeRequest& request) {
+  if (!request.confirm) {
+    return Status(ErrorCode::kForbidden, "purge deletes for good; pass confirm: true", nlohmann::json{{"field", "confirm"}});
+  }
+  MEMQ_RETURN_IF_ERROR(requireWrites(ctx));
+  auto r = resolve(ctx, request.id);
+  if (!r) return r.status();
+  Status st;
+  {
+    auto lock = r->scope->db->lockCommitted();
+    st = r->scope->db->store->purge(r->id, true, ctx.actor);
+  }
+  if (!st) return st;
+  emit(*r->scope, r->id, "purge");
+  return PurgeResult{request.id};
+}
+
+Result<Memory> Service::attach(const CallContext& ctx, const FilesChange& request) {
+  auto r = resolve(ctx, request.id);
+  if (!r) return r.status();
+  auto paths = normalizePaths(ctx, r->scope.get(), request.files, "files");
+  if (!paths) return paths.status();
+  auto refs = withBlobIds(*r->scope, *paths);
+  return mutate(ctx, r->id, "attach",
+                [&](MemoryStore& s, const std::string& full) { return s.attach(full, refs, ctx.actor); });
+}
+
+Result<Memory> Service::detach(const CallContext& ctx, const FilesChange& request) {
+  auto r = resolve(ctx, request.id);
+  if (!r) return r.status();
+  auto paths = normalizePaths(ctx, r->scope.get(), request.files, "files");
+  if (!paths) return paths.status();
+  return mutate(ctx, r->id, "detach",
+                [&](MemoryStore& s, const std::string& full) { return s.detach(full, *paths, ctx.actor); });
+}
+
+}  // namespace memq

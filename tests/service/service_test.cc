@@ -1,0 +1,573 @@
+// Service driven directly, without a socket (daemon/service/service.h): a real temp data dir and real SQLite. The
+// memory lifecycle (save, get, update, list, hide, restore, reject, supersede, purge), what recall never returns,
+// export and import through the typed API, which scope a request reads and writes, errors that name their field,
+// write_scope none, the secrets modes and the change events.
+#include "daemon/service/service.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon/embed/hashbag.h"
+
+namespace memq {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("memq-service-" + std::to_string(std::random_device{}()));
+    fs::create_directories(dir_ / "data");
+    fs::create_directories(dir_ / "project");
+    root_ = fs::canonical(dir_ / "project").string();
+    service_ = makeService(SecretsMode::kRedact);
+    connect(client_);
+  }
+  void TearDown() override {
+    service_.reset();
+    fs::remove_all(dir_);
+  }
+
+  std::unique_ptr<Service> makeService(SecretsMode mode, const std::string& dataDir = "") {
+    ServiceOptions options;
+    options.dataDir = dataDir.empty() ? (dir_ / "data").string() : dataDir;
+    options.embedder = &embedder_;
+    options.secretsMode = mode;
+    options.saveBatch = 1;
+    auto service = std::make_unique<Service>(options);
+    service->setChangeListener([this](const ChangeEvent& e) { events_.push_back(e); });
+    return service;
+  }
+
+  // initialize on `client` with the project root, and whatever `tweak` sets.
+  InitializeResult connect(ClientState& client, const std::function<void(InitializeRequest&)>& tweak = {},
+                           Service* service = nullptr) {
+    InitializeRequest request;
+    request.clientName = "service-test";
+    request.projectRoot = root_;
+    if (tweak) tweak(request);
+    auto result = (service ? *service : *service_).initialize(client, request);
+    EXPECT_TRUE(result.isOk()) << result.status().toString();
+    return result.isOk() ? *result : InitializeResult{};
+  }
+
+  CallContext ctx(const CommonParams& params = {}, ClientState* client = nullptr, Service* service = nullptr) {
+    auto c = (service ? *service : *service_).context(client ? *client : client_, params);
+    EXPECT_TRUE(c.isOk()) << c.status().toString();
+    return c.isOk() ? *c : CallContext{};
+  }
+
+  static CommonParams inScope(ScopeKind kind) {
+    CommonParams p;
+    p.scope = kind;
+    return p;
+  }
+
+  SaveResult save(const std::string& summary, const CommonParams& params = {}, const std::string& details = "") {
+    SaveInput in;
+    in.summary = summary;
+    in.details = details;
+    auto r = service_->save(ctx(params), in);
+    EXPECT_TRUE(r.isOk()) << r.status().toString();
+    return r.isOk() ? *r : SaveResult{};
+  }
+
+  std::vector<std::string> recalledIds(const std::string& query, const CommonParams& params = {}) {
+    RecallParams request;
+    request.query.query = query;
+    request.query.limit = 10;
+    auto r = service_->recall(ctx(params), request);
+    EXPECT_TRUE(r.isOk()) << r.status().toString();
+    std::vector<std::string> ids;
+    if (r.isOk()) {
+      for (const auto& h : r->hits) ids.push_back(h.memory.id);
+    }
+    return ids;
+  }
+
+  static bool holds(const std::vector<std::string>& ids, const std::string& id) {
+    return std::find(ids.begin(), ids.end(), id) != ids.end();
+  }
+
+  static std::string fieldOf(const Status& status) {
+    const auto& data = status.data();
+    return data.is_object() && data.contains("field") && data["field"].is_string() ? data["field"].get<std::string>()
+                                                                                    : "";
+  }
+
+  HashbagEmbedder embedder_;
+  fs::path dir_;
+  std::string root_;
+  std::unique_ptr<Service> service_;
+  ClientState client_;
+  std::vector<ChangeEvent> events_;
+};
+
+TEST_F(ServiceTest, InitializeReportsTheProjectAndASession) {
+  ClientState other;
+  auto result = connect(other);
+  EXPECT_FALSE(result.session.empty());
+  ASSERT_TRUE(result.project.has_value());
+  EXPECT_EQ(result.project->root, root_);
+  EXPECT_FALSE(result.project->inGit);
+  EXPECT_EQ(result.embedderModel, std::string(embedder_.model()));
+  EXPECT_NE(connect(client_).session, result.session) << "each connection has its own token";
+}
+
+TEST_F(ServiceTest, SaveGetUpdateAndList) {
+  auto saved = save("Use pnpm, never npm, in this repository", {}, "npm breaks the lockfile");
+  EXPECT_EQ(saved.status, SaveStatus::kCreated);
+  EXPECT_EQ(saved.scope, ScopeKind::kProject);
+  ASSERT_TRUE(saved.memory.has_value());
+  EXPECT_EQ(saved.memory->details, "npm breaks the lockfile");
+
+  auto byId = service_->get(ctx(), MemoryRef{saved.id});
+  ASSERT_TRUE(byId.isOk()) << byId.status().toString();
+  EXPECT_EQ(byId->memory.summary, "Use pnpm, never npm, in this repository");
+  EXPECT_TRUE(byId->warnings.empty());
+  auto byPrefix = service_->get(ctx(), MemoryRef{saved.id.substr(0, 8)});
+  ASSERT_TRUE(byPrefix.isOk()) << byPrefix.status().toString();
+  EXPECT_EQ(byPrefix->memory.id, saved.id);
+
+  UpdateRequest update;
+  update.id = saved.id;
+  update.summary = "Use pnpm 9, never npm";
+  update.topics = std::vector<std::string>{"tooling"};
+  auto updated = service_->update(ctx(), update);
+  ASSERT_TRUE(updated.isOk()) << updated.status().toString();
+  EXPECT_EQ(updated->memory.summary, "Use pnpm 9, never npm");
+  EXPECT_EQ(updated->memory.topics, std::vector<std::string>{"tooling"});
+  EXPECT_EQ(updated->memory.details, "npm breaks the lockfile") << "fields not named stay";
+
+  save("Tests run with ctest -j2");
+  auto listed = service_->list(ctx(), ListFilter{});
+  ASSERT_TRUE(listed.isOk()) << listed.status().toString();
+  EXPECT_EQ(listed->total, 2);
+  EXPECT_EQ(listed->memories.size(), 2u);
+  ListFilter byTopic;
+  byTopic.topic = "tooling";
+  auto filtered = service_->list(ctx(), byTopic);
+  ASSERT_TRUE(filtered.isOk());
+  ASSERT_EQ(filtered->memories.size(), 1u);
+  EXPECT_EQ(filtered->memories[0].id, saved.id);
+}
+
+TEST_F(ServiceTest, TheSameTextIsDedupedIntoTheSameMemory) {
+  auto first = save("The release branch is cut on Mondays");
+  auto again = save("The release branch is cut on Mondays");
+  EXPECT_EQ(again.status, SaveStatus::kDeduped);
+  EXPECT_EQ(again.id, first.id);
+}
+
+TEST_F(ServiceTest, HiddenMemoriesAreNeverRecalledUntilRestored) {
+  auto saved = save("Flaky test: retry the websocket suite once");
+  ASSERT_TRUE(holds(recalledIds("websocket suite"), saved.id));
+  auto hidden = service_->hide(ctx(), StateChangeRequest{saved.id, "obsolete"});
+  ASSERT_TRUE(hidden.isOk()) << hidden.status().toString();
+  EXPECT_EQ(hidden->state, MemoryState::kHidden);
+  EXPECT_FALSE(holds(recalledIds("websocket suite"), saved.id));
+
+  auto resaved = save("Flaky test: retry the websocket suite once");
+  EXPECT_EQ(resaved.status, SaveStatus::kExistsHidden);
+  EXPECT_EQ(resaved.id, saved.id);
+  ASSERT_TRUE(resaved.hint.has_value());
+  EXPECT_NE(resaved.hint->find("memory/restore"), std::string::npos);
+
+  auto restored = service_->restore(ctx(), StateChangeRequest{saved.id, std::nullopt});
+  ASSERT_TRUE(restored.isOk()) << restored.status().toString();
+  EXPECT_EQ(restored->state, MemoryState::kActive);
+  EXPECT_TRUE(holds(recalledIds("websocket suite"), saved.id));
+}
+
+TEST_F(ServiceTest, ARejectedTextIsRefusedWhenSavedAgainAndNeverRecalled) {
+  auto saved = save("Disable the linter to make CI pass");
+  auto rejected = service_->reject(ctx(), StateChangeRequest{saved.id, "bad advice"});
+  ASSERT_TRUE(rejected.isOk()) << rejected.status().toString();
+  EXPECT_EQ(rejected->state, MemoryState::kRejected);
+  EXPECT_FALSE(holds(recalledIds("linter CI"), saved.id));
+
+  auto resaved = save("Disable the linter to make CI pass");
+  EXPECT_EQ(resaved.status, SaveStatus::kRejected);
+  EXPECT_EQ(resaved.reason, std::optional<std::string>("bad advice"));
+  EXPECT_FALSE(resaved.memory.has_value()) << "nothing was stored";
+  ListFilter all;
+  all.state = std::nullopt;
+  auto listed = service_->list(ctx(), all);
+  ASSERT_TRUE(listed.isOk());
+  EXPECT_EQ(listed->total, 1) << "the refused save wrote no second memory";
+
+  auto byAgent = service_->unreject(ctx(), MemoryRef{saved.id});
+  ASSERT_FALSE(byAgent.isOk()) << "only a user may take a rejection back";
+  EXPECT_EQ(byAgent.status().code(), ErrorCode::kForbidden);
+  EXPECT_EQ(fieldOf(byAgent.status()), "source");
+  CommonParams asUser;
+  asUser.source = "user";
+  auto unrejected = service_->unreject(ctx(asUser), MemoryRef{saved.id});
+  ASSERT_TRUE(unrejected.isOk()) << unrejected.status().toString();
+  EXPECT_EQ(unrejected->state, MemoryState::kActive);
+}
+
+TEST_F(ServiceTest, RejectNeedsAReasonAndNamesTheField) {
+  auto saved = save("Some memory to reject");
+  auto r = service_->reject(ctx(), StateChangeRequest{saved.id, std::nullopt});
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidParams);
+  EXPECT_EQ(fieldOf(r.status()), "reason");
+}
+
+TEST_F(ServiceTest, SupersededMemoriesAreNeverRecalled) {
+  auto oldOne = save("Deploys go through the staging cluster");
+  auto newOne = save("Deploys go through the canary cluster first");
+  auto r = service_->supersede(ctx(), SupersedeRequest{oldOne.id, newOne.id});
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(r->old.state, MemoryState::kSuperseded);
+  EXPECT_EQ(r->old.supersededBy, std::optional<std::string>(newOne.id));
+  EXPECT_EQ(r->replacement.id, newOne.id);
+  auto ids = recalledIds("deploys cluster");
+  EXPECT_FALSE(holds(ids, oldOne.id));
+  EXPECT_TRUE(holds(ids, newOne.id));
+
+  auto resaved = save("Deploys go through the staging cluster");
+  EXPECT_EQ(resaved.status, SaveStatus::kExistsSuperseded);
+  EXPECT_EQ(resaved.supersededBy, std::optional<std::string>(newOne.id));
+}
+
+TEST_F(ServiceTest, SupersedeAcrossScopesIsRefusedNamingBy) {
+  auto project = save("A project memory about caching");
+  auto global = save("A global memory about caching", inScope(ScopeKind::kGlobal));
+  auto r = service_->supersede(ctx(), SupersedeRequest{project.id, global.id});
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidParams);
+  EXPECT_EQ(fieldOf(r.status()), "by");
+}
+
+TEST_F(ServiceTest, PurgeNeedsConfirmationThenDeletesForGood) {
+  auto saved = save("Temporary note to purge");
+  auto refused = service_->purge(ctx(), PurgeRequest{saved.id, false});
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kForbidden);
+  EXPECT_EQ(fieldOf(refused.status()), "confirm");
+  ASSERT_TRUE(service_->get(ctx(), MemoryRef{saved.id}).isOk()) << "an unconfirmed purge changes nothing";
+
+  auto purged = service_->purge(ctx(), PurgeRequest{saved.id.substr(0, 8), true});
+  ASSERT_TRUE(purged.isOk()) << purged.status().toString();
+  EXPECT_EQ(purged->id, saved.id.substr(0, 8)) << "the reply names the id as the request did";
+  auto gone = service_->get(ctx(), MemoryRef{saved.id});
+  ASSERT_FALSE(gone.isOk());
+  EXPECT_EQ(gone.status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(fieldOf(gone.status()), "id");
+}
+
+TEST_F(ServiceTest, ScopesResolveProjectFirstAndGlobalWhenAsked) {
+  auto project = save("Project-only fact about the build");
+  auto global = save("Global fact about editors", inScope(ScopeKind::kGlobal));
+  EXPECT_EQ(project.scope, ScopeKind::kProject);
+  EXPECT_EQ(global.scope, ScopeKind::kGlobal);
+
+  auto all = service_->list(ctx(), ListFilter{});
+  ASSERT_TRUE(all.isOk());
+  EXPECT_EQ(all->total, 2);
+  CommonParams projectOnly;
+  projectOnly.readScope = ReadScope::kProject;
+  auto onlyProject = service_->list(ctx(projectOnly), ListFilter{});
+  ASSERT_TRUE(onlyProject.isOk());
+  ASSERT_EQ(onlyProject->memories.size(), 1u);
+  EXPECT_EQ(onlyProject->memories[0].id, project.id);
+  auto onlyGlobal = service_->list(ctx(inScope(ScopeKind::kGlobal)), ListFilter{});
+  ASSERT_TRUE(onlyGlobal.isOk());
+  ASSERT_EQ(onlyGlobal->memories.size(), 1u);
+  EXPECT_EQ(onlyGlobal->memories[0].id, global.id);
+  EXPECT_EQ(onlyGlobal->memories[0].scope, "global");
+
+  // An id in the global scope is found without naming the scope; naming the other scope misses it.
+  EXPECT_TRUE(service_->get(ctx(), MemoryRef{global.id}).isOk());
+  auto missed = service_->get(ctx(inScope(ScopeKind::kProject)), MemoryRef{global.id});
+  ASSERT_FALSE(missed.isOk());
+  EXPECT_EQ(missed.status().code(), ErrorCode::kNotFound);
+}
+
+TEST_F(ServiceTest, ARequestMayNarrowItsConnectionsScopesButNeverWidenThem) {
+  ClientState narrow;
+  connect(narrow, [](InitializeRequest& r) { r.readScope = ReadScope::kProject; });
+  CommonParams wider;
+  wider.readScope = ReadScope::kAll;
+  auto c = service_->context(narrow, wider);
+  ASSERT_FALSE(c.isOk());
+  EXPECT_EQ(c.status().code(), ErrorCode::kScopeUnavailable);
+  EXPECT_EQ(fieldOf(c.status()), "read_scope");
+
+  auto unreadable = service_->list(ctx(inScope(ScopeKind::kGlobal), &narrow), ListFilter{});
+  ASSERT_FALSE(unreadable.isOk());
+  EXPECT_EQ(unreadable.status().code(), ErrorCode::kScopeUnavailable);
+  EXPECT_EQ(fieldOf(unreadable.status()), "scope");
+
+  CommonParams moved;
+  moved.writeScope = WriteScope::kGlobal;
+  auto w = service_->context(client_, moved);
+  ASSERT_FALSE(w.isOk());
+  EXPECT_EQ(fieldOf(w.status()), "write_scope");
+}
+
+TEST_F(ServiceTest, ProjectMethodsWithoutAProjectNameProjectRoot) {
+  ClientState noProject;
+  connect(noProject, [](InitializeRequest& r) { r.projectRoot.reset(); });
+  auto r = service_->repoCochange(ctx({}, &noProject), CochangeRequest{"src/main.cc", 5});
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().code(), ErrorCode::kScopeUnavailable);
+  EXPECT_EQ(fieldOf(r.status()), "project_root");
+  // Without a project, saves go where the connection writes: its default is the project, so they fail too…
+  SaveInput in;
+  in.summary = "nowhere to go";
+  EXPECT_FALSE(service_->save(ctx({}, &noProject), in).isOk());
+  // …and the global scope still works.
+  EXPECT_TRUE(service_->save(ctx(inScope(ScopeKind::kGlobal), &noProject), in).isOk());
+}
+
+TEST_F(ServiceTest, AProjectRootWithANulIsRefused) {
+  CommonParams p;
+  p.projectRoot = std::string("/tmp/a\0b", 8);
+  auto c = service_->context(client_, p);
+  ASSERT_FALSE(c.isOk());
+  EXPECT_EQ(c.status().code(), ErrorCode::kInvalidParams);
+  EXPECT_EQ(fieldOf(c.status()), "project_root");
+}
+
+TEST_F(ServiceTest, WritesDisabledRefusesEveryWriteButNotReads) {
+  auto saved = save("A memory written before writes were disabled");
+  ClientState readOnly;
+  connect(readOnly, [](InitializeRequest& r) { r.writeScope = WriteScope::kNone; });
+  const CallContext c = ctx({}, &readOnly);
+  SaveInput in;
+  in.summary = "must not be stored";
+  auto s = service_->save(c, in);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.status().code(), ErrorCode::kScopeUnavailable);
+  EXPECT_EQ(fieldOf(s.status()), "scope");
+  auto h = service_->hide(c, StateChangeRequest{saved.id, std::nullopt});
+  ASSERT_FALSE(h.isOk());
+  EXPECT_EQ(h.status().code(), ErrorCode::kScopeUnavailable);
+  EXPECT_EQ(service_->purge(c, PurgeRequest{saved.id, true}).status().code(), ErrorCode::kScopeUnavailable);
+  UpdateRequest u;
+  u.id = saved.id;
+  u.summary = "changed";
+  EXPECT_EQ(service_->update(c, u).status().code(), ErrorCode::kScopeUnavailable);
+  ImportRequest import;
+  import.jsonl = "{\"summary\":\"imported\"}\n";
+  EXPECT_EQ(service_->importJsonl(c, import).status().code(), ErrorCode::kScopeUnavailable);
+
+  auto got = service_->get(c, MemoryRef{saved.id});
+  ASSERT_TRUE(got.isOk()) << "reads still work";
+  EXPECT_EQ(got->memory.state, MemoryState::kActive) << "the refused hide changed nothing";
+}
+
+TEST_F(ServiceTest, ExportThenImportIntoAnotherDataDirKeepsEveryMemory) {
+  auto a = save("First exported memory");
+  auto b = save("Second exported memory");
+  auto rejected = save("Rejected exported memory");
+  ASSERT_TRUE(service_->reject(ctx(), StateChangeRequest{rejected.id, "wrong"}).isOk());
+
+  ExportRequest request;
+  request.allStates = true;
+  auto page = service_->exportJsonl(ctx(inScope(ScopeKind::kProject)), request);
+  ASSERT_TRUE(page.isOk()) << page.status().toString();
+  EXPECT_FALSE(page->nextCursor.has_value());
+  EXPECT_NE(page->jsonl.find(a.id), std::string::npos);
+  EXPECT_NE(page->jsonl.find(b.id), std::string::npos);
+  EXPECT_NE(page->jsonl.find("\"tombstone\""), std::string::npos);
+
+  // Another daemon's data dir, importing into its global scope.
+  fs::create_directories(dir_ / "other-data");
+  auto other = makeService(SecretsMode::kRedact, (dir_ / "other-data").string());
+  ClientState client;
+  connect(client, {}, other.get());
+  const CallContext into = ctx(inScope(ScopeKind::kGlobal), &client, other.get());
+  auto counts = other->importJsonl(into, ImportRequest{page->jsonl, false});
+  ASSERT_TRUE(counts.isOk()) << counts.status().toString();
+  EXPECT_TRUE(counts->committed);
+  EXPECT_EQ(counts->created, 3);
+  EXPECT_EQ(counts->tombstones, 1);
+  auto got = other->get(into, MemoryRef{a.id});
+  ASSERT_TRUE(got.isOk()) << got.status().toString();
+  EXPECT_EQ(got->memory.summary, "First exported memory");
+  EXPECT_EQ(got->memory.scope, "global");
+  // The tombstone came along: the rejected text stays refused there.
+  SaveInput in;
+  in.summary = "Rejected exported memory";
+  auto resaved = other->save(into, in);
+  ASSERT_TRUE(resaved.isOk());
+  EXPECT_EQ(resaved->status, SaveStatus::kRejected);
+}
+
+TEST_F(ServiceTest, AnImportInPartsWritesNothingUntilItsLastPart) {
+  auto first = service_->importJsonl(ctx(), ImportRequest{"{\"summary\":\"part one\"}\n\n", true});
+  ASSERT_TRUE(first.isOk()) << first.status().toString();
+  EXPECT_FALSE(first->committed);
+  EXPECT_EQ(first->stagedLines, 2u) << "blank lines are counted";
+  auto listed = service_->list(ctx(), ListFilter{});
+  ASSERT_TRUE(listed.isOk());
+  EXPECT_EQ(listed->total, 0);
+  auto last = service_->importJsonl(ctx(), ImportRequest{"{\"summary\":\"part two\"}\n", false});
+  ASSERT_TRUE(last.isOk()) << last.status().toString();
+  EXPECT_TRUE(last->committed);
+  EXPECT_EQ(last->created, 2);
+  EXPECT_EQ(last->stagedLines, 3u);
+}
+
+TEST_F(ServiceTest, AnImportLineInErrorNamesItsLineAndDropsTheImport) {
+  auto r = service_->importJsonl(ctx(), ImportRequest{"{\"summary\":\"fine\"}\n{\"use_count\":-1,\"summary\":\"x\"}\n", false});
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidParams);
+  EXPECT_EQ(fieldOf(r.status()), "jsonl");
+  EXPECT_EQ(r.status().data()["line"], 2);
+  auto listed = service_->list(ctx(), ListFilter{});
+  ASSERT_TRUE(listed.isOk());
+  EXPECT_EQ(listed->total, 0) << "nothing of a refused import is written";
+}
+
+TEST_F(ServiceTest, AnExportCursorFromNowhereNamesCursor) {
+  ExportRequest request;
+  request.cursor = "not a cursor";
+  auto r = service_->exportJsonl(ctx(), request);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(fieldOf(r.status()), "cursor");
+}
+
+TEST_F(ServiceTest, AuditSinceTakesDatesAndTimesAndNamesSinceOtherwise) {
+  auto saved = save("An audited memory");
+  AuditFilter since;
+  since.sinceAt = "2000-01-01";
+  auto page = service_->auditList(ctx(), since);
+  ASSERT_TRUE(page.isOk()) << page.status().toString();
+  ASSERT_FALSE(page->events.empty());
+  EXPECT_EQ(page->events.front().scope, ScopeKind::kProject);
+  EXPECT_EQ(page->events.front().event.memoryId, saved.id);
+  since.sinceAt = "2999-01-01T00:00:00+02:00";
+  page = service_->auditList(ctx(), since);
+  ASSERT_TRUE(page.isOk());
+  EXPECT_TRUE(page->events.empty());
+  since.sinceAt = "2026-02-31";
+  auto bad = service_->auditList(ctx(), since);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidParams);
+  EXPECT_EQ(fieldOf(bad.status()), "since");
+}
+
+TEST_F(ServiceTest, RedactModeRewritesCredentialsAndReportsEachField) {
+  SaveInput in;
+  in.summary = "Deploy key is AKIAIOSFODNN7EXAMPLE for the bucket";
+  in.topics = {"aws"};
+  auto r = service_->save(ctx(), in);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  ASSERT_TRUE(r->memory.has_value());
+  EXPECT_EQ(r->memory->summary.find("AKIAIOSFODNN7EXAMPLE"), std::string::npos);
+  ASSERT_EQ(r->redactions.size(), 1u);
+  EXPECT_EQ(r->redactions[0].field, "summary");
+  EXPECT_FALSE(r->redactions[0].kind.empty());
+}
+
+TEST_F(ServiceTest, RefuseModeRefusesCredentialsNamingTheField) {
+  auto refusing = makeService(SecretsMode::kRefuse);
+  ClientState client;
+  connect(client, {}, refusing.get());
+  SaveInput in;
+  in.summary = "harmless";
+  in.topics = {"fine", "AKIAIOSFODNN7EXAMPLE"};
+  auto r = refusing->save(ctx({}, &client, refusing.get()), in);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidParams);
+  EXPECT_EQ(fieldOf(r.status()), "topics[1]");
+  EXPECT_EQ(r.status().message().find("AKIAIOSFODNN7EXAMPLE"), std::string::npos) << "the error never quotes it";
+}
+
+TEST_F(ServiceTest, MutationsAreReportedToTheChangeListener) {
+  auto saved = save("A memory whose changes are heard");
+  save("A global one", inScope(ScopeKind::kGlobal));
+  // A state change is reported when it moves the memory's updated_at, a millisecond clock: the pauses keep each
+  // change in a millisecond of its own.
+  const auto nextMillisecond = [] { std::this_thread::sleep_for(std::chrono::milliseconds(3)); };
+  nextMillisecond();
+  ASSERT_TRUE(service_->pin(ctx(), MemoryRef{saved.id}).isOk());
+  nextMillisecond();
+  ASSERT_TRUE(service_->pin(ctx(), MemoryRef{saved.id}).isOk());  // already pinned: nothing changes
+  nextMillisecond();
+  ASSERT_TRUE(service_->unpin(ctx(), MemoryRef{saved.id}).isOk());
+  std::string actions;
+  for (const auto& e : events_) actions += e.action + " ";
+  ASSERT_EQ(events_.size(), 4u) << actions;
+  EXPECT_EQ(events_[0].action, "create");
+  EXPECT_EQ(events_[0].scope, ScopeKind::kProject);
+  EXPECT_EQ(events_[0].projectRoot, root_);
+  EXPECT_EQ(events_[1].scope, ScopeKind::kGlobal);
+  EXPECT_EQ(events_[2].action, "pin");
+  EXPECT_EQ(events_[2].id, saved.id);
+  EXPECT_EQ(events_[3].action, "unpin");
+}
+
+TEST_F(ServiceTest, HintsNeedAConnectionAndCountTurns) {
+  auto turn = service_->hintsTurn(ctx(), NoParams{});
+  ASSERT_TRUE(turn.isOk());
+  EXPECT_EQ(turn->turn, 1);
+  EXPECT_EQ(service_->hintsTurn(ctx(), NoParams{})->turn, 2);
+  SaveInput in;
+  in.summary = "Never edit generated files by hand";
+  in.category = "gotcha";
+  in.files = {"gen/api.cc"};
+  ASSERT_TRUE(service_->save(ctx(), in).isOk());
+  auto hints = service_->hintsForTool(ctx(), HintsRequest{"read", {"gen/api.cc"}, ""});
+  ASSERT_TRUE(hints.isOk()) << hints.status().toString();
+  ASSERT_EQ(hints->hints.size(), 1u);
+  EXPECT_EQ(hints->hints[0].label, "gotcha");
+  auto again = service_->hintsForTool(ctx(), HintsRequest{"read", {"gen/api.cc"}, ""});
+  ASSERT_TRUE(again.isOk());
+  EXPECT_TRUE(again->hints.empty()) << "once per turn";
+}
+
+TEST_F(ServiceTest, ReviewClustersGroupNearDuplicatesOfOneScope) {
+  save("Run the database migrations before starting the server");
+  save("Run the database migrations before starting the server locally");
+  save("Something unrelated about fonts");
+  auto report = service_->reviewClusters(ctx(), ClusterRequest{0.5});
+  ASSERT_TRUE(report.isOk()) << report.status().toString();
+  ASSERT_EQ(report->clusters.size(), 1u);
+  EXPECT_EQ(report->clusters[0].scope, ScopeKind::kProject);
+  EXPECT_EQ(report->clusters[0].memories.size(), 2u);
+  EXPECT_GE(report->clusters[0].weight, 0.5);
+  EXPECT_TRUE(std::is_sorted(report->clusters[0].memories.begin(), report->clusters[0].memories.end(),
+                             [](const Memory& a, const Memory& b) { return a.id < b.id; }));
+}
+
+TEST_F(ServiceTest, StatsCoverEachReadableScope) {
+  save("One memory for the stats");
+  auto stats = service_->stats(ctx(), NoParams{});
+  ASSERT_TRUE(stats.isOk()) << stats.status().toString();
+  ASSERT_EQ(stats->scopes.size(), 2u);
+  EXPECT_EQ(stats->scopes[0].scope, ScopeKind::kProject);
+  EXPECT_EQ(stats->scopes[1].scope, ScopeKind::kGlobal);
+  EXPECT_TRUE(stats->scopes[0].counters.is_object());
+  EXPECT_FALSE(stats->scopes[0].cochangeHead.has_value()) << "outside git there is no co-change head";
+}
+
+TEST(WireNamesTest, ScopeKindAndSaveStatusRoundTrip) {
+  for (ScopeKind k : {ScopeKind::kProject, ScopeKind::kGlobal}) EXPECT_EQ(parseScopeKind(toString(k)), k);
+  EXPECT_STREQ(toString(ScopeKind::kGlobal), "global");
+  EXPECT_FALSE(parseScopeKind("both").has_value());
+  for (SaveStatus s : {SaveStatus::kCreated, SaveStatus::kDeduped, SaveStatus::kExistsHidden,
+                       SaveStatus::kExistsSuperseded, SaveStatus::kRejected}) {
+    EXPECT_EQ(parseSaveStatus(toString(s)), s);
+  }
+  EXPECT_STREQ(toString(SaveStatus::kExistsSuperseded), "exists_superseded");
+  EXPECT_FALSE(parseSaveStatus("saved").has_value());
+  EXPECT_EQ(parseSecretsMode("refuse"), SecretsMode::kRefuse);
+  EXPECT_EQ(parseSecretsMode("redact"), SecretsMode::kRedact);
+  EXPECT_FALSE(parseSecretsMode("warn").has_value());
+}
+
+}  // namespace
+}  // namespace memq
