@@ -1,0 +1,426 @@
+// The unicode lane's top k (TextIndex::best and bestExhaustive, declared in text_index.h): rows scored exactly as
+// FTS5's bm25 would score them, either all of them or with MaxScore pruning, which stops scoring the phrases that can
+// no longer lift a row into the k best. Both give FTS5's values and order, ties included.
+#include "daemon/store/text_index.h"
+
+#include "daemon/store/text_index_bm25.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+
+namespace memq {
+
+using namespace text_index_detail;
+
+std::vector<uint32_t> TextIndex::singleTokenIds(const Phrase& phrase) const {
+  std::vector<uint32_t> ids;
+  if (phrase.tokens.size() != 1) return ids;
+  const std::string& token = phrase.tokens.front();
+  if (!phrase.prefix) {
+    if (auto id = termId(token)) ids.push_back(*id);
+    return ids;
+  }
+  for (auto it = dictionary_.lower_bound(std::string_view(token)); it != dictionary_.end() && startsWith(it->first, token);
+       ++it) {
+    ids.push_back(it->second);
+  }
+  return ids;
+}
+
+size_t TextIndex::countRows(const std::vector<uint32_t>& ids) {
+  const size_t words = (docs_.size() + 63) / 64;
+  if (rowBits_.size() < words) rowBits_.resize(words, 0);
+  size_t rows = 0;
+  size_t postings = 0;
+  for (uint32_t id : ids) {
+    for (const auto& p : terms_[id].postings) {
+      uint64_t& word = rowBits_[p.slot >> 6];
+      const uint64_t bit = uint64_t{1} << (p.slot & 63);
+      rows += (word & bit) == 0 ? 1 : 0;
+      word |= bit;
+    }
+    postings += terms_[id].postings.size();
+  }
+  if (postings < words) {
+    for (uint32_t id : ids) {
+      for (const auto& p : terms_[id].postings) rowBits_[p.slot >> 6] = 0;
+    }
+  } else {
+    std::fill(rowBits_.begin(), rowBits_.begin() + static_cast<std::ptrdiff_t>(words), uint64_t{0});
+  }
+  return rows;
+}
+
+void TextIndex::countInRows(const std::vector<Phrase>& phrases, const std::vector<std::vector<uint32_t>>& singleIds,
+                            const std::vector<const Doc*>& rows, std::vector<uint32_t>& counts) {
+  const size_t nPhrases = phrases.size();
+  counts.assign(rows.size() * nPhrases, 0);
+  // Single-token phrases, 64 at a time: each term is tagged with the phrases it is an instance of, then each row's
+  // positions are read once. A position holds one term, so a prefix phrase counts each position at most once.
+  if (termPhraseBits_.size() < terms_.size()) termPhraseBits_.resize(terms_.size(), 0);
+  std::vector<uint32_t> tagged;
+  for (size_t block = 0; block < nPhrases; block += 64) {
+    const size_t blockEnd = std::min(nPhrases, block + 64);
+    for (size_t j = block; j < blockEnd; ++j) {
+      if (phrases[j].tokens.size() != 1) continue;
+      const uint64_t bit = uint64_t{1} << (j - block);
+      for (uint32_t id : singleIds[j]) {
+        if (termPhraseBits_[id] == 0) tagged.push_back(id);
+        termPhraseBits_[id] |= bit;
+      }
+    }
+    if (tagged.empty()) continue;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i] == nullptr) continue;
+      uint32_t* rowCounts = &counts[i * nPhrases + block];
+      for (uint32_t term : rows[i]->terms) {
+        for (uint64_t bits = termPhraseBits_[term]; bits != 0; bits &= bits - 1) ++rowCounts[std::countr_zero(bits)];
+      }
+    }
+    for (uint32_t id : tagged) termPhraseBits_[id] = 0;
+    tagged.clear();
+  }
+  // Several tokens: adjacent positions within one column, the last token exact or a prefix (as phraseFrequencies).
+  for (size_t j = 0; j < nPhrases; ++j) {
+    const Phrase& phrase = phrases[j];
+    const size_t n = phrase.tokens.size();
+    if (n < 2) continue;
+    std::vector<uint32_t> ids(n - 1);
+    bool known = true;
+    for (size_t k = 0; k + 1 < n && known; ++k) {
+      auto id = termId(phrase.tokens[k]);
+      if (id) ids[k] = *id;
+      known = id.has_value();
+    }
+    const std::string& last = phrase.tokens.back();
+    std::optional<uint32_t> lastId;
+    if (!phrase.prefix) lastId = termId(last);
+    if (!known || (!phrase.prefix && !lastId)) continue;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i] == nullptr) continue;
+      const Doc& doc = *rows[i];
+      uint32_t instances = 0;
+      uint32_t begin = 0;
+      for (uint32_t end : doc.columnEnd) {
+        for (uint32_t p = begin; p + n <= end; ++p) {
+          size_t k = 0;
+          while (k + 1 < n && doc.terms[p + k] == ids[k]) ++k;
+          if (k + 1 < n) continue;
+          uint32_t t = doc.terms[p + n - 1];
+          if (lastId ? t == *lastId : startsWith(*terms_[t].text, last)) ++instances;
+        }
+        begin = end;
+      }
+      counts[i * nPhrases + j] = instances;
+    }
+  }
+}
+
+namespace {
+
+// The relative margin of best()'s comparisons: far above the rounding of a sum of a few hundred positive terms
+// (each within a few ulps), far below any gap between two distinct bm25 figures that matters.
+constexpr double kMargin = 1e-9;
+
+// Whether a row whose sum is at most `upper` can still reach a row whose sum is at least `floor` (sums: FTS5's, before
+// negation; larger is better). Never false for a tie.
+bool canReach(double upper, double floor) { return upper * (1 + kMargin) >= floor * (1 - kMargin); }
+
+}  // namespace
+
+std::vector<std::pair<int64_t, double>> TextIndex::bestExhaustive(const std::vector<Phrase>& phrases, size_t limit,
+                                                        std::optional<int64_t> excludePk) {
+  // Every matching row scored (accumulate, in query order), the best kept in a heap.
+  std::vector<std::pair<int64_t, double>> heap;  // (pk, bm25); front = the worst kept
+  if (liveDocs_ == 0 || limit == 0) return heap;
+  std::vector<uint32_t> matched;
+  accumulate(phrases, matched);
+  // TextMatches::best's order: lowest bm25 first, ties by pk.
+  auto better = [](const std::pair<int64_t, double>& a, const std::pair<int64_t, double>& b) {
+    return a.second != b.second ? a.second < b.second : a.first < b.first;
+  };
+  heap.reserve(limit + 1);
+  for (uint32_t slot : matched) {
+    const double bm25 = -1.0 * scoreScratch_[slot];
+    scoreScratch_[slot] = 0.0;
+    touchedScratch_[slot] = 0;
+    if (heap.size() == limit && bm25 > heap.front().second) continue;  // the row itself need not be read
+    const Doc& doc = docs_[slot];
+    const std::pair<int64_t, double> row{doc.pk, bm25};
+    if (!doc.active || (excludePk && doc.pk == *excludePk)) continue;
+    if (heap.size() < limit) {
+      heap.push_back(row);
+      std::push_heap(heap.begin(), heap.end(), better);
+    } else if (better(row, heap.front())) {
+      std::pop_heap(heap.begin(), heap.end(), better);
+      heap.back() = row;
+      std::push_heap(heap.begin(), heap.end(), better);
+    }
+  }
+  std::sort_heap(heap.begin(), heap.end(), better);
+  return heap;
+}
+
+std::vector<std::pair<int64_t, double>> TextIndex::best(const std::vector<Phrase>& phrases, size_t limit,
+                                                        std::optional<int64_t> excludePk) {
+  bestStats_ = {};
+  std::vector<std::pair<int64_t, double>> heap;  // (pk, bm25); front = the worst kept
+  if (liveDocs_ == 0 || limit == 0) return heap;
+  sizeScratch();
+  const int64_t nRow = liveDocs_;
+  const double avgdl = static_cast<double>(totalTokens_) / static_cast<double>(nRow);
+  const size_t nPhrases = phrases.size();
+
+  // 1. Each phrase's upper bound on its term of the sum. A phrase of several tokens has its rows found now (there is
+  // no other way to its nHit) and is walked first. A prefix of several terms has at least as many rows as its
+  // largest posting list, so at most that IDF; its own nHit is counted when it is walked, or when it is not.
+  struct Plan {
+    double idf = 0;     // exact once `known`
+    double bound = 0;   // the term of the sum is at most this in any row
+    bool known = false;  // nHit (so idf) is exact
+    bool listed = false;                                // freqs holds its rows
+    std::vector<std::pair<uint32_t, uint32_t>> freqs;  // (slot, instances), when listed
+  };
+  std::vector<Plan> plans(nPhrases);
+  std::vector<std::vector<uint32_t>> singleIds(nPhrases);
+  std::vector<size_t> order;  // the phrases that occur somewhere, in the order they are walked
+  auto learnRows = [&](size_t j, size_t rows) {
+    rememberHitCount(phrases[j], rows);
+    plans[j].idf = idfOf(nRow, rows);
+    plans[j].known = true;
+  };
+  for (size_t j = 0; j < nPhrases; ++j) {
+    const Phrase& phrase = phrases[j];
+    Plan& plan = plans[j];
+    if (phrase.tokens.size() >= 2) {
+      phraseFrequencies(phrase, plan.freqs);
+      plan.listed = true;
+      learnRows(j, plan.freqs.size());
+      if (plan.freqs.empty()) continue;
+      plan.bound = std::numeric_limits<double>::infinity();
+      order.push_back(j);
+      continue;
+    }
+    if (phrase.tokens.empty()) {
+      learnRows(j, 0);
+      continue;
+    }
+    singleIds[j] = singleTokenIds(phrase);
+    const auto& ids = singleIds[j];
+    size_t largest = 0;
+    double maxCount = 0;
+    uint32_t minLength = UINT32_MAX;
+    for (uint32_t id : ids) {
+      const Term& term = terms_[id];
+      if (term.postings.empty()) continue;
+      largest = std::max(largest, term.postings.size());
+      // The largest count a row can have (the prefix's terms' largest counts added up) over the shortest row: the
+      // term of the sum grows with the count and shrinks with the length.
+      maxCount += term.maxCount;
+      minLength = std::min(minLength, term.minLength);
+    }
+    if (ids.size() == 1 || largest == 0) learnRows(j, largest);
+    if (largest == 0) continue;
+    // idfOf falls with nHit except where it is clamped to 1e-6, so the bound of an unknown nHit >= largest is the
+    // larger of the two.
+    const double idf = plan.known ? plan.idf : std::max(idfOf(nRow, largest), 1e-6);
+    plan.bound = idf * ((maxCount * (kK1 + 1.0)) / (maxCount + lengthNorm(minLength, avgdl)));
+    order.push_back(j);
+  }
+  bestStats_.phrases = order.size();
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return plans[a].bound > plans[b].bound; });
+  // left[i]: the bounds of the i-th phrase walked and all after it, added up (infinite while a listed phrase is left:
+  // those are walked first, whatever the bounds).
+  std::vector<double> left(order.size() + 1, 0.0);
+  for (size_t i = order.size(); i-- > 0;) left[i] = left[i + 1] + plans[order[i]].bound;
+
+  // 2. Walk the phrases into partial sums (scoreScratch_) until the rows not reached cannot enter.
+  std::vector<uint32_t> matched;
+  double maxPartial = 0;
+  double floor = 0;  // the limit-th best partial sum of a returnable row (0: fewer such rows)
+  uint32_t excludedSlot = UINT32_MAX;
+  if (excludePk) {
+    if (auto it = slots_.find(*excludePk); it != slots_.end()) excludedSlot = it->second;
+  }
+  auto eligible = [&](uint32_t slot) { return activeScratch_[slot] != 0 && slot != excludedSlot; };
+  auto add = [&](uint32_t slot, uint32_t count, double idf) {
+    double& sum = scoreScratch_[slot];
+    sum += phraseScore(idf, count, normOf(docLengths_[slot], avgdl));
+    maxPartial = std::max(maxPartial, sum);
+    if (!touchedScratch_[slot]) {
+      touchedScratch_[slot] = 1;
+      matched.push_back(slot);
+    }
+  };
+  // The limit-th largest partial sum of a returnable row (of a candidate, when candidatesOnly), if above `above`;
+  // else 0. Only sums above `above` are gathered: the caller needs the floor only when it is above that.
+  std::vector<double> partials;
+  auto limitthPartial = [&](bool candidatesOnly, double above) -> double {
+    partials.clear();
+    for (uint32_t slot : matched) {
+      const double sum = scoreScratch_[slot];
+      if (sum <= above) continue;
+      if (candidatesOnly ? touchedScratch_[slot] == 2 : eligible(slot)) partials.push_back(sum);
+    }
+    if (partials.size() < limit) return 0.0;
+    auto nth = partials.begin() + static_cast<std::ptrdiff_t>(limit - 1);
+    std::nth_element(partials.begin(), nth, partials.end(), std::greater<>());
+    return *nth;
+  };
+  std::vector<uint32_t> reachedRows;
+  size_t walked = 0;
+  bool pruned = false;
+  for (; walked < order.size(); ++walked) {
+    const size_t j = order[walked];
+    Plan& plan = plans[j];
+    const auto& ids = singleIds[j];
+    if (plan.listed) {
+      for (const auto& [slot, count] : plan.freqs) add(slot, count, plan.idf);
+    } else if (ids.size() == 1) {
+      for (const auto& p : terms_[ids.front()].postings) add(p.slot, p.count, plan.idf);
+    } else {
+      // A prefix of several terms: its counts merged per row (freqScratch_), from the ids found above.
+      reachedRows.clear();
+      for (uint32_t id : ids) {
+        for (const auto& p : terms_[id].postings) {
+          if (freqScratch_[p.slot] == 0) reachedRows.push_back(p.slot);
+          freqScratch_[p.slot] += p.count;
+        }
+      }
+      learnRows(j, reachedRows.size());
+      for (uint32_t slot : reachedRows) {
+        add(slot, freqScratch_[slot], plan.idf);
+        freqScratch_[slot] = 0;
+      }
+    }
+    const double rest = left[walked + 1];
+    if (rest == 0.0) continue;
+    // The rows not reached have at most `rest`; worth checking only when some partial sum is already above it.
+    if (!canReach(rest, maxPartial)) {
+      floor = limitthPartial(false, rest);
+      if (!canReach(rest, floor)) {
+        ++walked;
+        pruned = true;
+        break;
+      }
+    }
+  }
+  bestStats_.walked = walked;
+  bestStats_.touched = matched.size();
+
+  // 3. Pruned: the returnable rows reached whose partial sum and the bounds left can still reach the floor are the
+  // candidates (touchedScratch_ 2). The phrases left are walked for them only: a posting of any other row is
+  // skipped unscored. A prefix of several terms is counted (nHit) on the way.
+  if (pruned) {
+    const double rest = left[walked];
+    for (uint32_t slot : matched) {
+      if (canReach(scoreScratch_[slot] + rest, floor) && eligible(slot)) touchedScratch_[slot] = 2;
+    }
+    std::vector<uint32_t> reached;
+    for (size_t w = walked; w < order.size(); ++w) {
+      const size_t j = order[w];
+      Plan& plan = plans[j];
+      const auto& ids = singleIds[j];
+      if (ids.size() == 1) {
+        for (const auto& p : terms_[ids.front()].postings) {
+          if (touchedScratch_[p.slot] == 2) {
+            scoreScratch_[p.slot] += phraseScore(plan.idf, p.count, normOf(docLengths_[p.slot], avgdl));
+          }
+        }
+        continue;
+      }
+      const size_t words = (docs_.size() + 63) / 64;
+      if (rowBits_.size() < words) rowBits_.resize(words, 0);
+      size_t rows = 0;
+      reached.clear();
+      for (uint32_t id : ids) {
+        for (const auto& p : terms_[id].postings) {
+          uint64_t& word = rowBits_[p.slot >> 6];
+          const uint64_t bit = uint64_t{1} << (p.slot & 63);
+          rows += (word & bit) == 0 ? 1 : 0;
+          word |= bit;
+          if (touchedScratch_[p.slot] == 2) {
+            if (freqScratch_[p.slot] == 0) reached.push_back(p.slot);
+            freqScratch_[p.slot] += p.count;
+          }
+        }
+      }
+      std::fill(rowBits_.begin(), rowBits_.begin() + static_cast<std::ptrdiff_t>(words), uint64_t{0});
+      learnRows(j, rows);
+      for (uint32_t slot : reached) {
+        scoreScratch_[slot] += phraseScore(plan.idf, freqScratch_[slot], normOf(docLengths_[slot], avgdl));
+        freqScratch_[slot] = 0;
+      }
+    }
+  }
+  // Now every partial sum is the row's whole sum (added in another order than FTS5's).
+  floor = limitthPartial(pruned, 0.0);
+
+  // 4. The rows that can still enter, by descending sum, scored exactly (from their tokens, in query order) until no
+  // sum left reaches the limit-th exact score.
+  struct Candidate {
+    uint32_t slot;
+    double upper;
+  };
+  std::vector<Candidate> candidates;
+  for (uint32_t slot : matched) {
+    const double upper = scoreScratch_[slot];
+    const bool candidate = pruned ? touchedScratch_[slot] == 2 : eligible(slot);
+    scoreScratch_[slot] = 0.0;
+    touchedScratch_[slot] = 0;
+    if (candidate && canReach(upper, floor)) candidates.push_back({slot, upper});
+  }
+  bestStats_.candidates = candidates.size();
+  // Fewer returnable rows than the limit (or a crowd of ties at it): every candidate would be read again from its
+  // tokens, which costs more than scoring the postings once more in query order.
+  if (candidates.size() > 2 * limit + 256) return bestExhaustive(phrases, limit, excludePk);
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    return a.upper != b.upper ? a.upper > b.upper : a.slot < b.slot;
+  });
+  auto better = [](const std::pair<int64_t, double>& a, const std::pair<int64_t, double>& b) {
+    return a.second != b.second ? a.second < b.second : a.first < b.first;
+  };
+  heap.reserve(limit + 1);
+  constexpr size_t kBatch = 32;
+  std::vector<const Doc*> rows;
+  std::vector<uint32_t> counts;
+  for (size_t begin = 0; begin < candidates.size(); begin += kBatch) {
+    // Stop once the heap is full and even the best sum left is below its worst.
+    if (heap.size() == limit && !canReach(candidates[begin].upper, -1.0 * heap.front().second)) break;
+    const size_t end = std::min(candidates.size(), begin + kBatch);
+    rows.clear();
+    for (size_t c = begin; c < end; ++c) rows.push_back(&docs_[candidates[c].slot]);
+    countInRows(phrases, singleIds, rows, counts);
+    bestStats_.scored += rows.size();
+    for (size_t c = begin; c < end; ++c) {
+      const size_t i = c - begin;
+      const uint32_t slot = candidates[c].slot;
+      // The sum in query order, as accumulate() adds it: the same double.
+      double score = 0.0;
+      for (size_t j = 0; j < nPhrases; ++j) {
+        const uint32_t count = counts[i * nPhrases + j];
+        if (count == 0) continue;
+        score += phraseScore(plans[j].idf, count, normOf(docLengths_[slot], avgdl));
+      }
+      const std::pair<int64_t, double> row{docs_[slot].pk, -1.0 * score};
+      if (heap.size() < limit) {
+        heap.push_back(row);
+        std::push_heap(heap.begin(), heap.end(), better);
+      } else if (better(row, heap.front())) {
+        std::pop_heap(heap.begin(), heap.end(), better);
+        heap.back() = row;
+        std::push_heap(heap.begin(), heap.end(), better);
+      }
+    }
+  }
+  std::sort_heap(heap.begin(), heap.end(), better);
+  return heap;
+}
+
+}  // namespace memq
