@@ -194,7 +194,7 @@ int collectHunk(const git_diff_delta*, const git_diff_hunk* hunk, void* payload)
 
 Result<LineCarrier::DiffPtr> LineCarrier::computeDiff(const FileVersion& from, const FileVersion& to) {
   // Blob lookups go through the repository, which one thread at a time may use; buffers alone need no lock.
-  std::unique_lock<std::mutex> lock(repositoryMutex_, std::defer_lock);
+  std::unique_lock<Mutex> lock(repositoryMutex_, std::defer_lock);
   if (!from.isBuffer() || !to.isBuffer()) lock.lock();
   Content a;
   MEMQ_RETURN_IF_ERROR(loadContent(repository_.get(), from, a));
@@ -226,7 +226,7 @@ Result<LineCarrier::DiffPtr> LineCarrier::computeDiff(const FileVersion& from, c
 }
 
 LineCarrier::DiffPtr LineCarrier::cached(const std::string& key) {
-  std::lock_guard<std::mutex> lock(cacheMutex_);
+  MutexLock lock(cacheMutex_);
   auto it = index_.find(key);
   if (it == index_.end()) {
     ++misses_;
@@ -238,7 +238,7 @@ LineCarrier::DiffPtr LineCarrier::cached(const std::string& key) {
 }
 
 void LineCarrier::remember(const std::string& key, DiffPtr diff) {
-  std::lock_guard<std::mutex> lock(cacheMutex_);
+  MutexLock lock(cacheMutex_);
   if (options_.cacheEntries == 0) return;
   auto it = index_.find(key);
   if (it != index_.end()) {
@@ -290,12 +290,12 @@ Result<CarriedLines> LineCarrier::carryAlong(const LineRanges& lines, const std:
 }
 
 LineCarrier::CacheStats LineCarrier::cacheStats() const {
-  std::lock_guard<std::mutex> lock(cacheMutex_);
+  MutexLock lock(cacheMutex_);
   return {hits_, misses_, lru_.size()};
 }
 
 void LineCarrier::clearCache() {
-  std::lock_guard<std::mutex> lock(cacheMutex_);
+  MutexLock lock(cacheMutex_);
   lru_.clear();
   index_.clear();
 }

@@ -17,6 +17,7 @@
 
 #include "daemon/anchors/line_ranges.h"
 #include "daemon/git/libgit2.h"
+#include "daemon/util/thread_annotations.h"
 #include "protocol/status.h"
 
 namespace memq {
@@ -140,15 +141,18 @@ class LineCarrier {
   DiffPtr cached(const std::string& key);
   void remember(const std::string& key, DiffPtr diff);
 
-  std::mutex repositoryMutex_;
+  // Held while the repository is read (blob lookups); only when a version is a blob, so the lock is taken
+  // conditionally (std::unique_lock), which the analysis cannot follow: repository_ carries no annotation.
+  Mutex repositoryMutex_;
   RepositoryPtr repository_;
   const Options options_;
 
-  mutable std::mutex cacheMutex_;
-  std::list<std::pair<std::string, DiffPtr>> lru_;  // most recently used first
-  std::unordered_map<std::string, std::list<std::pair<std::string, DiffPtr>>::iterator> index_;
-  uint64_t hits_ = 0;
-  uint64_t misses_ = 0;
+  mutable Mutex cacheMutex_;
+  std::list<std::pair<std::string, DiffPtr>> lru_ GUARDED_BY(cacheMutex_);  // most recently used first
+  std::unordered_map<std::string, std::list<std::pair<std::string, DiffPtr>>::iterator> index_
+      GUARDED_BY(cacheMutex_);
+  uint64_t hits_ GUARDED_BY(cacheMutex_) = 0;
+  uint64_t misses_ GUARDED_BY(cacheMutex_) = 0;
 };
 
 }  // namespace memq

@@ -10,7 +10,7 @@
 namespace memq {
 
 Result<std::vector<ReviewCluster>> findReviewClusters(Scope& scope, double minWeight) {
-  auto edges = scope.db->store->similarEdges(minWeight);
+  auto edges = scope.db->store().similarEdges(minWeight);
   if (!edges) return edges.status();
   // Union-find over strong similar edges: each component is one cluster to review.
   std::unordered_map<std::string, std::string> parent;
@@ -33,7 +33,7 @@ Result<std::vector<ReviewCluster>> findReviewClusters(Scope& scope, double minWe
     std::sort(ids.begin(), ids.end());
     ReviewCluster cluster{scope.kind, maxWeight[rootId], {}};
     for (const auto& id : ids) {
-      auto m = scope.db->store->get(id);
+      auto m = scope.db->store().get(id);
       if (m) cluster.memories.push_back(std::move(*m));
     }
     clusters.push_back(std::move(cluster));

@@ -12,6 +12,6 @@ namespace memq {
 
 // Every group of two or more memories of `scope` joined by edges of weight >= minWeight, in the order of their
 // root ids; each group's memories in id order.
-Result<std::vector<ReviewCluster>> findReviewClusters(Scope& scope, double minWeight);
+Result<std::vector<ReviewCluster>> findReviewClusters(Scope& scope, double minWeight) REQUIRES(scope.db->mutex);
 
 }  // namespace memq

@@ -26,8 +26,8 @@ Result<std::vector<HintCandidate>> gatherHintCandidates(const std::vector<std::s
     candidates.push_back({m.id, m.summary, m.category, m.pinned, direct});
   };
   for (const auto& scope : scopes) {
-    auto lock = scope->db->lockCommitted();
-    MemoryStore& store = *scope->db->store;
+    CommittedLock lock(*scope->db);
+    MemoryStore& store = scope->db->store();
     if (!files.empty()) {
       auto hits = store.findByPaths(files, kMaxFileMatches);
       if (!hits) return hits.status();

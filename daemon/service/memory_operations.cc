@@ -57,9 +57,9 @@ Result<SaveResult> Service::save(const CallContext& ctx, const SaveInput& rawInp
   actor.source = normalized->source;
   Result<SaveOutcome> outcome = Status::internal("unreached");
   {
-    std::lock_guard lock((*scope)->db->mutex);
-    outcome = (*scope)->db->store->save(*normalized, files, actor);
-    if ((*scope)->db->store->hasPendingSaves()) savesPending_.store(true);
+    MutexLock lock((*scope)->db->mutex);
+    outcome = (*scope)->db->store().save(*normalized, files, actor);
+    if ((*scope)->db->store().hasPendingSaves()) savesPending_.store(true);
   }
   if (!outcome) return outcome.status();
   auto status = saveStatusOf(*outcome);
@@ -87,8 +87,7 @@ Result<GetResult> Service::get(const CallContext& ctx, const MemoryRef& request)
     return Status(ErrorCode::kScopeUnavailable, "reads are disabled for this connection (read_scope none)");
   }
   std::vector<std::string> incomplete;  // scopes read whose acknowledged saves are not all readable
-  auto noteIncomplete = [&](Scope& scope) {
-    auto w = scope.db->store->unappliedSavesWarning();
+  auto noteIncomplete = [&](const std::optional<std::string>& w) {
     if (w && std::find(incomplete.begin(), incomplete.end(), *w) == incomplete.end()) incomplete.push_back(*w);
   };
   // A full id (what clients send back after a recall) is read straight from each scope in resolve's order, one
@@ -99,16 +98,16 @@ Result<GetResult> Service::get(const CallContext& ctx, const MemoryRef& request)
       auto scopes = idScopes(ctx);
       if (!scopes) return scopes.status();
       for (auto& scope : *scopes) {
-        auto lock = scope->db->lockCommitted();
-        auto exact = scope->db->store->get(id);
-        noteIncomplete(*scope);
+        CommittedLock lock(*scope->db);
+        auto exact = scope->db->store().get(id);
+        noteIncomplete(scope->db->store().unappliedSavesWarning());
         if (exact || exact.status().code() != ErrorCode::kNotFound) return exact;
       }
     }
     auto r = resolve(ctx, id);
     if (!r) return r.status();
-    auto lock = r->scope->db->lockCommitted();
-    return r->scope->db->store->get(r->id);
+    CommittedLock lock(*r->scope->db);
+    return r->scope->db->store().get(r->id);
   }();
   if (!m && m.status().code() == ErrorCode::kNotFound && !incomplete.empty()) {
     // Not found in what could be read is not "not found": the memory may be one of the saves left out.
@@ -128,10 +127,10 @@ Result<Memory> Service::mutate(const CallContext& ctx, const std::string& id, co
   Result<Memory> out = Status::internal("unreached");
   std::string before;
   {
-    auto lock = r->scope->db->lockCommitted();
-    auto m = r->scope->db->store->get(r->id);
+    CommittedLock lock(*r->scope->db);
+    auto m = r->scope->db->store().get(r->id);
     if (m) before = m->updatedAt;
-    out = op(*r->scope->db->store, r->id);
+    out = op(r->scope->db->store(), r->id);
   }
   if (out && out->updatedAt != before) emit(*r->scope, r->id, action);
   return out;
@@ -159,10 +158,10 @@ Result<UpdateOutcome> Service::update(const CallContext& ctx, const UpdateReques
   Result<Memory> out = Status::internal("unreached");
   std::string before;
   {
-    auto lock = r->scope->db->lockCommitted();
-    auto m = r->scope->db->store->get(r->id);
+    CommittedLock lock(*r->scope->db);
+    auto m = r->scope->db->store().get(r->id);
     if (m) before = m->updatedAt;
-    out = r->scope->db->store->update(r->id, in, ctx.actor);
+    out = r->scope->db->store().update(r->id, in, ctx.actor);
   }
   if (!out) return out.status();
   if (out->updatedAt != before) emit(*r->scope, r->id, "update");
@@ -183,10 +182,10 @@ Result<ListResult> Service::list(const CallContext& ctx, const ListFilter& filte
     f.file = p->front();
   }
   for (auto& scope : *scopes) {
-    auto lock = scope->db->lockCommitted();
-    auto l = scope->db->store->list(f);
+    CommittedLock lock(*scope->db);
+    auto l = scope->db->store().list(f);
     if (!l) return l.status();
-    if (auto w = scope->db->store->unappliedSavesWarning()) out.warnings.push_back(std::move(*w));
+    if (auto w = scope->db->store().unappliedSavesWarning()) out.warnings.push_back(std::move(*w));
     out.total += l->total;
     for (auto& m : l->memories) out.memories.push_back(std::move(m));
   }
@@ -234,8 +233,8 @@ Result<RecallHits> Service::recall(const CallContext& ctx, const RecallParams& p
   PreparedQuery query = prepareQuery(request, *options_.embedder, project ? project->repo.get() : nullptr);
   std::vector<Candidate> all;
   for (auto& scope : *scopes) {
-    auto lock = scope->db->lockCommitted();
-    auto c = gatherCandidates(*scope->db->store, request, query,
+    CommittedLock lock(*scope->db);
+    auto c = gatherCandidates(scope->db->store(), request, query,
                               scope->kind == ScopeKind::kProject ? scope->repo.get() : nullptr);
     if (!c) return c.status();
     for (auto& cand : *c) all.push_back(std::move(cand));
@@ -249,16 +248,16 @@ Result<RecallHits> Service::recall(const CallContext& ctx, const RecallParams& p
     if (std::none_of(hits.begin(), hits.end(), [&](const RecallHit& h) { return h.memory.scope == scopeName; })) {
       continue;
     }
-    auto lock = scope->db->lockCommitted();
-    auto loaded = loadHitRows(*scope->db->store, hits);
+    CommittedLock lock(*scope->db);
+    auto loaded = loadHitRows(scope->db->store(), hits);
     if (!loaded) return loaded;
     if (!markUsed) continue;
     std::vector<int64_t> pks;
     for (const auto& h : hits) {
       if (h.memory.scope == scopeName) pks.push_back(h.memory.pk);
     }
-    auto st = scope->db->store->markUsed(pks);
-    if (!st) spdlog::warn("could not record usage in {}: {}", scope->db->store->path(), st.message());
+    auto st = scope->db->store().markUsed(pks);
+    if (!st) spdlog::warn("could not record usage in {}: {}", scope->db->store().path(), st.message());
   }
   if (project && project->repo) {
     // Staleness only means something against the project's own repository.
@@ -306,8 +305,8 @@ Result<SupersedeResult> Service::supersede(const CallContext& ctx, const Superse
   }
   Result<std::pair<Memory, Memory>> out = Status::internal("unreached");
   {
-    auto lock = oldR->scope->db->lockCommitted();
-    out = oldR->scope->db->store->supersede(oldR->id, byR->id, ctx.actor);
+    CommittedLock lock(*oldR->scope->db);
+    out = oldR->scope->db->store().supersede(oldR->id, byR->id, ctx.actor);
   }
   if (!out) return out.status();
   emit(*oldR->scope, oldR->id, "supersede");
@@ -338,8 +337,8 @@ Result<PurgeResult> Service::purge(const CallContext& ctx, const PurgeRequest& r
   if (!r) return r.status();
   Status st;
   {
-    auto lock = r->scope->db->lockCommitted();
-    st = r->scope->db->store->purge(r->id, true, ctx.actor);
+    CommittedLock lock(*r->scope->db);
+    st = r->scope->db->store().purge(r->id, true, ctx.actor);
   }
   if (!st) return st;
   emit(*r->scope, r->id, "purge");

@@ -69,7 +69,7 @@ Result<ClusterReport> Service::reviewClusters(const CallContext& ctx, const Clus
   if (!scopes) return scopes.status();
   ClusterReport report;
   for (auto& scope : *scopes) {
-    auto lock = scope->db->lockCommitted();
+    CommittedLock lock(*scope->db);
     auto clusters = findReviewClusters(*scope, request.minWeight);
     if (!clusters) return clusters.status();
     for (auto& c : *clusters) report.clusters.push_back(std::move(c));
@@ -82,8 +82,8 @@ Result<StaleReport> Service::reviewStale(const CallContext& ctx, const ReviewReq
   if (!scope) return scope.status();
   StaleReport report;
   if (!(*scope)->repo) return report;
-  auto lock = (*scope)->db->lockCommitted();
-  auto ms = (*scope)->db->store->memoriesWithFiles(kMaxReviewedMemories);
+  CommittedLock lock(*(*scope)->db);
+  auto ms = (*scope)->db->store().memoriesWithFiles(kMaxReviewedMemories);
   if (!ms) return ms.status();
   for (auto& m : *ms) {
     if (report.memories.size() >= request.limit) break;
@@ -99,8 +99,8 @@ Result<DeadReport> Service::reviewDead(const CallContext& ctx, const ReviewReque
   auto scope = projectScope(ctx);
   if (!scope) return scope.status();
   DeadReport report;
-  auto lock = (*scope)->db->lockCommitted();
-  auto ms = (*scope)->db->store->memoriesWithFiles(kMaxReviewedMemories);
+  CommittedLock lock(*(*scope)->db);
+  auto ms = (*scope)->db->store().memoriesWithFiles(kMaxReviewedMemories);
   if (!ms) return ms.status();
   namespace fs = std::filesystem;
   for (auto& m : *ms) {
@@ -134,8 +134,8 @@ Result<AuditPage> Service::auditList(const CallContext& ctx, const AuditFilter& 
       if (r && r->scope->db != scope->db) continue;
       if (r) f.memoryId = r->id;
     }
-    auto lock = scope->db->lockCommitted();
-    auto list = scope->db->store->audit(f);
+    CommittedLock lock(*scope->db);
+    auto list = scope->db->store().audit(f);
     if (!list) return list.status();
     for (auto& e : *list) page.events.push_back({scope->kind, std::move(e)});
   }
@@ -147,8 +147,8 @@ Result<StatsReport> Service::stats(const CallContext& ctx, const NoParams&) {
   if (!scopes) return scopes.status();
   StatsReport report;
   for (auto& scope : *scopes) {
-    auto lock = scope->db->lockCommitted();
-    auto s = scope->db->store->stats();
+    CommittedLock lock(*scope->db);
+    auto s = scope->db->store().stats();
     if (!s) return s.status();
     ScopeStats entry{scope->kind, std::move(*s), std::nullopt};
     if (scope->repo) entry.cochangeHead = scope->repo->head();

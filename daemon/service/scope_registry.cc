@@ -17,18 +17,19 @@ ScopeRegistry::ScopeRegistry(ScopeRegistryOptions options) : options_(std::move(
 }
 
 bool ScopeRegistry::forgetIfMoved(std::shared_ptr<ScopeDatabase> db) {
-  if (db->store->checkFilesInPlace()) return false;
+  // checkFilesInPlace only stats the paths (thread-safe): no need to wait for a request inside the store.
+  if (db->storePtr->checkFilesInPlace()) return false;
   std::string fate;
   bool alreadyRetired = false;
   {
-    std::lock_guard dbLock(db->mutex);  // a request inside the store finishes first
-    alreadyRetired = db->store->retired();
-    if (!alreadyRetired) fate = db->store->retire();
+    MutexLock dbLock(db->mutex);  // a request inside the store finishes first
+    alreadyRetired = db->store().retired();
+    if (!alreadyRetired) fate = db->store().retire();
   }
   if (!alreadyRetired) {
     spdlog::warn("the {} database {} (or its save journal) was removed, replaced or moved on disk: closed it ({}); "
                  "the next request opens the file now at that path",
-                 db->store->scope(), db->path, fate);
+                 db->storePtr->scope(), db->path, fate);
   }
   std::set<std::string> roots;
   for (auto it = scopes_.begin(); it != scopes_.end();) {
@@ -72,13 +73,14 @@ Result<std::shared_ptr<ScopeDatabase>> ScopeRegistry::openDatabase(ScopeKind kin
   }
   auto db = std::make_shared<ScopeDatabase>();
   db->path = path;
-  db->store = std::move(*store);
+  db->storePtr = std::move(*store);
   databases_[path] = db;
   spdlog::info("opened {} scope {}", name, path);
-  if (db->store->replayedSaves() > 0) {
-    spdlog::info("applied {} saves from the save journal of {}", db->store->replayedSaves(), path);
+  // Not shared yet: no other thread can reach the store before this function returns.
+  if (db->storePtr->replayedSaves() > 0) {
+    spdlog::info("applied {} saves from the save journal of {}", db->storePtr->replayedSaves(), path);
   }
-  if (auto incomplete = db->store->unappliedSavesWarning()) {
+  if (auto incomplete = db->storePtr->unappliedSavesWarning()) {
     // Reads of this scope carry the same text as a warning until the saves are applied.
     spdlog::warn("opened {} scope {} without every acknowledged save: {}", name, path, *incomplete);
   }
@@ -175,9 +177,9 @@ void ScopeRegistry::checkpointAll() {
   for (auto& db : open) {
     // A scope busy with a long call (a large import holds its lock until it commits) is checkpointed next time:
     // waiting for it here would take a worker from every other scope's requests meanwhile.
-    std::unique_lock lock(db->mutex, std::try_to_lock);
-    if (!lock.owns_lock()) continue;
-    if (Status st = db->store->checkpoint(); !st) spdlog::warn("checkpoint of {} failed: {}", db->path, st.message());
+    if (!db->mutex.try_lock()) continue;
+    if (Status st = db->store().checkpoint(); !st) spdlog::warn("checkpoint of {} failed: {}", db->path, st.message());
+    db->mutex.unlock();
   }
 }
 
@@ -195,8 +197,8 @@ size_t ScopeRegistry::commitPendingSaves(std::chrono::milliseconds idle) {
       MutexLock registryLock(mutex_);
       if (forgetIfMoved(db)) continue;
     }
-    std::lock_guard lock(db->mutex);
-    auto still = db->store->commitPendingSavesIfIdle(idle);
+    MutexLock lock(db->mutex);
+    auto still = db->store().commitPendingSavesIfIdle(idle);
     if (!still) {
       // Not retried from here: the next write to this database tries again first (and reports it).
       spdlog::error("commit of saves in {} failed (they stay in its journal): {}", db->path, still.status().message());

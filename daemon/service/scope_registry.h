@@ -26,19 +26,31 @@ namespace memq {
 
 struct ScopeDatabase {
   std::string path;
-  std::mutex mutex;
-  std::unique_ptr<MemoryStore> store;
-  // Holds the lock for anything but a save, with the saves the store batches committed first: the request then
-  // sees one committed state, and the file's other connection (the co-change cache, which recall may write
-  // through) never waits on a transaction held open by this one.
-  std::unique_lock<std::mutex> lockCommitted() {
-    std::unique_lock lock(mutex);
-    if (store->hasOpenBatch()) {
-      // A failure is reported by the next write (the saves stay in the journal); reads go on meanwhile.
-      (void)store->commitPendingSaves();
-    }
-    return lock;
+  Mutex mutex;  // serialises every use of the store (MemoryStore is not thread-safe)
+  std::unique_ptr<MemoryStore> storePtr;  // set once at open, before the ScopeDatabase is shared; never null after
+  MemoryStore& store() REQUIRES(mutex) { return *storePtr; }
+  // Commits the saves the store holds in an open batch, so that the caller sees one committed state and the file's
+  // other connection (the co-change cache, which recall may write through) never waits on a transaction held open
+  // by this one. A failure is reported by the next write (the saves stay in the journal); reads go on meanwhile.
+  void commitOpenBatch() REQUIRES(mutex) {
+    if (storePtr->hasOpenBatch()) (void)storePtr->commitPendingSaves();
   }
+};
+
+// Holds a scope database's mutex for anything but a save, with its open batch of saves committed first
+// (ScopeDatabase::commitOpenBatch).
+class SCOPED_CAPABILITY CommittedLock {
+ public:
+  explicit CommittedLock(ScopeDatabase& db) ACQUIRE(db.mutex) : mutex_(db.mutex) {
+    db.mutex.lock();
+    db.commitOpenBatch();
+  }
+  ~CommittedLock() RELEASE() { mutex_.unlock(); }
+  CommittedLock(const CommittedLock&) = delete;
+  CommittedLock& operator=(const CommittedLock&) = delete;
+
+ private:
+  Mutex& mutex_;
 };
 
 struct Scope {

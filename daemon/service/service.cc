@@ -368,8 +368,8 @@ Result<Service::Resolved> Service::resolve(const CallContext& ctx, const std::st
   std::vector<Resolved> found;
   nlohmann::json candidates = nlohmann::json::array();
   for (auto& scope : *scopes) {
-    auto lock = scope->db->lockCommitted();
-    auto ids = scope->db->store->matchIds(idOrPrefix, 10);
+    CommittedLock lock(*scope->db);
+    auto ids = scope->db->store().matchIds(idOrPrefix, 10);
     if (!ids) return ids.status();
     for (const auto& id : *ids) {
       if (id == idOrPrefix) return Resolved{scope, id};  // an exact id wins outright

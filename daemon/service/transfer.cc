@@ -48,10 +48,10 @@ Result<ExportPage> Service::exportJsonl(const CallContext& ctx, const ExportRequ
     Scope& scope = *(*scopes)[i];
     const std::string scopeName = toString(scope.kind);
     if (i != first) at = ExportCursor{scopeName, false, "", ""};
-    auto lock = scope.db->lockCommitted();
-    if (auto w = scope.db->store->unappliedSavesWarning()) page.warnings.push_back(std::move(*w));
+    CommittedLock lock(*scope.db);
+    if (auto w = scope.db->store().unappliedSavesWarning()) page.warnings.push_back(std::move(*w));
     while (!at.tombstones) {
-      auto rows = scope.db->store->exportPage(only, at.afterKey, at.afterSubkey, kRowsPerQuery);
+      auto rows = scope.db->store().exportPage(only, at.afterKey, at.afterSubkey, kRowsPerQuery);
       if (!rows) return rows.status();
       for (const auto& m : *rows) {
         if (!add(memoryLine(m))) break;
@@ -62,7 +62,7 @@ Result<ExportPage> Service::exportJsonl(const CallContext& ctx, const ExportRequ
       if (rows->size() < static_cast<size_t>(kRowsPerQuery)) at = ExportCursor{scopeName, true, "", ""};
     }
     if (!page.nextCursor && withTombstones) {
-      auto tombs = scope.db->store->tombstones();  // in (at, content_hash) order
+      auto tombs = scope.db->store().tombstones();  // in (at, content_hash) order
       if (!tombs) return tombs.status();
       for (const auto& t : *tombs) {
         if (std::tie(t.at, t.contentHash) <= std::tie(at.afterKey, at.afterSubkey)) continue;
@@ -152,8 +152,8 @@ Result<ImportCounts> Service::importJsonl(const CallContext& ctx, const ImportRe
   }
   ImportOutcome outcome;
   {
-    auto lock = (*scope)->db->lockCommitted();
-    auto written = (*scope)->db->store->importBatch(pending->batch, ctx.actor);
+    CommittedLock lock(*(*scope)->db);
+    auto written = (*scope)->db->store().importBatch(pending->batch, ctx.actor);
     if (!written) return written.status();
     outcome = std::move(*written);
   }
