@@ -1,4 +1,4 @@
-// In-process save and recall benchmark on the reference's load workload (../shared/bench/load): writes the first N
+// In-process save and recall benchmark on the reference's load workload (--load DIR): writes the first N
 // memories one at a time into a fresh store, then runs the 200 measured queries through recall and prints
 // p50/p95/p99, with per-phase timings and the time to reopen the filled store (loading its in-memory indexes). Usage:
 //   memq_bench_recall [--n 1000,10000] [--load DIR] [--ranker default|reference] [--no-semantic]

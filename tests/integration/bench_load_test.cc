@@ -1,4 +1,4 @@
-// `memq bench load` end to end: a tiny generated workload (xz-compressed, like ../shared/bench/load) run through the
+// `memq bench load` end to end: a tiny generated workload (xz-compressed, as the load workload is) run through the
 // real memq binary, which starts its own memqd. Checks the report's shape and that every save landed in the store.
 #include <gtest/gtest.h>
 
