@@ -14,7 +14,7 @@
 //   (c) --clients connections, each a thread with one request in flight, running --mix for --seconds; requests/s and
 //       latency percentiles per method. Each --mix runs on its own; by default a get/hints mix (what the server
 //       itself costs) and a mix with recall and save (what the store adds).
-// The preloaded memories are the first --n lines of the load workload (memories.jsonl.xz in the directory --load names).
+// The preloaded memories are the first --n lines of the load workload (memories.jsonl.xz under --load).
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
