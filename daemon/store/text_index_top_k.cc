@@ -18,6 +18,27 @@ namespace memq {
 
 using namespace text_index_detail;
 
+namespace {
+
+// TextMatches::best's order: lowest bm25 first, ties by pk.
+bool better(const std::pair<int64_t, double>& a, const std::pair<int64_t, double>& b) {
+  return a.second != b.second ? a.second < b.second : a.first < b.first;
+}
+
+// Keeps `row` (pk, bm25) if it is among the `limit` best seen: `heap` is a heap by `better`, its front the worst kept.
+void offerTopK(std::vector<std::pair<int64_t, double>>& heap, const std::pair<int64_t, double>& row, size_t limit) {
+  if (heap.size() < limit) {
+    heap.push_back(row);
+    std::push_heap(heap.begin(), heap.end(), better);
+  } else if (better(row, heap.front())) {
+    std::pop_heap(heap.begin(), heap.end(), better);
+    heap.back() = row;
+    std::push_heap(heap.begin(), heap.end(), better);
+  }
+}
+
+}  // namespace
+
 std::vector<uint32_t> TextIndex::singleTokenIds(const Phrase& phrase) const {
   std::vector<uint32_t> ids;
   if (phrase.tokens.size() != 1) return ids;
@@ -141,10 +162,6 @@ std::vector<std::pair<int64_t, double>> TextIndex::bestExhaustive(const std::vec
   if (liveDocs_ == 0 || limit == 0) return heap;
   std::vector<uint32_t> matched;
   accumulate(phrases, matched);
-  // TextMatches::best's order: lowest bm25 first, ties by pk.
-  auto better = [](const std::pair<int64_t, double>& a, const std::pair<int64_t, double>& b) {
-    return a.second != b.second ? a.second < b.second : a.first < b.first;
-  };
   heap.reserve(limit + 1);
   for (uint32_t slot : matched) {
     const double bm25 = -1.0 * scoreScratch_[slot];
@@ -154,14 +171,7 @@ std::vector<std::pair<int64_t, double>> TextIndex::bestExhaustive(const std::vec
     const Doc& doc = docs_[slot];
     const std::pair<int64_t, double> row{doc.pk, bm25};
     if (!doc.active || (excludePk && doc.pk == *excludePk)) continue;
-    if (heap.size() < limit) {
-      heap.push_back(row);
-      std::push_heap(heap.begin(), heap.end(), better);
-    } else if (better(row, heap.front())) {
-      std::pop_heap(heap.begin(), heap.end(), better);
-      heap.back() = row;
-      std::push_heap(heap.begin(), heap.end(), better);
-    }
+    offerTopK(heap, row, limit);
   }
   std::sort_heap(heap.begin(), heap.end(), better);
   return heap;
@@ -383,9 +393,6 @@ std::vector<std::pair<int64_t, double>> TextIndex::best(const std::vector<Phrase
   std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
     return a.upper != b.upper ? a.upper > b.upper : a.slot < b.slot;
   });
-  auto better = [](const std::pair<int64_t, double>& a, const std::pair<int64_t, double>& b) {
-    return a.second != b.second ? a.second < b.second : a.first < b.first;
-  };
   heap.reserve(limit + 1);
   constexpr size_t kBatch = 32;
   std::vector<const Doc*> rows;
@@ -409,14 +416,7 @@ std::vector<std::pair<int64_t, double>> TextIndex::best(const std::vector<Phrase
         score += phraseScore(plans[j].idf, count, normOf(docLengths_[slot], avgdl));
       }
       const std::pair<int64_t, double> row{docs_[slot].pk, -1.0 * score};
-      if (heap.size() < limit) {
-        heap.push_back(row);
-        std::push_heap(heap.begin(), heap.end(), better);
-      } else if (better(row, heap.front())) {
-        std::pop_heap(heap.begin(), heap.end(), better);
-        heap.back() = row;
-        std::push_heap(heap.begin(), heap.end(), better);
-      }
+      offerTopK(heap, row, limit);
     }
   }
   std::sort_heap(heap.begin(), heap.end(), better);

@@ -71,6 +71,10 @@ TEST_F(BenchLoadTest, JsonReportCountsEverySaveAndTheMeasuredQueries) {
   EXPECT_EQ(row["recall_queries"], 10);  // 12 queries, the first 2 are warm-up
   EXPECT_GT(row["saves_per_s"].get<double>(), 0);
   EXPECT_GT(row["save_p50_ms"].get<double>(), 0);
+  // The save latencies are ordered: p50 ≤ p95 ≤ p99 ≤ the slowest save.
+  EXPECT_LE(row["save_p50_ms"].get<double>(), row["save_p95_ms"].get<double>());
+  EXPECT_LE(row["save_p95_ms"].get<double>(), row["save_p99_ms"].get<double>());
+  EXPECT_LE(row["save_p99_ms"].get<double>(), row["save_max_ms"].get<double>());
   EXPECT_GT(row["recall_p50_ms"].get<double>(), 0);
   EXPECT_LE(row["recall_p50_ms"].get<double>(), row["recall_p95_ms"].get<double>());
   EXPECT_LE(row["recall_p95_ms"].get<double>(), row["recall_p99_ms"].get<double>());
