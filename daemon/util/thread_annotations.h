@@ -1,7 +1,7 @@
 // Clang's thread-safety analysis (-Wthread-safety): the attributes that say which mutex guards a field and which
 // locks a function needs, takes or gives back, and memq::Mutex / MutexLock / CondVar, a mutex the analysis can
 // follow (libstdc++'s std::mutex carries no annotations). Under GCC the attributes expand to nothing; the test
-// ThreadSafetyAnalysis (tests/thread_safety/check.sh) compiles daemon/ with clang to check them.
+// ThreadSafetyAnalysis (tests/thread_safety/check.py) compiles daemon/ with clang to check them.
 #pragma once
 
 #include <condition_variable>
