@@ -18,6 +18,9 @@ namespace memq {
 
 namespace {
 
+// markUsed writes its pending usage inline once this many rows wait (see markUsed).
+constexpr size_t kMaxPendingUsageRows = 4096;
+
 nlohmann::json filesJson(const std::vector<FileRef>& files) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& f : files) out.push_back(f.path);
@@ -46,6 +49,8 @@ MemoryStore::~MemoryStore() {
     // A retired store committed (or rolled back) its batch when it retired.
     if (saves_->hasOpenBatch() && !retired_) (void)commitPendingSaves();
   }
+  // The uses recall recorded since the last flush; a failure only loses telemetry.
+  if (!retired_ && !pendingUsage_.empty()) (void)flushUsage();
   // Statistics for the query planner, written at close; not into a file that answered an error (it may be damaged,
   // and memq never writes to a damaged file what it does not have to), nor into one that is no longer at its path.
   if (!sawStorageError_ && !retired_) sql_->optimize();
@@ -64,7 +69,7 @@ Result<std::unique_ptr<MemoryStore>> MemoryStore::open(StoreOptions options) {
   if (o.path != ":memory:") store->databaseIdentity_ = identity;
   installCheckpointGuard(**db, kCheckpointGuardFrames);
   store->sql_ = std::make_unique<StoreSql>(std::move(*db), o.scope);
-  store->mirror_ = std::make_unique<RecallMirror>(*store->sql_, *o.embedder, o.path);
+  store->mirror_ = std::make_unique<RecallMirror>(*store->sql_, *o.embedder, o.path, store->pendingUsage_);
   if (Status st = store->mirror_->load(); !st) {
     store->sawStorageError_ = true;
     return Status(st.code(), st.message() + " (" + o.scope + " database " + o.path + ")",
@@ -156,6 +161,7 @@ Status MemoryStore::checkpoint() {
   try {
     // A batch open for long would keep its pages out of the checkpoint.
     if (Status st = saves_->settle(); !st) return storageError(st, "checkpoint");
+    writePendingUsage();
     sql_->checkpointPassive();
     return Status::ok();
   } catch (const std::exception& e) {
@@ -168,8 +174,23 @@ Status MemoryStore::readyToWrite(const std::string& action) {
   takeDatabase();  // saves handed to the background applier are written first
   // Saves held in a batch are committed first (StoreOptions::saveBatch).
   if (Status st = saves_->settle(); !st) return storageError(st, action);
+  try {
+    writePendingUsage();
+  } catch (const std::exception& e) {
+    return storageError(e, action);
+  }
   return Status::ok();
 }
+
+void MemoryStore::writePendingUsage() {
+  if (pendingUsage_.empty()) return;
+  StoreSql::WriteTransaction tx(*sql_);
+  sql_->addUses(pendingUsage_.uses());
+  tx.commit();
+  pendingUsage_.clear();  // only once written: a failed write keeps them for the next flush
+}
+
+Status MemoryStore::flushUsage() { return readyToWrite("record usage"); }
 
 void MemoryStore::appendEvent(const std::string& memoryId, const std::string& action, const Actor& actor,
                               const nlohmann::json& detail, const std::optional<std::string>& at) {
@@ -489,17 +510,13 @@ Result<Memory> MemoryStore::detach(const std::string& id, const std::vector<std:
 Status MemoryStore::markUsed(const std::vector<int64_t>& pks) {
   if (Status st = writable(); !st) return st;  // a retired store refuses even an empty list
   if (pks.empty()) return Status::ok();
-  MEMQ_RETURN_IF_ERROR(readyToWrite("mark used"));
-  try {
-    const std::string at = now();
-    StoreSql::WriteTransaction tx(*sql_);
-    sql_->markUsed(pks, at);
-    tx.commit();
-    mirror_->markUsed(pks, at);
-    return Status::ok();
-  } catch (const std::exception& e) {
-    return storageError(e, "mark used");
-  }
+  const std::string at = now();
+  pendingUsage_.add(pks, at);
+  mirror_->markUsed(pks, at);
+  // A bound on what a crash can lose and on the flush's transaction; recall alone never comes near it between two
+  // housekeeping ticks.
+  if (pendingUsage_.size() >= kMaxPendingUsageRows) return flushUsage();
+  return Status::ok();
 }
 
 Result<Memory> MemoryStore::get(const std::string& id) {
@@ -507,6 +524,7 @@ Result<Memory> MemoryStore::get(const std::string& id) {
   try {
     auto m = sql_->memoryById(id);
     if (!m) return notFound(id, scope());
+    pendingUsage_.overlay(*m);
     return std::move(*m);
   } catch (const std::exception& e) {
     return storageError(e);

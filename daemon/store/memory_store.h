@@ -57,6 +57,7 @@
 #include "daemon/model/memory_input.h"
 #include "daemon/recall/recall_source.h"
 #include "daemon/store/file_identity.h"
+#include "daemon/store/pending_usage.h"
 #include "daemon/store/save_target.h"
 #include "daemon/store/store_types.h"
 #include "daemon/store/text_index.h"
@@ -93,8 +94,15 @@ class MemoryStore : public RecallSource, private SaveTarget {
   Status purge(const std::string& id, bool confirm, const Actor& actor);
   Result<Memory> attach(const std::string& id, const std::vector<FileRef>& files, const Actor& actor);
   Result<Memory> detach(const std::string& id, const std::vector<std::string>& paths, const Actor& actor);
-  // Usage feedback for memories actually shown: use_count + 1, last_used_at = now. Not journalled (telemetry).
+  // Usage feedback for memories actually shown: use_count + 1, last_used_at = now. Recorded in the mirror and in
+  // pending usage at once and written later (flushUsage), so recall's reply never waits for a commit; every read
+  // answers it. Not journalled (telemetry): a crash loses the uses since the last flush.
   Status markUsed(const std::vector<int64_t>& pks);
+  // Writes the pending usage in one transaction (the saves a batch holds are committed first). The housekeeping
+  // tick calls it through checkpoint(); every other write, list, export, stats and a clean close call it first.
+  Status flushUsage();
+  // Memories whose uses are recorded and not yet written.
+  size_t pendingUsageRows() const { return pendingUsage_.size(); }
   // Writes an import in one transaction (see ImportBatch): all of it, or, on a refusal or an error, nothing.
   Result<ImportOutcome> importBatch(const ImportBatch& batch, const Actor& actor);
   // importBatch of one memory: created|deduped|rejected (a refusal is InvalidParams).
@@ -230,9 +238,11 @@ class MemoryStore : public RecallSource, private SaveTarget {
   void takeDatabase();
   // Refuses a write on a retired store, or on files no longer at their paths (checkFilesInPlace).
   Status writable() const;
-  // Before a write: writable(), the connection taken back, and the saves a batch holds committed (a failure is a
-  // StorageError naming `action`).
+  // Before a write: writable(), the connection taken back, the saves a batch holds committed and the pending usage
+  // written (a failure is a StorageError naming `action`).
   Status readyToWrite(const std::string& action);
+  // flushUsage's write, once the connection is ready. Throws on SQLite errors.
+  void writePendingUsage();
   // `at` defaults to now().
   void appendEvent(const std::string& memoryId, const std::string& action, const Actor& actor,
                    const nlohmann::json& detail, const std::optional<std::string>& at = std::nullopt);
@@ -246,6 +256,7 @@ class MemoryStore : public RecallSource, private SaveTarget {
   std::optional<FileIdentity> databaseIdentity_;
   bool retired_ = false;  // retire() ran: no more writes
   mutable std::atomic<bool> sawStorageError_{false};  // some call failed with a StorageError: no optional writes at close
+  PendingUsage pendingUsage_;  // uses recorded by markUsed, not yet written
   // Declared in dependency order (each is destroyed before what it uses).
   std::unique_ptr<StoreSql> sql_;
   std::unique_ptr<RecallMirror> mirror_;

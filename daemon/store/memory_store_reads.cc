@@ -46,6 +46,7 @@ Result<std::vector<std::string>> MemoryStore::matchIds(const std::string& idOrPr
 Result<std::vector<Memory>> MemoryStore::exportPage(std::optional<MemoryState> state, const std::string& afterCreatedAt,
                                                     const std::string& afterId, int limit) {
   takeDatabase();  // saves handed to the background applier are written first
+  if (!pendingUsage_.empty()) MEMQ_RETURN_IF_ERROR(flushUsage());  // an export carries every use
   try {
     return sql_->exportPage(state, afterCreatedAt, afterId, limit);
   } catch (const std::exception& e) {
@@ -55,6 +56,7 @@ Result<std::vector<Memory>> MemoryStore::exportPage(std::optional<MemoryState> s
 
 Result<ListResult> MemoryStore::list(const ListFilter& f) {
   takeDatabase();  // saves handed to the background applier are written first
+  if (!pendingUsage_.empty()) MEMQ_RETURN_IF_ERROR(flushUsage());  // list sorts by last use
   try {
     return sql_->list(f);
   } catch (const std::exception& e) {
@@ -213,7 +215,9 @@ Result<std::vector<FileHit>> MemoryStore::findByPaths(const std::vector<std::str
 Result<std::vector<Memory>> MemoryStore::loadMany(const std::vector<int64_t>& pks) {
   takeDatabase();  // saves handed to the background applier are written first
   try {
-    return sql_->loadMany(pks);
+    std::vector<Memory> rows = sql_->loadMany(pks);
+    for (Memory& m : rows) pendingUsage_.overlay(m);
+    return rows;
   } catch (const std::exception& e) {
     return storageError(e, "load");
   }
@@ -227,6 +231,7 @@ std::optional<std::vector<const MirroredRow*>> MemoryStore::mirroredRows(const s
 
 Result<std::vector<Memory>> MemoryStore::memoriesWithFiles(int limit) {
   takeDatabase();  // saves handed to the background applier are written first
+  if (!pendingUsage_.empty()) MEMQ_RETURN_IF_ERROR(flushUsage());  // the rows are picked by last use
   try {
     return loadMany(sql_->activeWithFiles(limit));
   } catch (const std::exception& e) {

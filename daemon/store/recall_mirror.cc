@@ -32,8 +32,10 @@ void insertByLastUse(std::vector<const MirroredRow*>& rows, const MirroredRow* r
 
 }  // namespace
 
-RecallMirror::RecallMirror(StoreSql& sql, const Embedder& embedder, std::string path)
+RecallMirror::RecallMirror(StoreSql& sql, const Embedder& embedder, std::string path,
+                           const PendingUsage& pendingUsage)
     : sql_(sql),
+      pendingUsage_(pendingUsage),
       embedder_(embedder),
       path_(std::move(path)),
       active_(std::make_unique<VectorIndex>(embedder.dim())),
@@ -99,6 +101,7 @@ void RecallMirror::loadRows() {
                             std::string_view topicsText, bool active, std::string lastUsedAt, int64_t useCount,
                             bool pinned) {
     text_->upsert(pk, summary, details, topicsText, active);
+    pendingUsage_.overlay(pk, useCount, lastUsedAt);
     auto& row = rows_[pk] = {active, std::move(lastUsedAt), {}, useCount, pinned,
                              utf16Length(summary) + utf16Length(details)};
     row.pk = pk;
@@ -147,6 +150,7 @@ void RecallMirror::refreshRow(int64_t pk, bool textChanged) {
     } else {
       text_->setActive(pk, data->active);
     }
+    pendingUsage_.overlay(pk, data->useCount, data->lastUsedAt);
     insertRow(pk, {data->active, std::move(data->lastUsedAt), std::move(data->paths), data->useCount, data->pinned,
                    utf16Length(data->summary) + utf16Length(data->details)});
   } catch (const std::exception&) {

@@ -3,7 +3,8 @@
 // unicode text index (text_index.h), every row's MirroredRow (state, last use, use count, pin, text length, file
 // refs) and the path map (file path → rows, in the file lane's order). It loads them from the committed rows,
 // refreshes one row after a write, and knows when it is stale: a refresh or a reload that failed, or a commit by
-// another connection (PRAGMA data_version).
+// another connection (PRAGMA data_version). Use figures read from the database get the store's pending usage added
+// (pending_usage.h), so the mirror always holds the uses recall recorded, written or not.
 //
 // Errors: load() returns a Status; every other method either never throws (a failure marks the mirror stale, and
 // the next ready() rebuilds it) or says that it throws.
@@ -23,6 +24,7 @@
 #include "daemon/embed/vector_index.h"
 #include "daemon/model/memory.h"
 #include "daemon/recall/recall_source.h"
+#include "daemon/store/pending_usage.h"
 #include "daemon/store/text_index.h"
 
 namespace memq {
@@ -31,7 +33,7 @@ class StoreSql;
 
 class RecallMirror {
  public:
-  RecallMirror(StoreSql& sql, const Embedder& embedder, std::string path);
+  RecallMirror(StoreSql& sql, const Embedder& embedder, std::string path, const PendingUsage& pendingUsage);
 
   VectorIndex& active() { return *active_; }
   const VectorIndex& active() const { return *active_; }
@@ -78,6 +80,7 @@ class RecallMirror {
   void insertRow(int64_t pk, MirroredRow row);
 
   StoreSql& sql_;
+  const PendingUsage& pendingUsage_;
   const Embedder& embedder_;
   std::string path_;  // the database file, for error messages
   std::unique_ptr<VectorIndex> active_;

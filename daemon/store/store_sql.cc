@@ -182,11 +182,13 @@ void StoreSql::touch(int64_t pk, const std::string& at) {
   q->exec();
 }
 
-void StoreSql::markUsed(const std::vector<int64_t>& pks, const std::string& at) {
-  auto upd = statement("UPDATE memories SET use_count = use_count + 1, last_used_at = ? WHERE pk = ?");
-  for (int64_t pk : pks) {
-    upd->bind(1, at);
-    upd->bind(2, pk);
+void StoreSql::addUses(const std::unordered_map<int64_t, PendingUsage::Use>& uses) {
+  auto upd = statement(
+      "UPDATE memories SET use_count = use_count + ?, last_used_at = max(last_used_at, ?) WHERE pk = ?");
+  for (const auto& [pk, use] : uses) {
+    upd->bind(1, use.count);
+    upd->bind(2, use.lastUsedAt);
+    upd->bind(3, pk);
     upd->exec();
     upd->reset();
   }

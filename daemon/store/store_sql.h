@@ -28,6 +28,7 @@
 #include "daemon/embed/vector_index.h"
 #include "daemon/model/memory.h"
 #include "daemon/recall/recall_source.h"
+#include "daemon/store/pending_usage.h"
 #include "daemon/store/store_types.h"
 #include "daemon/store/text_index.h"
 
@@ -113,7 +114,8 @@ class StoreSql {
   void setSuperseded(int64_t pk, const std::string& byId, const std::string& at);
   void setPinned(int64_t pk, bool pinned, const std::string& at);
   void touch(int64_t pk, const std::string& at);
-  void markUsed(const std::vector<int64_t>& pks, const std::string& at);
+  // use_count + n and last_used_at = the later of the two, for each row (a row gone since is skipped).
+  void addUses(const std::unordered_map<int64_t, PendingUsage::Use>& uses);
   // Scrubs the memory's events (the one sanctioned rewrite of the journal) and deletes its row.
   void purgeRow(int64_t pk, const std::string& id);
 

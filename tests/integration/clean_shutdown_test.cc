@@ -1,8 +1,10 @@
 // After memqd stops on SIGTERM, each scope's database file holds everything: the WAL is folded into it at close
 // (checkpointForClose, database.h), so the -wal is gone or empty and the database file alone, copied without its WAL
 // or save journal, holds every saved memory. An idle read-only connection of another process stays open on the
-// project's database across the stop (SQLite's own checkpoint at close would then not run).
+// project's database across the stop (SQLite's own checkpoint at close would then not run). The uses recall records
+// (mark_used), which memqd writes after the reply, are in the file too.
 #include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Statement.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -47,6 +49,36 @@ TEST_F(CleanShutdownTest, SigtermLeavesEverySaveInTheDatabaseFileAndNoWal) {
   EXPECT_EQ(raw.execAndGet("SELECT COUNT(*) FROM memories").getInt64(), kSaves);
   EXPECT_EQ(raw.execAndGet("PRAGMA integrity_check").getString(), "ok");
   other.reset();
+}
+
+TEST_F(CleanShutdownTest, UsesRecordedByRecallAreInTheDatabaseFileAfterSigterm) {
+  makeWorkDir("clean-stop-usage");
+  fs::create_directories(project_);
+  startDaemon();
+  std::string dbPath, id;
+  {
+    RpcClient c = daemon_->client(project_);
+    auto init = c.call("initialize", {{"client_name", "clean-stop"}, {"project_root", project_}});
+    ASSERT_TRUE(init.isOk()) << init.status().toString();
+    dbPath = (*init)["project"]["db_path"].get<std::string>();
+    auto saved = c.call("memory/save", {{"summary", "the staging deploy needs no-cache builds"}});
+    ASSERT_TRUE(saved.isOk()) << saved.status().toString();
+    id = (*saved)["id"].get<std::string>();
+    for (int i = 0; i < 3; ++i) {
+      auto r = c.call("memory/recall", {{"query", "staging deploy no-cache"}, {"threshold", 0}});
+      ASSERT_TRUE(r.isOk()) << r.status().toString();
+      ASSERT_EQ((*r)["memories"].size(), 1u) << r->dump();
+    }
+    auto got = c.call("memory/get", {{"id", id}});
+    ASSERT_TRUE(got.isOk()) << got.status().toString();
+    EXPECT_EQ((*got)["use_count"], 3) << got->dump();
+  }
+  ASSERT_EQ(daemon_->stop(), 0) << daemon_->log();
+  SQLite::Database raw(dbPath, SQLite::OPEN_READONLY);
+  SQLite::Statement q(raw, "SELECT use_count FROM memories WHERE id = ?");
+  q.bind(1, id);
+  ASSERT_TRUE(q.executeStep());
+  EXPECT_EQ(q.getColumn(0).getInt64(), 3) << "uses recorded before the stop were lost";
 }
 
 }  // namespace
