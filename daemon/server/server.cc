@@ -7,6 +7,10 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <iterator>
+#include <string_view>
+
 #include "daemon/server/session.h"
 #include "daemon/server/version.h"
 #include "protocol/envelope.h"
@@ -202,36 +206,80 @@ void Server::submit(std::shared_ptr<Session> session, std::string message) {
     });
     return;
   }
+  if (answersInline(message)) {
+    ++answeredInline_;
+    handle(session, message);
+    return;
+  }
   ++queuedJobs_;
   asio::post(workers_, [this, session, message = std::move(message)] {
     --queuedJobs_;
-    Dispatcher::MessageLog log;
-    std::optional<std::string> reply = dispatcher_.handleMessage(session->client(), message, &log);
-    requestsServed_ += log.calls;
-    if (service_.hasPendingSaves()) scheduleSaveCommit();
-    // The reply is written here when nothing is ahead of it, saving the client a wake-up of the I/O thread on its
-    // round trip (context switches dominate a get's cost on small machines, docs/performance.md).
-    bool nothingLeftToWrite = !reply;
-    if (reply && pendingBroadcasts_.load() == 0) {
-      const Session::DirectWrite written = session->writeReplyNow(*reply);
-      if (written != Session::DirectWrite::kNotWritten) reply.reset();
-      nothingLeftToWrite = written == Session::DirectWrite::kWhole;
-    }
-    // Logged once the reply is out: the log line (flushed per line) is no part of the client's wait.
-    spdlog::info("[{}] {}", session->number(), log.line);
-    // With all of the reply written and no one on the I/O thread waiting for this message to end, the message ends
-    // here: the I/O thread is not woken (an epoll interrupt, its run-queue lock, a context switch per request) and
-    // takes the connection's next message when it arrives.
-    if (nothingLeftToWrite && !draining_.load() && session->endMessageHere()) {
-      // A shutdown that began after the check above waits for in-flight requests: the last one tells it.
-      if (--inFlight_ == 0 && draining_.load()) asio::post(io_, [this] { finishIfDrained(); });
-      return;
-    }
-    asio::post(io_, [this, session, reply = std::move(reply)]() mutable {
-      --inFlight_;
-      session->finished(std::move(reply));
-      finishIfDrained();
-    });
+    handle(session, message);
+  });
+}
+
+namespace {
+
+// The value of the first "method" key in a message's text, read without parsing it (the dispatcher parses it
+// properly), or "". A wrong guess changes only which thread answers, never the answer.
+std::string_view methodNamed(std::string_view message) {
+  const size_t key = message.find("\"method\"");
+  if (key == std::string_view::npos) return {};
+  size_t i = key + 8;
+  while (i < message.size() && (message[i] == ' ' || message[i] == ':')) ++i;
+  if (i >= message.size() || message[i] != '"') return {};
+  const size_t end = message.find('"', i + 1);
+  if (end == std::string_view::npos) return {};
+  return message.substr(i + 1, end - i - 1);
+}
+
+// Methods short enough to answer on the I/O thread: reads of a few rows, recall, hints, and a save (journalled and
+// answered from memory). Nothing that can run long (list pages, export, import, reviews, repository walks).
+bool isQuickMethod(std::string_view method) {
+  static constexpr std::string_view kQuick[] = {"memory/get",     "memory/recall", "memory/search", "memory/save",
+                                                "hints/for_tool", "hints/turn",    "daemon/status", "initialize"};
+  return std::find(std::begin(kQuick), std::end(kQuick), method) != std::end(kQuick);
+}
+
+}  // namespace
+
+bool Server::answersInline(std::string_view message) const {
+  // A worker hand-off costs the round trip a thread wake-up (a futex, a context switch, on a virtual machine an
+  // interrupt to the other core): for a get that is most of memqd's share of it. So a quick request is answered on
+  // the I/O thread itself, but only while nothing else runs: it is the only message in flight (counted in submit),
+  // no job or broadcast waits, and no housekeeping job holds a scope. Then no other connection is waiting for the
+  // I/O thread, and the request cannot wait behind a scope lock another request holds.
+  return inFlight_.load() == 1 && queuedJobs_.load() == 0 && backgroundJobs_.load() == 0 &&
+         pendingBroadcasts_.load() == 0 && !draining_.load() && isQuickMethod(methodNamed(message));
+}
+
+void Server::handle(const std::shared_ptr<Session>& session, const std::string& message) {
+  Dispatcher::MessageLog log;
+  std::optional<std::string> reply = dispatcher_.handleMessage(session->client(), message, &log);
+  requestsServed_ += log.calls;
+  if (service_.hasPendingSaves()) scheduleSaveCommit();
+  // The reply is written here when nothing is ahead of it, saving the client a wake-up of the I/O thread on its
+  // round trip (context switches dominate a get's cost on small machines, docs/performance.md).
+  bool nothingLeftToWrite = !reply;
+  if (reply && pendingBroadcasts_.load() == 0) {
+    const Session::DirectWrite written = session->writeReplyNow(*reply);
+    if (written != Session::DirectWrite::kNotWritten) reply.reset();
+    nothingLeftToWrite = written == Session::DirectWrite::kWhole;
+  }
+  // Logged once the reply is out: the log line (flushed per line) is no part of the client's wait.
+  spdlog::info("[{}] {}", session->number(), log.line);
+  // With all of the reply written and no one on the I/O thread waiting for this message to end, the message ends
+  // here: the I/O thread is not woken (an epoll interrupt, its run-queue lock, a context switch per request) and
+  // takes the connection's next message when it arrives.
+  if (nothingLeftToWrite && !draining_.load() && session->endMessageHere()) {
+    // A shutdown that began after the check above waits for in-flight requests: the last one tells it.
+    if (--inFlight_ == 0 && draining_.load()) asio::post(io_, [this] { finishIfDrained(); });
+    return;
+  }
+  asio::post(io_, [this, session, reply = std::move(reply)]() mutable {
+    --inFlight_;
+    session->finished(std::move(reply));
+    finishIfDrained();
   });
 }
 
@@ -301,6 +349,14 @@ constexpr auto kBatchIdle = std::chrono::milliseconds(5);         // a batch thi
 
 }  // namespace
 
+void Server::postBackgroundJob(std::function<void()> job) {
+  ++backgroundJobs_;
+  asio::post(workers_, [this, job = std::move(job)] {
+    job();
+    --backgroundJobs_;
+  });
+}
+
 void Server::scheduleSaveCommit() {
   // Saves that follow each other share one transaction (StoreOptions::saveBatch); each is acknowledged once it is
   // in the save journal. This commits the last batch of a stream soon after the stream stops (a batch still being
@@ -313,7 +369,7 @@ void Server::scheduleSaveCommit() {
         saveCommitScheduled_ = false;
         return;
       }
-      asio::post(workers_, [this] {
+      postBackgroundJob([this] {
         saveCommitScheduled_ = false;
         service_.commitPendingSaves(kBatchIdle);
         if (service_.hasPendingSaves() && !draining_.load()) scheduleSaveCommit();
@@ -336,10 +392,10 @@ void Server::armHousekeeping() {
     }
     ++housekeepingTicks_;
     if (housekeepingTicks_ % 3 == 0) {
-      asio::post(workers_, [this] { service_.scopes().checkpointAll(); });
+      postBackgroundJob([this] { service_.scopes().checkpointAll(); });
     }
     if (housekeepingTicks_ % 60 == 0) {
-      asio::post(workers_, [this] { service_.scopes().closeIdle(std::chrono::minutes(10)); });
+      postBackgroundJob([this] { service_.scopes().closeIdle(std::chrono::minutes(10)); });
     }
     armHousekeeping();
   });
@@ -354,6 +410,7 @@ nlohmann::json Server::status() {
           {"open_scopes", service_.scopes().openScopePaths()},
           {"connections", liveSessions_.load()},
           {"requests_served", requestsServed_.load()},
+          {"messages_answered_inline", answeredInline_.load()},
           {"embedder", std::string(service_.embedder().model())}};
 }
 

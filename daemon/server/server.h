@@ -7,10 +7,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "daemon/server/dispatcher.h"
 #include "daemon/server/listener.h"
@@ -55,6 +57,7 @@ class Server {
   // --- for sessions (I/O thread) ---
   asio::io_context& io() { return io_; }
   // Runs one message on a worker and calls `done(reply)` back on the I/O thread.
+  // Quick requests are answered on the calling (I/O) thread itself while nothing else runs (answersInline).
   void submit(std::shared_ptr<Session> session, std::string message);
   void sessionClosed(Session* session);
   const std::string& socketPath() const { return options_.socketPath; }
@@ -77,6 +80,12 @@ class Server {
   void armHousekeeping();
   // After a request that left saves in an open batch: commits them on a worker within kSaveCommitDelay.
   void scheduleSaveCommit();
+  // Runs a job of memqd's own (commits, checkpoints, closing idle scopes) on a worker, counted in backgroundJobs_.
+  void postBackgroundJob(std::function<void()> job);
+  // Whether `message` (counted in inFlight_ already) is answered on the I/O thread instead of a worker.
+  bool answersInline(std::string_view message) const;
+  // Runs one message (on a worker or, answersInline, on the I/O thread), writes its reply and ends it.
+  void handle(const std::shared_ptr<Session>& session, const std::string& message);
   nlohmann::json status();
 
   ServerOptions options_;
@@ -92,11 +101,13 @@ class Server {
   Dispatcher dispatcher_;
   std::set<std::shared_ptr<Session>> sessions_;
   std::atomic<size_t> queuedJobs_{0};
+  std::atomic<int> backgroundJobs_{0};  // postBackgroundJob's jobs posted and not yet finished
   // memory/changed broadcasts posted to the I/O thread and not yet queued on the sessions. While one is pending, a
   // worker's reply goes through the I/O thread too, behind it, so a client sees a change's notification before the
   // reply to the request that made the change, as it always has.
   std::atomic<int> pendingBroadcasts_{0};
   std::atomic<uint64_t> requestsServed_{0};
+  std::atomic<uint64_t> answeredInline_{0};  // messages answersInline kept on the I/O thread
   std::atomic<uint64_t> connectionsAccepted_{0};
   std::atomic<size_t> liveSessions_{0};  // sessions_.size(), readable from workers
   std::atomic<size_t> queuedReplyBytes_{0};

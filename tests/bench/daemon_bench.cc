@@ -302,6 +302,11 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(3500));
 
     auto runs = [&](char phase) { return phases.find(phase) != std::string::npos; };
+    // Messages memqd answered on its I/O thread so far (daemon/status), to say how many of a phase's were.
+    auto answeredInline = [&]() -> double {
+      auto st = client.call("daemon/status", json::object());
+      return st ? (*st).value("messages_answered_inline", 0.0) : 0.0;
+    };
 
     // (a) get round trips.
     std::mt19937 rng(42);
@@ -310,6 +315,7 @@ int main(int argc, char** argv) {
       std::vector<double> getLat;
       getLat.reserve(gets);
       double getCpu0 = processCpuSeconds(daemon.pid());
+      const double inline0 = answeredInline();
       for (size_t i = 0; i < gets; ++i) {
         json params = {{"id", ids[rng() % ids.size()]}};
         auto ta = Clock::now();
@@ -321,10 +327,11 @@ int main(int argc, char** argv) {
         }
     }
     double getCpuUs = (processCpuSeconds(daemon.pid()) - getCpu0) * 1e6 / static_cast<double>(std::max<size_t>(gets, 1));
+    const double getsInline = answeredInline() - inline0 - 1;  // less the status call itself
     auto g = of(getLat);
     std::printf("\n(a) memory/get round trip, one connection, %zu calls: p50 %.0f µs, p95 %.0f µs, p99 %.0f µs;"
-                " memqd CPU %.0f µs per get\n",
-                gets, g.p50, g.p95, g.p99, getCpuUs);
+                " memqd CPU %.0f µs per get; %.0f%% answered on memqd's I/O thread\n",
+                gets, g.p50, g.p95, g.p99, getCpuUs, 100.0 * getsInline / static_cast<double>(std::max<size_t>(gets, 1)));
     }
 
     // (b) recall over the socket vs in-process on the same database.
@@ -350,6 +357,7 @@ int main(int argc, char** argv) {
       std::vector<double> socketLat, inprocLat, diff;
       std::vector<std::vector<memq::RecallHit>> replyHits;  // the first pass's hits, for the reply-JSON figures
       size_t mismatched = 0;
+      const double recallInline0 = answeredInline();
       double daemonCpu0 = processCpuSeconds(daemon.pid()), inprocCpuMs = 0;
       for (int pass = 0; pass < recallPasses; ++pass) {
         for (size_t qi = 0; qi < queries.size(); ++qi) {
@@ -399,6 +407,8 @@ int main(int argc, char** argv) {
                   mismatched ? "  (some result counts differed!)" : "");
       std::printf("    CPU per recall (mean): memqd %.3f ms (every thread), in-process %.3f ms\n", daemonCpuMs / calls,
                   inprocCpuMs / calls);
+      std::printf("    %.0f%% of the recalls answered on memqd's I/O thread\n",
+                  100.0 * (answeredInline() - recallInline0 - 1) /   static_cast<double>(std::max<size_t>(calls, 1)));
 
       // The reply's JSON apart (one thread, CPU time, mean per reply over 5 rounds of every query's hits).
       double treeMs = 0, textMs = 0, nlohmannParseMs = 0, parseJsonMs = 0, bytes = 0;

@@ -659,6 +659,27 @@ TEST_F(DaemonTest, PipelinedRequestsAreAllAnsweredInOrder) {
   }
 }
 
+TEST_F(DaemonTest, ALoneClientsQuickRequestsAreAnsweredOnTheIoThreadAndOthersOnAWorker) {
+  // daemon/status counts the messages answered without a worker hand-off: quick methods while nothing else runs.
+  auto c = daemon_->client(project_);
+  std::string id = save(c, "Answered where it was read")["id"];
+  auto answeredInline = [&] {
+    auto st = c.call("daemon/status", json::object());
+    EXPECT_TRUE(st.isOk()) << st.status().toString();
+    return st.isOk() ? (*st)["messages_answered_inline"].get<int64_t>() : -1;
+  };
+  const int64_t before = answeredInline();
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(c.call("memory/get", {{"id", id}}).isOk());
+  // Ten gets and the status call itself; a housekeeping job (a checkpoint every few seconds) running meanwhile
+  // sends the calls it overlaps to a worker.
+  const int64_t gets = answeredInline() - before;
+  EXPECT_GE(gets, 6);
+  EXPECT_LE(gets, 11);
+  const int64_t beforeList = answeredInline();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(c.call("memory/list", json::object()).isOk());
+  EXPECT_LE(answeredInline() - beforeList, 1) << "memory/list pages can run long: a worker answers them";
+}
+
 TEST_F(DaemonTest, ShutdownDrainsAndExitsZero) {
   auto c = daemon_->client(project_);
   save(c, "before shutdown");
