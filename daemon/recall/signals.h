@@ -25,6 +25,13 @@ struct Signals {
   double cochangeStrength = 0;     // strongest neighbour strength in (0, 1]
   std::optional<double> semantic;  // cosine
   std::optional<int> semanticRank;
+  // Line anchors (docs/anchors.md), when the query names lines of files this memory is anchored in, its anchors
+  // carried to the query's version of each file: query lines they cover, of those the lines this memory owns (the
+  // newest anchor still holding a line wins it, as blame would), and the distance in lines from the query's lines to
+  // its nearest anchored line (0 when they overlap; unset without an anchor on a queried path).
+  uint32_t lineOverlap = 0;
+  uint32_t linesOwned = 0;
+  std::optional<uint32_t> lineDistance;
   int blastRadius = 0;             // max over the memory's files
   double ageDays = 0;              // since last_used_at
   int64_t useCount = 0;
@@ -55,6 +62,8 @@ struct RankContext {
   double maxCochange = 0;      // strongest co-change strength among candidates
   size_t queriedFiles = 0;
   double blastP95 = 0;         // a repository's typical hub size, for damping (0 = unknown)
+  uint32_t bestLineOverlap = 0;  // the most query lines any candidate's anchors cover
+  uint32_t bestLinesOwned = 0;   // the most query lines any candidate owns
 };
 
 struct ScoreBreakdown {

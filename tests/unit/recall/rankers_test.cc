@@ -116,3 +116,59 @@ TEST(DefaultRanker, WeakCochangeStaysBelowADirectHit) {
 
 }  // namespace
 }  // namespace memq
+
+namespace memq {
+namespace {
+
+TEST(DefaultRanker, TheMemoryOwningTheQueriedLinesBeatsOneThatOnlySharesTheFile) {
+  // Two memories of one busy file, equally relevant by text: the one whose anchor holds the lines the agent is on
+  // wins, and one anchored a few lines away beats one anchored far away.
+  RankContext ctx;
+  ctx.queriedFiles = 1;
+  ctx.bestTextBm25 = -4;
+  ctx.bestLineOverlap = 6;
+  ctx.bestLinesOwned = 6;
+  Signals base;
+  base.fileAffinity = true;
+  base.matchedFiles = 1;
+  base.textBm25 = -2;
+  Signals owner = base;
+  owner.lineOverlap = 6;
+  owner.linesOwned = 6;
+  owner.lineDistance = 0;
+  Signals covering = base;  // covers the lines, but a newer anchor owns them
+  covering.lineOverlap = 6;
+  covering.lineDistance = 0;
+  Signals near = base;
+  near.lineDistance = 3;
+  Signals far = base;
+  far.lineDistance = 400;
+  const double ownerScore = defaultScore(owner, ctx).score;
+  const double coveringScore = defaultScore(covering, ctx).score;
+  const double nearScore = defaultScore(near, ctx).score;
+  const double farScore = defaultScore(far, ctx).score;
+  const double fileOnly = defaultScore(base, ctx).score;
+  EXPECT_GT(ownerScore, coveringScore);
+  EXPECT_GT(coveringScore, nearScore);
+  EXPECT_GT(nearScore, farScore);
+  EXPECT_GT(farScore, fileOnly);
+  EXPECT_NEAR(ownerScore - fileOnly, 4.0 + 1.0, 1e-12);
+  EXPECT_NEAR(nearScore - fileOnly, 0.5 / (1 + 0.3), 1e-12);
+  auto terms = defaultScore(owner, ctx).terms;
+  EXPECT_DOUBLE_EQ(terms["lines_owned"].get<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(terms["lines_overlap"].get<double>(), 1.0);
+  EXPECT_FALSE(terms.contains("lines_near")) << "nearness counts only for a memory that covers none of the lines";
+}
+
+TEST(DefaultRanker, LineSignalsNeverLiftAMemoryWithoutADirectionalSignal) {
+  RankContext ctx;
+  ctx.bestLineOverlap = 3;
+  ctx.bestLinesOwned = 3;
+  Signals s;  // no lane found it
+  s.lineOverlap = 3;
+  s.linesOwned = 3;
+  EXPECT_EQ(defaultScore(s, ctx).score, 0.0);
+}
+
+}  // namespace
+}  // namespace memq
