@@ -333,6 +333,12 @@ std::string memoriesText(const json& memories, const char* none) {
   for (const auto& h : memories) {
     out += describe(h);
     if (h["details"].is_string() && !h["details"].get<std::string>().empty()) out += "\n  " + h["details"].get<std::string>();
+    // The lines a memory is about, where it names some: what an agent editing those lines needs to see.
+    std::string anchored;
+    for (const auto& f : h.value("files", json::array())) {
+      if (f.is_object()) anchored += (anchored.empty() ? "" : ", ") + fileRefText(f);
+    }
+    if (!anchored.empty()) out += "\n  lines: " + anchored;
     out += "\n";
   }
   return out;
