@@ -89,8 +89,8 @@ json filesOf(const Context& ctx, const std::vector<std::string>& paths) {
   return out;
 }
 
-// The files of a write (save, update, attach): `path`, or `path:40-60,72` for lines of it, read with the daemon's
-// own rule (parsePathLines). A line list that is not a valid one is a usage error naming the argument, and nothing
+// The files of a write (save, update, attach) or a query (recall, hint): `path`, or `path:40-60,72` for lines of
+// it, read with the daemon's own rule (parsePathLines). A line list that is not a valid one is a usage error naming the argument, and nothing
 // is sent.
 std::optional<int> anchoredFilesOf(const Context& ctx, const std::vector<std::string>& texts, json& out) {
   out = json::array();
@@ -254,7 +254,9 @@ int cmdRecall(Context& ctx, const std::vector<std::string>& words) {
   if (query.empty() && !a.has("file")) return usageError(usageLine("recall") + " (give a query or a file)");
   json p = json::object();
   if (!query.empty()) p["query"] = query;
-  if (a.has("file")) p["files"] = filesOf(ctx, a.values("file"));
+  if (a.has("file")) {
+    if (auto rc = anchoredFilesOf(ctx, a.values("file"), p["files"])) return *rc;
+  }
   int limit = 3, maxChars = 2400;
   if (auto rc = parseInt(a.value("limit"), "limit", limit)) return *rc;
   if (auto rc = parseInt(a.value("max-chars"), "max-chars", maxChars)) return *rc;
@@ -308,7 +310,9 @@ int cmdHint(Context& ctx, const std::vector<std::string>& words) {
   if (int rc = parseOrUsage(a, words, {{}, {"query"}, {"file"}}); rc >= 0) return rc;
   if (a.positional().size() != 1) return usageError(usageLine("hint"));
   json p = {{"tool", a.positional()[0]}};
-  if (a.has("file")) p["files"] = filesOf(ctx, a.values("file"));
+  if (a.has("file")) {
+    if (auto rc = anchoredFilesOf(ctx, a.values("file"), p["files"])) return *rc;
+  }
   if (auto q = a.value("query")) p["query"] = *q;
   return callAndPrint(ctx, "hints/for_tool", p, [&](const json& r) {
     for (const auto& l : r["lines"]) std::cout << l.get<std::string>() << "\n";

@@ -30,8 +30,6 @@ bool isBlobId(const std::string& text) {
          std::all_of(text.begin(), text.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
 }
 
-
-
 std::string lowercase(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -47,6 +45,7 @@ Status tooLarge(const std::string& field, const std::string& path, size_t bytes)
 // sure it stays inside the project), read whole.
 Result<std::string> readWorkTreeFile(const std::string& root, const std::string& path, const std::string& field) {
   const std::string full = root + "/" + path;
+  // O_NONBLOCK: a FIFO at the path must not hang the worker in open(); fstat then refuses it as not a file.
   const int fd = ::open(full.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   struct stat st {};
   if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

@@ -44,7 +44,9 @@ inline FileRef fileRefFromRow(SQLite::Statement& q, int first) {
   auto lines = optText(q.getColumn(first + 2));
   auto blob = optText(q.getColumn(first + 3));
   if (lines && blob) {
-    if (auto ranges = parseRangeList(*lines); ranges && !ranges->empty()) f.anchor = FileAnchor{*ranges, *blob, nullptr};
+    if (auto ranges = parseRangeList(*lines); ranges && !ranges->empty()) {
+      f.anchor = FileAnchor{std::move(*ranges), *blob, nullptr};
+    }
   }
   return f;
 }

@@ -118,6 +118,9 @@ TEST_F(AnchorsIntegrationTest, TheCliSavesAndShowsPathColonLines) {
   ASSERT_EQ(updated.exitCode, 0) << updated.err;
   EXPECT_NE(updated.out.find("src/a.c:9-10"), std::string::npos) << updated.out;
 
+  CommandResult recalled = daemon_->memq("--json recall --file src/a.c:9", project_);
+  ASSERT_EQ(recalled.exitCode, 0) << recalled.err;
+  EXPECT_EQ(json::parse(recalled.out)["memories"][0]["id"], id);
   // A suffix that reads as lines but is not valid is the client's usage error; one past the end is the daemon's.
   CommandResult zero = daemon_->memq("save 'line zero' --file src/a.c:0", project_);
   EXPECT_EQ(zero.exitCode, 2);

@@ -285,7 +285,10 @@ TEST(JsonlTransferTest, AnchoredRefsComeThroughLosslesslyAndAreChecked) {
   const std::string kept = "b25lCnR3bwp0aHJlZQo=";  // base64 of `content`
   json line = memory();
   line["files"] = {{{"path", "src/a.c"}, {"blob_id", nullptr}, {"lines", {{2, 3}}}, {"blob", blob}, {"kept", kept}},
-                   {{"path", "src/b.c"}, {"blob_id", "1234"}, {"lines", {{9, 9}, {1, 4}}}, {"blob", std::string(40, 'a')}},
+                   {{"path", "src/b.c"},
+                    {"blob_id", "1234"},
+                    {"lines", {{9, 9}, {1, 4}}},
+                    {"blob", std::string(40, 'a')}},
                    "src/c.c"};
   auto r = parse(line);
   ASSERT_TRUE(r.isOk()) << r.status().toString();
