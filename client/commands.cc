@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "client/args.h"
+#include "daemon/anchors/line_ranges.h"
 #include "client/pager.h"
 #include "client/usage.h"
 #include "protocol/envelope.h"
@@ -88,6 +89,29 @@ json filesOf(const Context& ctx, const std::vector<std::string>& paths) {
   return out;
 }
 
+// The files of a write (save, update, attach) or a query (recall, hint): `path`, or `path:40-60,72` for lines of
+// it, read with the daemon's own rule (parsePathLines). A line list that is not a valid one is a usage error naming the argument, and nothing
+// is sent.
+std::optional<int> anchoredFilesOf(const Context& ctx, const std::vector<std::string>& texts, json& out) {
+  out = json::array();
+  for (const auto& text : texts) {
+    auto parsed = parsePathLines(text, "--file");
+    if (!parsed) {
+      std::string why = parsed.status().message();
+      if (const size_t colon = why.find(": "); colon != std::string::npos) why.erase(0, colon + 2);
+      return usageError("--file " + text + ": " + why);
+    }
+    if (parsed->lines.empty()) {
+      out.push_back(fileArgument(ctx, parsed->path));
+      continue;
+    }
+    json lines = json::array();
+    for (const LineRange& r : parsed->lines) lines.push_back({r.first, r.last});
+    out.push_back({{"path", fileArgument(ctx, parsed->path)}, {"lines", std::move(lines)}});
+  }
+  return std::nullopt;
+}
+
 void printMemory(const Context& ctx, const json& m) { std::cout << memoryDetail(m, ctx.style); }
 
 void printList(const Context& ctx, const json& memories) {
@@ -124,7 +148,9 @@ int cmdSave(Context& ctx, const std::vector<std::string>& words) {
   if (auto d = a.value("details")) p["details"] = *d;
   if (auto c = a.value("category")) p["category"] = *c;
   if (a.has("topic")) p["topics"] = a.values("topic");
-  if (a.has("file")) p["files"] = filesOf(ctx, a.values("file"));
+  if (a.has("file")) {
+    if (auto rc = anchoredFilesOf(ctx, a.values("file"), p["files"])) return *rc;
+  }
   if (a.flag("merge-topics")) p["merge_topics"] = true;
   json result;
   int rc = callAndPrint(ctx, "memory/save", p, [&](const json& r) {
@@ -171,7 +197,9 @@ int cmdUpdate(Context& ctx, const std::vector<std::string>& words) {
   if (auto d = a.value("details")) p["details"] = *d;
   if (auto c = a.value("category")) p["category"] = *c;
   if (a.has("topic")) p["topics"] = a.values("topic");
-  if (a.has("file")) p["files"] = filesOf(ctx, a.values("file"));
+  if (a.has("file")) {
+    if (auto rc = anchoredFilesOf(ctx, a.values("file"), p["files"])) return *rc;
+  }
   if (p.size() == 1) return usageError("memq update: nothing to change (give --summary, --details, --category, --topic or --file)");
   return callAndPrint(ctx, "memory/update", p, [&](const json& r) { printMemory(ctx, r); });
 }
@@ -226,7 +254,9 @@ int cmdRecall(Context& ctx, const std::vector<std::string>& words) {
   if (query.empty() && !a.has("file")) return usageError(usageLine("recall") + " (give a query or a file)");
   json p = json::object();
   if (!query.empty()) p["query"] = query;
-  if (a.has("file")) p["files"] = filesOf(ctx, a.values("file"));
+  if (a.has("file")) {
+    if (auto rc = anchoredFilesOf(ctx, a.values("file"), p["files"])) return *rc;
+  }
   int limit = 3, maxChars = 2400;
   if (auto rc = parseInt(a.value("limit"), "limit", limit)) return *rc;
   if (auto rc = parseInt(a.value("max-chars"), "max-chars", maxChars)) return *rc;
@@ -265,7 +295,13 @@ int filesCommand(Context& ctx, const std::vector<std::string>& words, const char
   if (int rc = parseOrUsage(a, words, {}); rc >= 0) return rc;
   if (a.positional().size() < 2) return usageError(usageLine(name));
   std::vector<std::string> paths(a.positional().begin() + 1, a.positional().end());
-  return callAndPrint(ctx, method, {{"id", a.positional()[0]}, {"files", filesOf(ctx, paths)}},
+  json files;
+  if (std::string(name) == "attach") {
+    if (auto rc = anchoredFilesOf(ctx, paths, files)) return *rc;
+  } else {
+    files = filesOf(ctx, paths);  // detach names files only
+  }
+  return callAndPrint(ctx, method, {{"id", a.positional()[0]}, {"files", std::move(files)}},
                       [&](const json& r) { printMemory(ctx, r); });
 }
 
@@ -274,7 +310,9 @@ int cmdHint(Context& ctx, const std::vector<std::string>& words) {
   if (int rc = parseOrUsage(a, words, {{}, {"query"}, {"file"}}); rc >= 0) return rc;
   if (a.positional().size() != 1) return usageError(usageLine("hint"));
   json p = {{"tool", a.positional()[0]}};
-  if (a.has("file")) p["files"] = filesOf(ctx, a.values("file"));
+  if (a.has("file")) {
+    if (auto rc = anchoredFilesOf(ctx, a.values("file"), p["files"])) return *rc;
+  }
   if (auto q = a.value("query")) p["query"] = *q;
   return callAndPrint(ctx, "hints/for_tool", p, [&](const json& r) {
     for (const auto& l : r["lines"]) std::cout << l.get<std::string>() << "\n";

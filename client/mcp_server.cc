@@ -34,11 +34,35 @@ json categoryProp() {
           {"enum", {"pref", "decision", "gotcha", "context"}},
           {"description", "pref: the user's preference; decision: a choice made and why; gotcha: a trap; context: background"}};
 }
-json filesProp(int maxItems) {
+// A file of a memory (`withBlob`: a write may name the version) or of a query: a path, or a path with lines of it.
+json fileEntrySchema(bool withBlob) {
+  json props = {{"path", {{"type", "string"}, {"minLength", 1}}},
+                {"lines",
+                 {{"type", "array"},
+                  {"minItems", 1},
+                  {"items",
+                   {{"type", "array"},
+                    {"minItems", 2},
+                    {"maxItems", 2},
+                    {"items", {{"type", "integer"}, {"minimum", 1}}}}},
+                  {"description", "1-based inclusive [first, last] line ranges"}}}};
+  if (withBlob) {
+    props["blob"] = {{"type", "string"},
+                     {"description", "git blob id of the version the lines are in (default: the file as it is now)"}};
+  }
+  return {{"oneOf",
+           {{{"type", "string"}, {"minLength", 1}},
+            {{"type", "object"},
+             {"properties", std::move(props)},
+             {"required", {"path", "lines"}},
+             {"additionalProperties", false}}}}};
+}
+json filesProp(int maxItems, bool withBlob) {
   return {{"type", "array"},
-          {"items", {{"type", "string"}, {"minLength", 1}}},
+          {"items", fileEntrySchema(withBlob)},
           {"maxItems", maxItems},
-          {"description", "repository-relative file paths"}};
+          {"description", withBlob ? "repository-relative file paths, or {path, lines} to name lines of one"
+                                   : "repository-relative file paths, or {path, lines} for the lines being worked on"}};
 }
 json topicsProp() {
   return {{"type", "array"},
@@ -63,7 +87,17 @@ json memorySchema() {
        {"summary", {{"type", "string"}}},
        {"details", {{"type", {"string", "null"}}}},
        {"topics", {{"type", "array"}, {"items", {{"type", "string"}}}}},
-       {"files", {{"type", "array"}, {"items", {{"type", "string"}}}}},
+       {"files",
+        {{"type", "array"},
+         {"items",
+          {{"oneOf",
+            {{{"type", "string"}},
+             {{"type", "object"},
+              {"properties",
+               {{"path", {{"type", "string"}}},
+                {"lines", {{"type", "array"}, {"items", {{"type", "array"}, {"items", {{"type", "integer"}}}}}}},
+                {"blob", {{"type", "string"}}}}},
+              {"required", {"path", "lines", "blob"}}}}}}}}},
        {"pinned", {{"type", "boolean"}}},
        {"state", {{"type", "string"}, {"enum", {"active", "hidden", "superseded", "rejected"}}}},
        {"use_count", {{"type", "integer"}}},
@@ -119,7 +153,7 @@ const json& toolList() {
                          {"details", {{"type", "string"}, {"maxLength", 2000}, {"description", "optional longer explanation"}}},
                          {"category", categoryProp()},
                          {"topics", topicsProp()},
-                         {"files", filesProp(16)}},
+                         {"files", filesProp(16, true)}},
                         {"summary"}),
            annotations(false, false, true), saveSchema()),
       tool("memory_search", "Search memories",
@@ -132,7 +166,7 @@ const json& toolList() {
            "Recall the memories most relevant to a task and/or the files being worked on (give a query, files or "
            "both). The memories returned are recorded as used, which ranks them higher later.",
            objectSchema({{"query", stringProp("the task or question")},
-                         {"files", filesProp(64)},
+                         {"files", filesProp(64, false)},
                          {"limit", limitProp(100, 3)}}),
            annotations(false, false, false), hitsSchema()),
       tool("memory_list", "List memories",
@@ -154,7 +188,7 @@ const json& toolList() {
                          {"details", {{"type", "string"}, {"maxLength", 2000}}},
                          {"category", categoryProp()},
                          {"topics", topicsProp()},
-                         {"files", filesProp(16)}},
+                         {"files", filesProp(16, true)}},
                         {"id"}),
            annotations(false, true, true), memorySchema()),
       tool("memory_hide", "Hide a memory",
@@ -216,6 +250,16 @@ bool hasType(const json& v, const std::string& type) {
 
 // The first way `value` breaks `schema` (the subset the tools use), named by `field`; nullopt when it fits.
 std::optional<std::string> violation(const std::string& field, const json& schema, const json& value) {
+  if (auto alternatives = schema.find("oneOf"); alternatives != schema.end()) {
+    // The alternatives differ by type (a path, or an object): the one of the value's type decides.
+    std::string types;
+    for (const auto& alternative : *alternatives) {
+      const std::string t = alternative.value("type", "");
+      if (hasType(value, t)) return violation(field, alternative, value);
+      types += (types.empty() ? "" : " or ") + std::string(t == "object" ? "an object" : "a " + t);
+    }
+    return field + " must be " + types + ", not " + typeName(value);
+  }
   const std::string type = schema.value("type", "");
   if (!type.empty() && !hasType(value, type)) {
     std::string want = type == "integer" ? "an integer" : type == "array" ? "an array" : "a " + type;
@@ -235,7 +279,21 @@ std::optional<std::string> violation(const std::string& field, const json& schem
   if (value.is_string() && schema.value("minLength", 0) > 0 && value.get<std::string>().empty()) {
     return field + " must not be empty";
   }
+  if (value.is_object() && schema.contains("properties")) {
+    for (const auto& r : schema.value("required", json::array())) {
+      if (!value.contains(r.get<std::string>())) return field + "." + r.get<std::string>() + " is required";
+    }
+    for (const auto& [key, member] : value.items()) {
+      if (!schema["properties"].contains(key)) {
+        if (schema.value("additionalProperties", true) == false) return field + ": unknown field " + key;
+        continue;
+      }
+      if (auto v = violation(field + "." + key, schema["properties"][key], member)) return v;
+    }
+  }
   if (value.is_array()) {
+    if (schema.contains("minItems") && value.size() < schema["minItems"].get<size_t>())
+      return field + " takes at least " + schema["minItems"].dump() + " items";
     if (schema.contains("maxItems") && value.size() > schema["maxItems"].get<size_t>())
       return field + " takes at most " + schema["maxItems"].dump() + " items";
     if (schema.contains("items")) {
@@ -275,6 +333,12 @@ std::string memoriesText(const json& memories, const char* none) {
   for (const auto& h : memories) {
     out += describe(h);
     if (h["details"].is_string() && !h["details"].get<std::string>().empty()) out += "\n  " + h["details"].get<std::string>();
+    // The lines a memory is about, where it names some: what an agent editing those lines needs to see.
+    std::string anchored;
+    for (const auto& f : h.value("files", json::array())) {
+      if (f.is_object()) anchored += (anchored.empty() ? "" : ", ") + fileRefText(f);
+    }
+    if (!anchored.empty()) out += "\n  lines: " + anchored;
     out += "\n";
   }
   return out;
@@ -284,9 +348,7 @@ std::string detailText(const json& m) {
   std::string text = describe(m) + "\nstate: " + m.value("state", "");
   if (m["details"].is_string() && !m["details"].get<std::string>().empty()) text += "\ndetails: " + m["details"].get<std::string>();
   std::string files;
-  for (const auto& f : m.value("files", json::array())) {
-    if (f.is_string()) files += (files.empty() ? "" : ", ") + f.get<std::string>();
-  }
+  for (const auto& f : m.value("files", json::array())) files += (files.empty() ? "" : ", ") + fileRefText(f);
   if (!files.empty()) text += "\nfiles: " + files;
   return text;
 }

@@ -19,6 +19,19 @@ std::string pad(std::string s, size_t width) {
 
 }  // namespace
 
+std::string fileRefText(const nlohmann::json& f) {
+  if (f.is_string()) return f.get<std::string>();
+  std::string out = text(f, "path");
+  std::string lines;
+  for (const auto& r : f.value("lines", nlohmann::json::array())) {
+    if (!r.is_array() || r.size() != 2 || !r[0].is_number_unsigned() || !r[1].is_number_unsigned()) continue;
+    const auto first = r[0].get<uint64_t>();
+    const auto last = r[1].get<uint64_t>();
+    lines += (lines.empty() ? "" : ",") + std::to_string(first) + (last != first ? "-" + std::to_string(last) : "");
+  }
+  return lines.empty() ? out : out + ":" + lines;
+}
+
 std::string shortId(const nlohmann::json& memory) { return text(memory, "id").substr(0, 8); }
 
 std::string memoryLine(const nlohmann::json& m, const Style& style) {
@@ -29,6 +42,12 @@ std::string memoryLine(const nlohmann::json& m, const Style& style) {
   if (m.value("pinned", false)) line += "* ";
   if (!state.empty() && state != "active") line += style.dim("[" + state + "] ");
   line += text(m, "summary");
+  // Anchored files are shown with their lines; plain ones are for `memq get`.
+  std::string anchored;
+  for (const auto& f : m.value("files", nlohmann::json::array())) {
+    if (f.is_object()) anchored += (anchored.empty() ? "" : " ") + fileRefText(f);
+  }
+  if (!anchored.empty()) line += "  " + style.dim(anchored);
   return line;
 }
 
@@ -46,7 +65,7 @@ std::string memoryDetail(const nlohmann::json& m, const Style& style) {
   std::string topics, files;
   for (const auto& t : m.value("topics", nlohmann::json::array())) topics += (topics.empty() ? "" : ", ") + t.get<std::string>();
   for (const auto& f : m.value("files", nlohmann::json::array())) {
-    files += (files.empty() ? "" : ", ") + (f.is_string() ? f.get<std::string>() : f.value("path", ""));
+    files += (files.empty() ? "" : ", ") + fileRefText(f);
   }
   field("topics", topics);
   field("files", files);

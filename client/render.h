@@ -17,7 +17,9 @@ struct Style {
 };
 
 std::string shortId(const nlohmann::json& memory);
-// One line per memory: id8, scope, category, state (when not active), pin, summary.
+// A file ref of a reply: its path, or `path:40-60,72` for an anchored one.
+std::string fileRefText(const nlohmann::json& file);
+// One line per memory: id8, scope, category, state (when not active), pin, summary, and its anchored files.
 std::string memoryLine(const nlohmann::json& memory, const Style& style);
 // The full record, one field per line (memq get).
 std::string memoryDetail(const nlohmann::json& memory, const Style& style);

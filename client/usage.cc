@@ -13,7 +13,8 @@ const std::map<std::string, std::string>& table() {
       {"save",
        "memq save SUMMARY [--details TEXT] [--category pref|decision|gotcha|context] [--topic T]... [--file PATH]...\n"
        "          [--source user|agent] [--merge-topics]\n"
-       "  Save a memory. Exits 4 when the text was rejected before (the save is refused; --json prints the result)."},
+       "  Save a memory. Exits 4 when the text was rejected before (the save is refused; --json prints the result).\n"
+       "  --file PATH:40-60,72 names lines of the file as it is now."},
       {"get", "memq get ID\n  One memory in full."},
       {"update",
        "memq update ID [--summary S] [--details D] [--category C] [--topic T]... [--file PATH]...\n"
@@ -35,7 +36,7 @@ const std::map<std::string, std::string>& table() {
       {"reject", "memq reject ID --reason R\n  Mark a memory wrong: its text is refused from then on."},
       {"unreject", "memq unreject ID\n  Undo a reject."},
       {"purge", "memq purge ID --yes\n  Delete a memory for good."},
-      {"attach", "memq attach ID PATH...\n  Tie a memory to files."},
+      {"attach", "memq attach ID PATH[:LINES]...\n  Tie a memory to files, or to lines of them (PATH:40-60,72)."},
       {"detach", "memq detach ID PATH...\n  Untie a memory from files."},
       {"hint", "memq hint TOOL [--file PATH]... [--query Q]\n  The hints an agent would get for TOOL on those files."},
       {"cochange", "memq cochange PATH [--limit N]\n  Files that change together with PATH."},

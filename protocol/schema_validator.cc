@@ -25,7 +25,7 @@ const std::set<std::string_view>& knownKeywords() {
   static const std::set<std::string_view> kKeywords = {
       "type",      "properties", "required", "additionalProperties", "enum",     "const",
       "minLength", "maxLength",  "minimum",  "maximum",              "exclusiveMinimum", "exclusiveMaximum",
-      "items",     "minItems",   "maxItems", "pattern",
+      "items",     "minItems",   "maxItems", "pattern",          "oneOf",
       // annotations: accepted, never checked
       "description", "default", "title", "examples", "$comment", "$schema"};
   return kKeywords;
@@ -196,10 +196,45 @@ class Validator {
     if (value.is_number()) MEMQ_RETURN_IF_ERROR(checkNumber(schema, value, label));
     if (value.is_array()) MEMQ_RETURN_IF_ERROR(checkArray(schema, value, label));
     if (value.is_object()) MEMQ_RETURN_IF_ERROR(checkObject(schema, value, path));
+    if (auto it = schema.find("oneOf"); it != schema.end() && it->is_array()) {
+      MEMQ_RETURN_IF_ERROR(checkOneOf(*it, value, path, label));
+    }
     return Status::ok();
   }
 
  private:
+  // Exactly one alternative must hold. When none does, the error is that of the one alternative whose `type` the
+  // value has (a string entry's or an object entry's own error, naming the member at fault), else a list of the
+  // types allowed.
+  Status checkOneOf(const json& alternatives, const json& value, const std::string& path,
+                    const std::string& label) const {
+    size_t matched = 0;
+    std::optional<Status> typedError;
+    size_t typed = 0;
+    std::vector<std::string> types;
+    for (const json& alternative : alternatives) {
+      Status st = check(alternative, value, path);
+      if (st.isOk()) {
+        ++matched;
+        continue;
+      }
+      auto type = alternative.is_object() ? alternative.find("type") : alternative.end();
+      if (alternative.is_object() && type != alternative.end() && type->is_string()) {
+        types.emplace_back(withArticle(type->get<std::string>()));
+        if (typeMatches(type->get<std::string>(), value)) {
+          ++typed;
+          typedError = st;
+        }
+      }
+    }
+    if (matched == 1) return Status::ok();
+    if (matched > 1) return Status::invalidField(label, label + " matches more than one of its allowed forms");
+    if (typed == 1) return *typedError;
+    if (types.empty()) return Status::invalidField(label, label + " matches none of its allowed forms");
+    return Status::invalidField(label, label + " must be " + joinAlternatives(types) + " (got " +
+                                           std::string(describeValue(value)) + ")");
+  }
+
   std::string childPath(const std::string& path, const std::string& key) const {
     return path.empty() ? key : path + "." + key;
   }
@@ -377,6 +412,12 @@ Status lint(const json& schema, const std::string& path) {
   }
   if (auto it = schema.find("additionalProperties"); it != schema.end()) {
     MEMQ_RETURN_IF_ERROR(lint(*it, path + "/additionalProperties"));
+  }
+  if (auto it = schema.find("oneOf"); it != schema.end()) {
+    if (!it->is_array() || it->empty()) return lintError(path, "oneOf must be a non-empty array of schemas");
+    for (size_t i = 0; i < it->size(); ++i) {
+      MEMQ_RETURN_IF_ERROR(lint((*it)[i], path + "/oneOf/" + std::to_string(i)));
+    }
   }
   auto propertiesIt = schema.find("properties");
   if (propertiesIt != schema.end()) {

@@ -6,9 +6,10 @@
 // Supported keywords: type (one name or an array of names: string, integer, number, boolean, object, array, null),
 // properties, required, additionalProperties (boolean or schema), enum, const, minLength/maxLength (counted in Unicode
 // code points), minimum/maximum, exclusiveMinimum/exclusiveMaximum (numbers), items (one schema for every element),
-// minItems/maxItems, pattern (ECMAScript std::regex, unanchored as in JSON Schema). Annotations (description, default,
-// title, examples, $comment, $schema) are accepted and ignored; any other keyword is a schema bug that checkSchema
-// reports.
+// minItems/maxItems, pattern (ECMAScript std::regex, unanchored as in JSON Schema), oneOf (exactly one alternative
+// holds; when none does, the error is that of the alternative whose type the value has). Annotations (description,
+// default, title, examples, $comment, $schema) are accepted and ignored; any other keyword is a schema bug that
+// checkSchema reports.
 //
 // "integer" means a JSON number written without fraction or exponent (nlohmann's integer types): the typed binders
 // downstream read it with get<int64_t>() and must not meet 5.0.

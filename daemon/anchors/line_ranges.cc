@@ -4,7 +4,6 @@
 #include <git2.h>
 
 #include <algorithm>
-#include <charconv>
 
 namespace memq {
 
@@ -86,71 +85,19 @@ Status validateRangesInContent(const LineRanges& ranges, std::string_view conten
   return validateRanges(ranges, field, countLines(content));
 }
 
-namespace {
-
-// Whether `s` reads as a range list: digit runs, each optionally followed by '-' and digits, separated by commas.
-bool looksLikeRangeList(std::string_view s) {
-  if (s.empty()) return false;
-  size_t i = 0;
-  while (true) {
-    const size_t start = i;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
-    if (i == start) return false;
-    if (i < s.size() && s[i] == '-') {
-      const size_t second = ++i;
-      while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
-      if (i == second) return false;
-    }
-    if (i == s.size()) return true;
-    if (s[i] != ',') return false;
-    ++i;
-  }
-}
-
-// A decimal line number, or 0 when it does not fit (0 is refused by validation as "line 0").
-uint32_t parseLine(std::string_view digits) {
-  uint32_t v = 0;
-  auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-  if (ec != std::errc() || ptr != digits.data() + digits.size()) return 0;
-  return v;
-}
-
-}  // namespace
-
 Result<PathLines> parsePathLines(std::string_view text, const std::string& field) {
   PathLines out;
   const size_t colon = text.rfind(':');
-  if (colon != std::string_view::npos && looksLikeRangeList(text.substr(colon + 1))) {
+  std::optional<LineRanges> ranges;
+  if (colon != std::string_view::npos) ranges = parseRangeList(text.substr(colon + 1));
+  if (ranges) {
     out.path = std::string(text.substr(0, colon));
-    std::string_view list = text.substr(colon + 1);
-    LineRanges ranges;
-    while (!list.empty()) {
-      const size_t comma = list.find(',');
-      const std::string_view item = list.substr(0, comma);
-      const size_t dash = item.find('-');
-      LineRange r;
-      r.first = parseLine(item.substr(0, dash));
-      r.last = dash == std::string_view::npos ? r.first : parseLine(item.substr(dash + 1));
-      ranges.push_back(r);
-      if (comma == std::string_view::npos) break;
-      list.remove_prefix(comma + 1);
-    }
-    MEMQ_RETURN_IF_ERROR(validateRanges(ranges, field + ".lines"));
-    out.lines = normalizeRanges(std::move(ranges));
+    MEMQ_RETURN_IF_ERROR(validateRanges(*ranges, field + ".lines"));
+    out.lines = normalizeRanges(std::move(*ranges));
   } else {
     out.path = std::string(text);
   }
   if (out.path.empty()) return Status::invalidField(field, field + ": no path before the line list");
-  return out;
-}
-
-std::string formatRanges(const LineRanges& lines) {
-  std::string out;
-  for (const LineRange& r : lines) {
-    if (!out.empty()) out += ',';
-    out += std::to_string(r.first);
-    if (r.last != r.first) out += "-" + std::to_string(r.last);
-  }
   return out;
 }
 

@@ -1,5 +1,6 @@
-// Line ranges of a file version: the LineRange type, the normalised form of a set of ranges, the validation of an
-// anchor's ranges against the content of its file, and the parse of the command-line form `path:40-60,72`.
+// Line ranges of a file version (the LineRange type and the text form `40-60,72` are daemon/model/line_range.h's):
+// the normalised form of a set of ranges, the validation of an anchor's ranges against the content of its file, and
+// the parse of the command-line form `path:40-60,72`.
 // Pure functions, no state; safe from any thread.
 #pragma once
 
@@ -10,23 +11,10 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/model/line_range.h"
 #include "protocol/status.h"
 
 namespace memq {
-
-// Lines `first`..`last` of one file version, 1-based and inclusive.
-struct LineRange {
-  uint32_t first = 0;
-  uint32_t last = 0;
-
-  uint32_t size() const { return last - first + 1; }
-  bool contains(uint32_t line) const { return first <= line && line <= last; }
-  friend bool operator==(const LineRange&, const LineRange&) = default;
-};
-
-// A set of lines as ranges. Normalised means sorted by `first`, with overlapping and adjacent ranges merged, so two
-// equal sets have one representation and every line appears once.
-using LineRanges = std::vector<LineRange>;
 
 // An anchor holds at most this many ranges (after normalisation): enough for a change spread over a file, small
 // enough that recall over many anchors stays cheap.
@@ -63,19 +51,10 @@ Status validateLineNumbers(const LineRanges& ranges, const std::string& field,
 // validateRanges against the content of the file version the ranges are in; binary content is refused.
 Status validateRangesInContent(const LineRanges& ranges, std::string_view content, const std::string& field);
 
-// A path and, optionally, lines of it, as written on the command line.
-struct PathLines {
-  std::string path;
-  LineRanges lines;  // empty: the whole file
-};
-
 // Parses `path:40-60,72` into the path and its normalised, validated ranges. Without a `:suffix` that reads as a
 // range list (digits, `a-b`, commas), the whole text is the path, so a path that contains ':' (`a:b.c`, `x:1y`) is a
 // plain file. A suffix that reads as a range list but is not a valid one (`f.c:0`, `f.c:9-3`) is refused rather than
 // taken as part of the path. Errors name `field`.
 Result<PathLines> parsePathLines(std::string_view text, const std::string& field);
-
-// The CLI form of `lines` ("40-60,72"); empty for no lines.
-std::string formatRanges(const LineRanges& lines);
 
 }  // namespace memq

@@ -406,6 +406,40 @@ std::optional<std::string> GitRepoSignals::workTreeBlobId(const std::string& pat
   return oidHex(oid);
 }
 
+namespace {
+
+bool parseBlobId(const std::string& blobId, git_oid& oid) {
+  return blobId.size() == GIT_OID_HEXSZ && git_oid_fromstr(&oid, blobId.c_str()) == 0;
+}
+
+}  // namespace
+
+bool GitRepoSignals::hasBlob(const std::string& blobId) {
+  git_oid oid;
+  if (!parseBlobId(blobId, oid)) return false;
+  MutexLock lock(quickMu_);
+  if (!quickRepo_) return false;
+  git_odb* raw = nullptr;
+  if (git_repository_odb(&raw, quickRepo_.get()) < 0) return false;
+  GitPtr<git_odb, git_odb_free> odb(raw);
+  size_t size = 0;
+  git_object_t type = GIT_OBJECT_INVALID;
+  // The header only: existence and type, without inflating the object.
+  return git_odb_read_header(&size, &type, odb.get(), &oid) == 0 && type == GIT_OBJECT_BLOB;
+}
+
+std::optional<std::string> GitRepoSignals::blobContent(const std::string& blobId) {
+  git_oid oid;
+  if (!parseBlobId(blobId, oid)) return std::nullopt;
+  MutexLock lock(quickMu_);
+  if (!quickRepo_) return std::nullopt;
+  git_blob* raw = nullptr;
+  if (git_blob_lookup(&raw, quickRepo_.get(), &oid) < 0) return std::nullopt;
+  BlobPtr blob(raw);
+  return std::string(static_cast<const char*>(git_blob_rawcontent(blob.get())),
+                     static_cast<size_t>(git_blob_rawsize(blob.get())));
+}
+
 std::optional<std::string> GitRepoSignals::currentBlobId(const std::string& path) {
   // The work tree is what the user sees: a file deleted there (committed or not) makes the memory's ref dead.
   // Only a project without a work tree on disk (nothing checked out) falls back to HEAD.

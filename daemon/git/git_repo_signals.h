@@ -71,6 +71,10 @@ class GitRepoSignals final : public RepoSignals {
   // Work tree first, else HEAD (so a sparse checkout still resolves); nullopt when neither has the file.
   std::optional<std::string> currentBlobId(const std::string& path) override;
 
+  // The object database's blobs (line anchors' versions). An id that is not 40 hex digits is no blob.
+  bool hasBlob(const std::string& blobId) override;
+  std::optional<std::string> blobContent(const std::string& blobId) override;
+
   // The tracked files (root-relative, sorted) whose imports resolve to `path`, at HEAD.
   std::vector<std::string> dependents(const std::string& path) override;
   // The blast radius squashed into [0, 1] against this repository's 95th percentile (DependencyGraph::damped).

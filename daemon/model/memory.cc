@@ -27,9 +27,16 @@ bool isValidCategory(std::string_view category) {
   return std::find(std::begin(kCategories), std::end(kCategories), category) != std::end(kCategories);
 }
 
+nlohmann::json fileRefToJson(const FileRef& ref) {
+  if (!ref.anchor) return ref.path;
+  nlohmann::json lines = nlohmann::json::array();
+  for (const LineRange& r : ref.anchor->lines) lines.push_back({r.first, r.last});
+  return {{"path", ref.path}, {"lines", std::move(lines)}, {"blob", ref.anchor->blob}};
+}
+
 nlohmann::json memoryToJson(const Memory& m) {
   nlohmann::json files = nlohmann::json::array();
-  for (const auto& f : m.files) files.push_back(f.path);
+  for (const auto& f : m.files) files.push_back(fileRefToJson(f));
   nlohmann::json j = {
       {"id", m.id},
       {"scope", m.scope},

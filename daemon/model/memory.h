@@ -5,10 +5,13 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "daemon/model/line_range.h"
 
 namespace memq {
 
@@ -20,9 +23,20 @@ std::optional<MemoryState> parseState(std::string_view name);
 inline constexpr std::string_view kCategories[] = {"pref", "decision", "gotcha", "context"};
 bool isValidCategory(std::string_view category);
 
+// The lines of a file a memory is about, in one version of the file (docs/anchors.md).
+struct FileAnchor {
+  LineRanges lines;  // normalised: sorted, merged, 1 to kMaxAnchorRanges ranges
+  std::string blob;  // the git blob id (40 lowercase hex) of the version the lines are in
+  // That version's content when memq keeps it itself, because the repository's object database did not have it
+  // when the anchor was written (an uncommitted edit, a project outside git). Carried on the way in (a save, an
+  // import) and out (an export); null on refs read back for get, list or recall, which never need the bytes.
+  std::shared_ptr<const std::string> keptContent;
+};
+
 struct FileRef {
   std::string path;                   // project-root relative, POSIX separators
-  std::optional<std::string> blobId;  // git blob id when the ref was recorded
+  std::optional<std::string> blobId;  // git blob id when the ref was recorded (staleness)
+  std::optional<FileAnchor> anchor;   // the lines it is about; none: the whole file
 };
 
 struct Memory {
@@ -46,6 +60,9 @@ struct Memory {
   std::optional<std::string> stateReason;
   std::string contentHash;
 };
+
+// A file ref as replies write it: the path alone (a string) for a plain ref, {path, lines, blob} for an anchored one.
+nlohmann::json fileRefToJson(const FileRef& ref);
 
 // The full record as docs/protocol.md returns it.
 nlohmann::json memoryToJson(const Memory& memory);

@@ -136,6 +136,13 @@ Result<std::vector<std::string>> normalizeFiles(const std::vector<std::string>& 
   return out;
 }
 
+std::vector<std::string> filePaths(const std::vector<FileEntry>& entries) {
+  std::vector<std::string> out;
+  out.reserve(entries.size());
+  for (const auto& e : entries) out.push_back(e.path);
+  return out;
+}
+
 Status checkCategory(const std::optional<std::string>& category) {
   if (category && !isValidCategory(*category)) {
     return Status::invalidField("category", "category must be one of pref, decision, gotcha, context (got '" +
@@ -157,7 +164,7 @@ Result<NormalizedSave> normalizeSave(const SaveInput& input, std::string_view pr
   auto topics = normalizeTopics(input.topics, out.warnings);
   if (!topics) return topics.status();
   out.topics = std::move(*topics);
-  auto files = normalizeFiles(input.files, projectRoot);
+  auto files = normalizeFiles(filePaths(input.files), projectRoot);
   if (!files) return files.status();
   out.files = std::move(*files);
   if (input.source != "user" && input.source != "agent") {

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/model/line_range.h"
 #include "protocol/status.h"
 
 namespace memq {
@@ -20,12 +21,29 @@ inline constexpr size_t kMaxFiles = 16;  // the files one memory holds
 // The files one query may name (memory/recall, hints/for_tool): a change touches more files than a memory is about.
 inline constexpr size_t kMaxQueryFiles = 256;
 
+// A file as a request names it: a path, or a path with lines of it and, optionally, the version they are in
+// (docs/anchors.md). The lines are as the client wrote them; the service validates them against the version.
+struct FileEntry {
+  std::string path;
+  std::optional<LineRanges> lines;  // unset: the whole file
+  std::optional<std::string> blob;  // the version's git blob id; unset: the file in the work tree now
+
+  FileEntry() = default;
+  FileEntry(std::string p) : path(std::move(p)) {}  // NOLINT: a plain path is a file entry
+  FileEntry(const char* p) : path(p) {}             // NOLINT
+  FileEntry(std::string p, std::optional<LineRanges> l, std::optional<std::string> b = std::nullopt)
+      : path(std::move(p)), lines(std::move(l)), blob(std::move(b)) {}
+};
+
+// The paths of `entries`, in order.
+std::vector<std::string> filePaths(const std::vector<FileEntry>& entries);
+
 struct SaveInput {
   std::string summary;
   std::string details;
   std::optional<std::string> category;
   std::vector<std::string> topics;
-  std::vector<std::string> files;
+  std::vector<FileEntry> files;  // anchors are resolved by the service (daemon/service/file_anchors.h)
   std::string source = "agent";
   std::optional<std::string> sessionId;
   bool mergeTopics = false;

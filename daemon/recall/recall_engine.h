@@ -42,6 +42,9 @@ struct RecallRequest {
   bool explain = false;
   bool useFileSignals = true;  // memory/search: false
   bool useSemantic = true;
+  // The lines of `files` the query names ({path, lines} entries; paths normalised like `files`). Ranking does not
+  // use them yet.
+  std::vector<PathLines> lines;
 };
 
 struct PreparedQuery {

@@ -41,6 +41,11 @@ class RepoSignals {
   virtual int blastRadius(const std::string& path) = 0;
   // Blob id (40-hex) of `path` as it is in the work tree; nullopt when the file is gone (a dead ref).
   virtual std::optional<std::string> currentBlobId(const std::string& path) = 0;
+  // Whether the repository's object database holds the blob `blobId` (40 lowercase hex): a line anchor's version
+  // that it lacks is kept by memq itself.
+  virtual bool hasBlob(const std::string& blobId) { return blobContent(blobId).has_value(); }
+  // The bytes of the blob `blobId` from the object database; nullopt when it has no such blob.
+  virtual std::optional<std::string> blobContent(const std::string& /*blobId*/) { return std::nullopt; }
 };
 
 }  // namespace memq

@@ -22,6 +22,29 @@ void stringArray(JsonWriter& w, const std::vector<std::string>& values) {
   w.endArray();
 }
 
+// A file ref as fileRefToJson writes it: the path, or {blob, lines, path} (keys sorted) for an anchored ref.
+void writeFileRef(JsonWriter& w, const FileRef& f) {
+  if (!f.anchor) {
+    w.string(f.path);
+    return;
+  }
+  w.beginObject();
+  w.key("blob");
+  w.string(f.anchor->blob);
+  w.key("lines");
+  w.beginArray();
+  for (const LineRange& r : f.anchor->lines) {
+    w.beginArray();
+    w.integer(r.first);
+    w.integer(r.last);
+    w.endArray();
+  }
+  w.endArray();
+  w.key("path");
+  w.string(f.path);
+  w.endObject();
+}
+
 // The record's members, and a hit's when `hit` is set, in serializeMessage's key order: object keys sorted byte-wise.
 // Keeping one sequence for both is why the hit's members are interleaved here rather than appended.
 void writeRecord(JsonWriter& w, const Memory& m, const RecallHit* hit, bool explain) {
@@ -50,7 +73,7 @@ void writeRecord(JsonWriter& w, const Memory& m, const RecallHit* hit, bool expl
   }
   w.key("files");
   w.beginArray();
-  for (const auto& f : m.files) w.string(f.path);
+  for (const auto& f : m.files) writeFileRef(w, f);
   w.endArray();
   w.key("id");
   w.string(m.id);
@@ -111,7 +134,7 @@ constexpr size_t kRecordOverhead = 512;
 size_t textSize(const Memory& m) {
   size_t n = kRecordOverhead + m.summary.size() + m.details.size();
   for (const auto& t : m.topics) n += t.size() + 3;
-  for (const auto& f : m.files) n += f.path.size() + 3;
+  for (const auto& f : m.files) n += f.path.size() + 3 + (f.anchor ? 72 + 24 * f.anchor->lines.size() : 0);
   return n;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/anchors/line_ranges.h"
 #include "daemon/recall/rankers.h"
 
 namespace memq {
@@ -52,6 +53,48 @@ std::vector<std::string> strings(const json& p, const char* key) {
   return out;
 }
 
+// The lines of an anchored `files` entry: [[first, last], ...]. The schema has checked the shape and that each
+// number is from 0 to 2^32 - 1; what the numbers mean is checked by the service (validateRanges).
+LineRanges lineRanges(const json& lines) {
+  LineRanges out;
+  for (const auto& r : lines) {
+    if (!r.is_array() || r.size() != 2 || !r[0].is_number_unsigned() || !r[1].is_number_unsigned()) continue;
+    out.push_back({static_cast<uint32_t>(r[0].get<uint64_t>()), static_cast<uint32_t>(r[1].get<uint64_t>())});
+  }
+  return out;
+}
+
+// A `files` list whose entries are a path or {path, lines, blob?} (a file with lines of it anchored).
+std::vector<FileEntry> fileEntries(const json& p, const char* key) {
+  std::vector<FileEntry> out;
+  auto it = p.find(key);
+  if (it == p.end() || !it->is_array()) return out;
+  for (const auto& v : *it) {
+    if (v.is_string()) {
+      out.emplace_back(v.get<std::string>());
+    } else if (v.is_object()) {
+      auto lines = v.find("lines");
+      out.emplace_back(str(v, "path"),
+                       lines != v.end() ? std::optional<LineRanges>(lineRanges(*lines)) : std::nullopt,
+                       optStr(v, "blob"));
+    }
+  }
+  return out;
+}
+
+// A query's `files` (recall, search, hints): every entry's path, and the lines of those that name some, each set
+// checked on its own (validateRanges: there is no version to check them against) and normalised.
+Status readQueryFiles(const json& p, std::vector<std::string>& files, std::vector<PathLines>& lines) {
+  const std::vector<FileEntry> entries = fileEntries(p, "files");
+  for (size_t i = 0; i < entries.size(); ++i) {
+    files.push_back(entries[i].path);
+    if (!entries[i].lines) continue;
+    MEMQ_RETURN_IF_ERROR(validateRanges(*entries[i].lines, "files[" + std::to_string(i) + "].lines"));
+    lines.push_back({entries[i].path, normalizeRanges(*entries[i].lines)});
+  }
+  return Status::ok();
+}
+
 Status readReadScope(const json& p, std::optional<ReadScope>& out) {
   auto text = optStr(p, "read_scope");
   if (!text) return Status::ok();
@@ -80,7 +123,7 @@ Result<std::optional<MemoryState>> readStateOrAll(const json& p) {
 
 Status readRecallQuery(const json& p, size_t defaultLimit, RecallRequest& r) {
   r.query = str(p, "query");
-  r.files = strings(p, "files");
+  MEMQ_RETURN_IF_ERROR(readQueryFiles(p, r.files, r.lines));
   r.limit = static_cast<size_t>(optInt(p, "limit").value_or(static_cast<int64_t>(defaultLimit)));
   r.maxChars = static_cast<size_t>(optInt(p, "max_chars").value_or(2400));
   r.threshold = optNumber(p, "threshold");
@@ -127,7 +170,7 @@ Status readParams(const json& p, SaveInput& out) {
   out.details = str(p, "details");
   out.category = optStr(p, "category");
   out.topics = strings(p, "topics");
-  out.files = strings(p, "files");
+  out.files = fileEntries(p, "files");
   out.source = str(p, "source");  // "": the request's actor (Service::save)
   out.sessionId = optStr(p, "session_id");
   out.mergeTopics = optBool(p, "merge_topics").value_or(false);
@@ -145,7 +188,7 @@ Status readParams(const json& p, UpdateRequest& out) {
   out.details = optStr(p, "details");
   if (p.contains("category")) out.category = optStr(p, "category");  // null clears it
   if (p.contains("topics")) out.topics = strings(p, "topics");
-  if (p.contains("files")) out.files = strings(p, "files");
+  if (p.contains("files")) out.files = fileEntries(p, "files");
   out.pinned = optBool(p, "pinned");
   return Status::ok();
 }
@@ -192,13 +235,13 @@ Status readParams(const json& p, PurgeRequest& out) {
 
 Status readParams(const json& p, FilesChange& out) {
   out.id = str(p, "id");
-  out.files = strings(p, "files");
+  out.files = fileEntries(p, "files");
   return Status::ok();
 }
 
 Status readParams(const json& p, HintsRequest& out) {
   out.tool = str(p, "tool");
-  out.files = strings(p, "files");
+  MEMQ_RETURN_IF_ERROR(readQueryFiles(p, out.files, out.lines));
   out.query = str(p, "query");
   return Status::ok();
 }

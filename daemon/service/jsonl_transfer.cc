@@ -3,7 +3,10 @@
 
 #include <cmath>
 
+#include "daemon/anchors/line_ranges.h"
 #include "daemon/model/memory_input.h"
+#include "daemon/service/file_anchors.h"
+#include "daemon/util/base64.h"
 #include "daemon/util/clock.h"
 #include "daemon/util/uuid.h"
 
@@ -85,6 +88,52 @@ Result<int64_t> readUseCount(const json& v, const LineReader& r) {
   return r.error("use_count", range);
 }
 
+// The anchor of an exported file ref ({…, lines, blob, kept?}), checked as a save would check it where the line can
+// say: the lines against the kept content when the line carries it (which must be the blob's), else on their own
+// (the blob is the repository's, which the importing machine may not have yet).
+Result<std::optional<FileAnchor>> readAnchor(const json& f, const std::string& field, const LineReader& r) {
+  auto linesIt = f.find("lines");
+  if (linesIt == f.end() || linesIt->is_null()) {
+    if (f.contains("blob") || f.contains("kept")) return r.error(field + ".lines", "is required with blob");
+    return std::optional<FileAnchor>{};
+  }
+  const std::string linesField = field + ".lines";
+  const std::string pairs = "must be an array of [first, last] line pairs";
+  if (!linesIt->is_array()) return r.error(linesField, pairs);
+  LineRanges lines;
+  for (const auto& p : *linesIt) {
+    if (!p.is_array() || p.size() != 2 || !p[0].is_number_unsigned() || !p[1].is_number_unsigned() ||
+        p[0].get<uint64_t>() > UINT32_MAX || p[1].get<uint64_t>() > UINT32_MAX) {
+      return r.error(linesField, pairs);
+    }
+    lines.push_back({static_cast<uint32_t>(p[0].get<uint64_t>()), static_cast<uint32_t>(p[1].get<uint64_t>())});
+  }
+  auto blob = f.find("blob");
+  if (blob == f.end() || !blob->is_string() || !isStoredBlobId(blob->get<std::string>())) {
+    return r.error(field + ".blob", "must be a blob id (40 lowercase hexadecimal digits)");
+  }
+  FileAnchor anchor{{}, blob->get<std::string>(), nullptr};
+  Status valid;
+  if (auto kept = f.find("kept"); kept != f.end() && !kept->is_null()) {
+    std::optional<std::string> bytes = kept->is_string() ? base64Decode(kept->get<std::string>()) : std::nullopt;
+    if (!bytes) return r.error(field + ".kept", "must be the version's content in base64");
+    if (gitBlobId(*bytes) != anchor.blob) return r.error(field + ".kept", "is not the content of blob " + anchor.blob);
+    valid = validateRangesInContent(lines, *bytes, linesField);
+    anchor.keptContent = std::make_shared<const std::string>(std::move(*bytes));
+  } else {
+    valid = validateRanges(lines, linesField);
+  }
+  if (!valid) {
+    const json& data = valid.data();
+    const std::string at = data.is_object() && data.contains("field") ? data["field"].get<std::string>() : linesField;
+    std::string message = valid.message();
+    if (message.rfind(at + ": ", 0) == 0) message.erase(0, at.size() + 2);  // the line's error names the field
+    return r.error(at, message);
+  }
+  anchor.lines = normalizeRanges(std::move(lines));
+  return std::optional<FileAnchor>(std::move(anchor));
+}
+
 Result<ImportLine> readTombstone(const json& j, size_t line, const ImportLineOptions& options) {
   LineReader r(j, line);
   ImportLine out;
@@ -137,6 +186,7 @@ Result<ImportLine> readMemory(const json& j, size_t line, const ImportLineOption
     }
   }
   std::vector<std::optional<std::string>> blobs;
+  std::vector<std::optional<FileAnchor>> anchors;
   if (const json* files = r.find("files"); files != nullptr && !files->is_null()) {
     if (!files->is_array()) return r.error("files", "must be an array of paths or {path, blob_id} objects");
     for (size_t i = 0; i < files->size(); ++i) {
@@ -145,6 +195,7 @@ Result<ImportLine> readMemory(const json& j, size_t line, const ImportLineOption
       if (f.is_string()) {
         in.files.push_back(f.get<std::string>());
         blobs.push_back(std::nullopt);
+        anchors.push_back(std::nullopt);
         continue;
       }
       if (!f.is_object() || !f.contains("path") || !f["path"].is_string()) {
@@ -157,6 +208,8 @@ Result<ImportLine> readMemory(const json& j, size_t line, const ImportLineOption
       }
       blobs.push_back(blob != f.end() && blob->is_string() ? std::optional<std::string>(blob->get<std::string>())
                                                           : std::nullopt);
+      MEMQ_ASSIGN_OR_RETURN_LINE(anchor, readAnchor(f, field, r));
+      anchors.push_back(std::move(anchor));
     }
   }
   MEMQ_ASSIGN_OR_RETURN_LINE(source, r.optString("source", false));
@@ -189,7 +242,10 @@ Result<ImportLine> readMemory(const json& j, size_t line, const ImportLineOption
   m.details = n->details;
   m.topics = n->topics;
   // Blob ids follow their path by position: an export's paths are already normalised, so none moves.
-  for (size_t i = 0; i < n->files.size(); ++i) m.files.push_back({n->files[i], i < blobs.size() ? blobs[i] : std::nullopt});
+  for (size_t i = 0; i < n->files.size(); ++i) {
+    m.files.push_back({n->files[i], i < blobs.size() ? blobs[i] : std::nullopt,
+                       i < anchors.size() ? anchors[i] : std::nullopt});
+  }
   m.source = n->source;
   m.sessionId = sessionId;
   MEMQ_ASSIGN_OR_RETURN_LINE(createdAt, r.optTimestamp("created_at"));
@@ -232,7 +288,19 @@ std::string memoryLine(const Memory& m) {
   json j = memoryToJson(m);
   j["type"] = "memory";
   json files = json::array();
-  for (const auto& f : m.files) files.push_back({{"path", f.path}, {"blob_id", f.blobId ? json(*f.blobId) : json()}});
+  for (const auto& f : m.files) {
+    json ref = {{"path", f.path}, {"blob_id", f.blobId ? json(*f.blobId) : json()}};
+    if (f.anchor) {
+      json lines = json::array();
+      for (const LineRange& r : f.anchor->lines) lines.push_back({r.first, r.last});
+      ref["lines"] = std::move(lines);
+      ref["blob"] = f.anchor->blob;
+      // The bytes of a version memq keeps (base64: they need not be UTF-8), so that the anchor can be carried
+      // wherever the line is imported.
+      if (f.anchor->keptContent) ref["kept"] = base64Encode(*f.anchor->keptContent);
+    }
+    files.push_back(std::move(ref));
+  }
   j["files"] = files;
   if (m.stateReason) j["state_reason"] = *m.stateReason;
   return dumpLine(j);

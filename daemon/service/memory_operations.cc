@@ -5,7 +5,9 @@
 
 #include <algorithm>
 
+#include "daemon/anchors/line_ranges.h"
 #include "daemon/model/file_path.h"
+#include "daemon/service/file_anchors.h"
 #include "daemon/service/service.h"
 
 namespace memq {
@@ -35,6 +37,12 @@ std::optional<std::string> saveHint(SaveStatus status, const SaveOutcome& outcom
   return std::nullopt;
 }
 
+// Where a scope's anchored lines are read from: its work tree and repository (none for the global scope).
+AnchorSource anchorSource(const Scope& scope) {
+  if (scope.kind != ScopeKind::kProject) return {};
+  return AnchorSource{scope.location.root, scope.repo.get()};
+}
+
 }  // namespace
 
 Result<SaveResult> Service::save(const CallContext& ctx, const SaveInput& rawInput) {
@@ -53,6 +61,7 @@ Result<SaveResult> Service::save(const CallContext& ctx, const SaveInput& rawInp
   auto normalized = normalizeSave(input, inProject ? (*scope)->location.root : "");
   if (!normalized) return normalized.status();
   auto files = withBlobIds(**scope, normalized->files);
+  MEMQ_RETURN_IF_ERROR(anchorFileRefs(input.files, "files", anchorSource(**scope), files));
   Actor actor = ctx.actor;
   actor.source = normalized->source;
   Result<SaveOutcome> outcome = Status::internal("unreached");
@@ -151,9 +160,10 @@ Result<UpdateOutcome> Service::update(const CallContext& ctx, const UpdateReques
   if (in.topics) MEMQ_RETURN_IF_ERROR(scrub.scrubEach(*in.topics, "topics"));
   in.pinned = request.pinned;
   if (request.files) {
-    auto paths = normalizePaths(ctx, r->scope.get(), *request.files, "files");
+    auto paths = normalizePaths(ctx, r->scope.get(), filePaths(*request.files), "files");
     if (!paths) return paths.status();
     in.files = withBlobIds(*r->scope, *paths);
+    MEMQ_RETURN_IF_ERROR(anchorFileRefs(*request.files, "files", anchorSource(*r->scope), *in.files));
   }
   Result<Memory> out = Status::internal("unreached");
   std::string before;
@@ -229,6 +239,7 @@ Result<RecallHits> Service::recall(const CallContext& ctx, const RecallParams& p
     auto paths = normalizePaths(ctx, project.get(), request.files, "files", kMaxQueryFiles);
     if (!paths) return paths.status();
     request.files = *paths;
+    MEMQ_RETURN_IF_ERROR(normalizeQueryLines(ctx, project.get(), request.lines));
   }
   PreparedQuery query = prepareQuery(request, *options_.embedder, project ? project->repo.get() : nullptr);
   std::vector<Candidate> all;
@@ -348,9 +359,10 @@ Result<PurgeResult> Service::purge(const CallContext& ctx, const PurgeRequest& r
 Result<Memory> Service::attach(const CallContext& ctx, const FilesChange& request) {
   auto r = resolve(ctx, request.id);
   if (!r) return r.status();
-  auto paths = normalizePaths(ctx, r->scope.get(), request.files, "files");
+  auto paths = normalizePaths(ctx, r->scope.get(), filePaths(request.files), "files");
   if (!paths) return paths.status();
   auto refs = withBlobIds(*r->scope, *paths);
+  MEMQ_RETURN_IF_ERROR(anchorFileRefs(request.files, "files", anchorSource(*r->scope), refs));
   return mutate(ctx, r->id, "attach",
                 [&](MemoryStore& s, const std::string& full) { return s.attach(full, refs, ctx.actor); });
 }
@@ -358,7 +370,7 @@ Result<Memory> Service::attach(const CallContext& ctx, const FilesChange& reques
 Result<Memory> Service::detach(const CallContext& ctx, const FilesChange& request) {
   auto r = resolve(ctx, request.id);
   if (!r) return r.status();
-  auto paths = normalizePaths(ctx, r->scope.get(), request.files, "files");
+  auto paths = normalizePaths(ctx, r->scope.get(), filePaths(request.files), "files");
   if (!paths) return paths.status();
   return mutate(ctx, r->id, "detach",
                 [&](MemoryStore& s, const std::string& full) { return s.detach(full, *paths, ctx.actor); });

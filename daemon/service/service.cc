@@ -7,6 +7,7 @@
 #include <chrono>
 #include <unordered_set>
 
+#include "daemon/anchors/line_ranges.h"
 #include "daemon/model/file_path.h"
 #include "daemon/service/hint_gathering.h"
 #include "daemon/util/uuid.h"
@@ -414,6 +415,23 @@ Result<std::vector<std::string>> Service::normalizePaths(const CallContext& ctx,
   return out;
 }
 
+Status Service::normalizeQueryLines(const CallContext& ctx, Scope* scope, std::vector<PathLines>& lines) {
+  std::vector<PathLines> merged;
+  for (auto& l : lines) {
+    auto path = normalizePaths(ctx, scope, {l.path}, "files", kMaxQueryFiles);
+    if (!path) return path.status();
+    auto same = std::find_if(merged.begin(), merged.end(), [&](const PathLines& m) { return m.path == path->front(); });
+    if (same == merged.end()) {
+      merged.push_back({path->front(), std::move(l.lines)});
+    } else {
+      same->lines.insert(same->lines.end(), l.lines.begin(), l.lines.end());
+      same->lines = normalizeRanges(std::move(same->lines));
+    }
+  }
+  lines = std::move(merged);
+  return Status::ok();
+}
+
 std::vector<FileRef> Service::withBlobIds(Scope& scope, const std::vector<std::string>& paths) {
   std::vector<FileRef> out;
   for (const auto& p : paths) {
@@ -438,6 +456,8 @@ Result<HintResult> Service::hintsForTool(const CallContext& ctx, const HintsRequ
     auto p = normalizePaths(ctx, project.get(), request.files, "files", kMaxQueryFiles);
     if (!p) return p.status();
     files = *p;
+    std::vector<PathLines> lines = request.lines;  // parsed and checked, not used by hints yet
+    MEMQ_RETURN_IF_ERROR(normalizeQueryLines(ctx, project.get(), lines));
   }
   const HintContext hintContext = hintContextForTool(request.tool);
   auto candidates = gatherHintCandidates(*scopes, files, hintContext, request.query);

@@ -106,6 +106,9 @@ class Service {
   Result<std::vector<std::string>> normalizePaths(const CallContext& ctx, Scope* scope,
                                                   const std::vector<std::string>& paths, const std::string& field,
                                                   size_t maxFiles = kMaxFiles);
+  // The paths of a query's anchored files (recall, hints) normalised like its `files`, which were checked first;
+  // each set of lines merged into one per path.
+  Status normalizeQueryLines(const CallContext& ctx, Scope* scope, std::vector<PathLines>& lines);
   // The project scope and one `file` normalised against its root (the repo/* methods that name a file).
   struct ProjectFile {
     std::shared_ptr<Scope> scope;

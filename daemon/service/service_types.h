@@ -130,7 +130,7 @@ struct UpdateRequest {
   std::optional<std::string> details;
   std::optional<std::optional<std::string>> category;  // present-and-null clears it
   std::optional<std::vector<std::string>> topics;
-  std::optional<std::vector<std::string>> files;
+  std::optional<std::vector<FileEntry>> files;  // replaces the set; entries may anchor lines
   std::optional<bool> pinned;
 };
 // The memory as it now is, and the credentials redacted from the new text (as memory/save reports them).
@@ -180,7 +180,7 @@ struct PurgeResult {
 // --- memory/attach, memory/detach ---
 struct FilesChange {
   std::string id;
-  std::vector<std::string> files;
+  std::vector<FileEntry> files;  // attach: entries may anchor lines (an anchor replaces the path's); detach: paths
 };
 
 // --- hints/for_tool, hints/turn ---
@@ -188,6 +188,9 @@ struct HintsRequest {
   std::string tool;
   std::vector<std::string> files;
   std::string query;
+  // The lines of `files` the query names ({path, lines} entries), validated, paths normalised like `files`. Not
+  // used by hints yet.
+  std::vector<PathLines> lines;
 };
 struct HintTurn {
   int64_t turn = 0;

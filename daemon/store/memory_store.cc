@@ -4,6 +4,7 @@
 // memory_store.h for the invariants.
 #include "daemon/store/memory_store.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "daemon/embed/hashbag.h"
@@ -21,9 +22,10 @@ namespace {
 // markUsed writes its pending usage inline once this many rows wait (see markUsed).
 constexpr size_t kMaxPendingUsageRows = 4096;
 
+// A change's files as its audit event records them: as replies write them (an anchored ref with its lines).
 nlohmann::json filesJson(const std::vector<FileRef>& files) {
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& f : files) out.push_back(f.path);
+  for (const auto& f : files) out.push_back(fileRefToJson(f));
   return out;
 }
 
@@ -468,19 +470,31 @@ Result<Memory> MemoryStore::attach(const std::string& id, const std::vector<File
     if (!m) return m.status();
     std::unordered_set<std::string> have;
     for (const auto& f : m->files) have.insert(f.path);
-    std::vector<FileRef> toAdd;
+    std::vector<FileRef> toWrite;  // new paths, and anchors for paths the memory already has
+    size_t added = 0;
     for (const auto& f : files) {
-      if (have.insert(f.path).second) toAdd.push_back(f);
+      if (have.insert(f.path).second) {
+        toWrite.push_back(f);
+        ++added;
+      } else if (f.anchor) {
+        toWrite.push_back(f);
+      }
     }
-    if (toAdd.empty()) return *m;
-    if (m->files.size() + toAdd.size() > kMaxFiles) {
+    if (toWrite.empty()) return *m;
+    if (m->files.size() + added > kMaxFiles) {
       return Status::invalidField("files", "a memory holds at most " + std::to_string(kMaxFiles) + " files (" +
                                                std::to_string(m->files.size()) + " already attached)");
     }
     StoreSql::WriteTransaction tx(*sql_);
-    sql_->writeFileRefs(m->pk, toAdd);
+    const std::vector<std::string> written = sql_->writeFileRefs(m->pk, toWrite, static_cast<size_t>(-1),
+                                                                 /*reanchor=*/true);
+    if (written.empty()) return *m;  // every anchor given was the one the memory has
+    std::vector<FileRef> writtenRefs;
+    for (const auto& f : toWrite) {
+      if (std::find(written.begin(), written.end(), f.path) != written.end()) writtenRefs.push_back(f);
+    }
     sql_->touch(m->pk, now());
-    appendEvent(m->id, "attach", actor, {{"files", filesJson(toAdd)}});
+    appendEvent(m->id, "attach", actor, {{"files", filesJson(writtenRefs)}});
     tx.commit();
     mirror_->refreshRow(m->pk, /*textChanged=*/false);
     return get(id);

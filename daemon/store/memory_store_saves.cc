@@ -24,9 +24,10 @@ constexpr double kSimilarHintTrigram = 0.6;
 constexpr size_t kMaxSimilarHints = 3;
 constexpr double kSimilarRejectedCosine = 0.85;  // docs/design.md §2
 
+// A save's files as its audit event records them: as replies write them (an anchored ref with its lines).
 nlohmann::json filesJson(const std::vector<FileRef>& files) {
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& f : files) out.push_back(f.path);
+  for (const auto& f : files) out.push_back(fileRefToJson(f));
   return out;
 }
 
@@ -36,7 +37,9 @@ std::vector<FileRef> storedFileRefs(const std::vector<FileRef>& files) {
   std::vector<FileRef> out;
   std::unordered_set<std::string> seen;
   for (const auto& f : files) {
-    if (seen.insert(f.path).second) out.push_back(f);
+    if (!seen.insert(f.path).second) continue;
+    out.push_back(f);
+    if (out.back().anchor) out.back().anchor->keptContent = nullptr;  // reads never carry the bytes
   }
   std::stable_sort(out.begin(), out.end(), [](const FileRef& a, const FileRef& b) { return a.path < b.path; });
   return out;

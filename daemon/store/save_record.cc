@@ -3,6 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <stdexcept>
+
+#include "daemon/util/base64.h"
 #include "protocol/json_writer.h"
 
 namespace memq {
@@ -46,8 +49,20 @@ std::string SaveRecord::toJson() const {
   w.beginArray();
   for (const auto& f : files) {
     w.beginObject();
+    if (f.anchor) {
+      w.key("anchor_blob");
+      w.string(f.anchor->blob);
+      w.key("anchor_lines");
+      w.string(formatRanges(f.anchor->lines));
+    }
     w.key("blob_id");
     optString(f.blobId);
+    if (f.anchor && f.anchor->keptContent) {
+      // The bytes of a version memq keeps, so that a replay writes it too. Base64: the content need not be UTF-8,
+      // and the writer would replace what is not.
+      w.key("kept");
+      w.string(base64Encode(*f.anchor->keptContent));
+    }
     w.key("path");
     w.string(f.path);
     w.endObject();
@@ -90,7 +105,18 @@ SaveRecord SaveRecord::fromJson(const std::string& text) {
   r.input.truncated = j.at("truncated").get<bool>();
   r.input.contentHash = j.at("content_hash").get<std::string>();
   for (const auto& f : j.at("files")) {
-    r.files.push_back({f.at("path").get<std::string>(), optFromJson(f.at("blob_id"))});
+    FileRef ref{f.at("path").get<std::string>(), optFromJson(f.at("blob_id")), std::nullopt};
+    if (auto lines = f.find("anchor_lines"); lines != f.end()) {
+      auto ranges = parseRangeList(lines->get<std::string>());
+      if (!ranges || ranges->empty()) throw std::runtime_error("save record with malformed anchor lines");
+      ref.anchor = FileAnchor{std::move(*ranges), f.at("anchor_blob").get<std::string>(), nullptr};
+      if (auto kept = f.find("kept"); kept != f.end()) {
+        auto bytes = base64Decode(kept->get<std::string>());
+        if (!bytes) throw std::runtime_error("save record with a malformed kept version");
+        ref.anchor->keptContent = std::make_shared<const std::string>(std::move(*bytes));
+      }
+    }
+    r.files.push_back(std::move(ref));
     r.input.files.push_back(r.files.back().path);
   }
   r.actor.source = j.at("actor_source").get<std::string>();

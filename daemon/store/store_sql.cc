@@ -212,16 +212,57 @@ void StoreSql::purgeRow(int64_t pk, const std::string& id) {
   del->exec();
 }
 
-std::vector<std::string> StoreSql::writeFileRefs(int64_t pk, const std::vector<FileRef>& files, size_t maxNew) {
+std::vector<std::string> StoreSql::writeFileRefs(int64_t pk, const std::vector<FileRef>& files, size_t maxNew,
+                                                bool reanchor) {
   std::vector<std::string> added;
-  auto add = statement("INSERT OR IGNORE INTO memory_files(memory_pk, path, blob_id) VALUES (?, ?, ?)");
   for (const auto& f : files) {
     if (added.size() >= maxNew) break;
-    add->bind(1, pk);
-    add->bind(2, f.path);
-    sqlrows::bindOpt(*add, 3, f.blobId);
-    if (add->exec() > 0) added.push_back(f.path);
-    add->reset();
+    std::optional<std::string> lines;
+    std::optional<std::string> blob;
+    bool written = false;
+    if (f.anchor) {
+      lines = formatRanges(f.anchor->lines);
+      blob = f.anchor->blob;
+      auto add = statement(
+          "INSERT OR IGNORE INTO memory_files(memory_pk, path, blob_id, anchor_lines, anchor_blob) "
+          "VALUES (?, ?, ?, ?, ?)");
+      add->bind(1, pk);
+      add->bind(2, f.path);
+      sqlrows::bindOpt(*add, 3, f.blobId);
+      add->bind(4, *lines);
+      add->bind(5, *blob);
+      written = add->exec() > 0;
+    } else {
+      // A plain ref leaves the anchor columns to their default (NULL), as a file of a schema before 0007 has it.
+      auto add = statement("INSERT OR IGNORE INTO memory_files(memory_pk, path, blob_id) VALUES (?, ?, ?)");
+      add->bind(1, pk);
+      add->bind(2, f.path);
+      sqlrows::bindOpt(*add, 3, f.blobId);
+      written = add->exec() > 0;
+    }
+    if (!written && reanchor && f.anchor) {
+      // The file is the ref's already: the new anchor (and the blob id it was recorded at) replace the old.
+      auto move = statement(
+          "UPDATE memory_files SET blob_id = ?, anchor_lines = ?, anchor_blob = ? WHERE memory_pk = ? AND path = ? "
+          "AND (anchor_lines IS NOT ? OR anchor_blob IS NOT ?)");
+      sqlrows::bindOpt(*move, 1, f.blobId);
+      move->bind(2, *lines);
+      move->bind(3, *blob);
+      move->bind(4, pk);
+      move->bind(5, f.path);
+      move->bind(6, *lines);
+      move->bind(7, *blob);
+      written = move->exec() > 0;
+    }
+    if (!written) continue;
+    added.push_back(f.path);
+    if (f.anchor && f.anchor->keptContent) {
+      // After the ref: a version is only ever written for a ref that needs it.
+      auto keep = statement("INSERT OR IGNORE INTO anchor_versions(blob_id, content) VALUES (?, ?)");
+      keep->bind(1, f.anchor->blob);
+      keep->bind(2, f.anchor->keptContent->data(), static_cast<int>(f.anchor->keptContent->size()));
+      keep->exec();
+    }
   }
   return added;
 }

@@ -121,12 +121,19 @@ class StoreSql {
 
   // --- file refs ---
   // The one writer of file refs: inserts each ref whose path the row does not have yet (INSERT OR IGNORE: the
-  // first ref of a path wins), at most `maxNew`; returns the paths inserted.
+  // first ref of a path wins), at most `maxNew`; returns the paths inserted. With `reanchor`, a ref given with an
+  // anchor for a path the row already has takes that anchor instead (memory/attach), and counts as written. The
+  // version an inserted anchor keeps (FileAnchor::keptContent) is written with it, once per content. A kept version
+  // no ref needs any more is deleted by the triggers of migration 0007, whichever statement removes its last ref.
   std::vector<std::string> writeFileRefs(int64_t pk, const std::vector<FileRef>& files,
-                                         size_t maxNew = static_cast<size_t>(-1));
+                                         size_t maxNew = static_cast<size_t>(-1), bool reanchor = false);
   void deleteFileRefs(int64_t pk);
   // Deletes each listed path's ref; returns the paths deleted.
   std::vector<std::string> deleteFileRefs(int64_t pk, const std::vector<std::string>& paths);
+
+  // The content of a version memq keeps (anchor_versions), or null.
+  std::shared_ptr<const std::string> keptVersion(const std::string& blobId);
+  int64_t keptVersionCount();
 
   // --- audit journal ---
   void appendEvent(const std::string& at, const std::string& memoryId, const std::string& action,

@@ -11,6 +11,8 @@
 
 namespace memq {
 
+using sqlrows::fileRefFromRow;
+using sqlrows::kFileRefColumns;
 using sqlrows::kMemoryColumns;
 using sqlrows::optText;
 
@@ -33,10 +35,10 @@ std::optional<Memory> StoreSql::memoryByContentHash(const std::string& contentHa
 }
 
 void StoreSql::readFiles(Memory& m) {
-  auto q = statement("SELECT path, blob_id FROM memory_files WHERE memory_pk = ? ORDER BY path");
+  auto q = statement(std::string("SELECT ") + kFileRefColumns + " FROM memory_files WHERE memory_pk = ? ORDER BY path");
   q->bind(1, m.pk);
   m.files.clear();
-  while (q->executeStep()) m.files.push_back({q->getColumn(0).getString(), optText(q->getColumn(1))});
+  while (q->executeStep()) m.files.push_back(fileRefFromRow(*q, 0));
 }
 
 std::optional<int64_t> StoreSql::pkOf(const std::string& id) {
@@ -327,8 +329,28 @@ std::vector<Memory> StoreSql::exportPage(std::optional<MemoryState> state, const
     if (!row->executeStep()) continue;
     out.push_back(rowToMemory(*row));
   }
-  for (auto& m : out) readFiles(m);
+  for (auto& m : out) {
+    readFiles(m);
+    // An export carries the versions memq keeps, so that an import elsewhere can still carry the anchor.
+    for (auto& f : m.files) {
+      if (f.anchor) f.anchor->keptContent = keptVersion(f.anchor->blob);
+    }
+  }
   return out;
+}
+
+std::shared_ptr<const std::string> StoreSql::keptVersion(const std::string& blobId) {
+  auto q = statement("SELECT content FROM anchor_versions WHERE blob_id = ?");
+  q->bind(1, blobId);
+  if (!q->executeStep()) return nullptr;
+  const auto& c = q->getColumn(0);
+  return std::make_shared<const std::string>(static_cast<const char*>(c.getBlob()), static_cast<size_t>(c.getBytes()));
+}
+
+int64_t StoreSql::keptVersionCount() {
+  auto q = statement("SELECT COUNT(*) FROM anchor_versions");
+  q->executeStep();
+  return q->getColumn(0).getInt64();
 }
 
 ListResult StoreSql::list(const ListFilter& f) {
@@ -441,12 +463,12 @@ std::vector<Memory> StoreSql::loadMany(const std::vector<int64_t>& pks) {
         loaded.emplace(pk, std::move(m));
       }
     }
-    auto files = statement("SELECT memory_pk, path, blob_id FROM memory_files WHERE memory_pk IN (" + kPlaceholders +
-                           ") ORDER BY memory_pk, path");
+    auto files = statement(std::string("SELECT memory_pk, ") + kFileRefColumns +
+                           " FROM memory_files WHERE memory_pk IN (" + kPlaceholders + ") ORDER BY memory_pk, path");
     for (size_t i = start; i < end; ++i) files->bind(static_cast<int>(i - start + 1), pks[i]);
     while (files->executeStep()) {
       auto it = loaded.find(files->getColumn(0).getInt64());
-      if (it != loaded.end()) it->second.files.push_back({files->getColumn(1).getString(), optText(files->getColumn(2))});
+      if (it != loaded.end()) it->second.files.push_back(fileRefFromRow(*files, 1));
     }
   }
   // Input order; a pk asked for twice comes back twice.
@@ -490,10 +512,12 @@ nlohmann::json StoreSql::stats() {
       db_->execAndGet("SELECT COUNT(*) FROM memories WHERE pinned = 1 AND state = 'active'").getInt64();
   const int64_t tombs = db_->execAndGet("SELECT COUNT(*) FROM tombstones").getInt64();
   const int64_t events = db_->execAndGet("SELECT COUNT(*) FROM memory_events").getInt64();
+  const int64_t keptVersions = db_->execAndGet("SELECT COUNT(*) FROM anchor_versions").getInt64();
   const int64_t pages = db_->execAndGet("PRAGMA page_count").getInt64();
   const int64_t pageSize = db_->execAndGet("PRAGMA page_size").getInt64();
   return nlohmann::json{{"states", byState}, {"categories", byCategory}, {"pinned", pinned},
-                        {"tombstones", tombs}, {"events", events},       {"db_bytes", pages * pageSize}};
+                        {"tombstones", tombs}, {"events", events},       {"db_bytes", pages * pageSize},
+                        {"kept_versions", keptVersions}};
 }
 
 }  // namespace memq

@@ -34,6 +34,23 @@ inline std::vector<std::string> parseTopics(const std::string& text) {
   return out;
 }
 
+// The file ref columns every read of refs selects, after whatever the statement selects first.
+inline constexpr const char* kFileRefColumns = "path, blob_id, anchor_lines, anchor_blob";
+
+// A file ref selected with kFileRefColumns from column `first` on. An anchor whose stored lines do not read back
+// (a hand-edited file) is left out rather than failing the read: the ref still names its file.
+inline FileRef fileRefFromRow(SQLite::Statement& q, int first) {
+  FileRef f{q.getColumn(first).getString(), optText(q.getColumn(first + 1)), std::nullopt};
+  auto lines = optText(q.getColumn(first + 2));
+  auto blob = optText(q.getColumn(first + 3));
+  if (lines && blob) {
+    if (auto ranges = parseRangeList(*lines); ranges && !ranges->empty()) {
+      f.anchor = FileAnchor{std::move(*ranges), *blob, nullptr};
+    }
+  }
+  return f;
+}
+
 // A row selected with kMemoryColumns, without its file refs.
 inline Memory memoryFromRow(SQLite::Statement& q, const std::string& scope) {
   Memory m;

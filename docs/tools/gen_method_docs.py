@@ -38,12 +38,23 @@ def cell(text):
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def alternative_of(schema):
+    """One alternative of a oneOf: its type, or for an object the members it takes ({path, lines, blob?})."""
+    if isinstance(schema, dict) and schema.get("type") == "object" and schema.get("properties"):
+        required = set(schema.get("required", []))
+        members = [n + ("" if n in required else "?") for n in schema["properties"]]
+        return "`{" + ", ".join(members) + "}`"
+    return type_of(schema)
+
+
 def type_of(schema):
     if not isinstance(schema, dict):
         return "any"
     t = schema.get("type")
     names = t if isinstance(t, list) else ([t] if t else [])
-    if "enum" in schema:
+    if "oneOf" in schema:
+        text = " or ".join(alternative_of(a) for a in schema["oneOf"])
+    elif "enum" in schema:
         values = ["null" if v is None else f"`{v}`" for v in schema["enum"]]
         text = " | ".join(values)
     elif names == ["array"] or (names and "array" in names and len(names) == 1):

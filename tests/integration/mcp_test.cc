@@ -269,6 +269,35 @@ TEST_F(McpTest, ArgumentsOfTheWrongTypeAreReportedAsSuchAndChangeNothing) {
   EXPECT_EQ((*c.call("memory/list", json::object()))["total"], 0);
 }
 
+TEST_F(McpTest, FilesMayNameLinesAndTheResultsShowThem) {
+  std::string input =
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_save","arguments":{"summary":"The session constant","files":[{"path":"src/auth/session.ts","lines":[[1,1]]}]}}})"
+      "\n"
+      R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory_recall","arguments":{"files":[{"path":"src/auth/session.ts","lines":[[1,1]]}]}}})"
+      "\n"
+      R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"memory_save","arguments":{"summary":"x","files":[{"path":"src/auth/session.ts"}]}}})"
+      "\n"
+      R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"memory_save","arguments":{"summary":"y","files":[{"path":"src/auth/session.ts","lines":[[2,2]]}]}}})"
+      "\n";
+  auto rs = replies(daemon_->memq("mcp", project_, input));
+  ASSERT_EQ(rs.size(), 4u);
+  EXPECT_EQ(rs[0]["result"]["isError"], false) << rs[0].dump();
+  const json& hits = rs[1]["result"]["structuredContent"]["memories"];
+  ASSERT_EQ(hits.size(), 1u) << rs[1].dump();
+  EXPECT_EQ(hits[0]["files"][0]["path"], "src/auth/session.ts");
+  EXPECT_EQ(hits[0]["files"][0]["lines"], json({{1, 1}}));
+  EXPECT_NE(rs[1]["result"]["content"][0]["text"].get<std::string>().find("src/auth/session.ts:1"), std::string::npos)
+      << rs[1].dump();
+  // The bridge's own check, and the daemon's (the file has one line).
+  EXPECT_EQ(rs[2]["result"]["isError"], true);
+  EXPECT_NE(rs[2]["result"]["content"][0]["text"].get<std::string>().find("files[0].lines is required"),
+            std::string::npos)
+      << rs[2].dump();
+  EXPECT_EQ(rs[3]["result"]["isError"], true);
+  EXPECT_NE(rs[3]["result"]["content"][0]["text"].get<std::string>().find("files[0].lines[0]"), std::string::npos)
+      << rs[3].dump();
+}
+
 TEST_F(McpTest, InitializeStartsTheDaemon) {
   daemon_->stop();
   ASSERT_FALSE(RpcClient::connect(daemon_->socket(), std::chrono::milliseconds(200)).isOk());

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "daemon/model/content_hash.h"
+#include "daemon/service/file_anchors.h"
 
 namespace memq {
 namespace {
@@ -276,6 +277,48 @@ TEST(JsonlTransferTest, CursorsRoundTripAndAnythingElseIsRefused) {
                           "[\"export-v1\",\"project\",\"rows\",\"\",\"\"]", "[\"export-v1\",\"project\",\"memories\",1,\"\"]"}) {
     EXPECT_FALSE(ExportCursor::decode(bad).has_value()) << bad;
   }
+}
+
+TEST(JsonlTransferTest, AnchoredRefsComeThroughLosslesslyAndAreChecked) {
+  const std::string content = "one\ntwo\nthree\n";
+  const std::string blob = gitBlobId(content);
+  const std::string kept = "b25lCnR3bwp0aHJlZQo=";  // base64 of `content`
+  json line = memory();
+  line["files"] = {{{"path", "src/a.c"}, {"blob_id", nullptr}, {"lines", {{2, 3}}}, {"blob", blob}, {"kept", kept}},
+                   {{"path", "src/b.c"},
+                    {"blob_id", "1234"},
+                    {"lines", {{9, 9}, {1, 4}}},
+                    {"blob", std::string(40, 'a')}},
+                   "src/c.c"};
+  auto r = parse(line);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  const Memory& m = (*r)->memory;
+  ASSERT_EQ(m.files.size(), 3u);
+  ASSERT_TRUE(m.files[0].anchor.has_value());
+  EXPECT_EQ(m.files[0].anchor->lines, (LineRanges{{2, 3}}));
+  ASSERT_NE(m.files[0].anchor->keptContent, nullptr);
+  EXPECT_EQ(*m.files[0].anchor->keptContent, content);
+  EXPECT_EQ(m.files[1].anchor->lines, (LineRanges{{1, 4}, {9, 9}}));  // normalised
+  EXPECT_EQ(m.files[1].anchor->keptContent, nullptr);  // a blob of the repository: nothing kept
+  EXPECT_FALSE(m.files[2].anchor.has_value());
+  // Written back, the line is what it was (lines normalised).
+  line["files"][1]["lines"] = {{1, 4}, {9, 9}};
+  line["files"][2] = {{"path", "src/c.c"}, {"blob_id", nullptr}};
+  EXPECT_EQ(json::parse(memoryLine(m))["files"], line["files"]);
+
+  auto refused = [&](const json& file, const std::string& field) {
+    json l = memory();
+    l["files"] = {file};
+    expectRefused(l, field);
+  };
+  refused({{"path", "a.c"}, {"lines", {{0, 1}}}, {"blob", blob}}, "files[0].lines[0]");
+  refused({{"path", "a.c"}, {"lines", {{1}}}, {"blob", blob}}, "files[0].lines");
+  refused({{"path", "a.c"}, {"lines", {{1, 1}}}}, "files[0].blob");
+  refused({{"path", "a.c"}, {"lines", {{1, 1}}}, {"blob", "HEAD"}}, "files[0].blob");
+  refused({{"path", "a.c"}, {"blob", blob}}, "files[0].lines");
+  refused({{"path", "a.c"}, {"lines", {{1, 4}}}, {"blob", blob}, {"kept", kept}}, "files[0].lines[0]");  // 3 lines
+  refused({{"path", "a.c"}, {"lines", {{1, 1}}}, {"blob", std::string(40, 'a')}, {"kept", kept}}, "files[0].kept");
+  refused({{"path", "a.c"}, {"lines", {{1, 1}}}, {"blob", blob}, {"kept", "not base64!"}}, "files[0].kept");
 }
 
 }  // namespace

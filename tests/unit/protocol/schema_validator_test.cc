@@ -213,5 +213,33 @@ TEST(SchemaLint, RejectsTyposAndMalformedValues) {
   fails(json::array());
 }
 
+TEST(SchemaValidator, OneOfTakesTheAlternativeOfTheValuesType) {
+  // The shape of a `files` entry: a path, or an object naming lines of it.
+  const json entry = {{"oneOf",
+                       {{{"type", "string"}, {"minLength", 1}},
+                        objectOf({{"path", {{"type", "string"}}},
+                                  {"lines", {{"type", "array"}, {"items", {{"type", "integer"}, {"minimum", 0}}}}}},
+                                 {"path", "lines"})}}};
+  const json schema = objectOf({{"files", {{"type", "array"}, {"items", entry}}}});
+  EXPECT_TRUE(checkSchema(schema).isOk());
+  EXPECT_TRUE(validateParams(schema, {{"files", {"a.c", {{"path", "b.c"}, {"lines", {3}}}}}}).isOk());
+  // The error of the alternative whose type the value has names the member at fault.
+  expectInvalid(validateParams(schema, {{"files", {""}}}), "files[0]", "files[0] must not be empty");
+  expectInvalid(validateParams(schema, {{"files", {{{"path", "b.c"}}}}}), "files[0].lines",
+                "files[0].lines is required");
+  expectInvalid(validateParams(schema, {{"files", {{{"path", "b.c"}, {"lines", {-1}}}}}}), "files[0].lines[0]",
+                "files[0].lines[0] must be at least 0");
+  expectInvalid(validateParams(schema, {{"files", {{{"path", "b.c"}, {"lines", {1}}, {"x", 1}}}}}), "files[0].x",
+                "unknown field 'x'");
+  // A value of neither type: the types allowed.
+  expectInvalid(validateParams(schema, {{"files", {7}}}), "files[0]",
+                "files[0] must be a string or an object (got an integer)");
+  // Two alternatives that both hold are refused: oneOf means one.
+  const json both = objectOf({{"v", {{"oneOf", {{{"type", "integer"}}, {{"type", "integer"}, {"minimum", 0}}}}}}});
+  expectInvalid(validateParams(both, {{"v", 3}}), "v", "v matches more than one of its allowed forms");
+  EXPECT_FALSE(checkSchema(json{{"oneOf", json::array()}}).isOk());
+  EXPECT_FALSE(checkSchema(json{{"oneOf", {{{"typo", 1}}}}}).isOk());
+}
+
 }  // namespace
 }  // namespace memq

@@ -39,7 +39,7 @@ class RecallTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
   std::string save(const std::string& summary, std::vector<std::string> files = {}, const std::string& details = "") {
-    SaveInput in{.summary = summary, .details = details, .files = files};
+    SaveInput in{.summary = summary, .details = details, .files = {files.begin(), files.end()}};
     auto n = normalizeSave(in, dir_.string());
     std::vector<FileRef> refs;
     for (const auto& f : n->files) refs.push_back({f, std::nullopt});

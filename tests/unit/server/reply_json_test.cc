@@ -33,6 +33,12 @@ Memory sampleMemory(int variant) {
   m.topics = variant % 2 ? std::vector<std::string>{} : std::vector<std::string>{"build", "ci/cd", "ünïcode"};
   m.files = {{"src/main.cc", std::string("abc123")}, {"docs/\"odd\" name.md", std::nullopt}};
   if (variant % 4 == 1) m.files.clear();
+  if (variant % 4 == 3) {
+    // An anchored ref is written as an object; the content memq keeps never reaches a reply.
+    m.files.push_back({"src/anchored.cc", std::string("def456"),
+                       FileAnchor{{{1, 1}, {40, 60}, {4294967295u, 4294967295u}}, std::string(40, 'e'),
+                                  std::make_shared<const std::string>("kept bytes")}});
+  }
   m.source = variant % 2 ? "user" : "agent";
   if (variant % 2) m.sessionId = "sess-\xE2\x82";
   m.createdAt = "2026-11-29T21:00:00.000Z";

@@ -33,7 +33,7 @@ class FullDiskTest : public testing::StoreFixture {
     SaveInput in;
     in.summary = summary;
     in.details = details;
-    in.files = files;
+    in.files = {files.begin(), files.end()};
     in.topics = {"storage"};
     return saveInput(*store_, in);
   }

@@ -270,6 +270,44 @@ TEST_F(SaveBatchTest, EveryAcknowledgedSaveOfAnUncommittedBatchComesBackAfterACr
   EXPECT_FALSE(fs::exists(copy / "memory.db-saves"));
 }
 
+TEST_F(SaveBatchTest, AReplayedSaveKeepsItsAnchorsAndTheContentItKeeps) {
+  // Content that is not UTF-8 (a Latin-1 file): the journal carries it in base64, byte for byte.
+  const auto kept = std::make_shared<const std::string>("caf\xe9\nline 2\n\xff\xfe line 3\n");
+  const std::string blob(40, 'c');
+  std::vector<SaveOutcome> acked;
+  for (int i = 0; i < 3; ++i) {
+    SaveInput in;
+    in.summary = "Anchored note " + std::to_string(i) + " about the Latin-1 file";
+    in.files = {"src/latin1.txt", "src/plain.c"};
+    auto n = normalizeSave(in, root_);
+    ASSERT_TRUE(n.isOk());
+    std::vector<FileRef> refs = {
+        {"src/latin1.txt", std::nullopt, FileAnchor{{{1, 1}, {3, 3}}, blob, kept}},
+        {"src/plain.c", std::string("2222"), std::nullopt}};
+    auto r = store_->save(*n, refs, actor_);
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    EXPECT_EQ(r->memory->files[0].anchor->keptContent, nullptr);  // an answer never carries the bytes
+    acked.push_back(*r);
+  }
+  ASSERT_TRUE(store_->hasPendingSaves());
+  std::unique_ptr<MemoryStore> reopened;
+  reopenAfterCrash("crashed", acked, 3u, reopened);
+  ASSERT_NE(reopened, nullptr);
+  for (const auto& a : acked) {
+    auto m = reopened->get(a.id);
+    ASSERT_TRUE(m.isOk());
+    ASSERT_EQ(m->files.size(), 2u);
+    ASSERT_TRUE(m->files[0].anchor.has_value());
+    EXPECT_EQ(m->files[0].anchor->lines, (LineRanges{{1, 1}, {3, 3}}));
+    EXPECT_EQ(m->files[0].anchor->blob, blob);
+    EXPECT_FALSE(m->files[1].anchor.has_value());
+  }
+  EXPECT_EQ(count(*reopened, "SELECT COUNT(*) FROM anchor_versions"), 1);
+  SQLite::Statement q(MemoryStoreTestAccess::database(*reopened), "SELECT content FROM anchor_versions");
+  ASSERT_TRUE(q.executeStep());
+  EXPECT_EQ(std::string(static_cast<const char*>(q.getColumn(0).getBlob()), q.getColumn(0).getBytes()), *kept);
+}
+
 TEST_F(SaveBatchTest, AReplayedSaveIsTheSaveThatWasAnsweredFieldForField) {
   // Every field the journal record carries (category, topics, source, session, file refs with and without a blob
   // id, text that needs escaping) comes back from the journal as it was answered.

@@ -39,7 +39,7 @@ class StoreTest : public testing::StoreFixture {
     SaveInput in;
     in.summary = summary;
     in.details = details;
-    in.files = files;
+    in.files = {files.begin(), files.end()};
     in.topics = topics;
     auto r = saveInput(*store_, in);
     EXPECT_TRUE(r.isOk()) << r.status().toString();
@@ -407,7 +407,7 @@ TEST_F(StoreTest, UpgradeToEdgesStoredOnceKeepsEveryEdge) {
   auto a = save("Use bun for installing packages in this repo");
   auto b = save("Use bun for installing the packages in this repo");
   auto c = save("Use bun for installing all the packages in this repo");
-  auto pkOf = [&](const std::string& id) { return store_->get(id)->pk; };
+  auto pkOf = [&](const std::string& id) { return store_->pkOf(id).value_or(0); };
   // The rows as an older memq wrote them: every edge mirrored, plus one pair (c, a) held only as (a -> c).
   MemoryStoreTestAccess::database(*store_).exec("DELETE FROM memory_edges");
   auto put = [&](int64_t src, int64_t dst, double weight) {

@@ -1,0 +1,157 @@
+// Line anchors of the files a write names; see file_anchors.h.
+#include "daemon/service/file_anchors.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <optional>
+
+#include "daemon/anchors/line_ranges.h"
+#include "daemon/git/libgit2.h"
+#include "daemon/model/file_path.h"
+
+namespace memq {
+
+namespace {
+
+// The version an entry's lines are in, with its content.
+struct Version {
+  std::string blob;
+  std::string content;
+  bool inRepository = false;
+};
+
+bool isBlobId(const std::string& text) {
+  return text.size() == 40 &&
+         std::all_of(text.begin(), text.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+}
+
+std::string lowercase(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+Status tooLarge(const std::string& field, const std::string& path, size_t bytes) {
+  return Status::invalidField(field, field + ": " + path + " is " + std::to_string(bytes) +
+                                         " bytes; lines are anchored in files of at most " +
+                                         std::to_string(kMaxAnchoredFileBytes >> 20) + " MiB");
+}
+
+// The file at `path` under `root` as it is now: a regular file (a symlink is followed; normalizeFilePath has made
+// sure it stays inside the project), read whole.
+Result<std::string> readWorkTreeFile(const std::string& root, const std::string& path, const std::string& field) {
+  const std::string full = root + "/" + path;
+  // O_NONBLOCK: a FIFO at the path must not hang the worker in open(); fstat then refuses it as not a file.
+  const int fd = ::open(full.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fd >= 0) ::close(fd);
+    return Status::invalidField(field, field + ": " + path +
+                                           " is not a file in the work tree, so its lines cannot be read; name the "
+                                           "version with blob to anchor lines of a committed file");
+  }
+  if (static_cast<uint64_t>(st.st_size) > kMaxAnchoredFileBytes) {
+    ::close(fd);
+    return tooLarge(field, path, static_cast<size_t>(st.st_size));
+  }
+  std::string content(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < content.size()) {
+    const ssize_t n = ::read(fd, content.data() + got, content.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  content.resize(got);  // a file that shrank while read is taken as read
+  return content;
+}
+
+Result<Version> resolveVersion(const FileEntry& entry, const std::string& path, const std::string& field,
+                               const AnchorSource& source) {
+  Version v;
+  if (entry.blob) {
+    const std::string blobField = field + ".blob";
+    if (!isBlobId(*entry.blob)) {
+      return Status::invalidField(blobField, blobField + ": '" + *entry.blob +
+                                                 "' is not a blob id (40 hexadecimal digits)");
+    }
+    v.blob = lowercase(*entry.blob);
+    auto content = source.repo ? source.repo->blobContent(v.blob) : std::nullopt;
+    if (!content) {
+      return Status::invalidField(blobField, blobField + ": the repository has no blob " + v.blob +
+                                                 (source.repo ? "" : " (the project is not in git)"));
+    }
+    if (content->size() > kMaxAnchoredFileBytes) return tooLarge(field, path + " at " + v.blob, content->size());
+    v.content = std::move(*content);
+    v.inRepository = true;
+    return v;
+  }
+  auto content = readWorkTreeFile(source.root, path, field);
+  if (!content) return content.status();
+  v.content = std::move(*content);
+  v.blob = gitBlobId(v.content);
+  if (v.blob.empty()) return Status::internal(field + ": could not hash " + path);
+  v.inRepository = source.repo != nullptr && source.repo->hasBlob(v.blob);
+  return v;
+}
+
+}  // namespace
+
+std::string gitBlobId(const std::string& content) {
+  ensureLibgit2();
+  git_oid oid;
+  if (git_odb_hash(&oid, content.data(), content.size(), GIT_OBJECT_BLOB) != 0) return "";
+  return oidHex(oid);
+}
+
+bool isStoredBlobId(const std::string& text) {
+  return text.size() == 40 && std::all_of(text.begin(), text.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+Status anchorFileRefs(const std::vector<FileEntry>& entries, const std::string& field, const AnchorSource& source,
+                      std::vector<FileRef>& refs) {
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const FileEntry& entry = entries[i];
+    if (!entry.lines) continue;
+    const std::string entryField = field + "[" + std::to_string(i) + "]";
+    if (source.root.empty()) {
+      return Status::invalidField(entryField + ".lines", entryField +
+                                                             ".lines: lines are anchored in a project's files; the "
+                                                             "global scope has no work tree to read them from");
+    }
+    // The path as the plain list normalised it (the same refusals, Forbidden outside the project).
+    auto path = normalizeFilePath(entry.path, source.root, entryField);
+    if (!path) return path.status();
+    auto ref = std::find_if(refs.begin(), refs.end(), [&](const FileRef& r) { return r.path == *path; });
+    if (ref == refs.end()) return Status::internal(entryField + ": " + *path + " is not among the request's files");
+    auto version = resolveVersion(entry, *path, entryField, source);
+    if (!version) return version.status();
+    MEMQ_RETURN_IF_ERROR(validateRangesInContent(*entry.lines, version->content, entryField + ".lines"));
+    LineRanges lines = normalizeRanges(*entry.lines);
+    if (ref->anchor) {
+      // The same path named twice: one anchor, if both name one version.
+      if (ref->anchor->blob != version->blob) {
+        return Status::invalidField(entryField, entryField + ": " + *path +
+                                                    " is named again with lines in another version; name each file "
+                                                    "once");
+      }
+      lines.insert(lines.end(), ref->anchor->lines.begin(), ref->anchor->lines.end());
+      MEMQ_RETURN_IF_ERROR(validateRanges(lines, entryField + ".lines"));
+      ref->anchor->lines = normalizeRanges(std::move(lines));
+      continue;
+    }
+    FileAnchor anchor{std::move(lines), version->blob, nullptr};
+    if (!version->inRepository) anchor.keptContent = std::make_shared<const std::string>(std::move(version->content));
+    ref->anchor = std::move(anchor);
+  }
+  return Status::ok();
+}
+
+}  // namespace memq

@@ -1,0 +1,44 @@
+// Line anchors of the files a write names (docs/anchors.md): for each entry of `files` that gives lines, the version
+// they are in (the blob it names, else the file in the work tree now), the validation of the lines against that
+// version, and whether memq keeps the version's content itself (the repository's object database lacks it). The
+// lines of a query's files (recall, hints) are checked on their own. All of it runs before the scope's lock is
+// taken and before anything is written, so an error refuses the whole request and stores nothing.
+// Thread-safety: pure apart from reading the work tree and the repository (RepoSignals is thread-safe).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "daemon/model/memory.h"
+#include "daemon/model/memory_input.h"
+#include "daemon/recall/repo_signals.h"
+#include "protocol/status.h"
+
+namespace memq {
+
+// The largest file version whose lines are anchored: a kept version travels in the save journal and in export
+// lines, and every version is read whole to count its lines.
+inline constexpr size_t kMaxAnchoredFileBytes = size_t{2} << 20;
+
+struct AnchorSource {
+  std::string root;             // the project root; "" for the global scope, where anchors are refused
+  RepoSignals* repo = nullptr;  // the work tree's repository; null outside git
+};
+
+// The blob id git would give `content` (40 lowercase hex): a work-tree file equal to a committed blob is that version.
+std::string gitBlobId(const std::string& content);
+
+// Whether `text` is a blob id as memq stores them: 40 lowercase hexadecimal digits.
+bool isStoredBlobId(const std::string& text);
+
+// Sets the anchor of each ref of `refs` (a request's files, normalised and de-duplicated, with their blob ids) that
+// an entry of `entries` (the request's files as sent, named `field`) gives lines for. Errors name the entry:
+// `files[2].lines[0]` (a bad range, validateRangesInContent), `files[2].lines` (a binary file, more than 64 ranges),
+// `files[2].blob` (not a blob id, or not in the repository), `files[2]` (no such file in the work tree, too large,
+// or anchors in the global scope); all InvalidParams. Two entries of one path merge their lines when they name the
+// same version, and are refused when they do not.
+Status anchorFileRefs(const std::vector<FileEntry>& entries, const std::string& field, const AnchorSource& source,
+                      std::vector<FileRef>& refs);
+
+}  // namespace memq
