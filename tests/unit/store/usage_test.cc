@@ -41,7 +41,7 @@ class UsageTest : public StoreFixture {
   std::string save(const std::string& summary, std::vector<std::string> files = {}) {
     SaveInput in;
     in.summary = summary;
-    in.files = std::move(files);
+    in.files = {files.begin(), files.end()};
     auto r = saveInput(*store_, in);
     EXPECT_TRUE(r.isOk()) << r.status().toString();
     return r.isOk() ? r->id : std::string();
