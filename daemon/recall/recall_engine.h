@@ -42,8 +42,8 @@ struct RecallRequest {
   bool explain = false;
   bool useFileSignals = true;  // memory/search: false
   bool useSemantic = true;
-  // The lines of `files` the query names ({path, lines} entries; paths normalised like `files`). Ranking does not
-  // use them yet.
+  // The lines of `files` the query names ({path, lines} entries; paths normalised like `files`). The service turns
+  // them into each candidate's line signals (daemon/service/recall_lines.h) before ranking.
   std::vector<PathLines> lines;
 };
 

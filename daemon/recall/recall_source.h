@@ -42,6 +42,14 @@ struct MirroredRow {
   int64_t lastUsedKey = -1;
 };
 
+// One anchored file ref of an active row (docs/anchors.md): its lines in the version anchor.blob, with that
+// version's content when memq keeps it (anchor.keptContent; null when the repository has it).
+struct AnchoredRef {
+  int64_t pk = 0;
+  std::string path;
+  FileAnchor anchor;
+};
+
 // Every lane reads active rows only.
 class RecallSource {
  public:
@@ -67,6 +75,10 @@ class RecallSource {
   virtual std::optional<std::vector<const MirroredRow*>> mirroredRows(const std::vector<int64_t>& pks) = 0;
   // The rows of `pks` (any state) with their file refs, in input order; a pk that is gone is left out.
   virtual Result<std::vector<Memory>> loadMany(const std::vector<int64_t>& pks) = 0;
+  // The anchored refs of active rows on any of `paths`, by path then pk. A source without anchors has none.
+  virtual Result<std::vector<AnchoredRef>> anchoredRefsOn(const std::vector<std::string>& /*paths*/) {
+    return std::vector<AnchoredRef>{};
+  }
 };
 
 }  // namespace memq

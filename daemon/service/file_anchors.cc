@@ -41,35 +41,6 @@ Status tooLarge(const std::string& field, const std::string& path, size_t bytes)
                                          std::to_string(kMaxAnchoredFileBytes >> 20) + " MiB");
 }
 
-// The file at `path` under `root` as it is now: a regular file (a symlink is followed; normalizeFilePath has made
-// sure it stays inside the project), read whole.
-Result<std::string> readWorkTreeFile(const std::string& root, const std::string& path, const std::string& field) {
-  const std::string full = root + "/" + path;
-  // O_NONBLOCK: a FIFO at the path must not hang the worker in open(); fstat then refuses it as not a file.
-  const int fd = ::open(full.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  struct stat st {};
-  if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    if (fd >= 0) ::close(fd);
-    return Status::invalidField(field, field + ": " + path +
-                                           " is not a file in the work tree, so its lines cannot be read; name the "
-                                           "version with blob to anchor lines of a committed file");
-  }
-  if (static_cast<uint64_t>(st.st_size) > kMaxAnchoredFileBytes) {
-    ::close(fd);
-    return tooLarge(field, path, static_cast<size_t>(st.st_size));
-  }
-  std::string content(static_cast<size_t>(st.st_size), '\0');
-  size_t got = 0;
-  while (got < content.size()) {
-    const ssize_t n = ::read(fd, content.data() + got, content.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  content.resize(got);  // a file that shrank while read is taken as read
-  return content;
-}
 
 Result<Version> resolveVersion(const FileEntry& entry, const std::string& path, const std::string& field,
                                const AnchorSource& source) {
@@ -101,6 +72,34 @@ Result<Version> resolveVersion(const FileEntry& entry, const std::string& path, 
 }
 
 }  // namespace
+
+Result<std::string> readWorkTreeFile(const std::string& root, const std::string& path, const std::string& field) {
+  const std::string full = root + "/" + path;
+  // O_NONBLOCK: a FIFO at the path must not hang the worker in open(); fstat then refuses it as not a file.
+  const int fd = ::open(full.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fd >= 0) ::close(fd);
+    return Status::invalidField(field, field + ": " + path +
+                                           " is not a file in the work tree, so its lines cannot be read; name the "
+                                           "version with blob to anchor lines of a committed file");
+  }
+  if (static_cast<uint64_t>(st.st_size) > kMaxAnchoredFileBytes) {
+    ::close(fd);
+    return tooLarge(field, path, static_cast<size_t>(st.st_size));
+  }
+  std::string content(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < content.size()) {
+    const ssize_t n = ::read(fd, content.data() + got, content.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  content.resize(got);  // a file that shrank while read is taken as read
+  return content;
+}
 
 std::string gitBlobId(const std::string& content) {
   ensureLibgit2();

@@ -29,6 +29,11 @@ struct AnchorSource {
 // The blob id git would give `content` (40 lowercase hex): a work-tree file equal to a committed blob is that version.
 std::string gitBlobId(const std::string& content);
 
+// The file at `path` under `root` as it is now: a regular file (a symlink is followed; normalizeFilePath has made
+// sure it stays inside the project), read whole. InvalidParams naming `field` when it is not a file or is over
+// kMaxAnchoredFileBytes.
+Result<std::string> readWorkTreeFile(const std::string& root, const std::string& path, const std::string& field);
+
 // Whether `text` is a blob id as memq stores them: 40 lowercase hexadecimal digits.
 bool isStoredBlobId(const std::string& text);
 

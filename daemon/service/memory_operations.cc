@@ -8,6 +8,7 @@
 #include "daemon/anchors/line_ranges.h"
 #include "daemon/model/file_path.h"
 #include "daemon/service/file_anchors.h"
+#include "daemon/service/recall_lines.h"
 #include "daemon/service/service.h"
 
 namespace memq {
@@ -248,6 +249,10 @@ Result<RecallHits> Service::recall(const CallContext& ctx, const RecallParams& p
     auto c = gatherCandidates(scope->db->store(), request, query,
                               scope->kind == ScopeKind::kProject ? scope->repo.get() : nullptr);
     if (!c) return c.status();
+    if (scope->kind == ScopeKind::kProject && scope->carrier && !request.lines.empty()) {
+      MEMQ_RETURN_IF_ERROR(
+          addLineSignals(scope->db->store(), *scope->carrier, scope->location.root, request.lines, *c));
+    }
     for (auto& cand : *c) all.push_back(std::move(cand));
   }
   auto hits = rankAndSelect(std::move(all), request);

@@ -103,6 +103,11 @@ Result<std::shared_ptr<Scope>> ScopeRegistry::openScope(const std::string& key, 
     scope->location = *location;
     // Signals follow the work tree, not the database: a linked worktree has its own HEAD, index and files.
     if (options_.repoFactory && location->inGit) scope->repo = options_.repoFactory(*location);
+    if (location->inGit) {
+      if (auto carrier = LineCarrier::open(location->root, {}); carrier) scope->carrier = std::move(*carrier);
+    }
+    // Outside git (or a repository libgit2 cannot open), anchors carry from the versions memq keeps alone.
+    if (!scope->carrier) scope->carrier = std::make_shared<LineCarrier>(RepositoryPtr());
   }
   scope->lastUsed = std::chrono::steady_clock::now();
   scopes_[key] = scope;

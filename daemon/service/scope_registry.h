@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 
+#include "daemon/anchors/line_carrier.h"
 #include "daemon/embed/embedder.h"
 #include "daemon/git/repo_location.h"
 #include "daemon/model/scope_kind.h"
@@ -58,6 +59,9 @@ struct Scope {
   ProjectLocation location;  // project scopes only: the work tree (root) the requests name
   std::shared_ptr<ScopeDatabase> db;
   std::shared_ptr<RepoSignals> repo;  // this work tree's signals, for project scopes in git; may be null
+  // Carries line anchors to the work tree (recall_lines.h), for project scopes; reads blobs of the work tree's
+  // repository, or only the versions memq keeps outside git. Thread-safe.
+  std::shared_ptr<LineCarrier> carrier;
   std::chrono::steady_clock::time_point lastUsed;
 };
 

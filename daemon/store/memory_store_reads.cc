@@ -229,6 +229,20 @@ std::optional<std::vector<const MirroredRow*>> MemoryStore::mirroredRows(const s
   return mirror_->rows(pks);
 }
 
+Result<std::vector<AnchoredRef>> MemoryStore::anchoredRefsOn(const std::vector<std::string>& paths) {
+  takeDatabase();  // saves handed to the background applier are written first
+  try {
+    std::vector<AnchoredRef> out;
+    for (const auto& path : paths) {
+      auto refs = sql_->activeAnchoredRefsOn(path);
+      out.insert(out.end(), std::make_move_iterator(refs.begin()), std::make_move_iterator(refs.end()));
+    }
+    return out;
+  } catch (const std::exception& e) {
+    return storageError(e, "anchors");
+  }
+}
+
 Result<std::vector<Memory>> MemoryStore::memoriesWithFiles(int limit) {
   takeDatabase();  // saves handed to the background applier are written first
   if (!pendingUsage_.empty()) MEMQ_RETURN_IF_ERROR(flushUsage());  // the rows are picked by last use

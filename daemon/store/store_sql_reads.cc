@@ -347,6 +347,21 @@ std::shared_ptr<const std::string> StoreSql::keptVersion(const std::string& blob
   return std::make_shared<const std::string>(static_cast<const char*>(c.getBlob()), static_cast<size_t>(c.getBytes()));
 }
 
+std::vector<AnchoredRef> StoreSql::activeAnchoredRefsOn(const std::string& path) {
+  auto q = statement("SELECT mf.memory_pk, mf.path, mf.blob_id, mf.anchor_lines, mf.anchor_blob "
+                     "FROM memory_files mf CROSS JOIN memories m ON m.pk = mf.memory_pk "
+                     "WHERE mf.path = ? AND mf.anchor_blob IS NOT NULL AND m.state = 'active' ORDER BY mf.memory_pk");
+  q->bind(1, path);
+  std::vector<AnchoredRef> out;
+  while (q->executeStep()) {
+    FileRef ref = fileRefFromRow(*q, 1);
+    if (!ref.anchor) continue;  // lines that do not read back are no anchor (fileRefFromRow)
+    out.push_back({q->getColumn(0).getInt64(), std::move(ref.path), std::move(*ref.anchor)});
+  }
+  for (auto& a : out) a.anchor.keptContent = keptVersion(a.anchor.blob);
+  return out;
+}
+
 int64_t StoreSql::keptVersionCount() {
   auto q = statement("SELECT COUNT(*) FROM anchor_versions");
   q->executeStep();

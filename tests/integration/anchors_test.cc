@@ -132,6 +132,31 @@ TEST_F(AnchorsIntegrationTest, TheCliSavesAndShowsPathColonLines) {
   EXPECT_EQ(json::parse(count.out)["total"], 1);
 }
 
+TEST_F(AnchorsIntegrationTest, ARecallThroughTheCliRanksByTheLinesAfterAnEditAboveThem) {
+  writeTextFile(fs::path(project_) / "src/b.c", numberedLines(200, "b"));
+  commitAll(project_, "b");
+  auto saveOn = [&](const std::string& summary, const std::string& lines) {
+    CommandResult r = daemon_->memq("--json save '" + summary + "' --file src/b.c:" + lines, project_);
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    return r.exitCode == 0 ? json::parse(r.out)["id"].get<std::string>() : std::string();
+  };
+  const std::string early = saveOn("the token cache is flushed here", "20-30");
+  const std::string late = saveOn("the token cache is flushed there", "150-160");
+  // Twenty lines inserted at the top, not committed: late's lines are 170-180 now.
+  writeTextFile(fs::path(project_) / "src/b.c", numberedLines(20, "new") + numberedLines(200, "b"));
+  auto first = [&](const std::string& lines) {
+    CommandResult r = daemon_->memq("--json recall 'token cache flushed' --explain --file src/b.c:" + lines, project_);
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    json out = json::parse(r.out);
+    EXPECT_FALSE(out["memories"].empty()) << r.out;
+    return out["memories"].empty() ? json() : out["memories"][0];
+  };
+  json onLate = first("172-175");
+  EXPECT_EQ(onLate["id"], late);
+  EXPECT_TRUE(onLate.dump().find("lines_owned") != std::string::npos) << onLate.dump();
+  EXPECT_EQ(first("42-44")["id"], early);
+}
+
 TEST_F(AnchorsIntegrationTest, AnchorsAndKeptContentSurviveSigkillAfterAcknowledgement) {
   // An uncommitted edit: its content is kept by memq, and travels in the save journal.
   writeTextFile(fs::path(project_) / "src/a.c", numberedLines(20, "edited"));

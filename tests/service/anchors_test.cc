@@ -334,5 +334,110 @@ TEST_F(AnchorsTest, ExportAndImportCarryAnchorsAndKeptContentToAnotherRepository
   EXPECT_EQ(again->jsonl, page->jsonl);
 }
 
+
+// --- recall with lines: the anchors carried to the work tree and ranked by (recall_lines.h) ---
+
+class RecallLinesTest : public AnchorsTest {
+ protected:
+  // Two memories of one busy file, equally relevant by their text, anchored far apart in src/b.c.
+  void SetUp() override {
+    AnchorsTest::SetUp();
+    auto early = save("parser state machine resets here", {FileEntry("src/b.c", LineRanges{{20, 30}})});
+    ASSERT_TRUE(early.isOk()) << early.status().toString();
+    early_ = early->id;
+    auto late = save("parser state machine resets there", {FileEntry("src/b.c", LineRanges{{150, 160}})});
+    ASSERT_TRUE(late.isOk()) << late.status().toString();
+    late_ = late->id;
+  }
+
+  // The ids recall returns for the query with lines `lines` of src/b.c, best first.
+  std::vector<std::string> recallOn(const LineRanges& lines, RecallHits* out = nullptr) {
+    RecallRequest request;
+    request.query = "parser state machine resets";
+    request.files = {"src/b.c"};
+    request.lines = {{"src/b.c", lines}};
+    request.limit = 5;
+    request.threshold = 0;
+    request.explain = true;
+    auto hits = service_->recall(ctx(), RecallParams{request, /*markUsed=*/false});
+    EXPECT_TRUE(hits.isOk()) << hits.status().toString();
+    std::vector<std::string> ids;
+    if (!hits.isOk()) return ids;
+    for (const auto& h : hits->hits) ids.push_back(h.memory.id);
+    if (out != nullptr) *out = *hits;
+    return ids;
+  }
+
+  std::string early_, late_;
+};
+
+TEST_F(RecallLinesTest, TheMemoryAnchoredOnTheQueriedLinesComesFirst) {
+  RecallHits hits;
+  auto onLate = recallOn({{152, 155}}, &hits);
+  ASSERT_EQ(onLate.size(), 2u);
+  EXPECT_EQ(onLate[0], late_);
+  EXPECT_GT(hits.hits[0].breakdown.terms.value("lines_owned", 0.0), 0.0) << hits.hits[0].breakdown.terms.dump();
+  EXPECT_EQ(hits.hits[0].signals.lineOverlap, 4u);
+  auto onEarly = recallOn({{22, 25}});
+  ASSERT_EQ(onEarly.size(), 2u);
+  EXPECT_EQ(onEarly[0], early_);
+  // Nearer wins when neither covers the lines.
+  EXPECT_EQ(recallOn({{35, 36}})[0], early_);
+  EXPECT_EQ(recallOn({{140, 141}})[0], late_);
+}
+
+TEST_F(RecallLinesTest, AnchorsAreCarriedThroughAnUncommittedEditAboveThem) {
+  // Fifty lines inserted at the top of the work-tree file: the late anchor is now at 200-210.
+  repo_->write("src/b.c", numberedLines(50, "new") + numberedLines(200, "b"));
+  EXPECT_EQ(recallOn({{202, 205}})[0], late_);
+  EXPECT_EQ(recallOn({{72, 75}})[0], early_);
+  // Lines 152-155 of the edited file are the old 102-105, which neither anchor holds; early's 20-30 are now 70-80.
+  RecallHits hits;
+  recallOn({{152, 155}}, &hits);
+  for (const auto& h : hits.hits) EXPECT_EQ(h.signals.lineOverlap, 0u) << h.memory.id;
+}
+
+TEST_F(RecallLinesTest, ARewrittenRangeStillOwnsItsNewLinesAndADeletedOneNothing) {
+  // The late anchor's lines replaced by new text (rewritten), the early anchor's lines deleted.
+  std::string edited;
+  for (int i = 1; i <= 200; ++i) {
+    if (i >= 20 && i <= 30) continue;                                     // deleted
+    edited += (i >= 150 && i <= 160 ? "rewritten " : "b ") + std::to_string(i) + "\n";  // rewritten in place
+  }
+  repo_->write("src/b.c", edited);
+  RecallHits hits;
+  auto ids = recallOn({{141, 143}}, &hits);  // the rewritten lines, 11 lines higher now
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(ids[0], late_);
+  for (const auto& h : hits.hits) {
+    if (h.memory.id == early_) EXPECT_FALSE(h.signals.lineDistance.has_value()) << "a deleted anchor has no lines";
+  }
+}
+
+TEST_F(RecallLinesTest, ADirtyAnchorCarriesAfterTheEditIsCommittedAndAfterItIsThrownAway) {
+  // Ten lines inserted at the top, uncommitted; a memory anchored to lines 15-18 of that version (memq keeps it).
+  repo_->write("src/b.c", numberedLines(10, "dirty") + numberedLines(200, "b"));
+  auto dirty = save("parser state machine resets in the dirty copy", {FileEntry("src/b.c", LineRanges{{15, 18}})});
+  ASSERT_TRUE(dirty.isOk()) << dirty.status().toString();
+  EXPECT_EQ(recallOn({{15, 18}})[0], dirty->id);
+  repo_->git("commit -qam dirty");  // committed: the same lines, now a blob of the repository
+  EXPECT_EQ(recallOn({{15, 18}})[0], dirty->id);
+  repo_->git("reset -q --hard HEAD~1");  // thrown away: its lines are 5-8 of the file as it was
+  EXPECT_EQ(recallOn({{5, 8}})[0], dirty->id);
+  EXPECT_EQ(recallOn({{22, 25}})[0], early_);
+}
+
+TEST_F(RecallLinesTest, HiddenSupersededAndRejectedMemoriesAreNeverSurfacedByTheirAnchors) {
+  ASSERT_TRUE(service_->hide(ctx(), {late_, std::nullopt}).isOk());
+  for (const auto& id : recallOn({{150, 160}})) EXPECT_NE(id, late_);
+  ASSERT_TRUE(service_->restore(ctx(), {late_, std::nullopt}).isOk());
+  ASSERT_TRUE(service_->reject(ctx(), {late_, std::string("wrong")}).isOk());
+  for (const auto& id : recallOn({{150, 160}})) EXPECT_NE(id, late_);
+  auto replacement = save("the parser resets on every token", {FileEntry("src/b.c", LineRanges{{21, 22}})});
+  ASSERT_TRUE(replacement.isOk());
+  ASSERT_TRUE(service_->supersede(ctx(), {early_, replacement->id}).isOk());
+  for (const auto& id : recallOn({{20, 30}})) EXPECT_NE(id, early_);
+}
+
 }  // namespace
 }  // namespace memq

@@ -1,0 +1,73 @@
+// The line signals of a recall; see recall_lines.h.
+#include "daemon/service/recall_lines.h"
+
+#include <spdlog/spdlog.h>
+
+#include <optional>
+#include <unordered_map>
+#include <utility>
+
+#include "daemon/anchors/line_signals.h"
+#include "daemon/service/file_anchors.h"
+
+namespace memq {
+
+Status addLineSignals(RecallSource& source, LineCarrier& carrier, const std::string& workTree,
+                      const std::vector<PathLines>& queryLines, std::vector<Candidate>& candidates) {
+  std::vector<QueryLines> query;
+  std::vector<std::string> paths;
+  for (const auto& q : queryLines) {
+    if (q.lines.empty()) continue;
+    query.push_back({q.path, normalizeRanges(q.lines)});
+    paths.push_back(q.path);
+  }
+  if (query.empty() || candidates.empty()) return Status::ok();
+  auto refs = source.anchoredRefsOn(paths);
+  if (!refs) return refs.status();
+  if (refs->empty()) return Status::ok();
+
+  std::unordered_map<int64_t, size_t> indexOf;  // candidate pk → its LineCandidate
+  for (size_t i = 0; i < candidates.size(); ++i) indexOf.emplace(candidates[i].pk, i);
+  std::vector<LineCandidate> lineCandidates(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    // The newest anchor owns a line: pks grow with every row written, so a later save's anchor is the newer one.
+    lineCandidates[i].anchoredAt = candidates[i].pk;
+  }
+
+  // Each queried file once, as it is in the work tree: the version every anchor is carried to.
+  std::unordered_map<std::string, std::optional<FileVersion>> workTreeVersion;
+  for (const auto& path : paths) {
+    auto content = readWorkTreeFile(workTree, path, "files");
+    if (content) {
+      workTreeVersion.emplace(path, FileVersion::buffer(std::move(*content)));
+    } else {
+      workTreeVersion.emplace(path, std::nullopt);  // gone (or not a file): its anchors give no signal
+    }
+  }
+  for (auto& ref : *refs) {
+    auto at = indexOf.find(ref.pk);
+    if (at == indexOf.end()) continue;  // not a candidate of this recall
+    const auto& to = workTreeVersion[ref.path];
+    if (!to) continue;
+    const FileVersion from = ref.anchor.keptContent ? FileVersion::buffer(*ref.anchor.keptContent)
+                                                    : FileVersion::blob(ref.anchor.blob);
+    auto carried = carrier.carry(ref.anchor.lines, from, *to);
+    if (!carried) {
+      // A version the repository no longer has (gc'd after a rewrite), a file now binary: no signal, no error.
+      spdlog::debug("anchor of memory {} on {} not carried: {}", ref.pk, ref.path, carried.status().message());
+      continue;
+    }
+    if (carried->lines.empty()) continue;  // every anchored line was deleted
+    lineCandidates[at->second].anchors.push_back({ref.path, std::move(carried->lines), std::move(carried->unchanged)});
+  }
+  const std::vector<LineSignals> signals = computeLineSignals(query, lineCandidates);
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    Signals& s = candidates[i].signals;
+    s.lineOverlap = signals[i].overlap;
+    s.linesOwned = signals[i].owned;
+    s.lineDistance = signals[i].distance;
+  }
+  return Status::ok();
+}
+
+}  // namespace memq
