@@ -324,6 +324,16 @@ Status loadHitRows(RecallSource& store, std::vector<RecallHit>& hits) {
   return Status::ok();
 }
 
+std::string_view anchoredLinesStateName(AnchoredLinesState state) {
+  switch (state) {
+    case AnchoredLinesState::kUnchanged: return "unchanged";
+    case AnchoredLinesState::kMoved: return "moved";
+    case AnchoredLinesState::kRewritten: return "rewritten";
+    case AnchoredLinesState::kDeleted: return "deleted";
+  }
+  return "unchanged";
+}
+
 void annotateStaleness(RecallHit& h, RepoSignals& repo) {
   h.changedFiles.clear();
   h.missingFiles.clear();
@@ -333,7 +343,12 @@ void annotateStaleness(RecallHit& h, RepoSignals& repo) {
     if (!current) {
       h.missingFiles.push_back(f.path);
     } else if (*current != *f.blobId) {
-      h.changedFiles.push_back(f.path);
+      // A file whose anchored lines survived unchanged or only moved: the memory's subject is still there.
+      const bool linesHeld = std::any_of(h.anchoredLines.begin(), h.anchoredLines.end(), [&](const auto& a) {
+        return a.path == f.path &&
+               (a.state == AnchoredLinesState::kUnchanged || a.state == AnchoredLinesState::kMoved);
+      });
+      if (!linesHeld) h.changedFiles.push_back(f.path);
     }
   }
   h.stale = !h.changedFiles.empty() || !h.missingFiles.empty();
@@ -349,6 +364,15 @@ nlohmann::json recallHitToJson(const RecallHit& hit, bool explain) {
   j["stale"] = hit.stale;
   if (!hit.changedFiles.empty()) j["changed_files"] = hit.changedFiles;
   if (!hit.missingFiles.empty()) j["missing_files"] = hit.missingFiles;
+  if (!hit.anchoredLines.empty()) {
+    nlohmann::json lines = nlohmann::json::array();
+    for (const auto& a : hit.anchoredLines) {
+      nlohmann::json ranges = nlohmann::json::array();
+      for (const auto& r : a.lines) ranges.push_back({r.first, r.last});
+      lines.push_back({{"path", a.path}, {"state", anchoredLinesStateName(a.state)}, {"lines", std::move(ranges)}});
+    }
+    j["anchored_lines"] = std::move(lines);
+  }
   if (explain) j["explain"] = {{"signals", hit.signals.toJson()}, {"terms", hit.breakdown.terms}};
   return j;
 }

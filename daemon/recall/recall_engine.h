@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "daemon/embed/embedder.h"
@@ -64,6 +65,16 @@ struct Candidate {
   size_t cost = 0;  // utf16Length(summary) + utf16Length(details), what it takes of max_chars
 };
 
+// What became of an anchored file ref's lines in the work tree (docs/anchors.md, "Staleness by lines").
+enum class AnchoredLinesState { kUnchanged, kMoved, kRewritten, kDeleted };
+std::string_view anchoredLinesStateName(AnchoredLinesState state);
+
+struct AnchoredLinesNow {
+  std::string path;
+  AnchoredLinesState state = AnchoredLinesState::kUnchanged;
+  LineRanges lines;  // where they are in the work-tree file now (empty when deleted)
+};
+
 struct RecallHit {
   Memory memory;  // rankAndSelect fills pk and scope only; loadHitRows the rest
   double score = 0;
@@ -73,6 +84,9 @@ struct RecallHit {
   bool stale = false;
   std::vector<std::string> changedFiles;
   std::vector<std::string> missingFiles;
+  // For a project hit's anchored refs whose lines could be carried to the work tree: what became of them. A file
+  // whose anchored lines are unchanged or only moved is not in changedFiles and does not make the hit stale.
+  std::vector<AnchoredLinesNow> anchoredLines;
 };
 
 PreparedQuery prepareQuery(const RecallRequest& request, const Embedder& embedder, RepoSignals* repo);

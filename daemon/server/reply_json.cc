@@ -49,6 +49,28 @@ void writeFileRef(JsonWriter& w, const FileRef& f) {
 // Keeping one sequence for both is why the hit's members are interleaved here rather than appended.
 void writeRecord(JsonWriter& w, const Memory& m, const RecallHit* hit, bool explain) {
   w.beginObject();
+  if (hit && !hit->anchoredLines.empty()) {
+    w.key("anchored_lines");
+    w.beginArray();
+    for (const auto& a : hit->anchoredLines) {
+      w.beginObject();
+      w.key("lines");
+      w.beginArray();
+      for (const auto& r : a.lines) {
+        w.beginArray();
+        w.integer(r.first);
+        w.integer(r.last);
+        w.endArray();
+      }
+      w.endArray();
+      w.key("path");
+      w.string(a.path);
+      w.key("state");
+      w.string(anchoredLinesStateName(a.state));
+      w.endObject();
+    }
+    w.endArray();
+  }
   w.key("category");
   optionalString(w, m.category);
   if (hit && !hit->changedFiles.empty()) {

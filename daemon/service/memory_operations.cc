@@ -267,6 +267,10 @@ Result<RecallHits> Service::recall(const CallContext& ctx, const RecallParams& p
     CommittedLock lock(*scope->db);
     auto loaded = loadHitRows(scope->db->store(), hits);
     if (!loaded) return loaded;
+    if (scope->kind == ScopeKind::kProject && scope->carrier) {
+      MEMQ_RETURN_IF_ERROR(
+          annotateAnchoredLines(scope->db->store(), *scope->carrier, scope->location.root, scopeName, hits));
+    }
     if (!markUsed) continue;
     std::vector<int64_t> pks;
     for (const auto& h : hits) {

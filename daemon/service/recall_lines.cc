@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <optional>
 #include <unordered_map>
 #include <utility>
@@ -66,6 +67,50 @@ Status addLineSignals(RecallSource& source, LineCarrier& carrier, const std::str
     s.lineOverlap = signals[i].overlap;
     s.linesOwned = signals[i].owned;
     s.lineDistance = signals[i].distance;
+  }
+  return Status::ok();
+}
+
+Status annotateAnchoredLines(RecallSource& source, LineCarrier& carrier, const std::string& workTree,
+                             const std::string& scope, std::vector<RecallHit>& hits) {
+  std::vector<std::string> paths;
+  for (const auto& h : hits) {
+    if (h.memory.scope != scope) continue;
+    for (const auto& f : h.memory.files) {
+      if (f.anchor && std::find(paths.begin(), paths.end(), f.path) == paths.end()) paths.push_back(f.path);
+    }
+  }
+  if (paths.empty()) return Status::ok();
+  // The kept content of the versions the repository lacks comes with the refs (the hits' own refs carry none).
+  auto refs = source.anchoredRefsOn(paths);
+  if (!refs) return refs.status();
+  std::unordered_map<std::string, std::optional<FileVersion>> workTreeVersion;
+  for (const auto& path : paths) {
+    auto content = readWorkTreeFile(workTree, path, "files");
+    workTreeVersion.emplace(path, content ? std::optional<FileVersion>(FileVersion::buffer(std::move(*content)))
+                                          : std::nullopt);
+  }
+  for (auto& h : hits) {
+    if (h.memory.scope != scope) continue;
+    h.anchoredLines.clear();
+    for (const auto& ref : *refs) {
+      if (ref.pk != h.memory.pk) continue;
+      const auto& to = workTreeVersion[ref.path];
+      if (!to) continue;  // the file is gone: missing_files says so
+      const FileVersion from = ref.anchor.keptContent ? FileVersion::buffer(*ref.anchor.keptContent)
+                                                      : FileVersion::blob(ref.anchor.blob);
+      auto carried = carrier.carry(ref.anchor.lines, from, *to);
+      if (!carried) continue;
+      AnchoredLinesNow now{ref.path, AnchoredLinesState::kUnchanged, carried->lines};
+      if (carried->lines.empty()) {
+        now.state = AnchoredLinesState::kDeleted;
+      } else if (carried->counts.rewritten > 0 || carried->counts.deleted > 0) {
+        now.state = AnchoredLinesState::kRewritten;
+      } else if (carried->lines != ref.anchor.lines) {
+        now.state = AnchoredLinesState::kMoved;
+      }
+      h.anchoredLines.push_back(std::move(now));
+    }
   }
   return Status::ok();
 }

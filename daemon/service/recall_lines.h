@@ -24,4 +24,10 @@ namespace memq {
 Status addLineSignals(RecallSource& source, LineCarrier& carrier, const std::string& workTree,
                       const std::vector<PathLines>& queryLines, std::vector<Candidate>& candidates);
 
+// For each hit of `scope` (the project scope `source` serves, its rows loaded) with anchored refs: carries them to
+// the work-tree file and records what became of the lines (RecallHit::anchoredLines), which staleness then reads.
+// A ref that cannot be carried (file gone, binary, version unknown) is left out: staleness by blob id decides.
+Status annotateAnchoredLines(RecallSource& source, LineCarrier& carrier, const std::string& workTree,
+                             const std::string& scope, std::vector<RecallHit>& hits);
+
 }  // namespace memq

@@ -427,6 +427,43 @@ TEST_F(RecallLinesTest, ADirtyAnchorCarriesAfterTheEditIsCommittedAndAfterItIsTh
   EXPECT_EQ(recallOn({{22, 25}})[0], early_);
 }
 
+TEST_F(RecallLinesTest, StalenessSaysWhetherTheAnchoredLinesWereMovedRewrittenOrDeleted) {
+  auto stateOf = [&](const RecallHits& hits, const std::string& id) -> std::string {
+    for (const auto& h : hits.hits) {
+      if (h.memory.id != id) continue;
+      if (h.anchoredLines.size() != 1) return "none";
+      return std::string(anchoredLinesStateName(h.anchoredLines[0].state)) + (h.stale ? " stale" : " fresh");
+    }
+    return "absent";
+  };
+  RecallHits hits;
+  recallOn({{1, 1}}, &hits);
+  EXPECT_EQ(stateOf(hits, early_), "unchanged fresh");
+  // Lines changed below both anchors: the file changed, the anchored lines did not.
+  std::string below = numberedLines(200, "b") + "appended\n";
+  repo_->write("src/b.c", below);
+  recallOn({{1, 1}}, &hits);
+  EXPECT_EQ(stateOf(hits, early_), "unchanged fresh");
+  // Ten lines inserted above: both moved, neither stale.
+  repo_->write("src/b.c", numberedLines(10, "new") + numberedLines(200, "b"));
+  recallOn({{1, 1}}, &hits);
+  EXPECT_EQ(stateOf(hits, late_), "moved fresh");
+  for (const auto& h : hits.hits) {
+    if (h.memory.id == late_) EXPECT_EQ(h.anchoredLines[0].lines, (LineRanges{{160, 170}}));
+  }
+  // Early's lines deleted, late's rewritten: both stale, the file named in changed_files.
+  std::string edited;
+  for (int i = 1; i <= 200; ++i) {
+    if (i >= 20 && i <= 30) continue;
+    edited += (i >= 150 && i <= 160 ? "rewritten " : "b ") + std::to_string(i) + "\n";
+  }
+  repo_->write("src/b.c", edited);
+  recallOn({{1, 1}}, &hits);
+  EXPECT_EQ(stateOf(hits, early_), "deleted stale");
+  EXPECT_EQ(stateOf(hits, late_), "rewritten stale");
+  for (const auto& h : hits.hits) EXPECT_EQ(h.changedFiles, std::vector<std::string>{"src/b.c"}) << h.memory.id;
+}
+
 TEST_F(RecallLinesTest, HiddenSupersededAndRejectedMemoriesAreNeverSurfacedByTheirAnchors) {
   ASSERT_TRUE(service_->hide(ctx(), {late_, std::nullopt}).isOk());
   for (const auto& id : recallOn({{150, 160}})) EXPECT_NE(id, late_);

@@ -82,6 +82,11 @@ TEST(ServerReplyJsonTest, RecallHitsMatchTheTree) {
     h.stale = variant % 5 == 1;
     if (variant % 5 == 1) h.changedFiles = {"src/main.cc"};
     if (variant % 6 == 1) h.missingFiles = {"gone.txt", "dir/é.md"};
+    if (variant % 4 == 2) {
+      h.anchoredLines = {{"src/a.c", AnchoredLinesState::kMoved, {{3, 5}, {9, 9}}},
+                         {"src/b.c", AnchoredLinesState::kDeleted, {}}};
+    }
+    if (variant == 9) h.anchoredLines = {{"src/a.c", AnchoredLinesState::kRewritten, {{40, 44}}}};
     hits.push_back(h);
   }
   for (bool explain : {false, true}) {
