@@ -84,6 +84,31 @@ bool plainPath(const std::string& p) {
   return !p.empty() && p.find('\n') == std::string::npos && p.find('"') == std::string::npos && p[0] != ' ';
 }
 
+// The dataset's real history (repo.bundle: every branch split-<k>, and refs/bench/query-files holding the blobs
+// queries name) as a repository with a work tree at `repo`.
+Status cloneBundle(const fs::path& repo, const fs::path& bundle) {
+  fs::create_directories(repo);
+  const std::string git = "git -C '" + repo.string() + "' ";
+  if (std::system(("git -c init.defaultBranch=main init -q '" + repo.string() + "'").c_str()) != 0 ||
+      std::system((git + "fetch -q --update-head-ok '" + bundle.string() + "' 'refs/*:refs/*'").c_str()) != 0) {
+    return Status(ErrorCode::kGitError, "cannot fetch " + bundle.string() + " into a repository (is git installed?)");
+  }
+  return Status::ok();
+}
+
+// Puts the version `blob` of `path` in the work tree, as the agent working on a query has it.
+bool writeBlobToWorkTree(const fs::path& repo, const std::string& path, const std::string& blob) {
+  fs::create_directories((repo / path).parent_path());
+  const std::string cmd = "git -C '" + repo.string() + "' cat-file blob " + blob + " > '" + (repo / path).string() + "'";
+  return std::system(cmd.c_str()) == 0;
+}
+
+// Puts `path` back as the checked-out commit has it (or removes it when that commit has no such file).
+void restoreWorkTreeFile(const fs::path& repo, const std::string& path) {
+  const std::string cmd = "git -C '" + repo.string() + "' checkout -q HEAD -- '" + path + "' 2>/dev/null";
+  if (std::system(cmd.c_str()) != 0) fs::remove(repo / path);
+}
+
 Status buildRepository(const fs::path& repo, const Corpus& corpus) {
   fs::create_directories(repo);
   std::string init = "git -c init.defaultBranch=main init -q '" + repo.string() + "'";
@@ -122,6 +147,7 @@ Status buildRepository(const fs::path& repo, const Corpus& corpus) {
 struct RankerRun {
   std::string ranker;
   bool semantic = true;
+  bool lines = false;  // recall gets the query's edited lines (--lines), not only its files
   double r1 = 0, r3 = 0, r10 = 0, mrr = 0;
   std::vector<double> latencies;
   int queries = 0;
@@ -465,11 +491,16 @@ int runLoadBench(Context& ctx, const std::vector<std::string>& words) {
 int runRetrievalBench(Context& ctx, const std::vector<std::string>& words) {
   Args a;
   std::string error;
-  if (!a.parse(words, {{"json", "no-semantic", "keep"}, {"dataset", "limit", "max-splits", "dump"}, {"ranker"}}, error)) {
+  if (!a.parse(words, {{"json", "no-semantic", "keep", "lines"}, {"dataset", "limit", "max-splits", "dump"}, {"ranker"}},
+               error)) {
     return usageError(error);
   }
   auto datasetArg = a.value("dataset");
-  if (!datasetArg) return usageError("usage: memq bench retrieval --dataset DIR [--ranker default|reference]... [--limit K] [--json] [--dump FILE]");
+  if (!datasetArg) {
+    return usageError(
+        "usage: memq bench retrieval --dataset DIR [--ranker default|reference]... [--lines] [--limit K] [--json] "
+        "[--dump FILE]");
+  }
   fs::path dataset = *datasetArg;
   int limit = 10;
   if (auto l = a.value("limit")) limit = std::max(1, std::atoi(l->c_str()));
@@ -506,7 +537,15 @@ int runRetrievalBench(Context& ctx, const std::vector<std::string>& words) {
   };
   auto t0 = Clock::now();
   fs::path repo = work / "repo";
-  if (Status st = buildRepository(repo, corpus); !st) {
+  // --lines: the dataset's real history, memories saved with their anchors, and each ranker run twice: files only,
+  // then with the query's edited lines (the file versions they are in written to the work tree for the query).
+  const bool withLines = a.flag("lines");
+  if (withLines && !fs::exists(dataset / "repo.bundle")) {
+    cleanup();
+    return usageError("--lines needs the dataset's repo.bundle (" + (dataset / "repo.bundle").string() + ")");
+  }
+  if (Status st = withLines ? cloneBundle(repo, fs::absolute(dataset / "repo.bundle")) : buildRepository(repo, corpus);
+      !st) {
     cleanup();
     std::cerr << "memq: " << st.message() << "\n";
     return kExitRpcError;
@@ -514,7 +553,11 @@ int runRetrievalBench(Context& ctx, const std::vector<std::string>& words) {
   double buildSecs = std::chrono::duration<double>(Clock::now() - t0).count();
   int collapsed = 0;
   std::vector<RankerRun> runs;
-  for (const auto& r : rankers) runs.push_back({r, !a.flag("no-semantic")});
+  for (const auto& r : rankers) {
+    runs.push_back({r, !a.flag("no-semantic"), false});
+    if (withLines) runs.push_back({r, !a.flag("no-semantic"), true});
+  }
+  int anchorsRefused = 0;  // memories whose anchors memqd refused, saved with plain files instead
   std::map<std::string, std::string> memoryOfCommit;  // commit id → memory id its text landed on
   double ingestSecs = 0;
   {
@@ -552,9 +595,17 @@ int runRetrievalBench(Context& ctx, const std::vector<std::string>& words) {
              ++next) {
           const json& m = corpus.memories[next];
           json files = json::array();
+          std::set<std::string> anchored;
+          if (withLines) {
+            for (const auto& an : m.value("anchors", json::array())) {
+              const std::string path = an.value("path", "");
+              if (files.size() >= 16 || !plainPath(path) || !anchored.insert(path).second) continue;
+              files.push_back({{"path", path}, {"lines", an.value("lines", json::array())}, {"blob", an.value("blob", "")}});
+            }
+          }
           for (const auto& f : m.value("files", json::array())) {
             if (files.size() >= 16) break;
-            if (plainPath(f.get<std::string>())) files.push_back(f);
+            if (plainPath(f.get<std::string>()) && !anchored.count(f.get<std::string>())) files.push_back(f);
           }
           std::string summary = m.value("summary", "");
           if (summary.find_first_not_of(" \t") == std::string::npos) summary = "(no subject)";
@@ -572,6 +623,20 @@ int runRetrievalBench(Context& ctx, const std::vector<std::string>& words) {
           return kExitRpcError;
         }
         for (const auto& reply : replies) {
+          if (!reply.contains("result") && withLines) {
+            // Anchors memqd refused (a line past the end of a version, a binary file): saved with plain files.
+            size_t i = reply["id"].get<size_t>();
+            json params = batch[i]["params"];
+            json plain = json::array();
+            for (const auto& f : params["files"]) plain.push_back(f.is_object() ? f["path"] : f);
+            params["files"] = plain;
+            auto again = client->call("memory/save", params);
+            if (!again) continue;
+            ++anchorsRefused;
+            memoryOfCommit[ids[i]] = (*again)["id"].get<std::string>();
+            if ((*again)["status"] == "deduped") ++collapsed;
+            continue;
+          }
           if (!reply.contains("result")) continue;
           size_t i = reply["id"].get<size_t>();
           memoryOfCommit[ids[i]] = reply["result"]["id"].get<std::string>();
@@ -595,9 +660,23 @@ int runRetrievalBench(Context& ctx, const std::vector<std::string>& words) {
               params["files"].push_back(f);
             }
           }
+          // With the real history, the work tree holds the versions the fixer had, in both modes.
+          std::vector<std::string> written;
+          if (withLines) {
+            for (const auto& el : q.value("edited_lines", json::array())) {
+              const std::string path = el.value("path", "");
+              if (!plainPath(path) || !writeBlobToWorkTree(repo, path, el.value("blob", ""))) continue;
+              written.push_back(path);
+              if (!run.lines) continue;
+              for (auto& f : params["files"]) {
+                if (f.is_string() && f.get<std::string>() == path) f = {{"path", path}, {"lines", el["lines"]}};
+              }
+            }
+          }
           auto tq = Clock::now();
           auto r = client->call("memory/recall", params);
           run.latencies.push_back(std::chrono::duration<double, std::milli>(Clock::now() - tq).count());
+          for (const auto& path : written) restoreWorkTreeFile(repo, path);
           if (!r) return reportError(ctx, r.status());
           std::set<std::string> relevant;
           for (const auto& sha : q.value("relevant", json::array())) {
@@ -646,11 +725,13 @@ int runRetrievalBench(Context& ctx, const std::vector<std::string>& words) {
               {"splits", maxSplits},
               {"repo_build_s", buildSecs},
               {"ingest_s", ingestSecs},
+              {"anchors_refused", anchorsRefused},
               {"rankers", json::array()}};
   for (auto& run : runs) {
     double n = std::max(1, run.queries);
     out["rankers"].push_back({{"ranker", run.ranker},
                               {"semantic", run.semantic},
+                              {"mode", run.lines ? "lines" : "files"},
                               {"queries", run.queries},
                               {"r_at_1", run.r1 / n},
                               {"r_at_3", run.r3 / n},
@@ -664,10 +745,11 @@ int runRetrievalBench(Context& ctx, const std::vector<std::string>& words) {
   } else {
     std::printf("%s: %zu memories (%d collapsed by content hash), %d split(s)\n", dataset.string().c_str(),
                 corpus.memories.size(), collapsed, maxSplits);
-    std::printf("%-10s %8s %6s %6s %6s %7s %9s %9s\n", "ranker", "queries", "R@1", "R@3", "R@10", "MRR@10", "p50 ms",
-                "p95 ms");
+    std::printf("%-10s %-6s %8s %6s %6s %6s %7s %9s %9s\n", "ranker", "mode", "queries", "R@1", "R@3", "R@10",
+                "MRR@10", "p50 ms", "p95 ms");
     for (const auto& r : out["rankers"]) {
-      std::printf("%-10s %8d %6.3f %6.3f %6.3f %7.3f %9.2f %9.2f\n", r["ranker"].get<std::string>().c_str(),
+      std::printf("%-10s %-6s %8d %6.3f %6.3f %6.3f %7.3f %9.2f %9.2f\n", r["ranker"].get<std::string>().c_str(),
+                  r["mode"].get<std::string>().c_str(),
                   r["queries"].get<int>(), r["r_at_1"].get<double>(), r["r_at_3"].get<double>(),
                   r["r_at_10"].get<double>(), r["mrr_at_10"].get<double>(), r["latency_p50_ms"].get<double>(),
                   r["latency_p95_ms"].get<double>());
