@@ -55,7 +55,7 @@ const std::map<std::string, std::string>& table() {
       {"mcp", "memq mcp\n  A Model Context Protocol server on stdin/stdout."},
       {"hook", "memq hook claude-code EVENT\n  A Claude Code hook: SessionStart, UserPromptSubmit or PostToolUse."},
       {"bench",
-       "memq bench retrieval --dataset DIR [--ranker default|reference]... [--limit K] [--json] [--dump FILE]\n"
+       "memq bench retrieval --dataset DIR [--ranker default|reference]... [--lines] [--limit K] [--json] [--dump FILE]\n"
        "memq bench load [--n 1000,10000,100000]... [--clients N] [--dataset DIR] [--json]\n"
        "  Measure retrieval quality or load."},
       {"help", "memq help [COMMAND]\n  This help, or one command's."},
