@@ -15,9 +15,10 @@
 #include <thread>
 
 #include "client/args.h"
-#include "daemon/anchors/line_ranges.h"
 #include "client/pager.h"
 #include "client/usage.h"
+#include "daemon/anchors/line_ranges.h"
+#include "daemon/model/memory.h"
 #include "protocol/envelope.h"
 #include "protocol/socket_path.h"
 
@@ -105,9 +106,7 @@ std::optional<int> anchoredFilesOf(const Context& ctx, const std::vector<std::st
       out.push_back(fileArgument(ctx, parsed->path));
       continue;
     }
-    json lines = json::array();
-    for (const LineRange& r : parsed->lines) lines.push_back({r.first, r.last});
-    out.push_back({{"path", fileArgument(ctx, parsed->path)}, {"lines", std::move(lines)}});
+    out.push_back({{"path", fileArgument(ctx, parsed->path)}, {"lines", lineRangesToJson(parsed->lines)}});
   }
   return std::nullopt;
 }

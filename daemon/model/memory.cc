@@ -27,11 +27,15 @@ bool isValidCategory(std::string_view category) {
   return std::find(std::begin(kCategories), std::end(kCategories), category) != std::end(kCategories);
 }
 
+nlohmann::json lineRangesToJson(const LineRanges& lines) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const LineRange& r : lines) out.push_back({r.first, r.last});
+  return out;
+}
+
 nlohmann::json fileRefToJson(const FileRef& ref) {
   if (!ref.anchor) return ref.path;
-  nlohmann::json lines = nlohmann::json::array();
-  for (const LineRange& r : ref.anchor->lines) lines.push_back({r.first, r.last});
-  return {{"path", ref.path}, {"lines", std::move(lines)}, {"blob", ref.anchor->blob}};
+  return {{"path", ref.path}, {"lines", lineRangesToJson(ref.anchor->lines)}, {"blob", ref.anchor->blob}};
 }
 
 nlohmann::json memoryToJson(const Memory& m) {

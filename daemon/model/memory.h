@@ -61,6 +61,9 @@ struct Memory {
   std::string contentHash;
 };
 
+// Lines as the protocol writes them: [[first, last], ...].
+nlohmann::json lineRangesToJson(const LineRanges& lines);
+
 // A file ref as replies write it: the path alone (a string) for a plain ref, {path, lines, blob} for an anchored one.
 nlohmann::json fileRefToJson(const FileRef& ref);
 

@@ -367,9 +367,8 @@ nlohmann::json recallHitToJson(const RecallHit& hit, bool explain) {
   if (!hit.anchoredLines.empty()) {
     nlohmann::json lines = nlohmann::json::array();
     for (const auto& a : hit.anchoredLines) {
-      nlohmann::json ranges = nlohmann::json::array();
-      for (const auto& r : a.lines) ranges.push_back({r.first, r.last});
-      lines.push_back({{"path", a.path}, {"state", anchoredLinesStateName(a.state)}, {"lines", std::move(ranges)}});
+      lines.push_back(
+          {{"path", a.path}, {"state", anchoredLinesStateName(a.state)}, {"lines", lineRangesToJson(a.lines)}});
     }
     j["anchored_lines"] = std::move(lines);
   }

@@ -22,6 +22,18 @@ void stringArray(JsonWriter& w, const std::vector<std::string>& values) {
   w.endArray();
 }
 
+// Lines as lineRangesToJson writes them: [[first, last], ...].
+void writeLineRanges(JsonWriter& w, const LineRanges& lines) {
+  w.beginArray();
+  for (const LineRange& r : lines) {
+    w.beginArray();
+    w.integer(r.first);
+    w.integer(r.last);
+    w.endArray();
+  }
+  w.endArray();
+}
+
 // A file ref as fileRefToJson writes it: the path, or {blob, lines, path} (keys sorted) for an anchored ref.
 void writeFileRef(JsonWriter& w, const FileRef& f) {
   if (!f.anchor) {
@@ -32,14 +44,7 @@ void writeFileRef(JsonWriter& w, const FileRef& f) {
   w.key("blob");
   w.string(f.anchor->blob);
   w.key("lines");
-  w.beginArray();
-  for (const LineRange& r : f.anchor->lines) {
-    w.beginArray();
-    w.integer(r.first);
-    w.integer(r.last);
-    w.endArray();
-  }
-  w.endArray();
+  writeLineRanges(w, f.anchor->lines);
   w.key("path");
   w.string(f.path);
   w.endObject();
@@ -55,14 +60,7 @@ void writeRecord(JsonWriter& w, const Memory& m, const RecallHit* hit, bool expl
     for (const auto& a : hit->anchoredLines) {
       w.beginObject();
       w.key("lines");
-      w.beginArray();
-      for (const auto& r : a.lines) {
-        w.beginArray();
-        w.integer(r.first);
-        w.integer(r.last);
-        w.endArray();
-      }
-      w.endArray();
+      writeLineRanges(w, a.lines);
       w.key("path");
       w.string(a.path);
       w.key("state");

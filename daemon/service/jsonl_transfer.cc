@@ -291,9 +291,7 @@ std::string memoryLine(const Memory& m) {
   for (const auto& f : m.files) {
     json ref = {{"path", f.path}, {"blob_id", f.blobId ? json(*f.blobId) : json()}};
     if (f.anchor) {
-      json lines = json::array();
-      for (const LineRange& r : f.anchor->lines) lines.push_back({r.first, r.last});
-      ref["lines"] = std::move(lines);
+      ref["lines"] = lineRangesToJson(f.anchor->lines);
       ref["blob"] = f.anchor->blob;
       // The bytes of a version memq keeps (base64: they need not be UTF-8), so that the anchor can be carried
       // wherever the line is imported.

@@ -28,6 +28,8 @@
 // serialises every call.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -171,8 +173,37 @@ class TextIndex {
   void rememberHitCount(const Phrase& phrase, size_t nHit);
   static std::string phraseKey(const Phrase& phrase);
   void sizeScratch();
-  // The rows holding any of `ids` (a prefix's terms), counted with rowBits_.
-  size_t countRows(const std::vector<uint32_t>& ids);
+  // The rows holding any of `ids` (a prefix's terms), counted with rowBits_ (zero again when it returns), calling
+  // `onPosting` with each of their postings on the way.
+  template <typename OnPosting>
+  size_t countRows(const std::vector<uint32_t>& ids, OnPosting&& onPosting) {
+    const size_t words = (docs_.size() + 63) / 64;
+    if (rowBits_.size() < words) rowBits_.resize(words, 0);
+    size_t rows = 0;
+    size_t postings = 0;
+    for (uint32_t id : ids) {
+      for (const auto& p : terms_[id].postings) {
+        uint64_t& word = rowBits_[p.slot >> 6];
+        const uint64_t bit = uint64_t{1} << (p.slot & 63);
+        rows += (word & bit) == 0 ? 1 : 0;
+        word |= bit;
+        onPosting(p);
+      }
+      postings += terms_[id].postings.size();
+    }
+    // Clearing only the words touched is cheaper than the whole bitmap when the postings are few.
+    if (postings < words) {
+      for (uint32_t id : ids) {
+        for (const auto& p : terms_[id].postings) rowBits_[p.slot >> 6] = 0;
+      }
+    } else {
+      std::fill(rowBits_.begin(), rowBits_.begin() + static_cast<std::ptrdiff_t>(words), uint64_t{0});
+    }
+    return rows;
+  }
+  size_t countRows(const std::vector<uint32_t>& ids) {
+    return countRows(ids, [](const auto&) {});
+  }
   // Instances of each of `phrases` in each of `rows` (counts[i * phrases.size() + j]), read from the rows' tokens.
   // singleIds[j]: the term ids a single-token phrase j stands for (its term, or its prefix's), ignored otherwise.
   void countInRows(const std::vector<Phrase>& phrases, const std::vector<std::vector<uint32_t>>& singleIds,

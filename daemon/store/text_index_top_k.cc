@@ -54,30 +54,6 @@ std::vector<uint32_t> TextIndex::singleTokenIds(const Phrase& phrase) const {
   return ids;
 }
 
-size_t TextIndex::countRows(const std::vector<uint32_t>& ids) {
-  const size_t words = (docs_.size() + 63) / 64;
-  if (rowBits_.size() < words) rowBits_.resize(words, 0);
-  size_t rows = 0;
-  size_t postings = 0;
-  for (uint32_t id : ids) {
-    for (const auto& p : terms_[id].postings) {
-      uint64_t& word = rowBits_[p.slot >> 6];
-      const uint64_t bit = uint64_t{1} << (p.slot & 63);
-      rows += (word & bit) == 0 ? 1 : 0;
-      word |= bit;
-    }
-    postings += terms_[id].postings.size();
-  }
-  if (postings < words) {
-    for (uint32_t id : ids) {
-      for (const auto& p : terms_[id].postings) rowBits_[p.slot >> 6] = 0;
-    }
-  } else {
-    std::fill(rowBits_.begin(), rowBits_.begin() + static_cast<std::ptrdiff_t>(words), uint64_t{0});
-  }
-  return rows;
-}
-
 void TextIndex::countInRows(const std::vector<Phrase>& phrases, const std::vector<std::vector<uint32_t>>& singleIds,
                             const std::vector<const Doc*>& rows, std::vector<uint32_t>& counts) {
   const size_t nPhrases = phrases.size();
@@ -345,23 +321,13 @@ std::vector<std::pair<int64_t, double>> TextIndex::best(const std::vector<Phrase
         }
         continue;
       }
-      const size_t words = (docs_.size() + 63) / 64;
-      if (rowBits_.size() < words) rowBits_.resize(words, 0);
-      size_t rows = 0;
       reached.clear();
-      for (uint32_t id : ids) {
-        for (const auto& p : terms_[id].postings) {
-          uint64_t& word = rowBits_[p.slot >> 6];
-          const uint64_t bit = uint64_t{1} << (p.slot & 63);
-          rows += (word & bit) == 0 ? 1 : 0;
-          word |= bit;
-          if (touchedScratch_[p.slot] == 2) {
-            if (freqScratch_[p.slot] == 0) reached.push_back(p.slot);
-            freqScratch_[p.slot] += p.count;
-          }
+      const size_t rows = countRows(ids, [&](const auto& p) {
+        if (touchedScratch_[p.slot] == 2) {
+          if (freqScratch_[p.slot] == 0) reached.push_back(p.slot);
+          freqScratch_[p.slot] += p.count;
         }
-      }
-      std::fill(rowBits_.begin(), rowBits_.begin() + static_cast<std::ptrdiff_t>(words), uint64_t{0});
+      });
       learnRows(j, rows);
       for (uint32_t slot : reached) {
         scoreScratch_[slot] += phraseScore(plan.idf, freqScratch_[slot], normOf(docLengths_[slot], avgdl));
