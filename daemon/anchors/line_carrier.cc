@@ -136,6 +136,12 @@ FileVersion FileVersion::buffer(std::string content) {
   return v;
 }
 
+FileVersion FileVersion::kept(std::shared_ptr<const std::string> content, std::string blobId) {
+  FileVersion v = blob(std::move(blobId));
+  v.content_ = std::move(content);
+  return v;
+}
+
 LineCarrier::LineCarrier(RepositoryPtr repository, Options options)
     : repository_(std::move(repository)), options_(options) {
   ensureLibgit2();

@@ -75,8 +75,10 @@ class RecallSource {
   virtual std::optional<std::vector<const MirroredRow*>> mirroredRows(const std::vector<int64_t>& pks) = 0;
   // The rows of `pks` (any state) with their file refs, in input order; a pk that is gone is left out.
   virtual Result<std::vector<Memory>> loadMany(const std::vector<int64_t>& pks) = 0;
-  // The anchored refs of active rows on any of `paths`, by path then pk. A source without anchors has none.
-  virtual Result<std::vector<AnchoredRef>> anchoredRefsOn(const std::vector<std::string>& /*paths*/) {
+  // The anchored refs of the active rows among `pks` on any of `paths`, by path then pk. A source without anchors
+  // has none.
+  virtual Result<std::vector<AnchoredRef>> anchoredRefsOn(const std::vector<std::string>& /*paths*/,
+                                                          const std::vector<int64_t>& /*pks*/) {
     return std::vector<AnchoredRef>{};
   }
 };

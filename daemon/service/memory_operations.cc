@@ -243,6 +243,8 @@ Result<RecallHits> Service::recall(const CallContext& ctx, const RecallParams& p
     MEMQ_RETURN_IF_ERROR(normalizeQueryLines(ctx, project.get(), request.lines));
   }
   PreparedQuery query = prepareQuery(request, *options_.embedder, project ? project->repo.get() : nullptr);
+  // The project's files as they are now, read once for the line signals and the hits' anchored lines.
+  WorkTreeVersions workTree(project ? project->location.root : std::string());
   std::vector<Candidate> all;
   for (auto& scope : *scopes) {
     CommittedLock lock(*scope->db);
@@ -251,7 +253,7 @@ Result<RecallHits> Service::recall(const CallContext& ctx, const RecallParams& p
     if (!c) return c.status();
     if (scope->kind == ScopeKind::kProject && scope->carrier && !request.lines.empty()) {
       MEMQ_RETURN_IF_ERROR(
-          addLineSignals(scope->db->store(), *scope->carrier, scope->location.root, request.lines, *c));
+          addLineSignals(scope->db->store(), *scope->carrier, workTree, request.lines, *c));
     }
     for (auto& cand : *c) all.push_back(std::move(cand));
   }
@@ -269,7 +271,7 @@ Result<RecallHits> Service::recall(const CallContext& ctx, const RecallParams& p
     if (!loaded) return loaded;
     if (scope->kind == ScopeKind::kProject && scope->carrier) {
       MEMQ_RETURN_IF_ERROR(
-          annotateAnchoredLines(scope->db->store(), *scope->carrier, scope->location.root, scopeName, hits));
+          annotateAnchoredLines(scope->db->store(), *scope->carrier, workTree, scopeName, hits));
     }
     if (!markUsed) continue;
     std::vector<int64_t> pks;

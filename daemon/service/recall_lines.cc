@@ -13,7 +13,34 @@
 
 namespace memq {
 
-Status addLineSignals(RecallSource& source, LineCarrier& carrier, const std::string& workTree,
+const FileVersion* WorkTreeVersions::at(const std::string& path) {
+  auto it = versions_.find(path);
+  if (it == versions_.end()) {
+    auto content = readWorkTreeFile(workTree_, path, "files");
+    it = versions_.emplace(path, content ? std::optional<FileVersion>(FileVersion::buffer(std::move(*content)))
+                                         : std::nullopt).first;
+  }
+  return it->second ? &*it->second : nullptr;
+}
+
+namespace {
+
+// `ref`'s lines carried to `to`, or nullopt when they cannot be (a version the repository no longer has, a file
+// binary now): no signal, no error.
+std::optional<CarriedLines> carryToWorkTree(LineCarrier& carrier, const AnchoredRef& ref, const FileVersion& to) {
+  const FileVersion from = ref.anchor.keptContent ? FileVersion::kept(ref.anchor.keptContent, ref.anchor.blob)
+                                                  : FileVersion::blob(ref.anchor.blob);
+  auto carried = carrier.carry(ref.anchor.lines, from, to);
+  if (!carried) {
+    spdlog::debug("anchor of memory {} on {} not carried: {}", ref.pk, ref.path, carried.status().message());
+    return std::nullopt;
+  }
+  return std::move(*carried);
+}
+
+}  // namespace
+
+Status addLineSignals(RecallSource& source, LineCarrier& carrier, WorkTreeVersions& workTree,
                       const std::vector<PathLines>& queryLines, std::vector<Candidate>& candidates) {
   std::vector<QueryLines> query;
   std::vector<std::string> paths;
@@ -23,7 +50,9 @@ Status addLineSignals(RecallSource& source, LineCarrier& carrier, const std::str
     paths.push_back(q.path);
   }
   if (query.empty() || candidates.empty()) return Status::ok();
-  auto refs = source.anchoredRefsOn(paths);
+  std::vector<int64_t> pks;
+  for (const auto& c : candidates) pks.push_back(c.pk);
+  auto refs = source.anchoredRefsOn(paths, pks);
   if (!refs) return refs.status();
   if (refs->empty()) return Status::ok();
 
@@ -35,29 +64,13 @@ Status addLineSignals(RecallSource& source, LineCarrier& carrier, const std::str
     lineCandidates[i].anchoredAt = candidates[i].pk;
   }
 
-  // Each queried file once, as it is in the work tree: the version every anchor is carried to.
-  std::unordered_map<std::string, std::optional<FileVersion>> workTreeVersion;
-  for (const auto& path : paths) {
-    auto content = readWorkTreeFile(workTree, path, "files");
-    if (content) {
-      workTreeVersion.emplace(path, FileVersion::buffer(std::move(*content)));
-    } else {
-      workTreeVersion.emplace(path, std::nullopt);  // gone (or not a file): its anchors give no signal
-    }
-  }
   for (auto& ref : *refs) {
     auto at = indexOf.find(ref.pk);
     if (at == indexOf.end()) continue;  // not a candidate of this recall
-    const auto& to = workTreeVersion[ref.path];
-    if (!to) continue;
-    const FileVersion from = ref.anchor.keptContent ? FileVersion::buffer(*ref.anchor.keptContent)
-                                                    : FileVersion::blob(ref.anchor.blob);
-    auto carried = carrier.carry(ref.anchor.lines, from, *to);
-    if (!carried) {
-      // A version the repository no longer has (gc'd after a rewrite), a file now binary: no signal, no error.
-      spdlog::debug("anchor of memory {} on {} not carried: {}", ref.pk, ref.path, carried.status().message());
-      continue;
-    }
+    const FileVersion* to = workTree.at(ref.path);
+    if (to == nullptr) continue;  // gone (or not a file): its anchors give no signal
+    auto carried = carryToWorkTree(carrier, ref, *to);
+    if (!carried) continue;
     if (carried->lines.empty()) continue;  // every anchored line was deleted
     lineCandidates[at->second].anchors.push_back({ref.path, std::move(carried->lines), std::move(carried->unchanged)});
   }
@@ -71,35 +84,29 @@ Status addLineSignals(RecallSource& source, LineCarrier& carrier, const std::str
   return Status::ok();
 }
 
-Status annotateAnchoredLines(RecallSource& source, LineCarrier& carrier, const std::string& workTree,
+Status annotateAnchoredLines(RecallSource& source, LineCarrier& carrier, WorkTreeVersions& workTree,
                              const std::string& scope, std::vector<RecallHit>& hits) {
   std::vector<std::string> paths;
+  std::vector<int64_t> pks;
   for (const auto& h : hits) {
     if (h.memory.scope != scope) continue;
+    pks.push_back(h.memory.pk);
     for (const auto& f : h.memory.files) {
       if (f.anchor && std::find(paths.begin(), paths.end(), f.path) == paths.end()) paths.push_back(f.path);
     }
   }
   if (paths.empty()) return Status::ok();
   // The kept content of the versions the repository lacks comes with the refs (the hits' own refs carry none).
-  auto refs = source.anchoredRefsOn(paths);
+  auto refs = source.anchoredRefsOn(paths, pks);
   if (!refs) return refs.status();
-  std::unordered_map<std::string, std::optional<FileVersion>> workTreeVersion;
-  for (const auto& path : paths) {
-    auto content = readWorkTreeFile(workTree, path, "files");
-    workTreeVersion.emplace(path, content ? std::optional<FileVersion>(FileVersion::buffer(std::move(*content)))
-                                          : std::nullopt);
-  }
   for (auto& h : hits) {
     if (h.memory.scope != scope) continue;
     h.anchoredLines.clear();
     for (const auto& ref : *refs) {
       if (ref.pk != h.memory.pk) continue;
-      const auto& to = workTreeVersion[ref.path];
-      if (!to) continue;  // the file is gone: missing_files says so
-      const FileVersion from = ref.anchor.keptContent ? FileVersion::buffer(*ref.anchor.keptContent)
-                                                      : FileVersion::blob(ref.anchor.blob);
-      auto carried = carrier.carry(ref.anchor.lines, from, *to);
+      const FileVersion* to = workTree.at(ref.path);
+      if (to == nullptr) continue;  // the file is gone: missing_files says so
+      auto carried = carryToWorkTree(carrier, ref, *to);
       if (!carried) continue;
       AnchoredLinesNow now{ref.path, AnchoredLinesState::kUnchanged, carried->lines};
       if (carried->lines.empty()) {

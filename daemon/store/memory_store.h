@@ -173,7 +173,8 @@ class MemoryStore : public RecallSource, private SaveTarget {
   // tokenizer, or a rebuild that failed): the caller then loads the rows with loadMany. The pointers are valid
   // until the next call on this store.
   std::optional<std::vector<const MirroredRow*>> mirroredRows(const std::vector<int64_t>& pks) override;
-  Result<std::vector<AnchoredRef>> anchoredRefsOn(const std::vector<std::string>& paths) override;
+  Result<std::vector<AnchoredRef>> anchoredRefsOn(const std::vector<std::string>& paths,
+                                                  const std::vector<int64_t>& pks) override;
   // Memories (any state) whose file refs are listed, for staleness review.
   Result<std::vector<Memory>> memoriesWithFiles(int limit);
   // Similar edges with weight ≥ minWeight between active memories.

@@ -2,6 +2,8 @@
 // RecallSource (answered from the mirror when it is ready, else from SQL). Every read first takes the connection
 // back from the background applier (takeDatabase).
 #include <algorithm>
+#include <iterator>
+#include <unordered_set>
 
 #include "daemon/store/memory_store.h"
 #include "daemon/store/recall_mirror.h"
@@ -229,14 +231,19 @@ std::optional<std::vector<const MirroredRow*>> MemoryStore::mirroredRows(const s
   return mirror_->rows(pks);
 }
 
-Result<std::vector<AnchoredRef>> MemoryStore::anchoredRefsOn(const std::vector<std::string>& paths) {
+Result<std::vector<AnchoredRef>> MemoryStore::anchoredRefsOn(const std::vector<std::string>& paths,
+                                                             const std::vector<int64_t>& pks) {
   takeDatabase();  // saves handed to the background applier are written first
   try {
+    const std::unordered_set<int64_t> wanted(pks.begin(), pks.end());
     std::vector<AnchoredRef> out;
     for (const auto& path : paths) {
-      auto refs = sql_->activeAnchoredRefsOn(path);
-      out.insert(out.end(), std::make_move_iterator(refs.begin()), std::make_move_iterator(refs.end()));
+      for (auto& ref : sql_->activeAnchoredRefsOn(path)) {
+        if (wanted.count(ref.pk) != 0) out.push_back(std::move(ref));
+      }
     }
+    // Only the wanted refs' kept versions are read: each may be up to a couple of MiB.
+    for (auto& ref : out) ref.anchor.keptContent = sql_->keptVersion(ref.anchor.blob);
     return out;
   } catch (const std::exception& e) {
     return storageError(e, "anchors");

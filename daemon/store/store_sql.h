@@ -133,7 +133,7 @@ class StoreSql {
 
   // The content of a version memq keeps (anchor_versions), or null.
   std::shared_ptr<const std::string> keptVersion(const std::string& blobId);
-  // The anchored refs of active rows on `path`, by pk, each with its kept content (RecallSource::anchoredRefsOn).
+  // The anchored refs of active rows on `path`, by pk, without their kept content (keptVersion reads it).
   std::vector<AnchoredRef> activeAnchoredRefsOn(const std::string& path);
   int64_t keptVersionCount();
 

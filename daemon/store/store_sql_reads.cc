@@ -358,7 +358,6 @@ std::vector<AnchoredRef> StoreSql::activeAnchoredRefsOn(const std::string& path)
     if (!ref.anchor) continue;  // lines that do not read back are no anchor (fileRefFromRow)
     out.push_back({q->getColumn(0).getInt64(), std::move(ref.path), std::move(*ref.anchor)});
   }
-  for (auto& a : out) a.anchor.keptContent = keptVersion(a.anchor.blob);
   return out;
 }
 

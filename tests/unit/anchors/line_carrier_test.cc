@@ -159,6 +159,22 @@ TEST_F(LineCarrierTest, ABufferEqualToABlobIsThatVersion) {
   EXPECT_EQ(viaBuffer->lines, viaBlob->lines);
 }
 
+TEST_F(LineCarrierTest, AKeptVersionIsItsBufferUnderTheIdItWasStoredWith) {
+  // A version memq keeps is read back with its blob id: the carrier takes it as that buffer without hashing it.
+  const std::string before = numbered(1, 10);
+  const std::string workTree = numbered(1, 4, "new") + numbered(1, 10);
+  const std::string id = FileVersion::buffer(before).id();
+  const FileVersion kept = FileVersion::kept(std::make_shared<const std::string>(before), id);
+  EXPECT_EQ(kept.id(), id);
+  ASSERT_NE(kept.content(), nullptr);
+  EXPECT_EQ(*kept.content(), before);
+  LineCarrier bare(nullptr);
+  Result<CarriedLines> c = bare.carry({{2, 3}}, kept, FileVersion::buffer(workTree));
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c->lines, (LineRanges{{6, 7}}));
+  EXPECT_EQ(c->counts, (CarryCounts{2, 0, 0}));
+}
+
 TEST_F(LineCarrierTest, CarriesIntoAnUncommittedBufferAndBetweenBuffersWithoutARepository) {
   const std::string a = commitFile("f.c", numbered(1, 10));
   const std::string workTree = numbered(1, 2) + numbered(5, 10);  // lines 3..4 deleted, not committed
