@@ -4,7 +4,7 @@
 // its lines: a first pass, then R warm passes (the carrier's cache holds the diffs). Then HEAD moves: a commit edits
 // every file (lines inserted above, some rewritten), and the next pass is the first recall after the move, each
 // query carrying its file's anchors to the new version; a warm pass follows. Prints saves/s and each pass's
-// p50/p95/p99. Usage:
+// p50/p95/p99, and a warm pass of the same queries naming the files without lines beside them. Usage:
 //   memq_bench_lines [--n 10000] [--files 200] [--lines 2000] [--queries 200] [--repeat 3] [--seed 1]
 #include <algorithm>
 #include <chrono>
@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
   };
   std::vector<Query> qs;
   for (int q = 0; q < queries; ++q) qs.push_back({words(rng, 4), fileName(static_cast<int>(rng() % files)), {randomRange(8)}});
-  auto runPass = [&](bool shifted) {
+  auto runPass = [&](bool shifted, bool withLines = true) {
     std::vector<double> out;
     for (const Query& q : qs) {
       memq::RecallRequest r;
@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
       r.files = {q.path};
       memq::LineRanges l = q.lines;
       if (shifted) for (auto& range : l) range = {range.first + 3, range.last + 3};
-      r.lines = {{q.path, l}};
+      if (withLines) r.lines = {{q.path, l}};
       r.limit = 5;
       auto tq = Clock::now();
       auto hits = service.recall(*ctx, memq::RecallParams{r, /*markUsed=*/false});
@@ -157,6 +157,12 @@ int main(int argc, char** argv) {
     warm.insert(warm.end(), p.begin(), p.end());
   }
   print("recall with lines, warm", warm);
+  warm.clear();
+  for (int r = 0; r < repeat; ++r) {
+    auto p = runPass(false, /*withLines=*/false);
+    warm.insert(warm.end(), p.begin(), p.end());
+  }
+  print("recall of the files only, warm", warm);
 
   std::map<std::string, std::string> edited;
   for (int f = 0; f < files; ++f) edited[fileName(f)] = fileText(f, lines, true);
