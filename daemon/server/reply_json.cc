@@ -302,7 +302,30 @@ json replyJson(const ClusterReport& r) {
   return json{{"clusters", std::move(clusters)}};
 }
 
-json replyJson(const StaleReport& r) { return flaggedJson(r.memories, "changed_files"); }
+json replyJson(const StaleReport& r) {
+  // An excerpt's lines under "text", and how many were left out under "more" (only when some were).
+  auto withExcerpt = [](json side, const LinesExcerpt& e) {
+    if (!e.text.empty()) side["text"] = e.text;
+    if (e.more > 0) side["more"] = e.more;
+    return side;
+  };
+  json out = json::array();
+  for (const auto& m : r.memories) {
+    json j = memoryToJson(m.memory);
+    j["changed_files"] = m.files;
+    json lines = json::array();
+    for (const auto& a : m.anchoredLines) {
+      lines.push_back(
+          {{"path", a.now.path},
+           {"state", anchoredLinesStateName(a.now.state)},
+           {"then", withExcerpt({{"blob", a.blobThen}, {"lines", lineRangesToJson(a.linesThen)}}, a.textThen)},
+           {"now", withExcerpt({{"lines", lineRangesToJson(a.now.lines)}}, a.textNow)}});
+    }
+    j["anchored_lines"] = std::move(lines);
+    out.push_back(std::move(j));
+  }
+  return json{{"memories", std::move(out)}};
+}
 
 json replyJson(const DeadReport& r) { return flaggedJson(r.memories, "missing_files"); }
 

@@ -452,15 +452,15 @@ Result<HintResult> Service::hintsForTool(const CallContext& ctx, const HintsRequ
     if (s->kind == ScopeKind::kProject) project = s;
   }
   std::vector<std::string> files;
+  std::vector<PathLines> lines = request.lines;
   if (!request.files.empty()) {
     auto p = normalizePaths(ctx, project.get(), request.files, "files", kMaxQueryFiles);
     if (!p) return p.status();
     files = *p;
-    std::vector<PathLines> lines = request.lines;  // parsed and checked, not used by hints yet
     MEMQ_RETURN_IF_ERROR(normalizeQueryLines(ctx, project.get(), lines));
   }
   const HintContext hintContext = hintContextForTool(request.tool);
-  auto candidates = gatherHintCandidates(*scopes, files, hintContext, request.query);
+  auto candidates = gatherHintCandidates(*scopes, files, lines, hintContext, request.query);
   if (!candidates) return candidates.status();
   auto tab = hintsOf(*ctx.client);
   MutexLock lock(tab->mutex);
