@@ -438,5 +438,24 @@ TEST_F(HookWorkingSetTest, AReadWithOffsetAndLimitNamesItsLinesAndAWholeFileRead
   EXPECT_EQ(overlap("read-end"), 3);  // lines 38-40: a read ends with the file
 }
 
+TEST_F(HookWorkingSetTest, AWorkingSetAnchorOfAnUncommittedEditSurvivesSigkillAfterTheSave) {
+  const std::string content = "// new\nexport const verify = 1;\n";
+  writeTextFile(project_ + "/" + jwt_, content);
+  json edit = {{"file_path", project_ + "/" + jwt_}, {"old_string", "export"}, {"new_string", "// new\nexport"}};
+  EXPECT_EQ(hook("PostToolUse", postToolUse("Edit", edit, "crash-session")).exitCode, 0);
+  json saved = saveFromSession("crash-session", "a comment goes on top of verify");
+  ASSERT_EQ(saved["anchored"], json::parse(R"([{"path": "src/auth/jwt.ts", "lines": [[1, 2]]}])")) << saved.dump();
+  // Acknowledged: whatever the journal or the database holds now must hold the anchor and the content it is in.
+  daemon_->kill9();
+  ASSERT_TRUE(daemon_->start()) << daemon_->log();
+  json files = filesOf(saved["id"]);
+  ASSERT_EQ(files.size(), 1u) << files.dump();
+  EXPECT_EQ(files[0]["lines"], json::parse("[[1, 2]]")) << files.dump();
+  RpcClient c = daemon_->client(project_);
+  auto stats = c.call("stats", json::object());
+  ASSERT_TRUE(stats.isOk());
+  EXPECT_EQ((*stats)["scopes"]["project"]["kept_versions"], 1);  // the uncommitted version, kept
+}
+
 }  // namespace
 }  // namespace memq::testing
