@@ -140,9 +140,8 @@ int needsId(const Args& args, const char* command, size_t count = 1) {
 
 int cmdSave(Context& ctx, const std::vector<std::string>& words) {
   Args a;
-  if (int rc = parseOrUsage(a, words, {{"merge-topics", "no-anchor"}, {"details", "category", "source"}, {"topic", "file"}});
-      rc >= 0)
-    return rc;
+  const OptionSpec spec{{"merge-topics", "no-anchor"}, {"details", "category", "source"}, {"topic", "file"}};
+  if (int rc = parseOrUsage(a, words, spec); rc >= 0) return rc;
   if (a.positional().size() != 1) return usageError(usageLine("save") + " (quote the summary)");
   json p = {{"summary", a.positional()[0]}, {"source", a.value("source").value_or("user")}};
   if (auto d = a.value("details")) p["details"] = *d;

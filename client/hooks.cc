@@ -172,7 +172,9 @@ std::string toolFile(const std::string& path, const std::string& cwd) {
   std::error_code ec;
   std::filesystem::path p = std::filesystem::path(path).is_absolute() ? std::filesystem::path(path)
                                                                      : std::filesystem::path(cwd) / path;
-  if (!std::filesystem::is_regular_file(p, ec) || std::filesystem::file_size(p, ec) > kMaxToolFileBytes || ec) return "";
+  if (!std::filesystem::is_regular_file(p, ec) || std::filesystem::file_size(p, ec) > kMaxToolFileBytes || ec) {
+    return "";
+  }
   std::ifstream in(p, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
@@ -198,7 +200,8 @@ LineRanges toolLines(const std::string& tool, const json& input, const std::stri
     if (offset == 0 && limit == 0) return lines;  // the whole file: no lines in particular
     const uint32_t total = textLines(toolFile(stringField(input, "file_path"), cwd));
     const uint64_t first = std::max<uint64_t>(offset, 1);
-    const uint64_t last = std::min<uint64_t>(first + std::min<uint64_t>(limit ? limit : kMaxToolLines, kMaxToolLines) - 1, total);
+    const uint64_t count = std::min<uint64_t>(limit ? limit : kMaxToolLines, kMaxToolLines);
+    const uint64_t last = std::min<uint64_t>(first + count - 1, total);
     if (first <= last) lines.push_back({static_cast<uint32_t>(first), static_cast<uint32_t>(last)});
   } else if (tool == "Write") {
     const uint32_t total = std::min(textLines(stringField(input, "content")), kMaxToolLines);
