@@ -393,6 +393,15 @@ TEST_F(HookWorkingSetTest, AnEditThenASaveFromTheSameSessionAnchorsTheEditedLine
   json other = saveFromSession("another-session", "pool size comes from env", "--file " + jwt_);
   EXPECT_FALSE(other.contains("anchored")) << other.dump();
   EXPECT_EQ(filesOf(other["id"]), json::array({jwt_}));
+  // `anchor` is a boolean: anything else is refused naming it, and nothing is stored.
+  RpcClient c = daemon_->client(project_, "agent", {{"tab", "edit-session"}});
+  auto bad = c.call("memory/save", {{"summary", "anchor given as text"}, {"anchor", "no"}});
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidParams);
+  EXPECT_EQ(bad.status().data().value("field", ""), "anchor") << bad.status().toString();
+  auto listed = c.call("memory/list", {{"limit", 50}});
+  ASSERT_TRUE(listed.isOk());
+  for (const auto& m : (*listed)["memories"]) EXPECT_NE(m["summary"], "anchor given as text");
 }
 
 TEST_F(HookWorkingSetTest, MultiEditNamesEachEditAndWriteTheWholeNewContent) {
