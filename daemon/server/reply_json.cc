@@ -238,6 +238,11 @@ json replyJson(const SaveResult& r) {
               {"warnings", r.warnings},
               {"redactions", redactionsJson(r.redactions)}};
   if (r.memory) out["memory"] = memoryToJson(*r.memory);
+  if (!r.anchored.empty()) {
+    json anchored = json::array();
+    for (const auto& a : r.anchored) anchored.push_back({{"path", a.path}, {"lines", lineRangesToJson(a.lines)}});
+    out["anchored"] = std::move(anchored);
+  }
   if (r.reason) out["reason"] = *r.reason;
   if (r.supersededBy) out["superseded_by"] = *r.supersededBy;
   if (r.hint) out["hint"] = *r.hint;

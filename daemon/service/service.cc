@@ -10,6 +10,7 @@
 #include "daemon/anchors/line_ranges.h"
 #include "daemon/model/file_path.h"
 #include "daemon/service/hint_gathering.h"
+#include "daemon/service/working_set_anchors.h"
 #include "daemon/util/uuid.h"
 
 namespace memq {
@@ -458,6 +459,12 @@ Result<HintResult> Service::hintsForTool(const CallContext& ctx, const HintsRequ
     if (!p) return p.status();
     files = *p;
     MEMQ_RETURN_IF_ERROR(normalizeQueryLines(ctx, project.get(), lines));
+    if (project) {
+      // The tool's lines join the tab's working set; a file named without lines gets the tab's.
+      WorkingSet& workingSet = hintsOf(*ctx.client)->workingSet;
+      noteToolLines(workingSet, project->location.root, hintContextForTool(request.tool), lines);
+      fillFromWorkingSet(workingSet, project->location.root, files, lines);
+    }
   }
   const HintContext hintContext = hintContextForTool(request.tool);
   auto candidates = gatherHintCandidates(*scopes, files, lines, hintContext, request.query);

@@ -110,6 +110,7 @@ struct SaveResult {
   std::vector<std::string> warnings;
   std::vector<Redaction> redactions;
   std::optional<Memory> memory;
+  std::vector<PathLines> anchored;          // the refs anchored to the lines the tab edited (working set)
   std::optional<std::string> reason;        // rejected: the tombstone's reason
   std::optional<std::string> supersededBy;  // exists_superseded: the replacement
   std::optional<std::string> hint;          // what to do about a save that stored nothing
