@@ -188,6 +188,19 @@ Status refuseBinary(const Content& c, const FileVersion& version) {
   return Status::invalidField("version", "version " + version.id() + " is binary; it has no lines to carry");
 }
 
+// `bytes` with each CR that ends a line (right before its LF) removed, into `out`, when it has any; the view to diff.
+// A line's end is not part of its content: a file converted between CRLF and LF keeps its lines (the same count,
+// since lines are counted by LF), where a byte diff would call every one rewritten.
+std::string_view withoutCrAtEol(std::string_view bytes, std::string& out) {
+  if (bytes.find("\r\n") == std::string_view::npos) return bytes;
+  out.reserve(bytes.size());
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    if (bytes[i] == '\r' && i + 1 < bytes.size() && bytes[i + 1] == '\n') continue;
+    out.push_back(bytes[i]);
+  }
+  return out;
+}
+
 int collectHunk(const git_diff_delta*, const git_diff_hunk* hunk, void* payload) {
   static_cast<HunkList*>(payload)->push_back({static_cast<uint32_t>(hunk->old_start),
                                               static_cast<uint32_t>(hunk->old_lines),
@@ -225,8 +238,11 @@ Result<LineCarrier::DiffPtr> LineCarrier::computeDiff(const FileVersion& from, c
   if (options_.algorithm == DiffAlgorithm::kMinimal) opts.flags |= GIT_DIFF_MINIMAL;
   if (options_.algorithm == DiffAlgorithm::kPatience) opts.flags |= GIT_DIFF_PATIENCE;
   if (options_.indentHeuristic) opts.flags |= GIT_DIFF_INDENT_HEURISTIC;
-  const int rc = git_diff_buffers(a.bytes.data(), a.bytes.size(), nullptr, b.bytes.data(), b.bytes.size(), nullptr,
-                                  &opts, nullptr, nullptr, collectHunk, nullptr, &result->hunks);
+  std::string aCopy, bCopy;
+  const std::string_view aText = withoutCrAtEol(a.bytes, aCopy);
+  const std::string_view bText = withoutCrAtEol(b.bytes, bCopy);
+  const int rc = git_diff_buffers(aText.data(), aText.size(), nullptr, bText.data(), bText.size(), nullptr, &opts,
+                                  nullptr, nullptr, collectHunk, nullptr, &result->hunks);
   MEMQ_RETURN_IF_ERROR(gitStatus(rc, "diff " + from.id() + " to " + to.id()));
   return DiffPtr(std::move(result));
 }

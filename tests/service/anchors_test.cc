@@ -427,6 +427,56 @@ TEST_F(RecallLinesTest, ADirtyAnchorCarriesAfterTheEditIsCommittedAndAfterItIsTh
   EXPECT_EQ(recallOn({{22, 25}})[0], early_);
 }
 
+TEST_F(RecallLinesTest, AnchorsAreCarriedUpThroughLinesDeletedAboveThem) {
+  // The first 100 lines cut (early's 20-30 with them): late's 150-160 are now 50-60, and say so as moved.
+  std::string cut;
+  for (int i = 101; i <= 200; ++i) cut += "b " + std::to_string(i) + "\n";
+  repo_->write("src/b.c", cut);
+  RecallHits hits;
+  auto ids = recallOn({{52, 55}}, &hits);
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(ids[0], late_);
+  EXPECT_EQ(hits.hits[0].signals.lineOverlap, 4u);
+  ASSERT_EQ(hits.hits[0].anchoredLines.size(), 1u);
+  EXPECT_EQ(hits.hits[0].anchoredLines[0].state, AnchoredLinesState::kMoved);
+  EXPECT_EQ(hits.hits[0].anchoredLines[0].lines, (LineRanges{{50, 60}}));
+}
+
+TEST_F(RecallLinesTest, ADirtyAnchorCarriesAfterTheEditIsAmendedIntoTheCommit) {
+  // The anchor is saved against an uncommitted version (kept by memq); the edit then goes into the last commit by
+  // --amend, so the commit the anchor's version was based on is no longer in HEAD's history at all.
+  repo_->write("src/b.c", numberedLines(10, "dirty") + numberedLines(200, "b"));
+  auto dirty = save("parser state machine resets in the amended copy", {FileEntry("src/b.c", LineRanges{{15, 18}})});
+  ASSERT_TRUE(dirty.isOk()) << dirty.status().toString();
+  repo_->git("commit -q -a --amend -m amended");
+  EXPECT_EQ(trimmed(repo_->git("rev-list --count HEAD")), "1");
+  // An edit after the amend: five lines inserted at the top of the work tree.
+  repo_->write("src/b.c", numberedLines(5, "later") + numberedLines(10, "dirty") + numberedLines(200, "b"));
+  RecallHits hits;
+  auto ids = recallOn({{20, 23}}, &hits);
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(ids[0], dirty->id);
+  for (const auto& h : hits.hits) {
+    if (h.memory.id != dirty->id) continue;
+    ASSERT_EQ(h.anchoredLines.size(), 1u);
+    EXPECT_EQ(h.anchoredLines[0].state, AnchoredLinesState::kMoved);
+    EXPECT_EQ(h.anchoredLines[0].lines, (LineRanges{{20, 23}}));
+  }
+}
+
+TEST_F(RecallLinesTest, AFileThatBecameBinaryIsIgnoredWithoutAnError) {
+  repo_->write("src/b.c", std::string("\0\1\2 no longer text\n", 19) + numberedLines(200, "b"));
+  RecallHits hits;
+  auto ids = recallOn({{150, 160}}, &hits);  // the recall itself succeeds (recallOn expects ok)
+  EXPECT_EQ(ids.size(), 2u);  // both still found by their file and text
+  for (const auto& h : hits.hits) {
+    EXPECT_EQ(h.signals.lineOverlap, 0u) << h.memory.id;
+    EXPECT_FALSE(h.signals.lineDistance.has_value()) << h.memory.id;
+    EXPECT_TRUE(h.anchoredLines.empty()) << h.memory.id;  // nothing to say by lines
+    EXPECT_TRUE(h.stale) << h.memory.id;                  // the blob id changed: staleness by blob decides
+  }
+}
+
 TEST_F(RecallLinesTest, StalenessSaysWhetherTheAnchoredLinesWereMovedRewrittenOrDeleted) {
   auto stateOf = [&](const RecallHits& hits, const std::string& id) -> std::string {
     for (const auto& h : hits.hits) {
