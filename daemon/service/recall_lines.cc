@@ -13,7 +13,16 @@
 
 namespace memq {
 
-const FileVersion* WorkTreeVersions::at(const std::string& path) {
+WorkTreeVersions::WorkTreeVersions(std::string workTree, const std::vector<RenamedPath>& renamed)
+    : workTree_(std::move(workTree)) {
+  for (const auto& r : renamed) {
+    for (const auto& e : r.earlier) renamedTo_.emplace(e, r.path);  // two queried files from one: the first
+    renamedFrom_[r.path] = r.earlier;
+  }
+}
+
+const FileVersion* WorkTreeVersions::at(const std::string& rawPath) {
+  const std::string& path = pathNow(rawPath);
   auto it = versions_.find(path);
   if (it == versions_.end()) {
     auto content = readWorkTreeFile(workTree_, path, "files");
@@ -21,6 +30,23 @@ const FileVersion* WorkTreeVersions::at(const std::string& path) {
                                          : std::nullopt).first;
   }
   return it->second ? &*it->second : nullptr;
+}
+
+const std::string& WorkTreeVersions::pathNow(const std::string& path) const {
+  auto it = renamedTo_.find(path);
+  return it == renamedTo_.end() ? path : it->second;
+}
+
+std::vector<std::string> WorkTreeVersions::withEarlierPaths(const std::vector<std::string>& paths) const {
+  std::vector<std::string> out = paths;
+  for (const auto& p : paths) {
+    auto it = renamedFrom_.find(p);
+    if (it == renamedFrom_.end()) continue;
+    for (const auto& e : it->second) {
+      if (std::find(out.begin(), out.end(), e) == out.end()) out.push_back(e);
+    }
+  }
+  return out;
 }
 
 namespace {
@@ -52,7 +78,7 @@ Status addLineSignals(RecallSource& source, LineCarrier& carrier, WorkTreeVersio
   if (query.empty() || candidates.empty()) return Status::ok();
   std::vector<int64_t> pks;
   for (const auto& c : candidates) pks.push_back(c.pk);
-  auto refs = source.anchoredRefsOn(paths, pks);
+  auto refs = source.anchoredRefsOn(workTree.withEarlierPaths(paths), pks);
   if (!refs) return refs.status();
   if (refs->empty()) return Status::ok();
 
@@ -72,7 +98,8 @@ Status addLineSignals(RecallSource& source, LineCarrier& carrier, WorkTreeVersio
     auto carried = carryToWorkTree(carrier, ref, *to);
     if (!carried) continue;
     if (carried->lines.empty()) continue;  // every anchored line was deleted
-    lineCandidates[at->second].anchors.push_back({ref.path, std::move(carried->lines), std::move(carried->unchanged)});
+    lineCandidates[at->second].anchors.push_back(
+        {workTree.pathNow(ref.path), std::move(carried->lines), std::move(carried->unchanged)});
   }
   const std::vector<LineSignals> signals = computeLineSignals(query, lineCandidates);
   for (size_t i = 0; i < candidates.size(); ++i) {
@@ -97,7 +124,7 @@ Status annotateAnchoredLines(RecallSource& source, LineCarrier& carrier, WorkTre
   }
   if (paths.empty()) return Status::ok();
   // The kept content of the versions the repository lacks comes with the refs (the hits' own refs carry none).
-  auto refs = source.anchoredRefsOn(paths, pks);
+  auto refs = source.anchoredRefsOn(paths, pks);  // the hits' own paths: a renamed one is among them as it was
   if (!refs) return refs.status();
   for (auto& h : hits) {
     if (h.memory.scope != scope) continue;
@@ -108,7 +135,8 @@ Status annotateAnchoredLines(RecallSource& source, LineCarrier& carrier, WorkTre
       if (to == nullptr) continue;  // the file is gone: missing_files says so
       auto carried = carryToWorkTree(carrier, ref, *to);
       if (!carried) continue;
-      AnchoredLinesNow now{ref.path, AnchoredLinesState::kUnchanged, carried->lines};
+      AnchoredLinesNow now{workTree.pathNow(ref.path), AnchoredLinesState::kUnchanged, carried->lines, {}};
+      if (now.path != ref.path) now.renamedFrom = ref.path;
       if (carried->lines.empty()) {
         now.state = AnchoredLinesState::kDeleted;
       } else if (carried->counts.rewritten > 0 || carried->counts.deleted > 0) {

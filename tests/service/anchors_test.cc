@@ -526,5 +526,118 @@ TEST_F(RecallLinesTest, HiddenSupersededAndRejectedMemoriesAreNeverSurfacedByThe
   for (const auto& id : recallOn({{20, 30}})) EXPECT_NE(id, early_);
 }
 
+// --- renames: anchors on a path a file had before `git mv` found and carried by a query on the path it has now ---
+
+class RecallRenamesTest : public AnchorsTest {
+ protected:
+  void SetUp() override {
+    AnchorsTest::SetUp();
+    repo_->commit({{"src/parser.c", numberedLines(120, "parse")}}, "parser");
+    auto early = save("how the parser starts", {FileEntry("src/parser.c", LineRanges{{20, 30}})});
+    ASSERT_TRUE(early.isOk()) << early.status().toString();
+    early_ = early->id;
+    auto late = save("how the parser ends", {FileEntry("src/parser.c", LineRanges{{90, 100}})});
+    ASSERT_TRUE(late.isOk()) << late.status().toString();
+    late_ = late->id;
+  }
+
+  // A recall by file and lines alone (no text): only the file lane can find a memory, so a memory on the old path
+  // is found only if the rename is followed.
+  RecallHits recallOn(const std::string& path, const LineRanges& lines) {
+    RecallRequest request;
+    request.files = {path};
+    request.lines = {{path, lines}};
+    request.limit = 5;
+    request.threshold = 0;
+    request.explain = true;
+    auto hits = service_->recall(ctx(), RecallParams{request, /*markUsed=*/false});
+    EXPECT_TRUE(hits.isOk()) << hits.status().toString();
+    return hits.isOk() ? *hits : RecallHits{};
+  }
+
+  static const RecallHit* hitOf(const RecallHits& hits, const std::string& id) {
+    for (const auto& h : hits.hits) {
+      if (h.memory.id == id) return &h;
+    }
+    return nullptr;
+  }
+
+  // The late memory is first, found by its file, its lines overlapping `overlap`, carried into `path` as `state`.
+  void expectLateFollowed(const RecallHits& hits, const std::string& path, uint64_t overlap,
+                          AnchoredLinesState state, const LineRanges& now) {
+    ASSERT_FALSE(hits.hits.empty());
+    const RecallHit& first = hits.hits[0];
+    EXPECT_EQ(first.memory.id, late_);
+    EXPECT_TRUE(first.signals.fileAffinity);
+    EXPECT_EQ(first.signals.lineOverlap, overlap);
+    ASSERT_EQ(first.anchoredLines.size(), 1u);
+    EXPECT_EQ(first.anchoredLines[0].path, path);
+    EXPECT_EQ(first.anchoredLines[0].renamedFrom, "src/parser.c");
+    EXPECT_EQ(first.anchoredLines[0].state, state);
+    EXPECT_EQ(first.anchoredLines[0].lines, now);
+    EXPECT_TRUE(first.missingFiles.empty());
+    EXPECT_FALSE(first.stale);
+    auto json = recallHitToJson(first, false);
+    EXPECT_EQ(json["anchored_lines"][0].value("renamed_from", ""), "src/parser.c") << json.dump();
+  }
+
+  std::string early_, late_;
+};
+
+TEST_F(RecallRenamesTest, ACommittedRenameIsFollowed) {
+  repo_->git("mv src/parser.c src/lexer.c");
+  repo_->git("commit -qm rename");
+  RecallHits hits = recallOn("src/lexer.c", {{92, 95}});
+  expectLateFollowed(hits, "src/lexer.c", 4, AnchoredLinesState::kUnchanged, {{90, 100}});
+  ASSERT_NE(hitOf(hits, early_), nullptr);  // found by its file too, ranked below
+  EXPECT_EQ(hitOf(hits, early_)->signals.lineOverlap, 0u);
+}
+
+TEST_F(RecallRenamesTest, AStagedRenameIsFollowed) {
+  repo_->git("mv src/parser.c src/lexer.c");
+  expectLateFollowed(recallOn("src/lexer.c", {{92, 95}}), "src/lexer.c", 4, AnchoredLinesState::kUnchanged,
+                     {{90, 100}});
+}
+
+TEST_F(RecallRenamesTest, ARenameOnDiskWithAnEditIsFollowedAndCarried) {
+  // Moved without git, five lines inserted at the top, and early's lines rewritten.
+  std::string edited = numberedLines(5, "new");
+  for (int i = 1; i <= 120; ++i) edited += (i >= 20 && i <= 30 ? "rewritten " : "parse ") + std::to_string(i) + "\n";
+  fs::remove(root_ + "/src/parser.c");
+  repo_->write("src/lexer.c", edited);
+  RecallHits hits = recallOn("src/lexer.c", {{97, 100}});
+  expectLateFollowed(hits, "src/lexer.c", 4, AnchoredLinesState::kMoved, {{95, 105}});
+  const RecallHit* early = hitOf(hits, early_);
+  ASSERT_NE(early, nullptr);
+  ASSERT_EQ(early->anchoredLines.size(), 1u);
+  EXPECT_EQ(early->anchoredLines[0].state, AnchoredLinesState::kRewritten);
+  EXPECT_TRUE(early->stale);
+  EXPECT_EQ(early->changedFiles, std::vector<std::string>{"src/parser.c"});  // the ref as the memory names it
+  EXPECT_TRUE(early->missingFiles.empty());
+}
+
+TEST_F(RecallRenamesTest, AChainOfRenamesIsFollowed) {
+  repo_->git("mv src/parser.c src/lexer.c");
+  repo_->git("commit -qm one");
+  repo_->git("mv src/lexer.c src/scanner.c");
+  repo_->git("commit -qm two");
+  fs::create_directories(root_ + "/lib");
+  repo_->git("mv src/scanner.c lib/scan.c");  // and a third, staged
+  expectLateFollowed(recallOn("lib/scan.c", {{92, 95}}), "lib/scan.c", 4, AnchoredLinesState::kUnchanged,
+                     {{90, 100}});
+}
+
+TEST_F(RecallRenamesTest, HiddenAndRejectedMemoriesOnTheOldPathNeverSurfaceThroughTheNewOne) {
+  repo_->git("mv src/parser.c src/lexer.c");
+  repo_->git("commit -qm rename");
+  ASSERT_EQ(recallOn("src/lexer.c", {{20, 100}}).hits.size(), 2u);  // both found while active
+  ASSERT_TRUE(service_->hide(ctx(), {late_, std::nullopt}).isOk());
+  ASSERT_TRUE(service_->reject(ctx(), {early_, std::string("wrong")}).isOk());
+  RecallHits hits = recallOn("src/lexer.c", {{20, 100}});
+  EXPECT_EQ(hitOf(hits, late_), nullptr);
+  EXPECT_EQ(hitOf(hits, early_), nullptr);
+  EXPECT_TRUE(hits.hits.empty());
+}
+
 }  // namespace
 }  // namespace memq

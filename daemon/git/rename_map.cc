@@ -1,0 +1,243 @@
+// Renames from git history and the work tree; see rename_map.h.
+#include "daemon/git/rename_map.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace memq {
+
+void RenameEdges::add(const std::string& from, const std::string& to) {
+  if (from == to) return;
+  auto& list = earlier_[to];
+  if (std::find(list.begin(), list.end(), from) == list.end()) list.push_back(from);
+}
+
+const std::vector<std::string>* RenameEdges::earlierOf(const std::string& path) const {
+  auto it = earlier_.find(path);
+  return it == earlier_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> earlierPaths(const std::string& path, const std::vector<const RenameEdges*>& layers,
+                                      size_t limit, const std::function<bool(const std::string&)>& follow) {
+  std::vector<std::string> out;
+  std::unordered_set<std::string> seen{path};
+  // Breadth first, so the nearest renames come first and a cycle (a→b, later b→a) ends.
+  std::vector<std::string> frontier{path};
+  while (!frontier.empty() && out.size() < limit) {
+    std::vector<std::string> next;
+    for (const std::string& p : frontier) {
+      for (const RenameEdges* layer : layers) {
+        const std::vector<std::string>* earlier = layer->earlierOf(p);
+        if (earlier == nullptr) continue;
+        for (const std::string& e : *earlier) {
+          if (!seen.insert(e).second || (follow && !follow(e))) continue;
+          out.push_back(e);
+          next.push_back(e);
+          if (out.size() == limit) return out;
+        }
+      }
+    }
+    frontier = std::move(next);
+  }
+  return out;
+}
+
+namespace {
+
+using Edges = std::vector<std::pair<std::string, std::string>>;
+using DiffPtr = GitPtr<git_diff, git_diff_free>;
+using RevwalkPtr = GitPtr<git_revwalk, git_revwalk_free>;
+
+}  // namespace
+
+std::unique_ptr<RenameMap> RenameMap::open(const ProjectLocation& location, RenameOptions options) {
+  if (!location.inGit) return nullptr;
+  ensureLibgit2();
+  git_repository* raw = nullptr;
+  const int rc = git_repository_open_ext(&raw, location.gitWorkTreeTop.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH,
+                                         nullptr);
+  if (rc < 0) {
+    spdlog::warn("memq: renames not followed in {}: {}", location.root,
+                 gitStatus(rc, "open repository").message());
+    return nullptr;
+  }
+  return std::unique_ptr<RenameMap>(new RenameMap(location, RepositoryPtr(raw), options));
+}
+
+RenameMap::RenameMap(ProjectLocation location, RepositoryPtr repository, RenameOptions options)
+    : location_(std::move(location)), options_(options), repository_(std::move(repository)) {}
+
+std::optional<std::string> RenameMap::rootRelative(const char* repoPath) const {
+  if (repoPath == nullptr) return std::nullopt;
+  const std::string_view p(repoPath);
+  if (location_.repoPrefix.empty()) return std::string(p);
+  const std::string prefix = location_.repoPrefix + "/";
+  if (p.substr(0, prefix.size()) != prefix) return std::nullopt;
+  return std::string(p.substr(prefix.size()));
+}
+
+std::string RenameMap::repoPath(const std::string& rootRelative) const {
+  return location_.repoPrefix.empty() ? rootRelative : location_.repoPrefix + "/" + rootRelative;
+}
+
+bool RenameMap::fileInWorkTree(const std::string& rootRelative) const {
+  struct stat st {};
+  const std::string full = location_.root + "/" + rootRelative;
+  return lstat(full.c_str(), &st) == 0 && (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode));
+}
+
+void RenameMap::collectRenames(git_diff* diff, bool untracked, Edges& out) {
+  // Detection compares every removed file with every added one: only worth it when the diff has both.
+  const size_t removed = git_diff_num_deltas_of_type(diff, GIT_DELTA_DELETED);
+  const size_t added = git_diff_num_deltas_of_type(diff, GIT_DELTA_ADDED) +
+                       (untracked ? git_diff_num_deltas_of_type(diff, GIT_DELTA_UNTRACKED) : 0);
+  if (removed == 0 || added == 0) return;
+  git_diff_find_options find;
+  git_diff_find_options_init(&find, GIT_DIFF_FIND_OPTIONS_VERSION);
+  find.flags = GIT_DIFF_FIND_RENAMES | (untracked ? GIT_DIFF_FIND_FOR_UNTRACKED : 0);
+  find.rename_threshold = options_.similarity;
+  find.rename_limit = options_.renameLimit;
+  if (const int rc = git_diff_find_similar(diff, &find); rc < 0) {
+    spdlog::debug("memq: rename detection in {} failed: {}", location_.root, gitStatus(rc, "find").message());
+    return;
+  }
+  const size_t n = git_diff_num_deltas(diff);
+  for (size_t i = 0; i < n; ++i) {
+    const git_diff_delta* d = git_diff_get_delta(diff, i);
+    if (d->status != GIT_DELTA_RENAMED) continue;
+    auto from = rootRelative(d->old_file.path);
+    auto to = rootRelative(d->new_file.path);
+    if (from && to) out.emplace_back(std::move(*from), std::move(*to));
+  }
+}
+
+void RenameMap::commitRenamesLocked(git_commit* commit, Edges& out) {
+  if (git_commit_parentcount(commit) == 0) return;  // a root commit only adds files
+  git_commit* rawParent = nullptr;
+  if (git_commit_parent(&rawParent, commit, 0) < 0) return;  // a shallow clone's boundary
+  CommitPtr parent(rawParent);
+  git_tree* rawOld = nullptr;
+  git_tree* rawNew = nullptr;
+  if (git_commit_tree(&rawOld, parent.get()) < 0) return;
+  TreePtr oldTree(rawOld);
+  if (git_commit_tree(&rawNew, commit) < 0) return;
+  TreePtr newTree(rawNew);
+  git_diff_options opts;
+  git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
+  git_diff* raw = nullptr;
+  if (git_diff_tree_to_tree(&raw, repository_.get(), oldTree.get(), newTree.get(), &opts) < 0) return;
+  DiffPtr diff(raw);
+  collectRenames(diff.get(), false, out);
+}
+
+void RenameMap::rebuildEdgesLocked() {
+  history_ = RenameEdges();
+  for (const Edges& commit : perCommit_) {
+    for (const auto& [from, to] : commit) history_.add(from, to);
+  }
+}
+
+int RenameMap::updateHistoryLocked(git_tree** headTree) {
+  git_oid head;
+  if (git_reference_name_to_id(&head, repository_.get(), "HEAD") < 0) {  // unborn: no history, nothing renamed
+    perCommit_.clear();
+    history_ = RenameEdges();
+    walked_ = false;
+    return 0;
+  }
+  git_commit* rawHead = nullptr;
+  if (git_commit_lookup(&rawHead, repository_.get(), &head) < 0) return 0;
+  CommitPtr headCommit(rawHead);
+  if (headTree != nullptr) (void)git_commit_tree(headTree, headCommit.get());
+  if (walked_ && git_oid_equal(&head, &head_)) return 0;
+
+  RevwalkPtr walk;
+  {
+    git_revwalk* raw = nullptr;
+    if (git_revwalk_new(&raw, repository_.get()) < 0) return 0;
+    walk.reset(raw);
+  }
+  git_revwalk_simplify_first_parent(walk.get());
+  if (git_revwalk_push(walk.get(), &head) < 0) return 0;
+  // Newest first along the first parents; when the walk meets the HEAD read last time, what is behind it is known.
+  std::vector<Edges> fresh;
+  bool metOldHead = false;
+  git_oid oid;
+  while (fresh.size() < static_cast<size_t>(options_.maxCommits) && git_revwalk_next(&oid, walk.get()) == 0) {
+    if (walked_ && git_oid_equal(&oid, &head_)) {
+      metOldHead = true;
+      break;
+    }
+    git_commit* raw = nullptr;
+    if (git_commit_lookup(&raw, repository_.get(), &oid) < 0) break;
+    CommitPtr commit(raw);
+    commitRenamesLocked(commit.get(), fresh.emplace_back());
+  }
+  if (!metOldHead) perCommit_.clear();  // HEAD moved elsewhere (reset, rebase, checkout): the window is `fresh`
+  for (auto it = fresh.rbegin(); it != fresh.rend(); ++it) perCommit_.push_front(std::move(*it));
+  while (perCommit_.size() > static_cast<size_t>(options_.maxCommits)) perCommit_.pop_back();
+  head_ = head;
+  walked_ = true;
+  rebuildEdgesLocked();
+  return static_cast<int>(fresh.size());
+}
+
+RenameEdges RenameMap::uncommittedLocked(git_tree* headTree) {
+  RenameEdges edges;
+  if (headTree == nullptr) return edges;  // nothing committed, so nothing to have been renamed
+  git_diff_options opts;
+  git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
+  // A file moved on disk and not added yet is untracked; as a rename target it counts like a staged one.
+  opts.flags = GIT_DIFF_INCLUDE_UNTRACKED | GIT_DIFF_RECURSE_UNTRACKED_DIRS;
+  // Only the root's files can be a memory's refs.
+  std::string spec = location_.repoPrefix + "/";
+  char* specs[] = {spec.data()};
+  if (!location_.repoPrefix.empty()) opts.pathspec = {specs, 1};
+  git_diff* raw = nullptr;
+  if (const int rc = git_diff_tree_to_workdir_with_index(&raw, repository_.get(), headTree, &opts); rc < 0) {
+    spdlog::debug("memq: work-tree renames in {} not read: {}", location_.root, gitStatus(rc, "diff").message());
+    return edges;
+  }
+  DiffPtr diff(raw);
+  Edges found;
+  collectRenames(diff.get(), true, found);
+  for (const auto& [from, to] : found) edges.add(from, to);
+  return edges;
+}
+
+std::vector<RenamedPath> RenameMap::renamedFrom(const std::vector<std::string>& paths) {
+  std::vector<RenamedPath> out;
+  if (paths.empty()) return out;
+  MutexLock lock(mutex_);
+  git_tree* rawTree = nullptr;
+  updateHistoryLocked(&rawTree);
+  TreePtr headTree(rawTree);
+  std::optional<RenameEdges> uncommitted;  // read once, for the first path that needs it
+  const auto follow = [this](const std::string& p) { return !fileInWorkTree(p); };
+  for (const std::string& path : paths) {
+    std::vector<const RenameEdges*> layers;
+    // A path HEAD's tree has was not made by an uncommitted rename; one it lacks may have been.
+    git_tree_entry* entry = nullptr;
+    const bool atHead =
+        headTree && git_tree_entry_bypath(&entry, headTree.get(), repoPath(path).c_str()) == 0;
+    TreeEntryPtr owned(entry);
+    if (!atHead && headTree) {
+      if (!uncommitted) uncommitted = uncommittedLocked(headTree.get());
+      layers.push_back(&*uncommitted);
+    }
+    layers.push_back(&history_);
+    std::vector<std::string> earlier = earlierPaths(path, layers, options_.maxEarlierPaths, follow);
+    if (!earlier.empty()) out.push_back({path, std::move(earlier)});
+  }
+  return out;
+}
+
+int RenameMap::refresh() {
+  MutexLock lock(mutex_);
+  return updateHistoryLocked(nullptr);
+}
+
+}  // namespace memq

@@ -1,0 +1,98 @@
+// RenameMap: which earlier paths became a path, from the repository (docs/anchors.md, "Renames"). Git's rename
+// detection (libgit2's git_diff_find_similar, git's default 50% similarity) over HEAD's first-parent history, at
+// most `maxCommits` commits back, plus HEAD's tree against the index and work tree for renames not committed yet
+// (`git mv` staged, or a file moved on disk and not added). Line anchors and file refs written on the old path are
+// then found, and carried, by a query naming the new one.
+//
+// The history part is kept per HEAD: when HEAD moves to a descendant only the new commits are diffed (a few, at
+// the next lookup or refresh()), otherwise it is walked again. The uncommitted part is diffed per lookup, and only
+// for a queried path that HEAD's tree does not have (a rename's target is new there), since it scans the work tree
+// as `git status` does.
+// Paths are project-root relative (ProjectLocation::repoPrefix maps them to the repository's); a rename from
+// outside the root is not followed.
+// Thread-safety: a RenameMap may be used from any thread; its repository and state are used under one mutex.
+// RenameEdges is immutable once built.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "daemon/git/libgit2.h"
+#include "daemon/git/repo_location.h"
+#include "daemon/recall/repo_signals.h"
+#include "daemon/util/thread_annotations.h"
+#include "protocol/status.h"
+
+namespace memq {
+
+// Renames as edges old path → new path, the newest added first.
+class RenameEdges {
+ public:
+  void add(const std::string& from, const std::string& to);
+  bool empty() const { return earlier_.empty(); }
+  // The direct earlier paths of `path`, newest rename first.
+  const std::vector<std::string>* earlierOf(const std::string& path) const;
+
+ private:
+  std::unordered_map<std::string, std::vector<std::string>> earlier_;  // new path → the paths renamed to it
+};
+
+// The paths that became `path` through the edges of `layers` (the newest layer first), followed back
+// transitively, nearest first (a→b→c gives b, a for c), without `path` itself and at most `limit` of them. A path
+// for which `follow` (when given) says false is neither returned nor followed further.
+std::vector<std::string> earlierPaths(const std::string& path, const std::vector<const RenameEdges*>& layers,
+                                      size_t limit, const std::function<bool(const std::string&)>& follow = {});
+
+struct RenameOptions {
+  int maxCommits = 1000;        // first-parent commits read back from HEAD
+  uint16_t similarity = 50;     // percent, as git's default rename threshold
+  size_t renameLimit = 1000;    // sources × targets compared per diff at most (git's diff.renameLimit)
+  size_t maxEarlierPaths = 8;   // per queried path
+};
+
+class RenameMap {
+ public:
+  // Null when `location` is not in git or the repository cannot be opened (then nothing is ever renamed).
+  static std::unique_ptr<RenameMap> open(const ProjectLocation& location, RenameOptions options = {});
+
+  // For each of `paths` that has earlier ones, the paths whose files became it (RenamedPath, nearest first). An
+  // earlier path that is a file in the work tree now is left out (and not followed further): an anchor written on
+  // it is about the file there.
+  std::vector<RenamedPath> renamedFrom(const std::vector<std::string>& paths);
+  // Brings the history part up to HEAD now (so a later lookup finds it done). Returns the commits diffed.
+  int refresh();
+
+ private:
+  RenameMap(ProjectLocation location, RepositoryPtr repository, RenameOptions options);
+  // Reads HEAD and, if it moved, diffs the commits since; returns the commits diffed.
+  int updateHistoryLocked(git_tree** headTree) REQUIRES(mutex_);
+  // Renames in one commit against its first parent, as root-relative edges.
+  void commitRenamesLocked(git_commit* commit, std::vector<std::pair<std::string, std::string>>& out)
+      REQUIRES(mutex_);
+  RenameEdges uncommittedLocked(git_tree* headTree) REQUIRES(mutex_);
+  void rebuildEdgesLocked() REQUIRES(mutex_);
+  // `repoPath` relative to the root, or nullopt when it is outside it.
+  std::optional<std::string> rootRelative(const char* repoPath) const;
+  std::string repoPath(const std::string& rootRelative) const;
+  bool fileInWorkTree(const std::string& rootRelative) const;
+  void collectRenames(git_diff* diff, bool untracked, std::vector<std::pair<std::string, std::string>>& out);
+
+  const ProjectLocation location_;
+  const RenameOptions options_;
+  Mutex mutex_;
+  RepositoryPtr repository_ PT_GUARDED_BY(mutex_);
+  bool walked_ GUARDED_BY(mutex_) = false;
+  git_oid head_ GUARDED_BY(mutex_){};
+  // The renames of each first-parent commit read, newest first; at most maxCommits entries.
+  std::deque<std::vector<std::pair<std::string, std::string>>> perCommit_ GUARDED_BY(mutex_);
+  RenameEdges history_ GUARDED_BY(mutex_);
+};
+
+}  // namespace memq
