@@ -249,6 +249,10 @@ Result<LineCarrier::DiffPtr> LineCarrier::computeDiff(const FileVersion& from, c
 
 LineCarrier::DiffPtr LineCarrier::cached(const std::string& key) {
   MutexLock lock(cacheMutex_);
+  if (auto p = pinned_.find(key); p != pinned_.end()) {
+    ++hits_;
+    return p->second;
+  }
   auto it = index_.find(key);
   if (it == index_.end()) {
     ++misses_;
@@ -320,6 +324,75 @@ void LineCarrier::clearCache() {
   MutexLock lock(cacheMutex_);
   lru_.clear();
   index_.clear();
+  pinned_.clear();
+  pinnedTag_.clear();
+}
+
+std::string LineCarrier::head() {
+  if (!repository_) return "";
+  MutexLock lock(repositoryMutex_);
+  git_oid oid;
+  if (git_reference_name_to_id(&oid, repository_.get(), "HEAD") < 0) return "";
+  return oidHex(oid);
+}
+
+std::optional<std::string> LineCarrier::blobAtHead(const std::string& path) {
+  if (!repository_) return std::nullopt;
+  MutexLock lock(repositoryMutex_);
+  git_oid oid;
+  if (git_reference_name_to_id(&oid, repository_.get(), "HEAD") < 0) return std::nullopt;
+  if (!headTree_ || !git_oid_equal(&oid, &headOid_)) {
+    headTree_.reset();
+    git_commit* rawCommit = nullptr;
+    if (git_commit_lookup(&rawCommit, repository_.get(), &oid) < 0) return std::nullopt;
+    CommitPtr commit(rawCommit);
+    git_tree* rawTree = nullptr;
+    if (git_commit_tree(&rawTree, commit.get()) < 0) return std::nullopt;
+    headTree_.reset(rawTree);
+    headOid_ = oid;
+  }
+  git_tree_entry* raw = nullptr;
+  if (git_tree_entry_bypath(&raw, headTree_.get(), path.c_str()) < 0) return std::nullopt;
+  TreeEntryPtr entry(raw);
+  if (git_tree_entry_type(entry.get()) != GIT_OBJECT_BLOB) return std::nullopt;
+  return oidHex(*git_tree_entry_id(entry.get()));
+}
+
+size_t LineCarrier::pin(const std::vector<std::pair<FileVersion, FileVersion>>& pairs, const std::string& tag) {
+  std::unordered_map<std::string, DiffPtr> next;
+  size_t computed = 0;
+  for (const auto& [from, to] : pairs) {
+    const std::string key = from.id() + ">" + to.id();
+    if (next.count(key) != 0) continue;
+    DiffPtr held;
+    {
+      MutexLock lock(cacheMutex_);
+      if (auto p = pinned_.find(key); p != pinned_.end()) held = p->second;
+      if (auto it = index_.find(key); !held && it != index_.end()) held = it->second->second;
+    }
+    if (!held) {
+      // Computed without the cache lock, so carries for recall go on meanwhile (they share the repository lock).
+      Result<DiffPtr> d = computeDiff(from, to);
+      if (!d) continue;
+      held = *d;
+      ++computed;
+    }
+    next.emplace(key, std::move(held));
+  }
+  MutexLock lock(cacheMutex_);
+  pinned_ = std::move(next);
+  pinnedTag_ = tag;
+  return computed;
+}
+
+std::string LineCarrier::pinnedTag() const {
+  MutexLock lock(cacheMutex_);
+  return pinnedTag_;
+}
+
+size_t LineCarrier::pinnedCount() const {
+  MutexLock lock(cacheMutex_);
+  return pinned_.size();
 }
 
 }  // namespace memq

@@ -51,12 +51,35 @@ std::vector<std::string> WorkTreeVersions::withEarlierPaths(const std::vector<st
 
 namespace {
 
+// HEAD's blob of each path asked for, looked up once per pass.
+class HeadBlobs {
+ public:
+  explicit HeadBlobs(LineCarrier& carrier) : carrier_(carrier) {}
+  const std::optional<std::string>& of(const std::string& path) {
+    auto it = blobs_.find(path);
+    if (it == blobs_.end()) it = blobs_.emplace(path, carrier_.blobAtHead(path)).first;
+    return it->second;
+  }
+
+ private:
+  LineCarrier& carrier_;
+  std::unordered_map<std::string, std::optional<std::string>> blobs_;
+};
+
 // `ref`'s lines carried to `to`, or nullopt when they cannot be (a version the repository no longer has, a file
-// binary now): no signal, no error.
-std::optional<CarriedLines> carryToWorkTree(LineCarrier& carrier, const AnchoredRef& ref, const FileVersion& to) {
+// binary now): no signal, no error. Through HEAD's version of the file when it is neither end (`atHead`): the step
+// from the anchor to HEAD is the one re-basing holds (anchor_rebase.h), the step from HEAD to the work tree is one
+// diff for every anchor on the file.
+std::optional<CarriedLines> carryToWorkTree(LineCarrier& carrier, const AnchoredRef& ref, const FileVersion& to,
+                                            const std::optional<std::string>& atHead) {
   const FileVersion from = ref.anchor.keptContent ? FileVersion::kept(ref.anchor.keptContent, ref.anchor.blob)
                                                   : FileVersion::blob(ref.anchor.blob);
-  auto carried = carrier.carry(ref.anchor.lines, from, to);
+  const bool viaHead = atHead && *atHead != from.id() && *atHead != to.id();
+  Result<CarriedLines> carried = viaHead
+                                     ? carrier.carryAlong(ref.anchor.lines, {from, FileVersion::blob(*atHead), to})
+                                     : carrier.carry(ref.anchor.lines, from, to);
+  // HEAD's version may be one that cannot be carried through (binary there): then the one diff.
+  if (!carried && viaHead) carried = carrier.carry(ref.anchor.lines, from, to);
   if (!carried) {
     spdlog::debug("anchor of memory {} on {} not carried: {}", ref.pk, ref.path, carried.status().message());
     return std::nullopt;
@@ -90,12 +113,13 @@ Status addLineSignals(RecallSource& source, LineCarrier& carrier, WorkTreeVersio
     lineCandidates[i].anchoredAt = candidates[i].pk;
   }
 
+  HeadBlobs heads(carrier);
   for (auto& ref : *refs) {
     auto at = indexOf.find(ref.pk);
     if (at == indexOf.end()) continue;  // not a candidate of this recall
     const FileVersion* to = workTree.at(ref.path);
     if (to == nullptr) continue;  // gone (or not a file): its anchors give no signal
-    auto carried = carryToWorkTree(carrier, ref, *to);
+    auto carried = carryToWorkTree(carrier, ref, *to, heads.of(workTree.pathNow(ref.path)));
     if (!carried) continue;
     if (carried->lines.empty()) continue;  // every anchored line was deleted
     lineCandidates[at->second].anchors.push_back(
@@ -126,6 +150,7 @@ Status annotateAnchoredLines(RecallSource& source, LineCarrier& carrier, WorkTre
   // The kept content of the versions the repository lacks comes with the refs (the hits' own refs carry none).
   auto refs = source.anchoredRefsOn(paths, pks);  // the hits' own paths: a renamed one is among them as it was
   if (!refs) return refs.status();
+  HeadBlobs heads(carrier);
   for (auto& h : hits) {
     if (h.memory.scope != scope) continue;
     h.anchoredLines.clear();
@@ -133,7 +158,7 @@ Status annotateAnchoredLines(RecallSource& source, LineCarrier& carrier, WorkTre
       if (ref.pk != h.memory.pk) continue;
       const FileVersion* to = workTree.at(ref.path);
       if (to == nullptr) continue;  // the file is gone: missing_files says so
-      auto carried = carryToWorkTree(carrier, ref, *to);
+      auto carried = carryToWorkTree(carrier, ref, *to, heads.of(workTree.pathNow(ref.path)));
       if (!carried) continue;
       AnchoredLinesNow now{workTree.pathNow(ref.path), AnchoredLinesState::kUnchanged, carried->lines, {}};
       if (now.path != ref.path) now.renamedFrom = ref.path;

@@ -10,6 +10,7 @@
 #include "../unit/git/git_fixture.h"
 #include "daemon/embed/hashbag.h"
 #include "daemon/git/git_repo_signals.h"
+#include "daemon/service/anchor_rebase.h"
 #include "daemon/service/service.h"
 
 namespace memq {
@@ -637,6 +638,66 @@ TEST_F(RecallRenamesTest, HiddenAndRejectedMemoriesOnTheOldPathNeverSurfaceThrou
   EXPECT_EQ(hitOf(hits, late_), nullptr);
   EXPECT_EQ(hitOf(hits, early_), nullptr);
   EXPECT_TRUE(hits.hits.empty());
+}
+
+// --- anchors re-based to HEAD (anchor_rebase.h): the anchor→HEAD diffs held, one diff per file at recall ---
+
+class AnchorRebaseTest : public RecallLinesTest {
+ protected:
+  std::shared_ptr<Scope> scope() {
+    auto s = service_->scopes().project(root_);
+    EXPECT_TRUE(s.isOk()) << s.status().toString();
+    return s.isOk() ? *s : nullptr;
+  }
+};
+
+TEST_F(AnchorRebaseTest, AfterHeadMovesARecallDiffsOnlyHeadAgainstTheWorkTree) {
+  // HEAD moves: ten lines inserted at the top of src/b.c and committed; both anchors are in the old version.
+  repo_->commit({{"src/b.c", numberedLines(10, "head") + numberedLines(200, "b")}}, "head moves");
+  auto s = scope();
+  ASSERT_NE(s, nullptr);
+  AnchorRebase first = rebaseAnchorsToHead(*s);
+  EXPECT_TRUE(first.ran);
+  EXPECT_EQ(first.head, repo_->rev("HEAD"));
+  EXPECT_EQ(first.anchors, 2u);
+  EXPECT_EQ(first.pinned, 1u);  // both anchors are in one version: one diff to HEAD's
+  EXPECT_EQ(first.computed, 1u);
+  EXPECT_FALSE(rebaseAnchorsToHead(*s).ran);  // HEAD has not moved since
+  // An uncommitted edit: five more lines at the top. The recall's only new diff is HEAD's file → the work tree.
+  repo_->write("src/b.c", numberedLines(5, "dirty") + numberedLines(10, "head") + numberedLines(200, "b"));
+  const uint64_t misses = s->carrier->cacheStats().misses;
+  RecallHits hits;
+  auto ids = recallOn({{167, 170}}, &hits);  // late's 150-160 are 165-175 now
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(ids[0], late_);
+  EXPECT_EQ(hits.hits[0].anchoredLines[0].lines, (LineRanges{{165, 175}}));
+  EXPECT_EQ(hits.hits[0].anchoredLines[0].state, AnchoredLinesState::kMoved);
+  EXPECT_EQ(s->carrier->cacheStats().misses, misses + 1);
+}
+
+TEST_F(AnchorRebaseTest, EachMoveOfHeadReBasesAgainAndTheLinesAgreeWithOneDiff) {
+  auto s = scope();
+  ASSERT_NE(s, nullptr);
+  EXPECT_TRUE(rebaseAnchorsToHead(*s).ran);
+  EXPECT_EQ(s->carrier->pinnedCount(), 0u);  // every anchor is in HEAD's version already
+  std::string rewritten;
+  for (int i = 1; i <= 200; ++i) rewritten += (i >= 150 && i <= 152 ? "rewritten " : "b ") + std::to_string(i) + "\n";
+  repo_->commit({{"src/b.c", "top\n" + rewritten}}, "rewrite three lines of late's");
+  AnchorRebase second = rebaseAnchorsToHead(*s);
+  EXPECT_TRUE(second.ran);
+  EXPECT_EQ(second.pinned, 1u);
+  RecallHits hits;
+  recallOn({{1, 1}}, &hits);
+  for (const auto& h : hits.hits) {
+    ASSERT_EQ(h.anchoredLines.size(), 1u) << h.memory.id;
+    if (h.memory.id == late_) {
+      EXPECT_EQ(h.anchoredLines[0].state, AnchoredLinesState::kRewritten);
+      EXPECT_EQ(h.anchoredLines[0].lines, (LineRanges{{151, 161}}));
+    } else {
+      EXPECT_EQ(h.anchoredLines[0].state, AnchoredLinesState::kMoved);
+      EXPECT_EQ(h.anchoredLines[0].lines, (LineRanges{{21, 31}}));
+    }
+  }
 }
 
 }  // namespace

@@ -397,5 +397,48 @@ TEST_F(LineCarrierTest, ThreadsSharingACarrierGetTheSameAnswers) {
   EXPECT_LE(carrier->cacheStats().entries, 3u);
 }
 
+TEST_F(LineCarrierTest, HeadAndItsBlobsFollowHeadAsItMoves) {
+  const std::string a = commitFile("f.c", numbered(1, 10));
+  auto carrier = open();
+  const std::string first = carrier->head();
+  EXPECT_EQ(first, repo_.rev("HEAD"));
+  EXPECT_EQ(carrier->blobAtHead("f.c"), a);
+  EXPECT_EQ(carrier->blobAtHead("missing.c"), std::nullopt);
+  const std::string b = commitFile("f.c", numbered(1, 11));
+  EXPECT_NE(carrier->head(), first);
+  EXPECT_EQ(carrier->blobAtHead("f.c"), b);
+  LineCarrier bare(nullptr);
+  EXPECT_EQ(bare.head(), "");
+  EXPECT_EQ(bare.blobAtHead("f.c"), std::nullopt);
+}
+
+TEST_F(LineCarrierTest, PinnedDiffsAreNeverEvictedAndAreReplacedAsAWhole) {
+  const std::string a = commitFile("f.c", numbered(1, 10));
+  const std::string b = commitFile("f.c", numbered(1, 9));
+  const std::string c = commitFile("f.c", numbered(1, 8));
+  auto carrier = open({.cacheEntries = 1});
+  EXPECT_EQ(carrier->pin({{FileVersion::blob(a), FileVersion::blob(c)}, {FileVersion::blob(b), FileVersion::blob(c)},
+                          {FileVersion::blob(a), FileVersion::blob(c)}},
+                         "head 1"),
+            2u);
+  EXPECT_EQ(carrier->pinnedTag(), "head 1");
+  EXPECT_EQ(carrier->pinnedCount(), 2u);
+  ASSERT_TRUE(carrier->diff(FileVersion::blob(a), FileVersion::blob(b)).isOk());  // fills the one-entry LRU
+  ASSERT_TRUE(carrier->diff(FileVersion::blob(c), FileVersion::blob(a)).isOk());  // and replaces it
+  const uint64_t misses = carrier->cacheStats().misses;
+  Result<CarriedLines> held = carrier->carry({{1, 9}}, FileVersion::blob(a), FileVersion::blob(c));
+  ASSERT_TRUE(held.isOk());
+  EXPECT_EQ(held->lines, (LineRanges{{1, 8}}));
+  EXPECT_EQ(carrier->cacheStats().misses, misses);  // answered from the pinned set
+  // A new set keeps what it shares with the old one (nothing recomputed) and drops the rest.
+  EXPECT_EQ(carrier->pin({{FileVersion::blob(b), FileVersion::blob(c)}}, "head 2"), 0u);
+  EXPECT_EQ(carrier->pinnedCount(), 1u);
+  ASSERT_TRUE(carrier->diff(FileVersion::blob(a), FileVersion::blob(c)).isOk());
+  EXPECT_EQ(carrier->cacheStats().misses, misses + 1);
+  // A pair that cannot be diffed is left out.
+  EXPECT_EQ(carrier->pin({{FileVersion::blob(std::string(40, 'e')), FileVersion::blob(c)}}, "head 3"), 0u);
+  EXPECT_EQ(carrier->pinnedCount(), 0u);
+}
+
 }  // namespace
 }  // namespace memq
