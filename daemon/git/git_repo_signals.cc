@@ -125,6 +125,10 @@ RepoRefreshInfo GitRepoSignals::refresh() {
   return info;
 }
 
+void GitRepoSignals::followRenames() {
+  if (renames_) renames_->refresh();
+}
+
 std::vector<RenamedPath> GitRepoSignals::renamedFrom(const std::vector<std::string>& paths) {
   if (!renames_) return {};
   std::vector<std::string> clean;

@@ -76,6 +76,7 @@ class GitRepoSignals final : public RepoSignals {
 
   // Renames followed back from each path, committed or not (RenameMap).
   std::vector<RenamedPath> renamedFrom(const std::vector<std::string>& paths) override;
+  void followRenames() override;
 
   // The object database's blobs (line anchors' versions). An id that is not 40 hex digits is no blob.
   bool hasBlob(const std::string& blobId) override;

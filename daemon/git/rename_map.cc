@@ -47,7 +47,6 @@ std::vector<std::string> earlierPaths(const std::string& path, const std::vector
 
 namespace {
 
-using Edges = std::vector<std::pair<std::string, std::string>>;
 using DiffPtr = GitPtr<git_diff, git_diff_free>;
 using RevwalkPtr = GitPtr<git_revwalk, git_revwalk_free>;
 
@@ -56,19 +55,28 @@ using RevwalkPtr = GitPtr<git_revwalk, git_revwalk_free>;
 std::unique_ptr<RenameMap> RenameMap::open(const ProjectLocation& location, RenameOptions options) {
   if (!location.inGit) return nullptr;
   ensureLibgit2();
-  git_repository* raw = nullptr;
-  const int rc = git_repository_open_ext(&raw, location.gitWorkTreeTop.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH,
-                                         nullptr);
-  if (rc < 0) {
-    spdlog::warn("memq: renames not followed in {}: {}", location.root,
-                 gitStatus(rc, "open repository").message());
-    return nullptr;
+  RepositoryPtr handles[2];
+  for (auto& handle : handles) {
+    git_repository* raw = nullptr;
+    const int rc = git_repository_open_ext(&raw, location.gitWorkTreeTop.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH,
+                                           nullptr);
+    if (rc < 0) {
+      spdlog::warn("memq: renames not followed in {}: {}", location.root,
+                   gitStatus(rc, "open repository").message());
+      return nullptr;
+    }
+    handle.reset(raw);
   }
-  return std::unique_ptr<RenameMap>(new RenameMap(location, RepositoryPtr(raw), options));
+  return std::unique_ptr<RenameMap>(
+      new RenameMap(location, std::move(handles[0]), std::move(handles[1]), options));
 }
 
-RenameMap::RenameMap(ProjectLocation location, RepositoryPtr repository, RenameOptions options)
-    : location_(std::move(location)), options_(options), repository_(std::move(repository)) {}
+RenameMap::RenameMap(ProjectLocation location, RepositoryPtr repository, RepositoryPtr walkRepository,
+                     RenameOptions options)
+    : location_(std::move(location)),
+      options_(options),
+      repository_(std::move(repository)),
+      walkRepository_(std::move(walkRepository)) {}
 
 std::optional<std::string> RenameMap::rootRelative(const char* repoPath) const {
   if (repoPath == nullptr) return std::nullopt;
@@ -89,7 +97,7 @@ bool RenameMap::fileInWorkTree(const std::string& rootRelative) const {
   return lstat(full.c_str(), &st) == 0 && (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode));
 }
 
-void RenameMap::collectRenames(git_diff* diff, bool untracked, Edges& out) {
+void RenameMap::collectRenames(git_diff* diff, bool untracked, Edges& out) const {
   // Detection compares every removed file with every added one: only worth it when the diff has both.
   const size_t removed = git_diff_num_deltas_of_type(diff, GIT_DELTA_DELETED);
   const size_t added = git_diff_num_deltas_of_type(diff, GIT_DELTA_ADDED) +
@@ -114,7 +122,7 @@ void RenameMap::collectRenames(git_diff* diff, bool untracked, Edges& out) {
   }
 }
 
-void RenameMap::commitRenamesLocked(git_commit* commit, Edges& out) {
+void RenameMap::commitRenames(git_repository* repository, git_commit* commit, Edges& out) {
   if (git_commit_parentcount(commit) == 0) return;  // a root commit only adds files
   git_commit* rawParent = nullptr;
   if (git_commit_parent(&rawParent, commit, 0) < 0) return;  // a shallow clone's boundary
@@ -128,61 +136,81 @@ void RenameMap::commitRenamesLocked(git_commit* commit, Edges& out) {
   git_diff_options opts;
   git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
   git_diff* raw = nullptr;
-  if (git_diff_tree_to_tree(&raw, repository_.get(), oldTree.get(), newTree.get(), &opts) < 0) return;
+  if (git_diff_tree_to_tree(&raw, repository, oldTree.get(), newTree.get(), &opts) < 0) return;
   DiffPtr diff(raw);
   collectRenames(diff.get(), false, out);
 }
 
-void RenameMap::rebuildEdgesLocked() {
+RenameMap::Walk RenameMap::walkHistory(git_repository* repository, const git_oid& head,
+                                       const std::optional<git_oid>& known, size_t limit) {
+  Walk walk;
+  walk.head = head;
+  RevwalkPtr revwalk;
+  {
+    git_revwalk* raw = nullptr;
+    if (git_revwalk_new(&raw, repository) < 0) return walk;
+    revwalk.reset(raw);
+  }
+  git_revwalk_simplify_first_parent(revwalk.get());
+  if (git_revwalk_push(revwalk.get(), &head) < 0) return walk;
+  // Newest first along the first parents; when the walk meets the HEAD already read, what is behind it is known.
+  git_oid oid;
+  bool ended = false;
+  while (walk.commits.size() < limit) {
+    if (git_revwalk_next(&oid, revwalk.get()) != 0) {
+      ended = true;  // the start of history (or of a shallow clone)
+      break;
+    }
+    if (known && git_oid_equal(&oid, &*known)) {
+      walk.metKnown = true;
+      break;
+    }
+    git_commit* raw = nullptr;
+    if (git_commit_lookup(&raw, repository, &oid) < 0) break;
+    CommitPtr commit(raw);
+    commitRenames(repository, commit.get(), walk.commits.emplace_back());
+  }
+  walk.complete = walk.metKnown || ended || walk.commits.size() >= static_cast<size_t>(options_.maxCommits);
+  return walk;
+}
+
+void RenameMap::applyLocked(Walk walk) {
+  if (!walk.metKnown) perCommit_.clear();  // HEAD moved elsewhere (reset, rebase, checkout): the window is `walk`
+  for (auto it = walk.commits.rbegin(); it != walk.commits.rend(); ++it) perCommit_.push_front(std::move(*it));
+  while (perCommit_.size() > static_cast<size_t>(options_.maxCommits)) perCommit_.pop_back();
+  head_ = walk.head;
+  walked_ = true;
   history_ = RenameEdges();
   for (const Edges& commit : perCommit_) {
     for (const auto& [from, to] : commit) history_.add(from, to);
   }
 }
 
-int RenameMap::updateHistoryLocked(git_tree** headTree) {
+std::optional<git_oid> RenameMap::readHead(git_repository* repository, git_tree** headTree) {
   git_oid head;
-  if (git_reference_name_to_id(&head, repository_.get(), "HEAD") < 0) {  // unborn: no history, nothing renamed
+  if (git_reference_name_to_id(&head, repository, "HEAD") < 0) return std::nullopt;  // unborn
+  if (headTree != nullptr) {
+    git_commit* raw = nullptr;
+    if (git_commit_lookup(&raw, repository, &head) < 0) return std::nullopt;
+    CommitPtr commit(raw);
+    (void)git_commit_tree(headTree, commit.get());
+  }
+  return head;
+}
+
+void RenameMap::followHeadLocked(const std::optional<git_oid>& head) {
+  if (!head) {  // unborn: no history, nothing renamed
     perCommit_.clear();
     history_ = RenameEdges();
     walked_ = false;
-    return 0;
+    return;
   }
-  git_commit* rawHead = nullptr;
-  if (git_commit_lookup(&rawHead, repository_.get(), &head) < 0) return 0;
-  CommitPtr headCommit(rawHead);
-  if (headTree != nullptr) (void)git_commit_tree(headTree, headCommit.get());
-  if (walked_ && git_oid_equal(&head, &head_)) return 0;
-
-  RevwalkPtr walk;
-  {
-    git_revwalk* raw = nullptr;
-    if (git_revwalk_new(&raw, repository_.get()) < 0) return 0;
-    walk.reset(raw);
-  }
-  git_revwalk_simplify_first_parent(walk.get());
-  if (git_revwalk_push(walk.get(), &head) < 0) return 0;
-  // Newest first along the first parents; when the walk meets the HEAD read last time, what is behind it is known.
-  std::vector<Edges> fresh;
-  bool metOldHead = false;
-  git_oid oid;
-  while (fresh.size() < static_cast<size_t>(options_.maxCommits) && git_revwalk_next(&oid, walk.get()) == 0) {
-    if (walked_ && git_oid_equal(&oid, &head_)) {
-      metOldHead = true;
-      break;
-    }
-    git_commit* raw = nullptr;
-    if (git_commit_lookup(&raw, repository_.get(), &oid) < 0) break;
-    CommitPtr commit(raw);
-    commitRenamesLocked(commit.get(), fresh.emplace_back());
-  }
-  if (!metOldHead) perCommit_.clear();  // HEAD moved elsewhere (reset, rebase, checkout): the window is `fresh`
-  for (auto it = fresh.rbegin(); it != fresh.rend(); ++it) perCommit_.push_front(std::move(*it));
-  while (perCommit_.size() > static_cast<size_t>(options_.maxCommits)) perCommit_.pop_back();
-  head_ = head;
-  walked_ = true;
-  rebuildEdgesLocked();
-  return static_cast<int>(fresh.size());
+  if (walked_ && git_oid_equal(&*head, &head_)) return;
+  // On the request path only a short step forward is walked (or the first walk, which has nothing to fall back
+  // on); a longer or sideways move keeps the renames known so far until refresh() walks it off the request path.
+  const size_t limit = walked_ ? kRequestWalk : static_cast<size_t>(options_.maxCommits);
+  Walk walk = walkHistory(repository_.get(), *head, walked_ ? std::optional<git_oid>(head_) : std::nullopt, limit);
+  if (walk.complete) applyLocked(std::move(walk));
 }
 
 RenameEdges RenameMap::uncommittedLocked(git_tree* headTree) {
@@ -213,8 +241,9 @@ std::vector<RenamedPath> RenameMap::renamedFrom(const std::vector<std::string>& 
   if (paths.empty()) return out;
   MutexLock lock(mutex_);
   git_tree* rawTree = nullptr;
-  updateHistoryLocked(&rawTree);
+  const std::optional<git_oid> head = readHead(repository_.get(), &rawTree);
   TreePtr headTree(rawTree);
+  followHeadLocked(head);
   std::optional<RenameEdges> uncommitted;  // read once, for the first path that needs it
   const auto follow = [this](const std::string& p) { return !fileInWorkTree(p); };
   for (const std::string& path : paths) {
@@ -236,8 +265,28 @@ std::vector<RenamedPath> RenameMap::renamedFrom(const std::vector<std::string>& 
 }
 
 int RenameMap::refresh() {
+  // The walk runs on its own repository handle under walkMutex_, so lookups go on meanwhile; the result is taken
+  // only if no lookup moved the state on in the meantime (else the next refresh starts from there).
+  MutexLock walking(walkMutex_);
+  const std::optional<git_oid> head = readHead(walkRepository_.get(), nullptr);
+  std::optional<git_oid> known;
+  bool walked = false;
+  {
+    MutexLock lock(mutex_);
+    if (!head) {
+      followHeadLocked(head);
+      return 0;
+    }
+    if (walked_ && git_oid_equal(&*head, &head_)) return 0;
+    walked = walked_;
+    if (walked_) known = head_;
+  }
+  Walk walk = walkHistory(walkRepository_.get(), *head, known, static_cast<size_t>(options_.maxCommits));
+  const int diffed = static_cast<int>(walk.commits.size());
   MutexLock lock(mutex_);
-  return updateHistoryLocked(nullptr);
+  const bool unchanged = walked_ == walked && (!walked_ || (known && git_oid_equal(&head_, &*known)));
+  if (unchanged) applyLocked(std::move(walk));
+  return diffed;
 }
 
 }  // namespace memq

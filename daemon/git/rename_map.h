@@ -4,8 +4,10 @@
 // (`git mv` staged, or a file moved on disk and not added). Line anchors and file refs written on the old path are
 // then found, and carried, by a query naming the new one.
 //
-// The history part is kept per HEAD: when HEAD moves to a descendant only the new commits are diffed (a few, at
-// the next lookup or refresh()), otherwise it is walked again. The uncommitted part is diffed per lookup, and only
+// The history part is kept per HEAD: when HEAD moves along its first parents only the new commits are diffed, by
+// the next lookup when they are a few, else by refresh() (the daemon's housekeeping), which walks on a repository
+// handle of its own so lookups do not wait; until then lookups answer from the renames known. A move elsewhere
+// (reset, rebase, checkout) is walked again by refresh(); only the very first lookup walks the whole window itself. The uncommitted part is diffed per lookup, and only
 // for a queried path that HEAD's tree does not have (a rename's target is new there), since it scans the work tree
 // as `git status` does.
 // Paths are project-root relative (ProjectLocation::repoPrefix maps them to the repository's); a rename from
@@ -66,32 +68,49 @@ class RenameMap {
   // earlier path that is a file in the work tree now is left out (and not followed further): an anchor written on
   // it is about the file there.
   std::vector<RenamedPath> renamedFrom(const std::vector<std::string>& paths);
-  // Brings the history part up to HEAD now (so a later lookup finds it done). Returns the commits diffed.
+  // Brings the history part up to HEAD now, off the request path (so a later lookup finds it done). Returns the
+  // commits diffed.
   int refresh();
 
  private:
-  RenameMap(ProjectLocation location, RepositoryPtr repository, RenameOptions options);
-  // Reads HEAD and, if it moved, diffs the commits since; returns the commits diffed.
-  int updateHistoryLocked(git_tree** headTree) REQUIRES(mutex_);
+  using Edges = std::vector<std::pair<std::string, std::string>>;
+  // The renames of the first-parent commits from `head` back to `known` (excluded) or `limit` commits.
+  struct Walk {
+    git_oid head{};
+    std::vector<Edges> commits;  // newest first
+    bool metKnown = false;       // reached `known`: what is behind it is the state already held
+    bool complete = false;       // met `known`, the start of history, or maxCommits: the window is whole
+  };
+  // Commits a lookup walks itself when HEAD moved forward; a longer move is refresh()'s.
+  static constexpr size_t kRequestWalk = 64;
+
+  RenameMap(ProjectLocation location, RepositoryPtr repository, RepositoryPtr walkRepository, RenameOptions options);
+  static std::optional<git_oid> readHead(git_repository* repository, git_tree** headTree);
+  Walk walkHistory(git_repository* repository, const git_oid& head, const std::optional<git_oid>& known,
+                   size_t limit);
   // Renames in one commit against its first parent, as root-relative edges.
-  void commitRenamesLocked(git_commit* commit, std::vector<std::pair<std::string, std::string>>& out)
-      REQUIRES(mutex_);
+  void commitRenames(git_repository* repository, git_commit* commit, Edges& out);
+  void applyLocked(Walk walk) REQUIRES(mutex_);
+  // Brings the history to `head` when that is cheap (see kRequestWalk) or nothing is known yet.
+  void followHeadLocked(const std::optional<git_oid>& head) REQUIRES(mutex_);
   RenameEdges uncommittedLocked(git_tree* headTree) REQUIRES(mutex_);
-  void rebuildEdgesLocked() REQUIRES(mutex_);
   // `repoPath` relative to the root, or nullopt when it is outside it.
   std::optional<std::string> rootRelative(const char* repoPath) const;
   std::string repoPath(const std::string& rootRelative) const;
   bool fileInWorkTree(const std::string& rootRelative) const;
-  void collectRenames(git_diff* diff, bool untracked, std::vector<std::pair<std::string, std::string>>& out);
+  void collectRenames(git_diff* diff, bool untracked, Edges& out) const;
 
   const ProjectLocation location_;
   const RenameOptions options_;
+  // Lock order: walkMutex_ → mutex_. Lookups take mutex_ only; refresh() walks under walkMutex_ alone.
+  Mutex walkMutex_;
   Mutex mutex_;
-  RepositoryPtr repository_ PT_GUARDED_BY(mutex_);
+  RepositoryPtr repository_ PT_GUARDED_BY(mutex_);          // lookups: HEAD, short walks, the work tree
+  RepositoryPtr walkRepository_ PT_GUARDED_BY(walkMutex_);  // refresh()'s long walks
   bool walked_ GUARDED_BY(mutex_) = false;
   git_oid head_ GUARDED_BY(mutex_){};
   // The renames of each first-parent commit read, newest first; at most maxCommits entries.
-  std::deque<std::vector<std::pair<std::string, std::string>>> perCommit_ GUARDED_BY(mutex_);
+  std::deque<Edges> perCommit_ GUARDED_BY(mutex_);
   RenameEdges history_ GUARDED_BY(mutex_);
 };
 

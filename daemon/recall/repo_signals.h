@@ -53,6 +53,8 @@ class RepoSignals {
   // For each of `paths` (project-root relative) renamed from earlier paths, committed or not, those paths; paths
   // that were never renamed are left out.
   virtual std::vector<RenamedPath> renamedFrom(const std::vector<std::string>& /*paths*/) { return {}; }
+  // Brings what renamedFrom knows of history up to HEAD, so that lookups find it done; for background work.
+  virtual void followRenames() {}
   // The bytes of the blob `blobId` from the object database; nullopt when it has no such blob.
   virtual std::optional<std::string> blobContent(const std::string& /*blobId*/) { return std::nullopt; }
 };

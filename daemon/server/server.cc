@@ -396,9 +396,13 @@ void Server::armHousekeeping() {
       postBackgroundJob([this] { service_.scopes().checkpointAll(); });
     }
     if (housekeepingTicks_ % 5 == 0) {
-      // Anchors re-based to a HEAD that moved, so the next recall carries each through a held diff.
+      // What follows HEAD, brought up to a HEAD that moved: the renames recall follows, and the anchors re-based so
+      // that the next recall carries each through a held diff.
       postBackgroundJob([this] {
-        for (auto& scope : service_.scopes().projectScopes()) rebaseAnchorsToHead(*scope);
+        for (auto& scope : service_.scopes().projectScopes()) {
+          if (scope->repo) scope->repo->followRenames();
+          rebaseAnchorsToHead(*scope);
+        }
       });
     }
     if (housekeepingTicks_ % 60 == 0) {

@@ -1,6 +1,7 @@
 // Unit tests of RenameMap over real repositories built with the git command line: renames committed (one, a
 // chain, with an edit), staged and only on disk, a project root below the repository's top, HEAD moving forward
-// and elsewhere, and the earlier path that exists again being left alone.
+// and elsewhere (a long move walked by refresh, not by a lookup), and the earlier path that exists again being left
+// alone.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -119,6 +120,23 @@ TEST_F(RenameMapTest, HeadMovingForwardAddsItsRenamesAndMovingElsewhereDropsThem
   EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
   repo_.git("reset -q --hard HEAD~1");  // the rename is no longer in HEAD's history
   EXPECT_TRUE(earlier(*map, "src/b.c").empty());
+}
+
+TEST_F(RenameMapTest, ALongMoveOfHeadIsWalkedByRefreshNotByALookup) {
+  auto map = open();
+  EXPECT_TRUE(earlier(*map, "src/b.c").empty());  // the first lookup walks history itself
+  repo_.git("mv src/a.c src/b.c");
+  repo_.git("commit -qm rename");
+  // 70 more commits: more than a lookup walks on its own.
+  for (int i = 0; i < 70; ++i) repo_.git("commit -q --allow-empty -m filler");
+  EXPECT_TRUE(earlier(*map, "src/b.c").empty());  // answered from what was known
+  EXPECT_EQ(map->refresh(), 71);
+  EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
+  // A short step forward is a lookup's own.
+  repo_.git("mv src/b.c src/c.c");
+  repo_.git("commit -qm again");
+  EXPECT_EQ(earlier(*map, "src/c.c"), (std::vector<std::string>{"src/b.c", "src/a.c"}));
+  EXPECT_EQ(map->refresh(), 0);
 }
 
 TEST_F(RenameMapTest, ARootBelowTheTopSeesItsOwnPaths) {
