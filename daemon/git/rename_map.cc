@@ -213,17 +213,38 @@ void RenameMap::followHeadLocked(const std::optional<git_oid>& head) {
   if (walk.complete) applyLocked(std::move(walk));
 }
 
-RenameEdges RenameMap::uncommittedLocked(git_tree* headTree) {
+RenameEdges RenameMap::uncommittedLocked(git_tree* headTree, const std::vector<std::string>& targets) {
   RenameEdges edges;
-  if (headTree == nullptr) return edges;  // nothing committed, so nothing to have been renamed
+  if (headTree == nullptr || targets.empty()) return edges;  // nothing committed: nothing to have been renamed
+  // First the files HEAD has that the index or the work tree lacks (a stat per tracked file, no untracked scan):
+  // usually none, and then nothing was renamed.
+  std::vector<std::string> specs;
+  {
+    git_diff_options opts;
+    git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
+    std::string root = location_.repoPrefix + "/";  // only the root's files can be a memory's refs
+    char* rootSpec[] = {root.data()};
+    if (!location_.repoPrefix.empty()) opts.pathspec = {rootSpec, 1};
+    git_diff* raw = nullptr;
+    if (const int rc = git_diff_tree_to_workdir_with_index(&raw, repository_.get(), headTree, &opts); rc < 0) {
+      spdlog::debug("memq: work-tree renames in {} not read: {}", location_.root, gitStatus(rc, "diff").message());
+      return edges;
+    }
+    DiffPtr diff(raw);
+    for (size_t i = 0; i < git_diff_num_deltas(diff.get()); ++i) {
+      const git_diff_delta* d = git_diff_get_delta(diff.get(), i);
+      if (d->status == GIT_DELTA_DELETED) specs.emplace_back(d->old_file.path);
+    }
+  }
+  if (specs.empty()) return edges;
+  // Then rename detection between those and the queried paths alone (staged, or untracked: moved on disk).
+  for (const auto& t : targets) specs.push_back(repoPath(t));
+  std::vector<char*> spec;
+  for (auto& p : specs) spec.push_back(p.data());
   git_diff_options opts;
   git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
-  // A file moved on disk and not added yet is untracked; as a rename target it counts like a staged one.
-  opts.flags = GIT_DIFF_INCLUDE_UNTRACKED | GIT_DIFF_RECURSE_UNTRACKED_DIRS;
-  // Only the root's files can be a memory's refs.
-  std::string spec = location_.repoPrefix + "/";
-  char* specs[] = {spec.data()};
-  if (!location_.repoPrefix.empty()) opts.pathspec = {specs, 1};
+  opts.flags = GIT_DIFF_INCLUDE_UNTRACKED | GIT_DIFF_RECURSE_UNTRACKED_DIRS | GIT_DIFF_DISABLE_PATHSPEC_MATCH;
+  opts.pathspec = {spec.data(), spec.size()};
   git_diff* raw = nullptr;
   if (const int rc = git_diff_tree_to_workdir_with_index(&raw, repository_.get(), headTree, &opts); rc < 0) {
     spdlog::debug("memq: work-tree renames in {} not read: {}", location_.root, gitStatus(rc, "diff").message());
@@ -244,21 +265,18 @@ std::vector<RenamedPath> RenameMap::renamedFrom(const std::vector<std::string>& 
   const std::optional<git_oid> head = readHead(repository_.get(), &rawTree);
   TreePtr headTree(rawTree);
   followHeadLocked(head);
-  std::optional<RenameEdges> uncommitted;  // read once, for the first path that needs it
+  // The paths HEAD's tree lacks: only those may be an uncommitted rename's target.
+  std::vector<std::string> newPaths;
+  for (const std::string& path : paths) {
+    git_tree_entry* entry = nullptr;
+    const bool atHead = headTree && git_tree_entry_bypath(&entry, headTree.get(), repoPath(path).c_str()) == 0;
+    TreeEntryPtr owned(entry);
+    if (!atHead) newPaths.push_back(path);
+  }
+  const RenameEdges uncommitted = uncommittedLocked(headTree.get(), newPaths);
   const auto follow = [this](const std::string& p) { return !fileInWorkTree(p); };
   for (const std::string& path : paths) {
-    std::vector<const RenameEdges*> layers;
-    // A path HEAD's tree has was not made by an uncommitted rename; one it lacks may have been.
-    git_tree_entry* entry = nullptr;
-    const bool atHead =
-        headTree && git_tree_entry_bypath(&entry, headTree.get(), repoPath(path).c_str()) == 0;
-    TreeEntryPtr owned(entry);
-    if (!atHead && headTree) {
-      if (!uncommitted) uncommitted = uncommittedLocked(headTree.get());
-      layers.push_back(&*uncommitted);
-    }
-    layers.push_back(&history_);
-    std::vector<std::string> earlier = earlierPaths(path, layers, options_.maxEarlierPaths, follow);
+    std::vector<std::string> earlier = earlierPaths(path, {&uncommitted, &history_}, options_.maxEarlierPaths, follow);
     if (!earlier.empty()) out.push_back({path, std::move(earlier)});
   }
   return out;

@@ -7,9 +7,11 @@
 // The history part is kept per HEAD: when HEAD moves along its first parents only the new commits are diffed, by
 // the next lookup when they are a few, else by refresh() (the daemon's housekeeping), which walks on a repository
 // handle of its own so lookups do not wait; until then lookups answer from the renames known. A move elsewhere
-// (reset, rebase, checkout) is walked again by refresh(); only the very first lookup walks the whole window itself. The uncommitted part is diffed per lookup, and only
-// for a queried path that HEAD's tree does not have (a rename's target is new there), since it scans the work tree
-// as `git status` does.
+// (reset, rebase, checkout) is walked again by refresh(); only the very first lookup walks the whole window itself.
+// The uncommitted part is diffed per lookup, and only for a queried path that HEAD's tree does not have (a rename's
+// target is new there): first the files HEAD has and the index or work tree lacks (a stat per tracked file, as `git
+// status` without untracked files), and only when there are some, rename detection between those and the queried
+// paths.
 // Paths are project-root relative (ProjectLocation::repoPrefix maps them to the repository's); a rename from
 // outside the root is not followed.
 // Thread-safety: a RenameMap may be used from any thread; its repository and state are used under one mutex.
@@ -93,7 +95,8 @@ class RenameMap {
   void applyLocked(Walk walk) REQUIRES(mutex_);
   // Brings the history to `head` when that is cheap (see kRequestWalk) or nothing is known yet.
   void followHeadLocked(const std::optional<git_oid>& head) REQUIRES(mutex_);
-  RenameEdges uncommittedLocked(git_tree* headTree) REQUIRES(mutex_);
+  // Renames not committed whose targets are among `targets` (root-relative paths HEAD's tree lacks).
+  RenameEdges uncommittedLocked(git_tree* headTree, const std::vector<std::string>& targets) REQUIRES(mutex_);
   // `repoPath` relative to the root, or nullopt when it is outside it.
   std::optional<std::string> rootRelative(const char* repoPath) const;
   std::string repoPath(const std::string& rootRelative) const;

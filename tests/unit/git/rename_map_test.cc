@@ -93,6 +93,11 @@ TEST_F(RenameMapTest, StagedAndOnDiskRenamesAreFollowedBeforeTheyAreCommitted) {
   std::filesystem::rename(repo_.dir() + "/src/a.c", repo_.dir() + "/src/c.c");
   repo_.write("src/c.c", body("alpha", 38) + "edited\n");
   EXPECT_EQ(earlier(*map, "src/c.c"), std::vector<std::string>{"src/a.c"});
+  // Into a new directory, not added.
+  std::filesystem::create_directories(repo_.dir() + "/new/dir");
+  std::filesystem::rename(repo_.dir() + "/src/c.c", repo_.dir() + "/new/dir/moved.c");
+  EXPECT_EQ(earlier(*map, "new/dir/moved.c"), std::vector<std::string>{"src/a.c"});
+  std::filesystem::rename(repo_.dir() + "/new/dir/moved.c", repo_.dir() + "/src/c.c");
   // An uncommitted rename of a committed one: the chain goes on into history.
   std::filesystem::remove(repo_.dir() + "/src/c.c");
   repo_.git("checkout -q -- src/a.c");
