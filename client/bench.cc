@@ -230,6 +230,49 @@ class LineReader {
   FILE* pipe_ = nullptr;
 };
 
+// The files a retrieval memory names, at most 16 (the protocol's bound): a change that touched more keeps the files
+// it wrote the most lines in (its `anchors`), as an author naming what the change is about would, then the other
+// paths it touched in the dataset's order. With `anchored`, each file that has an anchor carries its lines and blob.
+json retrievalFiles(const json& m, bool anchored) {
+  std::vector<const json*> anchors;
+  const json none = json::array();
+  const json& listed = m.contains("anchors") && m["anchors"].is_array() ? m["anchors"] : none;
+  for (const auto& an : listed) {
+    if (an.is_object() && an.contains("path") && an["path"].is_string()) anchors.push_back(&an);
+  }
+  auto written = [](const json& an) {
+    uint64_t n = 0;
+    if (!an.contains("lines") || !an["lines"].is_array()) return n;
+    for (const auto& r : an["lines"]) {
+      if (r.is_array() && r.size() == 2 && r[0].is_number_unsigned() && r[1].is_number_unsigned()) {
+        n += r[1].get<uint64_t>() >= r[0].get<uint64_t>() ? r[1].get<uint64_t>() - r[0].get<uint64_t>() + 1 : 0;
+      }
+    }
+    return n;
+  };
+  std::stable_sort(anchors.begin(), anchors.end(),
+                   [&](const json* a, const json* b) { return written(*a) > written(*b); });
+  json files = json::array();
+  std::set<std::string> named;
+  for (const json* an : anchors) {
+    const std::string path = (*an)["path"].get<std::string>();
+    if (files.size() >= 16) break;
+    if (!plainPath(path) || !named.insert(path).second) continue;
+    if (anchored) {
+      files.push_back({{"path", path}, {"lines", an->value("lines", json::array())}, {"blob", an->value("blob", "")}});
+    } else {
+      files.push_back(path);
+    }
+  }
+  for (const auto& f : m.value("files", json::array())) {
+    if (files.size() >= 16) break;
+    if (f.is_string() && plainPath(f.get<std::string>()) && named.insert(f.get<std::string>()).second) {
+      files.push_back(f);
+    }
+  }
+  return files;
+}
+
 // memory/save params from one workload line: summary, details, topics, category and file paths as the line has them
 // (at most 16 files, the protocol's bound).
 json loadSaveParams(const json& m) {
@@ -594,19 +637,7 @@ int runRetrievalBench(Context& ctx, const std::vector<std::string>& words) {
         for (; next < corpus.memories.size() && corpus.memories[next].value("split", 0) <= split && batch.size() < 200;
              ++next) {
           const json& m = corpus.memories[next];
-          json files = json::array();
-          std::set<std::string> anchored;
-          if (withLines) {
-            for (const auto& an : m.value("anchors", json::array())) {
-              const std::string path = an.value("path", "");
-              if (files.size() >= 16 || !plainPath(path) || !anchored.insert(path).second) continue;
-              files.push_back({{"path", path}, {"lines", an.value("lines", json::array())}, {"blob", an.value("blob", "")}});
-            }
-          }
-          for (const auto& f : m.value("files", json::array())) {
-            if (files.size() >= 16) break;
-            if (plainPath(f.get<std::string>()) && !anchored.count(f.get<std::string>())) files.push_back(f);
-          }
+          json files = retrievalFiles(m, withLines);
           std::string summary = m.value("summary", "");
           if (summary.find_first_not_of(" \t") == std::string::npos) summary = "(no subject)";
           json params = {{"summary", summary}, {"details", m.value("details", "")}, {"files", files},

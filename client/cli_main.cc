@@ -15,13 +15,13 @@
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: memq [--json] [--socket PATH] [--project DIR] [--scope project|global] [--no-pager]
-            [--color auto|always|never] COMMAND [ARGS]
+constexpr const char* kUsage = R"(usage: memq [--json] [--socket PATH] [--project DIR] [--scope project|global] [--tab NAME]
+            [--no-pager] [--color auto|always|never] COMMAND [ARGS]
        memq help COMMAND | memq COMMAND --help
 
 memories:
   save SUMMARY [--details TEXT] [--category pref|decision|gotcha|context] [--topic T]... [--file PATH]...
-               [--source user|agent] [--merge-topics]
+               [--source user|agent] [--merge-topics] [--no-anchor]
   get ID                     update ID [--summary S] [--details D] [--category C] [--topic T]... [--file PATH]...
   list [--category C] [--topic T] [--pinned] [--state active|hidden|superseded|rejected|all] [--file PATH] [--limit N]
   search QUERY [--limit N] [--ranker R] [--explain]
@@ -117,6 +117,10 @@ int main(int argc, char** argv) {
     } else if (a == "--project") {
       if (!value(ctx.options.project)) return memq::cli::usageError("--project needs a directory");
       projectGiven = true;
+    } else if (a == "--tab") {
+      // The agent session this command acts for (the hooks name it with Claude Code's session id): its hint state
+      // and working set, so that a save is anchored to the lines that session edited.
+      if (!value(ctx.options.tab) || ctx.options.tab.empty()) return memq::cli::usageError("--tab needs a name");
     } else if (a == "--scope") {
       std::string s;
       if (!value(s) || (s != "project" && s != "global")) return memq::cli::usageError("--scope must be project or global");

@@ -140,8 +140,8 @@ int needsId(const Args& args, const char* command, size_t count = 1) {
 
 int cmdSave(Context& ctx, const std::vector<std::string>& words) {
   Args a;
-  if (int rc = parseOrUsage(a, words, {{"merge-topics"}, {"details", "category", "source"}, {"topic", "file"}}); rc >= 0)
-    return rc;
+  const OptionSpec spec{{"merge-topics", "no-anchor"}, {"details", "category", "source"}, {"topic", "file"}};
+  if (int rc = parseOrUsage(a, words, spec); rc >= 0) return rc;
   if (a.positional().size() != 1) return usageError(usageLine("save") + " (quote the summary)");
   json p = {{"summary", a.positional()[0]}, {"source", a.value("source").value_or("user")}};
   if (auto d = a.value("details")) p["details"] = *d;
@@ -151,6 +151,7 @@ int cmdSave(Context& ctx, const std::vector<std::string>& words) {
     if (auto rc = anchoredFilesOf(ctx, a.values("file"), p["files"])) return *rc;
   }
   if (a.flag("merge-topics")) p["merge_topics"] = true;
+  if (a.flag("no-anchor")) p["anchor"] = false;
   json result;
   int rc = callAndPrint(ctx, "memory/save", p, [&](const json& r) {
     std::string id = r["id"].is_string() ? r["id"].get<std::string>() : "";
@@ -163,6 +164,9 @@ int cmdSave(Context& ctx, const std::vector<std::string>& words) {
     }
     std::cout << status << " " << ctx.style.yellow(id.substr(0, 8)) << " (" << r.value("scope", "") << ")\n";
     if (r.contains("hint")) std::cout << r["hint"].get<std::string>() << "\n";
+    for (const auto& f : r.value("anchored", json::array())) {
+      std::cout << "anchored " << fileRefText(f) << " (the lines this tab edited; --no-anchor leaves them out)\n";
+    }
     for (const auto& w : r["warnings"]) {
       std::cout << ctx.style.yellow("warning: ") << (w.is_string() ? w.get<std::string>() : w.dump()) << "\n";
     }

@@ -5,16 +5,22 @@
 //   Bash git commands (with the files a command names, as in `git diff src/a.ts`) → hints for those files.
 // Each run is a new connection, so the hook names the agent session as initialize's `tab`: hint dedup, cooldown and
 // budget then span the session's hook runs, and UserPromptSubmit (a real user turn) advances the tab's turn.
+// The file tools' hints name the lines the tool touched ({path, lines}), which memqd keeps as the tab's working set
+// (docs/agents.md): a Read's offset/limit (a whole-file Read names no lines), where each Edit/MultiEdit new_string
+// sits in the file after the edit, a Write's new content; at most kMaxToolLines lines from the first.
 // It never blocks the agent: past its budget (500 ms; 3 s for SessionStart, the one event that may start memqd) it
 // prints nothing and exits 0. Any failure is silent (exit 0, no output), because a hook error would interrupt the
 // agent; an event name Claude Code does not have (a typo, the wrong case) is named on stderr, still with exit 0.
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <sstream>
 
 #include "client/commands.h"
+#include "daemon/anchors/line_ranges.h"
+#include "daemon/model/memory.h"
 
 namespace memq::cli {
 
@@ -138,6 +144,83 @@ std::string stringField(const json& object, const char* key) {
   return it != object.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
+// A positive integer field of the hook input, or 0.
+uint64_t countField(const json& object, const char* key) {
+  if (!object.is_object()) return 0;
+  auto it = object.find(key);
+  return it != object.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
+}
+
+// The most lines one tool event names: Read's own default limit. A larger read or write is not where the agent
+// works so much as what it looked through.
+constexpr uint32_t kMaxToolLines = 2000;
+// Files read to place an edit: larger ones are not anchored by memqd either (kMaxAnchoredFileBytes).
+constexpr uintmax_t kMaxToolFileBytes = uintmax_t{2} << 20;
+
+// The line the byte at `pos` of `content` is on, 1-based.
+uint32_t lineAt(const std::string& content, size_t pos) {
+  return 1 + static_cast<uint32_t>(std::count(content.begin(), content.begin() + static_cast<long>(pos), '\n'));
+}
+
+uint32_t textLines(const std::string& content) {
+  if (content.empty()) return 0;
+  return lineAt(content, content.size() - 1);
+}
+
+// The file the tool worked on as it is now ("" when unreadable or too large).
+std::string toolFile(const std::string& path, const std::string& cwd) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::path(path).is_absolute() ? std::filesystem::path(path)
+                                                                     : std::filesystem::path(cwd) / path;
+  if (!std::filesystem::is_regular_file(p, ec) || std::filesystem::file_size(p, ec) > kMaxToolFileBytes || ec) {
+    return "";
+  }
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// The lines `text` occupies in `content`: every occurrence when `all` (replace_all), else the one occurrence, and
+// nothing when it is not there or, without `all`, there more than once (which of them the edit wrote is unknown).
+void placeText(const std::string& content, const std::string& text, bool all, LineRanges& out) {
+  if (text.empty()) return;  // a deletion leaves no text to find
+  std::vector<LineRange> found;
+  for (size_t at = content.find(text); at != std::string::npos && found.size() <= kMaxAnchorRanges;
+       at = content.find(text, at + text.size())) {
+    found.push_back({lineAt(content, at), lineAt(content, at + text.size() - 1)});
+  }
+  if (found.empty() || (!all && found.size() > 1)) return;
+  out.insert(out.end(), found.begin(), found.end());
+}
+
+// The lines a file tool touched (see the header); empty when it names none.
+LineRanges toolLines(const std::string& tool, const json& input, const std::string& cwd) {
+  LineRanges lines;
+  if (tool == "Read") {
+    const uint64_t offset = countField(input, "offset"), limit = countField(input, "limit");
+    if (offset == 0 && limit == 0) return lines;  // the whole file: no lines in particular
+    const uint32_t total = textLines(toolFile(stringField(input, "file_path"), cwd));
+    const uint64_t first = std::max<uint64_t>(offset, 1);
+    const uint64_t count = std::min<uint64_t>(limit ? limit : kMaxToolLines, kMaxToolLines);
+    const uint64_t last = std::min<uint64_t>(first + count - 1, total);
+    if (first <= last) lines.push_back({static_cast<uint32_t>(first), static_cast<uint32_t>(last)});
+  } else if (tool == "Write") {
+    const uint32_t total = std::min(textLines(stringField(input, "content")), kMaxToolLines);
+    if (total > 0) lines.push_back({1, total});
+  } else if (tool == "Edit" || tool == "MultiEdit") {
+    const std::string content = toolFile(stringField(input, "file_path"), cwd);
+    if (content.empty()) return lines;
+    auto place = [&](const json& edit) {
+      placeText(content, stringField(edit, "new_string"), edit.is_object() && edit.value("replace_all", false) == true,
+                lines);
+    };
+    if (tool == "Edit") place(input);
+    else if (input.contains("edits") && input["edits"].is_array()) for (const auto& e : input["edits"]) place(e);
+  }
+  lines = normalizeRanges(std::move(lines));
+  if (lines.size() > kMaxAnchorRanges) lines.resize(kMaxAnchorRanges);  // what memqd takes of one file
+  return lines;
+}
+
 int hookReply(Context& ctx, const std::string& event) {
   const bool sessionStart = event == "SessionStart";
   const auto deadline = std::chrono::steady_clock::now() + (sessionStart ? kSessionStartBudget : kBudget);
@@ -173,6 +256,7 @@ int hookReply(Context& ctx, const std::string& event) {
     json input = hook.contains("tool_input") ? hook["tool_input"] : json::object();
     std::vector<std::string> files;
     if (std::string file = stringField(input, "file_path"); !file.empty()) files.push_back(file);
+    LineRanges lines = files.empty() ? LineRanges{} : toolLines(tool, input, ctx.cwd);
     method = "hints/for_tool";
     if (tool == "Read") params = {{"tool", "read"}};
     else if (tool == "Edit" || tool == "MultiEdit") params = {{"tool", "edit"}};
@@ -192,6 +276,7 @@ int hookReply(Context& ctx, const std::string& event) {
     if (!files.empty()) {
       params["files"] = json::array();
       for (const auto& f : files) params["files"].push_back(fileArgument(ctx, f));
+      if (!lines.empty()) params["files"][0] = {{"path", params["files"][0]}, {"lines", lineRangesToJson(lines)}};
     }
   } else {
     return kExitOk;  // events memq has nothing to say about

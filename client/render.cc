@@ -1,7 +1,9 @@
 // Human output; see render.h.
 #include "client/render.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <vector>
 
 namespace memq::cli {
 
@@ -19,16 +21,27 @@ std::string pad(std::string s, size_t width) {
 
 }  // namespace
 
-std::string fileRefText(const nlohmann::json& f) {
-  if (f.is_string()) return f.get<std::string>();
-  std::string out = text(f, "path");
+namespace {
+
+// `40-60,72` for a reply's [first, last] pairs.
+std::string rangesText(const nlohmann::json& ranges) {
   std::string lines;
-  for (const auto& r : f.value("lines", nlohmann::json::array())) {
+  if (!ranges.is_array()) return lines;
+  for (const auto& r : ranges) {
     if (!r.is_array() || r.size() != 2 || !r[0].is_number_unsigned() || !r[1].is_number_unsigned()) continue;
     const auto first = r[0].get<uint64_t>();
     const auto last = r[1].get<uint64_t>();
     lines += (lines.empty() ? "" : ",") + std::to_string(first) + (last != first ? "-" + std::to_string(last) : "");
   }
+  return lines;
+}
+
+}  // namespace
+
+std::string fileRefText(const nlohmann::json& f) {
+  if (f.is_string()) return f.get<std::string>();
+  std::string out = text(f, "path");
+  std::string lines = rangesText(f.value("lines", nlohmann::json::array()));
   return lines.empty() ? out : out + ":" + lines;
 }
 
@@ -76,6 +89,69 @@ std::string memoryDetail(const nlohmann::json& m, const Style& style) {
   field("created", text(m, "created_at"));
   field("updated", text(m, "updated_at"));
   field("last_used", text(m, "last_used_at") + " (used " + std::to_string(m.value("use_count", 0)) + "x)");
+  return out;
+}
+
+namespace {
+
+// At most this many files of one stale memory are shown; `memq --json review stale` has them all.
+constexpr size_t kStaleFilesShown = 5;
+
+// Under the field names of memoryDetail, in line with their values.
+constexpr size_t kFieldWidth = 14;
+
+// One side of a rewrite or deletion (review/stale's then/now `text`, `more`), each line behind `mark`.
+std::string excerptText(const nlohmann::json& side, const std::string& mark, const Style& style, bool removed) {
+  const std::string indent(kFieldWidth + 2, ' ');
+  std::string out;
+  for (const auto& t : side.value("text", nlohmann::json::array())) {
+    if (!t.is_string()) continue;
+    const std::string line = mark + " " + t.get<std::string>();
+    out += indent + (removed ? style.red(line) : style.green(line)) + "\n";
+  }
+  const auto more = side.value("more", uint64_t{0});
+  if (more > 0) out += indent + style.dim("… " + std::to_string(more) + " more") + "\n";
+  return out;
+}
+
+// `src/a.c:40-60 → 44-64 (moved)` after `lead`, and for rewritten or deleted lines the text then (-) and now (+).
+std::string anchoredLinesText(const nlohmann::json& a, const std::string& lead, const Style& style) {
+  const nlohmann::json none = nlohmann::json::object();
+  const nlohmann::json& then = a.contains("then") && a["then"].is_object() ? a["then"] : none;
+  const nlohmann::json& now = a.contains("now") && a["now"].is_object() ? a["now"] : none;
+  const std::string state = text(a, "state");
+  const std::string linesNow = rangesText(now.value("lines", nlohmann::json::array()));
+  const bool stale = state == "rewritten" || state == "deleted";
+  std::string out = lead + text(a, "path") + ":" + rangesText(then.value("lines", nlohmann::json::array())) +
+                    " → " + (linesNow.empty() ? "gone" : linesNow) + " " +
+                    (stale ? style.red("(" + state + ")") : style.dim("(" + state + ")")) + "\n";
+  if (stale) out += excerptText(then, "-", style, true) + excerptText(now, "+", style, false);
+  return out;
+}
+
+}  // namespace
+
+std::string staleFilesText(const nlohmann::json& m, const Style& style) {
+  std::string out;
+  size_t shown = 0, total = 0;
+  // The first file goes under the field name, the others below it.
+  auto lead = [&]() { return shown == 0 ? style.dim(pad("changes:", kFieldWidth)) : std::string(kFieldWidth, ' '); };
+  std::vector<std::string> anchored;
+  for (const auto& a : m.value("anchored_lines", nlohmann::json::array())) {
+    if (!a.is_object()) continue;
+    anchored.push_back(text(a, "path"));
+    if (++total > kStaleFilesShown) continue;
+    out += anchoredLinesText(a, lead(), style);
+    ++shown;
+  }
+  // A changed file without anchored lines (a plain ref, or lines that could not be carried) changed as a whole.
+  for (const auto& f : m.value("changed_files", nlohmann::json::array())) {
+    if (!f.is_string() || std::find(anchored.begin(), anchored.end(), f.get<std::string>()) != anchored.end()) continue;
+    if (++total > kStaleFilesShown) continue;
+    out += lead() + f.get<std::string>() + " " + style.red("(changed)") + "\n";
+    ++shown;
+  }
+  if (total > shown) out += std::string(kFieldWidth, ' ') + style.dim("+" + std::to_string(total - shown) + " more files") + "\n";
   return out;
 }
 

@@ -23,6 +23,10 @@ std::string fileRefText(const nlohmann::json& file);
 std::string memoryLine(const nlohmann::json& memory, const Style& style);
 // The full record, one field per line (memq get).
 std::string memoryDetail(const nlohmann::json& memory, const Style& style);
+// What became of a stale memory's files (a review/stale entry): per anchored file `src/a.c:40-60 → 44-64 (moved)`,
+// for lines rewritten or deleted the text then (-) and now (+), a few lines at most, and each other changed file;
+// at most five files, then "+N more files".
+std::string staleFilesText(const nlohmann::json& staleMemory, const Style& style);
 // A recall/search hit: the memory line plus score and signals.
 std::string hitLine(const nlohmann::json& hit, const Style& style);
 

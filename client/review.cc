@@ -1,6 +1,7 @@
 // memq review: an interactive queue, like `git add -p`, over similarity clusters, stale memories and dead file refs.
-// For each item it shows the memory and asks keep / hide / pin / reject (asks the reason) / supersede-by / skip /
-// quit, applying each answer at once. Without a terminal it refuses and points to the --json listings.
+// For each item it shows the memory (for a stale one, its anchored lines then and now) and asks keep / hide / pin /
+// reject (asks the reason) / supersede-by / skip / quit, applying each answer at once. Without a terminal it refuses
+// and points to the --json listings, whose items carry each reply's memory entry as it came.
 #include <unistd.h>
 
 #include <iostream>
@@ -73,6 +74,8 @@ int runReview(Context& ctx, const std::vector<std::string>& words) {
   for (const auto& [m, why] : queue) {
     ++n;
     std::cout << "\n(" << n << "/" << queue.size() << ") " << ctx.style.dim(why) << "\n" << memoryDetail(m, ctx.style);
+    // A stale memory's files: the anchored lines then and now, the text a change touched.
+    if (m.contains("changed_files")) std::cout << staleFilesText(m, ctx.style);
     for (;;) {
       std::string a = ask("keep, hide, pin, reject, supersede-by, skip, quit [k,h,p,r,s,n,q,?]? ");
       Result<json> r = json::object();

@@ -12,9 +12,10 @@ const std::map<std::string, std::string>& table() {
   static const std::map<std::string, std::string> usages = {
       {"save",
        "memq save SUMMARY [--details TEXT] [--category pref|decision|gotcha|context] [--topic T]... [--file PATH]...\n"
-       "          [--source user|agent] [--merge-topics]\n"
+       "          [--source user|agent] [--merge-topics] [--no-anchor]\n"
        "  Save a memory. Exits 4 when the text was rejected before (the save is refused; --json prints the result).\n"
-       "  --file PATH:40-60,72 names lines of the file as it is now."},
+       "  --file PATH:40-60,72 names lines of the file as it is now. With --tab, a file named without lines (or, with\n"
+       "  no --file, the file the tab edited last) is anchored to the lines the tab edited; --no-anchor keeps them out."},
       {"get", "memq get ID\n  One memory in full."},
       {"update",
        "memq update ID [--summary S] [--details D] [--category C] [--topic T]... [--file PATH]...\n"

@@ -89,7 +89,8 @@ class FileVersion {
   // `blobId` is 40 hex digits; whether the repository has it is checked when it is read.
   static FileVersion blob(std::string blobId);
   static FileVersion buffer(std::string content);
-  // A buffer whose blob id is already known (a version memq keeps, stored under its id): neither copied nor hashed.
+  // A buffer whose blob id is already known (a version memq keeps under its id, a work-tree file read and hashed
+  // before): neither copied nor hashed.
   static FileVersion kept(std::shared_ptr<const std::string> content, std::string blobId);
 
   bool isBuffer() const { return content_ != nullptr; }

@@ -79,10 +79,13 @@ Status validateRanges(const LineRanges& ranges, const std::string& field, std::o
 }
 
 Status validateRangesInContent(const LineRanges& ranges, std::string_view content, const std::string& field) {
-  if (isBinaryContent(content)) {
-    return Status::invalidField(field, field + ": the file is binary; only text files have lines to anchor");
-  }
-  return validateRanges(ranges, field, countLines(content));
+  const bool binary = isBinaryContent(content);
+  return validateRangesInFile(ranges, binary, binary ? 0 : countLines(content), field);
+}
+
+Status validateRangesInFile(const LineRanges& ranges, bool binary, uint32_t lineCount, const std::string& field) {
+  if (binary) return Status::invalidField(field, field + ": the file is binary; only text files have lines to anchor");
+  return validateRanges(ranges, field, lineCount);
 }
 
 Result<PathLines> parsePathLines(std::string_view text, const std::string& field) {

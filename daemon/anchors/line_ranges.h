@@ -50,6 +50,8 @@ Status validateLineNumbers(const LineRanges& ranges, const std::string& field,
 
 // validateRanges against the content of the file version the ranges are in; binary content is refused.
 Status validateRangesInContent(const LineRanges& ranges, std::string_view content, const std::string& field);
+// validateRangesInContent for a file already counted: `binary` (isBinaryContent) and its `lineCount` (countLines).
+Status validateRangesInFile(const LineRanges& ranges, bool binary, uint32_t lineCount, const std::string& field);
 
 // Parses `path:40-60,72` into the path and its normalised, validated ranges. Without a `:suffix` that reads as a
 // range list (digits, `a-b`, commas), the whole text is the path, so a path that contains ':' (`a:b.c`, `x:1y`) is a

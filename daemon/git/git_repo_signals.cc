@@ -411,14 +411,26 @@ std::optional<std::string> GitRepoSignals::workTreeBlobId(const std::string& pat
     return oidHex(oid);
   }
   if (!S_ISREG(st.st_mode)) return std::nullopt;
+  const FileStamp stamp = FileStamp::of(st);
+  const int64_t readAt = FileStamp::nowNs();
   if (location_.inGit) {
     MutexLock lock(quickMu_);
+    if (auto known = workTreeIds_.find(full); known != workTreeIds_.end() && known->second.first == stamp) {
+      return known->second.second;
+    }
     if (quickRepo_) {
       // Through the repository so .gitattributes filters (eol conversion) apply: an unchanged file then hashes
       // to the blob id git recorded, instead of looking stale on a CRLF checkout.
       const std::string repoPath = location_.repoPrefix.empty() ? *p : location_.repoPrefix + "/" + *p;
       if (git_repository_hashfile(&oid, quickRepo_.get(), full.c_str(), GIT_OBJECT_BLOB, repoPath.c_str()) == 0) {
-        return oidHex(oid);
+        std::string id = oidHex(oid);
+        // Kept only for a file that had settled before it was hashed, so a write within the same timestamp tick
+        // cannot leave a stale id behind (FileStamp).
+        if (stamp.settledAt(readAt)) {
+          if (workTreeIds_.size() >= kMaxWorkTreeIds) workTreeIds_.clear();
+          workTreeIds_[full] = {stamp, id};
+        }
+        return id;
       }
     }
   }

@@ -35,6 +35,7 @@
 #include "daemon/git/rename_map.h"
 #include "daemon/git/repo_location.h"
 #include "daemon/recall/repo_signals.h"
+#include "daemon/util/file_stamp.h"
 #include "daemon/util/thread_annotations.h"
 #include "protocol/status.h"
 
@@ -131,6 +132,10 @@ class GitRepoSignals final : public RepoSignals {
   TreePtr headTree_ GUARDED_BY(quickMu_);
   std::chrono::steady_clock::time_point headCheckedAt_ GUARDED_BY(quickMu_){};
   bool headChecked_ GUARDED_BY(quickMu_) = false;
+  // Work-tree blob ids by full path, with the stamp of the file they were hashed from: a save naming a file that has
+  // not changed since costs one lstat instead of a read and a hash. Bounded: past kMaxWorkTreeIds it starts over.
+  static constexpr size_t kMaxWorkTreeIds = 8192;
+  std::unordered_map<std::string, std::pair<FileStamp, std::string>> workTreeIds_ GUARDED_BY(quickMu_);
 
   std::unique_ptr<RenameMap> renames_;  // null outside git; thread-safe on its own
 

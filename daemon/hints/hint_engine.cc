@@ -46,6 +46,16 @@ int hintRank(const HintCandidate& c) {
   return (c.pinned ? 0 : 10) + category;
 }
 
+bool hintBefore(const HintCandidate& a, const HintCandidate& b) {
+  if (hintRank(a) != hintRank(b)) return hintRank(a) < hintRank(b);
+  if (a.linesOwned != b.linesOwned) return a.linesOwned > b.linesOwned;
+  if (a.lineOverlap != b.lineOverlap) return a.lineOverlap > b.lineOverlap;
+  if (a.lineDistance != b.lineDistance) {
+    return a.lineDistance.has_value() && (!b.lineDistance || *a.lineDistance < *b.lineDistance);
+  }
+  return false;
+}
+
 namespace {
 
 bool isLoud(const HintCandidate& c) {
@@ -96,8 +106,7 @@ HintResult selectHints(HintState& state, std::vector<HintCandidate> candidates, 
   }
   const size_t total = candidates.size();
   if (total == 0) return result;
-  std::stable_sort(candidates.begin(), candidates.end(),
-                   [](const HintCandidate& a, const HintCandidate& b) { return hintRank(a) < hintRank(b); });
+  std::stable_sort(candidates.begin(), candidates.end(), hintBefore);
 
   const bool budgetSpent = state.budgetUsed >= state.budgetLimit;
   std::vector<HintCandidate> fresh;

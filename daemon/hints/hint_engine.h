@@ -2,7 +2,8 @@
 // HintState is one connection's ("tab's") memory of what it has been shown; selectHints is the pure policy:
 // per-turn dedup, a 10-turn cooldown counted in real turns (hints/turn), budgets (60 per tab, 10 per subagent)
 // that pinned/gotcha/pref slip through, at most 3 lines plus "+N more", one category order everywhere, a volume
-// line at most once per turn, and silence for the rest of a turn after the agent acted on memory itself.
+// line at most once per turn, and silence for the rest of a turn after the agent acted on memory itself. Within one
+// category rank, a memory anchored on the lines the tool names comes first.
 // Thread-safety: a HintState is guarded by its owner (ClientState::mutex).
 #pragma once
 
@@ -44,6 +45,12 @@ struct HintCandidate {
   std::optional<std::string> category;
   bool pinned = false;
   bool directFile = false;  // attached to one of the tool's files
+  // When the tool names lines of its files: the line signals of recall (daemon/anchors/line_signals.h) for this
+  // memory's anchors carried to the work tree — the tool's lines they cover, of those the lines it owns (the newest
+  // anchor holding a line), and the distance to its nearest anchored line (unset without an anchor on those files).
+  uint32_t lineOverlap = 0;
+  uint32_t linesOwned = 0;
+  std::optional<uint32_t> lineDistance;
 };
 
 enum class HintContext { kRead, kEdit, kDiff, kCommit, kOther };
@@ -65,6 +72,9 @@ struct HintResult {
 
 // Category rank used everywhere (lower first): pinned first, then gotcha, pref, decision, context, none.
 int hintRank(const HintCandidate& c);
+// The order hints are considered in: by hintRank, then, within one rank, by the tool's lines — more lines owned,
+// then more covered, then nearer — as recall's line terms order them.
+bool hintBefore(const HintCandidate& a, const HintCandidate& b);
 
 // Applies the policy to `candidates` (already restricted to readable, active memories) and records what is shown.
 HintResult selectHints(HintState& state, std::vector<HintCandidate> candidates, HintContext context);

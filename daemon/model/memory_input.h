@@ -47,6 +47,9 @@ struct SaveInput {
   std::string source = "agent";
   std::optional<std::string> sessionId;
   bool mergeTopics = false;
+  // memory/save's `anchor`: false keeps the service from anchoring the save to the lines its tab edited
+  // (daemon/service/working_set_anchors.h).
+  bool anchorToWorkingSet = true;
 };
 
 struct NormalizedSave {

@@ -242,6 +242,11 @@ json replyJson(const SaveResult& r) {
               {"warnings", r.warnings},
               {"redactions", redactionsJson(r.redactions)}};
   if (r.memory) out["memory"] = memoryToJson(*r.memory);
+  if (!r.anchored.empty()) {
+    json anchored = json::array();
+    for (const auto& a : r.anchored) anchored.push_back({{"path", a.path}, {"lines", lineRangesToJson(a.lines)}});
+    out["anchored"] = std::move(anchored);
+  }
   if (r.reason) out["reason"] = *r.reason;
   if (r.supersededBy) out["superseded_by"] = *r.supersededBy;
   if (r.hint) out["hint"] = *r.hint;
@@ -306,7 +311,30 @@ json replyJson(const ClusterReport& r) {
   return json{{"clusters", std::move(clusters)}};
 }
 
-json replyJson(const StaleReport& r) { return flaggedJson(r.memories, "changed_files"); }
+json replyJson(const StaleReport& r) {
+  // An excerpt's lines under "text", and how many were left out under "more" (only when some were).
+  auto withExcerpt = [](json side, const LinesExcerpt& e) {
+    if (!e.text.empty()) side["text"] = e.text;
+    if (e.more > 0) side["more"] = e.more;
+    return side;
+  };
+  json out = json::array();
+  for (const auto& m : r.memories) {
+    json j = memoryToJson(m.memory);
+    j["changed_files"] = m.files;
+    json lines = json::array();
+    for (const auto& a : m.anchoredLines) {
+      lines.push_back(
+          {{"path", a.now.path},
+           {"state", anchoredLinesStateName(a.now.state)},
+           {"then", withExcerpt({{"blob", a.blobThen}, {"lines", lineRangesToJson(a.linesThen)}}, a.textThen)},
+           {"now", withExcerpt({{"lines", lineRangesToJson(a.now.lines)}}, a.textNow)}});
+    }
+    j["anchored_lines"] = std::move(lines);
+    out.push_back(std::move(j));
+  }
+  return json{{"memories", std::move(out)}};
+}
 
 json replyJson(const DeadReport& r) { return flaggedJson(r.memories, "missing_files"); }
 

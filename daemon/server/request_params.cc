@@ -174,6 +174,7 @@ Status readParams(const json& p, SaveInput& out) {
   out.source = str(p, "source");  // "": the request's actor (Service::save)
   out.sessionId = optStr(p, "session_id");
   out.mergeTopics = optBool(p, "merge_topics").value_or(false);
+  out.anchorToWorkingSet = optBool(p, "anchor").value_or(true);
   return Status::ok();
 }
 

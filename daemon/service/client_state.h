@@ -1,10 +1,12 @@
 // ClientState: what memqd remembers about one connection ("tab"): who it is (initialize), which project and scopes
 // it reads and writes, its hint state, whether it subscribed to change notifications, and an import in progress.
-// TabHints: a tab's hint state. A connection owns its own unless it named a `tab` at initialize: then it shares the
-// tab's, which outlives the connection, because agent hooks connect once per event (Claude Code runs
-// `memq hook` as a new process for every tool call) and per-turn dedup, the cooldown and the budget must span them.
+// TabHints: a tab's hint state and its working set (the lines it read and edited, working_set.h). A connection owns
+// its own unless it named a `tab` at initialize: then it shares the tab's, which outlives the connection, because
+// agent hooks connect once per event (Claude Code runs `memq hook` as a new process for every tool call) and
+// per-turn dedup, the cooldown, the budget and the working set must span them.
 // Thread-safety: ClientState's fields, including which TabHints `hints` points at, are guarded by `mutex`; the state
-// inside a TabHints by its own `mutex` (connections sharing a tab may run at the same time). Never hold both.
+// inside a TabHints by its own `mutex` (connections sharing a tab may run at the same time), except the working set,
+// which locks itself. Never hold two of them.
 #pragma once
 
 #include <memory>
@@ -13,6 +15,7 @@
 #include <string>
 
 #include "daemon/hints/hint_engine.h"
+#include "daemon/service/working_set.h"
 #include "daemon/util/thread_annotations.h"
 
 namespace memq {
@@ -31,6 +34,7 @@ struct PendingImport;
 struct TabHints {
   Mutex mutex;
   HintState state GUARDED_BY(mutex);
+  WorkingSet workingSet;  // thread-safe on its own: not guarded by `mutex`
 };
 
 struct ClientState {

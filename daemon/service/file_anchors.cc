@@ -9,10 +9,14 @@
 #include <cctype>
 #include <cerrno>
 #include <optional>
+#include <unordered_map>
+#include <utility>
 
 #include "daemon/anchors/line_ranges.h"
 #include "daemon/git/libgit2.h"
 #include "daemon/model/file_path.h"
+#include "daemon/util/file_stamp.h"
+#include "daemon/util/thread_annotations.h"
 
 namespace memq {
 
@@ -21,7 +25,9 @@ namespace {
 // The version an entry's lines are in, with its content.
 struct Version {
   std::string blob;
-  std::string content;
+  std::shared_ptr<const std::string> content;
+  uint32_t lines = 0;
+  bool binary = false;
   bool inRepository = false;
 };
 
@@ -58,26 +64,32 @@ Result<Version> resolveVersion(const FileEntry& entry, const std::string& path, 
                                                  (source.repo ? "" : " (the project is not in git)"));
     }
     if (content->size() > kMaxAnchoredFileBytes) return tooLarge(field, path + " at " + v.blob, content->size());
-    v.content = std::move(*content);
+    v.lines = countLines(*content);
+    v.binary = isBinaryContent(*content);
+    v.content = std::make_shared<const std::string>(std::move(*content));
     v.inRepository = true;
     return v;
   }
-  auto content = readWorkTreeFile(source.root, path, field);
-  if (!content) return content.status();
-  v.content = std::move(*content);
-  v.blob = gitBlobId(v.content);
-  if (v.blob.empty()) return Status::internal(field + ": could not hash " + path);
+  auto file = readWorkTreeVersion(source.root, path, field);
+  if (!file) return file.status();
+  v.content = (*file)->content;
+  v.blob = (*file)->blobId;
+  v.lines = (*file)->lines;
+  v.binary = (*file)->binary;
   v.inRepository = source.repo != nullptr && source.repo->hasBlob(v.blob);
   return v;
 }
 
 }  // namespace
 
-Result<std::string> readWorkTreeFile(const std::string& root, const std::string& path, const std::string& field) {
+namespace {
+
+// The open file at `path` under `root`, a regular file of at most kMaxAnchoredFileBytes, and its stat.
+Result<int> openWorkTreeFile(const std::string& root, const std::string& path, const std::string& field,
+                             struct stat& st) {
   const std::string full = root + "/" + path;
   // O_NONBLOCK: a FIFO at the path must not hang the worker in open(); fstat then refuses it as not a file.
   const int fd = ::open(full.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  struct stat st {};
   if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     if (fd >= 0) ::close(fd);
     return Status::invalidField(field, field + ": " + path +
@@ -88,6 +100,11 @@ Result<std::string> readWorkTreeFile(const std::string& root, const std::string&
     ::close(fd);
     return tooLarge(field, path, static_cast<size_t>(st.st_size));
   }
+  return fd;
+}
+
+// Reads the whole of `fd` (st_size bytes at most) and closes it; a file that shrank while read is taken as read.
+std::string readAndClose(int fd, const struct stat& st) {
   std::string content(static_cast<size_t>(st.st_size), '\0');
   size_t got = 0;
   while (got < content.size()) {
@@ -97,8 +114,79 @@ Result<std::string> readWorkTreeFile(const std::string& root, const std::string&
     got += static_cast<size_t>(n);
   }
   ::close(fd);
-  content.resize(got);  // a file that shrank while read is taken as read
+  content.resize(got);
   return content;
+}
+
+// readWorkTreeVersion's cache: by full path, the stamp the file had when read. Bounded by entries and bytes; past
+// either it starts over (the files a session works on are few, and re-reading one is cheap).
+class WorkTreeFileCache {
+ public:
+  static constexpr size_t kMaxEntries = 1024;
+  static constexpr size_t kMaxBytes = size_t{64} << 20;
+
+  std::shared_ptr<const WorkTreeFile> find(const std::string& full, const FileStamp& stamp) {
+    MutexLock lock(mu_);
+    auto it = files_.find(full);
+    return it != files_.end() && it->second.first == stamp ? it->second.second : nullptr;
+  }
+  void remember(const std::string& full, const FileStamp& stamp, std::shared_ptr<const WorkTreeFile> file) {
+    MutexLock lock(mu_);
+    if (files_.size() >= kMaxEntries || bytes_ + file->content->size() > kMaxBytes) {
+      files_.clear();
+      bytes_ = 0;
+    }
+    auto& slot = files_[full];
+    if (slot.second) bytes_ -= slot.second->content->size();
+    bytes_ += file->content->size();
+    slot = {stamp, std::move(file)};
+  }
+
+ private:
+  Mutex mu_;
+  std::unordered_map<std::string, std::pair<FileStamp, std::shared_ptr<const WorkTreeFile>>> files_ GUARDED_BY(mu_);
+  size_t bytes_ GUARDED_BY(mu_) = 0;
+};
+
+WorkTreeFileCache& workTreeFileCache() {
+  static WorkTreeFileCache cache;
+  return cache;
+}
+
+}  // namespace
+
+Result<std::string> readWorkTreeFile(const std::string& root, const std::string& path, const std::string& field) {
+  struct stat st {};
+  auto fd = openWorkTreeFile(root, path, field, st);
+  if (!fd) return fd.status();
+  return readAndClose(*fd, st);
+}
+
+Result<std::shared_ptr<const WorkTreeFile>> readWorkTreeVersion(const std::string& root, const std::string& path,
+                                                                const std::string& field) {
+  struct stat st {};
+  auto fd = openWorkTreeFile(root, path, field, st);
+  if (!fd) return fd.status();
+  const FileStamp stamp = FileStamp::of(st);
+  const int64_t readAt = FileStamp::nowNs();
+  const std::string full = root + "/" + path;
+  if (auto known = workTreeFileCache().find(full, stamp)) {
+    ::close(*fd);
+    return known;
+  }
+  auto file = std::make_shared<WorkTreeFile>();
+  auto content = std::make_shared<const std::string>(readAndClose(*fd, st));
+  file->blobId = gitBlobId(*content);
+  if (file->blobId.empty()) return Status::internal(field + ": could not hash " + path);
+  file->lines = countLines(*content);
+  file->binary = isBinaryContent(*content);
+  file->content = std::move(content);
+  // Only a file that had settled before it was read: one written again within the same timestamp tick would keep
+  // its stamp (FileStamp).
+  if (stamp.settledAt(readAt) && static_cast<int64_t>(file->content->size()) == stamp.size) {
+    workTreeFileCache().remember(full, stamp, file);
+  }
+  return std::shared_ptr<const WorkTreeFile>(std::move(file));
 }
 
 std::string gitBlobId(const std::string& content) {
@@ -132,7 +220,7 @@ Status anchorFileRefs(const std::vector<FileEntry>& entries, const std::string& 
     if (ref == refs.end()) return Status::internal(entryField + ": " + *path + " is not among the request's files");
     auto version = resolveVersion(entry, *path, entryField, source);
     if (!version) return version.status();
-    MEMQ_RETURN_IF_ERROR(validateRangesInContent(*entry.lines, version->content, entryField + ".lines"));
+    MEMQ_RETURN_IF_ERROR(validateRangesInFile(*entry.lines, version->binary, version->lines, entryField + ".lines"));
     LineRanges lines = normalizeRanges(*entry.lines);
     if (ref->anchor) {
       // The same path named twice: one anchor, if both name one version.
@@ -147,7 +235,7 @@ Status anchorFileRefs(const std::vector<FileEntry>& entries, const std::string& 
       continue;
     }
     FileAnchor anchor{std::move(lines), version->blob, nullptr};
-    if (!version->inRepository) anchor.keptContent = std::make_shared<const std::string>(std::move(version->content));
+    if (!version->inRepository) anchor.keptContent = version->content;
     ref->anchor = std::move(anchor);
   }
   return Status::ok();

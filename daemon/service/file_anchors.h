@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,20 @@ std::string gitBlobId(const std::string& content);
 // sure it stays inside the project), read whole. InvalidParams naming `field` when it is not a file or is over
 // kMaxAnchoredFileBytes.
 Result<std::string> readWorkTreeFile(const std::string& root, const std::string& path, const std::string& field);
+
+// A work-tree file as read: its content, the blob id git would give it, and what line validation needs.
+struct WorkTreeFile {
+  std::shared_ptr<const std::string> content;  // never null
+  std::string blobId;
+  uint32_t lines = 0;  // countLines
+  bool binary = false;  // isBinaryContent
+};
+
+// readWorkTreeFile's file with its blob id and line count, shared. A file read before whose stamp (FileStamp) is
+// unchanged and was settled when it was read comes from a bounded process-wide cache, without being read or hashed
+// again: anchored saves and recalls with lines name the same few files over and over.
+Result<std::shared_ptr<const WorkTreeFile>> readWorkTreeVersion(const std::string& root, const std::string& path,
+                                                                const std::string& field);
 
 // Whether `text` is a blob id as memq stores them: 40 lowercase hexadecimal digits.
 bool isStoredBlobId(const std::string& text);

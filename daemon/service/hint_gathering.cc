@@ -1,9 +1,12 @@
 // Hint candidates from the stores; see hint_gathering.h.
 #include "daemon/service/hint_gathering.h"
 
+#include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "daemon/recall/fts_query.h"
+#include "daemon/service/recall_lines.h"
 
 namespace memq {
 
@@ -14,16 +17,45 @@ constexpr int kMaxFileMatches = 100;
 constexpr int kMaxGitTopic = 20;
 constexpr int kMaxTextMatches = 5;
 
+// The line signals of `memories` (rows of the project scope whose `store` and work tree at `root` are given, attached
+// to the tool's files) against the tool's `lines`, by pk: the very function recall ranks with, so hints and recall
+// agree on which memory is about the lines. The caller holds the scope's lock.
+Result<std::unordered_map<int64_t, Signals>> lineSignalsOf(MemoryStore& store, LineCarrier& carrier,
+                                                           const std::string& root, const std::vector<PathLines>& lines,
+                                                           const std::vector<Memory>& memories) {
+  std::vector<Candidate> candidates;
+  for (const auto& m : memories) {
+    if (m.state == MemoryState::kActive) candidates.push_back({m.pk, m.scope, {}, 0});
+  }
+  WorkTreeVersions workTree(root);
+  MEMQ_RETURN_IF_ERROR(addLineSignals(store, carrier, workTree, lines, candidates));
+  std::unordered_map<int64_t, Signals> out;
+  for (auto& c : candidates) out.emplace(c.pk, std::move(c.signals));
+  return out;
+}
+
 }  // namespace
 
 Result<std::vector<HintCandidate>> gatherHintCandidates(const std::vector<std::shared_ptr<Scope>>& scopes,
-                                                        const std::vector<std::string>& files, HintContext context,
+                                                        const std::vector<std::string>& files,
+                                                        const std::vector<PathLines>& lines, HintContext context,
                                                         const std::string& query) {
   std::vector<HintCandidate> candidates;
   std::unordered_set<std::string> seen;
-  auto add = [&](const Memory& m, bool direct) {
+  auto add = [&](const Memory& m, bool direct, const Signals* byLines = nullptr) {
     if (m.state != MemoryState::kActive || !seen.insert(m.id).second) return;
-    candidates.push_back({m.id, m.summary, m.category, m.pinned, direct});
+    HintCandidate c;
+    c.id = m.id;
+    c.summary = m.summary;
+    c.category = m.category;
+    c.pinned = m.pinned;
+    c.directFile = direct;
+    if (byLines != nullptr) {
+      c.lineOverlap = byLines->lineOverlap;
+      c.linesOwned = byLines->linesOwned;
+      c.lineDistance = byLines->lineDistance;
+    }
+    candidates.push_back(std::move(c));
   };
   for (const auto& scope : scopes) {
     CommittedLock lock(*scope->db);
@@ -35,7 +67,16 @@ Result<std::vector<HintCandidate>> gatherHintCandidates(const std::vector<std::s
       for (const auto& h : *hits) pks.push_back(h.pk);
       auto ms = store.loadMany(pks);
       if (!ms) return ms.status();
-      for (const auto& m : *ms) add(m, true);
+      std::unordered_map<int64_t, Signals> byLines;
+      if (scope->kind == ScopeKind::kProject && scope->carrier && !lines.empty()) {
+        auto signals = lineSignalsOf(store, *scope->carrier, scope->location.root, lines, *ms);
+        if (!signals) return signals.status();
+        byLines = std::move(*signals);
+      }
+      for (const auto& m : *ms) {
+        auto it = byLines.find(m.pk);
+        add(m, true, it == byLines.end() ? nullptr : &it->second);
+      }
     }
     if (context == HintContext::kDiff || context == HintContext::kCommit) {
       ListFilter f;

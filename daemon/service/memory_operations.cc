@@ -10,6 +10,7 @@
 #include "daemon/service/file_anchors.h"
 #include "daemon/service/recall_lines.h"
 #include "daemon/service/service.h"
+#include "daemon/service/working_set_anchors.h"
 
 namespace memq {
 
@@ -63,6 +64,10 @@ Result<SaveResult> Service::save(const CallContext& ctx, const SaveInput& rawInp
   if (!normalized) return normalized.status();
   auto files = withBlobIds(**scope, normalized->files);
   MEMQ_RETURN_IF_ERROR(anchorFileRefs(input.files, "files", anchorSource(**scope), files));
+  WorkingSetAnchors tabAnchors;
+  if (input.anchorToWorkingSet && ctx.client != nullptr) {
+    tabAnchors = anchorToWorkingSet(hintsOf(*ctx.client)->workingSet, anchorSource(**scope), normalized->files, files);
+  }
   Actor actor = ctx.actor;
   actor.source = normalized->source;
   Result<SaveOutcome> outcome = Status::internal("unreached");
@@ -82,6 +87,8 @@ Result<SaveResult> Service::save(const CallContext& ctx, const SaveInput& rawInp
   result.status = *status;
   result.similar = std::move(outcome->similar);
   result.warnings = std::move(outcome->warnings);
+  for (auto& w : tabAnchors.warnings) result.warnings.push_back(std::move(w));
+  result.anchored = std::move(tabAnchors.anchored);
   result.redactions = scrub.takeRedactions();
   result.memory = std::move(outcome->memory);
   result.hint = saveHint(*status, *outcome);
@@ -241,6 +248,10 @@ Result<RecallHits> Service::recall(const CallContext& ctx, const RecallParams& p
     if (!paths) return paths.status();
     request.files = *paths;
     MEMQ_RETURN_IF_ERROR(normalizeQueryLines(ctx, project.get(), request.lines));
+    // A file named without lines: the lines this tab read or edited in it. A recall naming no files takes none.
+    if (project && ctx.client != nullptr) {
+      fillFromWorkingSet(hintsOf(*ctx.client)->workingSet, project->location.root, request.files, request.lines);
+    }
   }
   PreparedQuery query = prepareQuery(request, *options_.embedder, project ? project->repo.get() : nullptr);
   // The project's files as they are now, read once for the line signals and the hits' anchored lines.

@@ -25,9 +25,9 @@ const FileVersion* WorkTreeVersions::at(const std::string& rawPath) {
   const std::string& path = pathNow(rawPath);
   auto it = versions_.find(path);
   if (it == versions_.end()) {
-    auto content = readWorkTreeFile(workTree_, path, "files");
-    it = versions_.emplace(path, content ? std::optional<FileVersion>(FileVersion::buffer(std::move(*content)))
-                                         : std::nullopt).first;
+    auto file = readWorkTreeVersion(workTree_, path, "files");
+    it = versions_.emplace(path, file ? std::optional<FileVersion>(FileVersion::kept((*file)->content, (*file)->blobId))
+                                      : std::nullopt).first;
   }
   return it->second ? &*it->second : nullptr;
 }

@@ -1,8 +1,12 @@
 // Service's repo/*, review/*, audit/list and stats methods (service.h): what the project's repository says about
-// its files, the review reports (clusters in clustering.h), the audit journal, and the scopes' counters.
+// its files, the review reports (clusters in clustering.h, staleness by lines in review_lines.h), the audit journal,
+// and the scopes' counters.
+#include <algorithm>
 #include <filesystem>
+#include <iterator>
 
 #include "daemon/service/clustering.h"
+#include "daemon/service/review_lines.h"
 #include "daemon/service/service.h"
 #include "daemon/util/clock.h"
 
@@ -12,6 +16,8 @@ namespace {
 
 // review/stale and review/dead look at this many memories with files at most.
 constexpr int kMaxReviewedMemories = 100000;
+// review/stale decides this many memories at a time.
+constexpr size_t kStaleBatch = 64;
 
 // audit/list's `since`: a date or date-time (ISO-8601; UTC unless it carries an offset) rewritten in the journal's
 // own format ("2026-11-29T14:33:25.605Z"), so that "at >= since" compares as text exactly as it does as time.
@@ -81,16 +87,24 @@ Result<StaleReport> Service::reviewStale(const CallContext& ctx, const ReviewReq
   auto scope = projectScope(ctx);
   if (!scope) return scope.status();
   StaleReport report;
-  if (!(*scope)->repo) return report;
-  CommittedLock lock(*(*scope)->db);
-  auto ms = (*scope)->db->store().memoriesWithFiles(kMaxReviewedMemories);
+  Scope& project = **scope;
+  if (!project.repo) return report;
+  CommittedLock lock(*project.db);
+  auto ms = project.db->store().memoriesWithFiles(kMaxReviewedMemories);
   if (!ms) return ms.status();
-  for (auto& m : *ms) {
-    if (report.memories.size() >= request.limit) break;
-    RecallHit h;
-    h.memory = std::move(m);
-    annotateStaleness(h, *(*scope)->repo);
-    if (!h.changedFiles.empty()) report.memories.push_back({std::move(h.memory), std::move(h.changedFiles)});
+  // Anchored lines are carried as recall carries its hits' (review_lines.h), a batch at a time: carrying reads the
+  // batch's anchored refs, and the report stops at its limit.
+  WorkTreeVersions workTree(project.location.root);
+  for (size_t at = 0; at < ms->size() && report.memories.size() < request.limit; at += kStaleBatch) {
+    const size_t end = std::min(ms->size(), at + kStaleBatch);
+    std::vector<Memory> batch(std::make_move_iterator(ms->begin() + at), std::make_move_iterator(ms->begin() + end));
+    auto stale = staleMemories(project.db->store(), project.carrier.get(), *project.repo, workTree,
+                               toString(project.kind), std::move(batch));
+    if (!stale) return stale.status();
+    for (auto& m : *stale) {
+      if (report.memories.size() >= request.limit) break;
+      report.memories.push_back(std::move(m));
+    }
   }
   return report;
 }

@@ -10,6 +10,7 @@
 #include "daemon/anchors/line_ranges.h"
 #include "daemon/model/file_path.h"
 #include "daemon/service/hint_gathering.h"
+#include "daemon/service/working_set_anchors.h"
 #include "daemon/util/uuid.h"
 
 namespace memq {
@@ -452,15 +453,21 @@ Result<HintResult> Service::hintsForTool(const CallContext& ctx, const HintsRequ
     if (s->kind == ScopeKind::kProject) project = s;
   }
   std::vector<std::string> files;
+  std::vector<PathLines> lines = request.lines;
   if (!request.files.empty()) {
     auto p = normalizePaths(ctx, project.get(), request.files, "files", kMaxQueryFiles);
     if (!p) return p.status();
     files = *p;
-    std::vector<PathLines> lines = request.lines;  // parsed and checked, not used by hints yet
     MEMQ_RETURN_IF_ERROR(normalizeQueryLines(ctx, project.get(), lines));
+    if (project) {
+      // The tool's lines join the tab's working set; a file named without lines gets the tab's.
+      WorkingSet& workingSet = hintsOf(*ctx.client)->workingSet;
+      noteToolLines(workingSet, project->location.root, hintContextForTool(request.tool), lines);
+      fillFromWorkingSet(workingSet, project->location.root, files, lines);
+    }
   }
   const HintContext hintContext = hintContextForTool(request.tool);
-  auto candidates = gatherHintCandidates(*scopes, files, hintContext, request.query);
+  auto candidates = gatherHintCandidates(*scopes, files, lines, hintContext, request.query);
   if (!candidates) return candidates.status();
   auto tab = hintsOf(*ctx.client);
   MutexLock lock(tab->mutex);

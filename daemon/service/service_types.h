@@ -110,6 +110,7 @@ struct SaveResult {
   std::vector<std::string> warnings;
   std::vector<Redaction> redactions;
   std::optional<Memory> memory;
+  std::vector<PathLines> anchored;          // the refs anchored to the lines the tab edited (working set)
   std::optional<std::string> reason;        // rejected: the tombstone's reason
   std::optional<std::string> supersededBy;  // exists_superseded: the replacement
   std::optional<std::string> hint;          // what to do about a save that stored nothing
@@ -188,8 +189,8 @@ struct HintsRequest {
   std::string tool;
   std::vector<std::string> files;
   std::string query;
-  // The lines of `files` the query names ({path, lines} entries), validated, paths normalised like `files`. Not
-  // used by hints yet.
+  // The lines of `files` the query names ({path, lines} entries), validated, paths normalised like `files`: within
+  // a category, the memory anchored on them comes first (hint_gathering.h).
   std::vector<PathLines> lines;
 };
 struct HintTurn {
@@ -240,8 +241,29 @@ struct FlaggedMemory {
   Memory memory;
   std::vector<std::string> files;
 };
+// A few lines of one version of a file, each cut to a bounded length; `more` counts the lines left out.
+struct LinesExcerpt {
+  std::vector<std::string> text;
+  size_t more = 0;
+};
+// One anchored file ref of a stale memory (docs/anchors.md, "In review"): its lines as saved, where they are in the
+// work tree now and what became of them; for lines rewritten or deleted, the text the change touched then and now.
+struct StaleAnchoredLines {
+  AnchoredLinesNow now;  // path, state, and the lines in the work-tree file now
+  LineRanges linesThen;  // as saved, in version blobThen
+  std::string blobThen;
+  LinesExcerpt textThen;  // the saved lines the change rewrote or deleted (empty when unchanged or moved)
+  LinesExcerpt textNow;   // the work-tree lines that replaced them (empty unless rewritten)
+};
+// A memory with files changed since it recorded them; an anchored file whose lines are unchanged or only moved does
+// not count as changed.
+struct StaleMemory {
+  Memory memory;
+  std::vector<std::string> files;  // the changed files
+  std::vector<StaleAnchoredLines> anchoredLines;  // every anchored ref of it that could be carried
+};
 struct StaleReport {
-  std::vector<FlaggedMemory> memories;  // files: those changed since the memory recorded them
+  std::vector<StaleMemory> memories;
 };
 struct DeadReport {
   std::vector<FlaggedMemory> memories;  // files: those no longer in the work tree

@@ -1,7 +1,8 @@
 // `memq hook claude-code EVENT` against a real memqd: the replies Claude Code expects (hookSpecificOutput with
 // hookEventName and additionalContext) for UserPromptSubmit and PostToolUse (Read/Edit/Write with a file, Bash with a
-// git command), silence when there is nothing to say, and the 500 ms bound with no daemon or a daemon that never
-// answers: no output, exit 0, never started.
+// git command), silence when there is nothing to say, the 500 ms bound with no daemon or a daemon that never
+// answers (no output, exit 0, never started), and the lines the file tools touched becoming the session's working
+// set: a save from the same session (`memq --tab`) is anchored to them.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -333,6 +334,136 @@ TEST_F(HookWithoutDaemonTest, SessionStartStartsTheDaemonWithinItsBudget) {
   // The prompt that follows finds it running.
   CommandResult prompt = timedHook("UserPromptSubmit", this->prompt(), took);
   EXPECT_EQ(prompt.exitCode, 0) << prompt.err;
+}
+
+}  // namespace
+}  // namespace memq::testing
+
+namespace memq::testing {
+namespace {
+
+// The lines of the session's working set, seen through what a save from that session (tab) is anchored to.
+class HookWorkingSetTest : public HookTest {
+ protected:
+  // `memq --tab SESSION --json save SUMMARY ARGS` from the project: the save's reply.
+  json saveFromSession(const std::string& session, const std::string& summary, const std::string& args = "") {
+    CommandResult r = daemon_->memq("--tab " + session + " --json save " + shellQuote(summary) + " " + args, project_);
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    json j = json::parse(r.out, nullptr, false);
+    EXPECT_TRUE(j.is_object()) << r.out;
+    return j.is_object() ? j : json::object();
+  }
+  // The files of memory `id` as memory/get writes them.
+  json filesOf(const std::string& id) {
+    CommandResult r = daemon_->memq("--json get " + id, project_);
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    json j = json::parse(r.out, nullptr, false);
+    return j.is_object() ? j["files"] : json();
+  }
+  const std::string jwt_ = "src/auth/jwt.ts";
+};
+
+TEST_F(HookWorkingSetTest, AnEditThenASaveFromTheSameSessionAnchorsTheEditedLines) {
+  // Claude Code has edited the file when PostToolUse runs: the new text sits at lines 4-5.
+  writeTextFile(project_ + "/" + jwt_, "// a\n// b\n// c\nexport const verify = 2;\nexport const leeway = 30;\n// d\n");
+  json edit = {{"file_path", project_ + "/" + jwt_},
+               {"old_string", "export const verify = 1;"},
+               {"new_string", "export const verify = 2;\nexport const leeway = 30;"}};
+  CommandResult r = hook("PostToolUse", postToolUse("Edit", edit, "edit-session"));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+
+  // A save naming no files gets the edited file and lines, and says so.
+  json saved = saveFromSession("edit-session", "JWT leeway is thirty seconds");
+  ASSERT_EQ(saved.value("status", ""), "created") << saved.dump();
+  EXPECT_EQ(saved["anchored"], json::parse(R"([{"path": "src/auth/jwt.ts", "lines": [[4, 5]]}])")) << saved.dump();
+  json files = filesOf(saved["id"]);
+  ASSERT_EQ(files.size(), 1u) << files.dump();
+  EXPECT_EQ(files[0]["path"], jwt_);
+  EXPECT_EQ(files[0]["lines"], json::parse("[[4, 5]]")) << files.dump();
+
+  // The human form names what was attached; a file named without lines is anchored the same way.
+  CommandResult human = daemon_->memq("--tab edit-session save 'verify reads the leeway' --file " + jwt_, project_);
+  EXPECT_EQ(human.exitCode, 0) << human.err;
+  EXPECT_NE(human.out.find("anchored src/auth/jwt.ts:4-5"), std::string::npos) << human.out;
+
+  // --no-anchor: as named (here: no files); another session, or none: not anchored.
+  json optedOut = saveFromSession("edit-session", "the clock skew is not ours", "--no-anchor");
+  EXPECT_FALSE(optedOut.contains("anchored")) << optedOut.dump();
+  EXPECT_TRUE(filesOf(optedOut["id"]).empty());
+  json other = saveFromSession("another-session", "pool size comes from env", "--file " + jwt_);
+  EXPECT_FALSE(other.contains("anchored")) << other.dump();
+  EXPECT_EQ(filesOf(other["id"]), json::array({jwt_}));
+  // `anchor` is a boolean: anything else is refused naming it, and nothing is stored.
+  RpcClient c = daemon_->client(project_, "agent", {{"tab", "edit-session"}});
+  auto bad = c.call("memory/save", {{"summary", "anchor given as text"}, {"anchor", "no"}});
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidParams);
+  EXPECT_EQ(bad.status().data().value("field", ""), "anchor") << bad.status().toString();
+  auto listed = c.call("memory/list", {{"limit", 50}});
+  ASSERT_TRUE(listed.isOk());
+  for (const auto& m : (*listed)["memories"]) EXPECT_NE(m["summary"], "anchor given as text");
+}
+
+TEST_F(HookWorkingSetTest, MultiEditNamesEachEditAndWriteTheWholeNewContent) {
+  writeTextFile(project_ + "/src/db/pool.ts", "one\nexport const pool = 2;\nthree\nfour\nexport const max = 9;\n");
+  json multi = {{"file_path", project_ + "/src/db/pool.ts"},
+                {"edits", {{{"old_string", "export const pool = 1;"}, {"new_string", "export const pool = 2;"}},
+                           {{"old_string", "five"}, {"new_string", "export const max = 9;"}}}}};
+  EXPECT_EQ(hook("PostToolUse", postToolUse("MultiEdit", multi, "multi-session")).exitCode, 0);
+  json saved = saveFromSession("multi-session", "the pool is capped at nine");
+  EXPECT_EQ(saved["anchored"], json::parse(R"([{"path": "src/db/pool.ts", "lines": [[2, 2], [5, 5]]}])"))
+      << saved.dump();
+
+  const std::string content = "a\nb\nc\n";
+  writeTextFile(project_ + "/src/new.ts", content);
+  json write = {{"file_path", project_ + "/src/new.ts"}, {"content", content}};
+  EXPECT_EQ(hook("PostToolUse", postToolUse("Write", write, "multi-session")).exitCode, 0);
+  saved = saveFromSession("multi-session", "new.ts holds the three letters");
+  EXPECT_EQ(saved["anchored"], json::parse(R"([{"path": "src/new.ts", "lines": [[1, 3]]}])")) << saved.dump();
+}
+
+TEST_F(HookWorkingSetTest, AReadWithOffsetAndLimitNamesItsLinesAndAWholeFileReadNone) {
+  std::string text;
+  for (int i = 1; i <= 40; ++i) text += "const line" + std::to_string(i) + " = 0;\n";
+  writeTextFile(project_ + "/src/big.ts", text);
+  commitAll(project_, "big");
+  save({{"summary", "big.ts caches the lines"}, {"files", {{{"path", "src/big.ts"}, {"lines", {{1, 40}}}}}}});
+  // The recall names the file without lines: the session's read lines are what it overlaps.
+  auto overlap = [&](const std::string& session) {
+    CommandResult r = daemon_->memq("--tab " + session + " --json recall caches --file src/big.ts --explain", project_);
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    json j = json::parse(r.out, nullptr, false);
+    if (!j.is_object() || j["memories"].empty()) return -1;
+    return j["memories"][0]["explain"]["signals"].value("line_overlap", 0);
+  };
+  json whole = {{"file_path", project_ + "/src/big.ts"}};
+  EXPECT_EQ(hook("PostToolUse", postToolUse("Read", whole, "read-whole")).exitCode, 0);
+  EXPECT_EQ(overlap("read-whole"), 0);
+  json part = {{"file_path", project_ + "/src/big.ts"}, {"offset", 10}, {"limit", 5}};
+  EXPECT_EQ(hook("PostToolUse", postToolUse("Read", part, "read-part")).exitCode, 0);
+  EXPECT_EQ(overlap("read-part"), 5);  // lines 10-14
+  json pastEnd = {{"file_path", project_ + "/src/big.ts"}, {"offset", 38}, {"limit", 100}};
+  EXPECT_EQ(hook("PostToolUse", postToolUse("Read", pastEnd, "read-end")).exitCode, 0);
+  EXPECT_EQ(overlap("read-end"), 3);  // lines 38-40: a read ends with the file
+}
+
+TEST_F(HookWorkingSetTest, AWorkingSetAnchorOfAnUncommittedEditSurvivesSigkillAfterTheSave) {
+  const std::string content = "// new\nexport const verify = 1;\n";
+  writeTextFile(project_ + "/" + jwt_, content);
+  json edit = {{"file_path", project_ + "/" + jwt_}, {"old_string", "export"}, {"new_string", "// new\nexport"}};
+  EXPECT_EQ(hook("PostToolUse", postToolUse("Edit", edit, "crash-session")).exitCode, 0);
+  json saved = saveFromSession("crash-session", "a comment goes on top of verify");
+  ASSERT_EQ(saved["anchored"], json::parse(R"([{"path": "src/auth/jwt.ts", "lines": [[1, 2]]}])")) << saved.dump();
+  // Acknowledged: whatever the journal or the database holds now must hold the anchor and the content it is in.
+  daemon_->kill9();
+  ASSERT_TRUE(daemon_->start()) << daemon_->log();
+  json files = filesOf(saved["id"]);
+  ASSERT_EQ(files.size(), 1u) << files.dump();
+  EXPECT_EQ(files[0]["lines"], json::parse("[[1, 2]]")) << files.dump();
+  RpcClient c = daemon_->client(project_);
+  auto stats = c.call("stats", json::object());
+  ASSERT_TRUE(stats.isOk());
+  EXPECT_EQ((*stats)["scopes"]["project"]["kept_versions"], 1);  // the uncommitted version, kept
 }
 
 }  // namespace

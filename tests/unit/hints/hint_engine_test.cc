@@ -13,7 +13,13 @@ namespace {
 
 HintCandidate candidate(const std::string& id, std::optional<std::string> category = std::nullopt,
                         bool pinned = false, bool directFile = true) {
-  return HintCandidate{id, "summary of " + id, std::move(category), pinned, directFile};
+  HintCandidate c;
+  c.id = id;
+  c.summary = "summary of " + id;
+  c.category = std::move(category);
+  c.pinned = pinned;
+  c.directFile = directFile;
+  return c;
 }
 
 std::vector<std::string> shownIds(const HintResult& r) {
@@ -44,6 +50,30 @@ TEST(HintEngineTest, CategoryOrderIsPinnedThenGotchaPrefDecisionContextNone) {
   EXPECT_LT(hintRank(candidate("a", "pref")), hintRank(candidate("b", "decision")));
   EXPECT_LT(hintRank(candidate("a", "decision")), hintRank(candidate("b", "context")));
   EXPECT_LT(hintRank(candidate("a", "context")), hintRank(candidate("b")));
+}
+
+TEST(HintEngineTest, WithinACategoryTheMemoryOnTheToolsLinesComesFirst) {
+  HintState state;
+  HintCandidate far = candidate("far", "decision"), near = candidate("near", "decision"),
+                covers = candidate("covers", "decision"), owns = candidate("owns", "decision"),
+                plain = candidate("plain", "decision"), gotcha = candidate("gotcha", "gotcha");
+  far.lineDistance = 40;
+  near.lineDistance = 3;
+  covers.lineOverlap = 4;
+  covers.lineDistance = 0;
+  owns.lineOverlap = 2;
+  owns.linesOwned = 2;
+  owns.lineDistance = 0;
+  EXPECT_TRUE(hintBefore(owns, covers));   // owning beats covering more
+  EXPECT_TRUE(hintBefore(covers, near));
+  EXPECT_TRUE(hintBefore(near, far));
+  EXPECT_TRUE(hintBefore(far, plain));     // any anchor on the tool's files beats none
+  EXPECT_TRUE(hintBefore(gotcha, owns));   // the category order stays first
+  EXPECT_FALSE(hintBefore(plain, plain));
+  // Without loud candidates one quiet hint is shown: the one on the lines.
+  auto r = selectHints(state, {plain, far, covers, near}, HintContext::kRead);
+  EXPECT_EQ(shownIds(r), (std::vector<std::string>{"covers"}));
+  EXPECT_EQ(r.more, 3);
 }
 
 TEST(HintEngineTest, AtMostThreeLinesPlusACountOfTheRest) {

@@ -1,0 +1,144 @@
+// Copy and rename sources of files HEAD does not have; see copy_sources.h.
+#include "daemon/git/copy_sources.h"
+
+#include <git2/sys/hashsig.h>
+
+#include <algorithm>
+
+namespace memq {
+
+namespace {
+
+// Signatures kept; past this the cache starts over (each is a few KiB; HEAD's files need one each).
+constexpr size_t kMaxSignatures = 16384;
+constexpr size_t kMaxAnswers = 4096;
+// Git's signature options for text: runs of whitespace count as one, so re-indenting does not hide a copy.
+constexpr git_hashsig_option_t kSignatureOptions = GIT_HASHSIG_SMART_WHITESPACE;
+
+std::string extensionOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const size_t dot = path.rfind('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "";
+  return path.substr(dot + 1);
+}
+
+// Whether sizes `a` and `b` could still be kMinSimilarity alike: git prunes pairs the same way before scoring.
+bool sizesCompatible(uint64_t a, uint64_t b) {
+  const uint64_t small = std::min(a, b), large = std::max(a, b);
+  return large == 0 || small * 100 >= large * static_cast<uint64_t>(CopySources::kMinSimilarity);
+}
+
+using HashsigPtr = GitPtr<git_hashsig, git_hashsig_free>;
+
+HashsigPtr signatureOfContent(const char* data, size_t size) {
+  git_hashsig* sig = nullptr;
+  if (git_hashsig_create(&sig, data, size, kSignatureOptions) != 0) return nullptr;  // too small or no lines
+  return HashsigPtr(sig);
+}
+
+}  // namespace
+
+struct CopySources::Signature {
+  HashsigPtr sig;  // null: nothing to score
+};
+
+CopySources::CopySources(RepositoryPtr repository) : repository_(std::move(repository)) { ensureLibgit2(); }
+
+CopySources::~CopySources() = default;
+
+bool CopySources::refreshTree() {
+  if (!repository_) return false;
+  git_object* treeObject = nullptr;
+  if (git_revparse_single(&treeObject, repository_.get(), "HEAD^{tree}") != 0) {
+    haveTree_ = false;
+    byExtension_.clear();
+    inTree_.clear();
+    return false;
+  }
+  TreePtr tree(reinterpret_cast<git_tree*>(treeObject));
+  const git_oid* id = git_tree_id(tree.get());
+  if (haveTree_ && git_oid_equal(id, &tree_)) return true;
+  git_oid_cpy(&tree_, id);
+  haveTree_ = true;
+  byExtension_.clear();
+  inTree_.clear();
+  answers_.clear();
+  struct Walk {
+    git_odb* odb;
+    std::vector<TreeFile> files;
+  };
+  git_odb* odb = nullptr;
+  if (git_repository_odb(&odb, repository_.get()) != 0) return false;
+  Walk walk{odb, {}};
+  git_tree_walk(
+      tree.get(), GIT_TREEWALK_PRE,
+      [](const char* root, const git_tree_entry* entry, void* payload) -> int {
+        auto* w = static_cast<Walk*>(payload);
+        if (git_tree_entry_type(entry) != GIT_OBJECT_BLOB) return 0;
+        if (git_tree_entry_filemode(entry) == GIT_FILEMODE_LINK) return 0;
+        TreeFile f;
+        f.path = std::string(root) + git_tree_entry_name(entry);
+        git_oid_cpy(&f.blob, git_tree_entry_id(entry));
+        size_t size = 0;
+        git_object_t type{};
+        if (git_odb_read_header(&size, &type, w->odb, &f.blob) == 0) f.size = size;
+        w->files.push_back(std::move(f));
+        return 0;
+      },
+      &walk);
+  for (TreeFile& f : walk.files) {
+    inTree_[f.path] = true;
+    byExtension_[extensionOf(f.path)].push_back(std::move(f));
+  }
+  git_odb_free(odb);
+  return true;
+}
+
+const CopySources::Signature* CopySources::signatureOf(const git_oid& blobId) {
+  const std::string key = oidHex(blobId);
+  auto it = signatures_.find(key);
+  if (it != signatures_.end()) return it->second.get();
+  if (signatures_.size() >= kMaxSignatures) signatures_.clear();
+  auto sig = std::make_unique<Signature>();
+  git_blob* blob = nullptr;
+  if (git_blob_lookup(&blob, repository_.get(), &blobId) == 0) {
+    BlobPtr owned(blob);
+    if (!git_blob_is_binary(blob)) {
+      sig->sig = signatureOfContent(static_cast<const char*>(git_blob_rawcontent(blob)),
+                                    static_cast<size_t>(git_blob_rawsize(blob)));
+    }
+  }
+  return signatures_.emplace(key, std::move(sig)).first->second.get();
+}
+
+std::optional<std::string> CopySources::sourceOf(const std::string& path, const std::string& content,
+                                                 const std::string& blobId) {
+  MutexLock lock(mu_);
+  if (!refreshTree() || inTree_.count(path) != 0) return std::nullopt;
+  const std::string key = path + "\n" + blobId;
+  if (auto it = answers_.find(key); it != answers_.end()) return it->second;
+  std::optional<std::string> best;
+  HashsigPtr mine = signatureOfContent(content.data(), content.size());
+  if (mine) {
+    int bestScore = kMinSimilarity - 1;
+    auto candidates = byExtension_.find(extensionOf(path));
+    if (candidates != byExtension_.end()) {
+      for (const TreeFile& f : candidates->second) {
+        if (!sizesCompatible(f.size, content.size())) continue;
+        const Signature* theirs = signatureOf(f.blob);
+        if (theirs == nullptr || !theirs->sig) continue;
+        const int score = git_hashsig_compare(mine.get(), theirs->sig.get());
+        // Ties go to the first in tree order, so the answer does not depend on the cache.
+        if (score > bestScore) {
+          bestScore = score;
+          best = f.path;
+        }
+      }
+    }
+  }
+  if (answers_.size() >= kMaxAnswers) answers_.clear();
+  answers_.emplace(key, best);
+  return best;
+}
+
+}  // namespace memq

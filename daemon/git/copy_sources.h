@@ -1,0 +1,62 @@
+// Where a file that HEAD does not have came from: the file of HEAD's tree its content is most like, scored with git's
+// own similarity signature (libgit2's hashsig, what `git diff -C --find-copies-harder` scores copies with). A file
+// copied or moved and edited but not yet committed (`git mv a.c b.c`, then an edit; a file brought over from another
+// branch) is then found to be `a.c`'s successor, so the memories and anchors on `a.c` reach a query on `b.c`.
+// Thread-safety: thread-safe; the repository and the caches are used under one mutex.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "daemon/git/libgit2.h"
+#include "daemon/util/thread_annotations.h"
+
+struct git_hashsig;
+
+namespace memq {
+
+class CopySources {
+ public:
+  // At least this alike (0–100, git's score) to count as the file's source: git's default for renames (-M50%).
+  static constexpr int kMinSimilarity = 50;
+
+  // `repository` may be null (a project outside git): nothing has a source then.
+  explicit CopySources(RepositoryPtr repository);
+  ~CopySources();
+  CopySources(const CopySources&) = delete;
+  CopySources& operator=(const CopySources&) = delete;
+
+  // The HEAD path `content` (the file at `path` in the work tree, git blob id `blobId`) most likely came from, or
+  // nullopt: when HEAD has `path` itself, when nothing is kMinSimilarity alike, or for content too small to score.
+  // Candidates are HEAD's files with the same extension whose size is within the similarity threshold, as git
+  // prunes rename pairs. Answers are cached per (HEAD tree, path, blob id); signatures per blob.
+  std::optional<std::string> sourceOf(const std::string& path, const std::string& content, const std::string& blobId);
+
+ private:
+  struct Signature;  // a hashsig, or none for content too small or binary
+  struct TreeFile {
+    std::string path;
+    git_oid blob;
+    uint64_t size = 0;
+  };
+
+  // HEAD's tree as a list of files, re-read when HEAD moves; false when there is no HEAD.
+  bool refreshTree() REQUIRES(mu_);
+  const Signature* signatureOf(const git_oid& blob) REQUIRES(mu_);
+
+  Mutex mu_;
+  RepositoryPtr repository_ GUARDED_BY(mu_);
+  git_oid tree_ GUARDED_BY(mu_){};
+  bool haveTree_ GUARDED_BY(mu_) = false;
+  std::unordered_map<std::string, std::vector<TreeFile>> byExtension_ GUARDED_BY(mu_);
+  std::unordered_map<std::string, bool> inTree_ GUARDED_BY(mu_);
+  std::unordered_map<std::string, std::unique_ptr<Signature>> signatures_ GUARDED_BY(mu_);  // by blob id
+  std::unordered_map<std::string, std::optional<std::string>> answers_ GUARDED_BY(mu_);    // path \n blob id
+};
+
+}  // namespace memq

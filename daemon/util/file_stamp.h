@@ -1,0 +1,50 @@
+// FileStamp: a file's identity as stat(2) reports it (device, inode, size, modification and change times), to tell
+// that a file read before is unchanged without reading it again, the way git's index does. A file written twice
+// within its file system's timestamp granularity could keep all five, so a stamp is only trusted once the file has
+// not been written for kSettleNs before it was read (git calls the other case "racily clean" and re-reads it).
+// Pure; safe from any thread.
+#pragma once
+
+#include <sys/stat.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace memq {
+
+struct FileStamp {
+  // Two seconds: coarser than any file system memq runs on (ext4, xfs, btrfs and tmpfs keep nanoseconds; FAT two
+  // seconds).
+  static constexpr int64_t kSettleNs = int64_t{2'000'000'000};
+
+  uint64_t device = 0;
+  uint64_t inode = 0;
+  int64_t size = 0;
+  int64_t modifiedNs = 0;
+  int64_t changedNs = 0;
+
+  static FileStamp of(const struct stat& st) {
+    FileStamp s;
+    s.device = static_cast<uint64_t>(st.st_dev);
+    s.inode = static_cast<uint64_t>(st.st_ino);
+    s.size = static_cast<int64_t>(st.st_size);
+    s.modifiedNs = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+    s.changedNs = int64_t{st.st_ctim.tv_sec} * 1'000'000'000 + st.st_ctim.tv_nsec;
+    return s;
+  }
+
+  // The wall clock now, in the stamps' unit.
+  static int64_t nowNs() {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+  }
+
+  // Whether what was read of the file at `readAtNs` can stand for it while its stamp stays the same.
+  bool settledAt(int64_t readAtNs) const { return readAtNs - std::max(modifiedNs, changedNs) >= kSettleNs; }
+
+  friend bool operator==(const FileStamp&, const FileStamp&) = default;
+};
+
+}  // namespace memq
