@@ -188,6 +188,19 @@ Status refuseBinary(const Content& c, const FileVersion& version) {
   return Status::invalidField("version", "version " + version.id() + " is binary; it has no lines to carry");
 }
 
+// `bytes` with each CR that ends a line (right before its LF) removed, into `out`, when it has any; the view to diff.
+// A line's end is not part of its content: a file converted between CRLF and LF keeps its lines (the same count,
+// since lines are counted by LF), where a byte diff would call every one rewritten.
+std::string_view withoutCrAtEol(std::string_view bytes, std::string& out) {
+  if (bytes.find("\r\n") == std::string_view::npos) return bytes;
+  out.reserve(bytes.size());
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    if (bytes[i] == '\r' && i + 1 < bytes.size() && bytes[i + 1] == '\n') continue;
+    out.push_back(bytes[i]);
+  }
+  return out;
+}
+
 int collectHunk(const git_diff_delta*, const git_diff_hunk* hunk, void* payload) {
   static_cast<HunkList*>(payload)->push_back({static_cast<uint32_t>(hunk->old_start),
                                               static_cast<uint32_t>(hunk->old_lines),
@@ -225,14 +238,21 @@ Result<LineCarrier::DiffPtr> LineCarrier::computeDiff(const FileVersion& from, c
   if (options_.algorithm == DiffAlgorithm::kMinimal) opts.flags |= GIT_DIFF_MINIMAL;
   if (options_.algorithm == DiffAlgorithm::kPatience) opts.flags |= GIT_DIFF_PATIENCE;
   if (options_.indentHeuristic) opts.flags |= GIT_DIFF_INDENT_HEURISTIC;
-  const int rc = git_diff_buffers(a.bytes.data(), a.bytes.size(), nullptr, b.bytes.data(), b.bytes.size(), nullptr,
-                                  &opts, nullptr, nullptr, collectHunk, nullptr, &result->hunks);
+  std::string aCopy, bCopy;
+  const std::string_view aText = withoutCrAtEol(a.bytes, aCopy);
+  const std::string_view bText = withoutCrAtEol(b.bytes, bCopy);
+  const int rc = git_diff_buffers(aText.data(), aText.size(), nullptr, bText.data(), bText.size(), nullptr, &opts,
+                                  nullptr, nullptr, collectHunk, nullptr, &result->hunks);
   MEMQ_RETURN_IF_ERROR(gitStatus(rc, "diff " + from.id() + " to " + to.id()));
   return DiffPtr(std::move(result));
 }
 
 LineCarrier::DiffPtr LineCarrier::cached(const std::string& key) {
   MutexLock lock(cacheMutex_);
+  if (auto p = pinned_.find(key); p != pinned_.end()) {
+    ++hits_;
+    return p->second;
+  }
   auto it = index_.find(key);
   if (it == index_.end()) {
     ++misses_;
@@ -304,6 +324,75 @@ void LineCarrier::clearCache() {
   MutexLock lock(cacheMutex_);
   lru_.clear();
   index_.clear();
+  pinned_.clear();
+  pinnedTag_.clear();
+}
+
+std::string LineCarrier::head() {
+  if (!repository_) return "";
+  MutexLock lock(repositoryMutex_);
+  git_oid oid;
+  if (git_reference_name_to_id(&oid, repository_.get(), "HEAD") < 0) return "";
+  return oidHex(oid);
+}
+
+std::optional<std::string> LineCarrier::blobAtHead(const std::string& path) {
+  if (!repository_) return std::nullopt;
+  MutexLock lock(repositoryMutex_);
+  git_oid oid;
+  if (git_reference_name_to_id(&oid, repository_.get(), "HEAD") < 0) return std::nullopt;
+  if (!headTree_ || !git_oid_equal(&oid, &headOid_)) {
+    headTree_.reset();
+    git_commit* rawCommit = nullptr;
+    if (git_commit_lookup(&rawCommit, repository_.get(), &oid) < 0) return std::nullopt;
+    CommitPtr commit(rawCommit);
+    git_tree* rawTree = nullptr;
+    if (git_commit_tree(&rawTree, commit.get()) < 0) return std::nullopt;
+    headTree_.reset(rawTree);
+    headOid_ = oid;
+  }
+  git_tree_entry* raw = nullptr;
+  if (git_tree_entry_bypath(&raw, headTree_.get(), path.c_str()) < 0) return std::nullopt;
+  TreeEntryPtr entry(raw);
+  if (git_tree_entry_type(entry.get()) != GIT_OBJECT_BLOB) return std::nullopt;
+  return oidHex(*git_tree_entry_id(entry.get()));
+}
+
+size_t LineCarrier::pin(const std::vector<std::pair<FileVersion, FileVersion>>& pairs, const std::string& tag) {
+  std::unordered_map<std::string, DiffPtr> next;
+  size_t computed = 0;
+  for (const auto& [from, to] : pairs) {
+    const std::string key = from.id() + ">" + to.id();
+    if (next.count(key) != 0) continue;
+    DiffPtr held;
+    {
+      MutexLock lock(cacheMutex_);
+      if (auto p = pinned_.find(key); p != pinned_.end()) held = p->second;
+      if (auto it = index_.find(key); !held && it != index_.end()) held = it->second->second;
+    }
+    if (!held) {
+      // Computed without the cache lock, so carries for recall go on meanwhile (they share the repository lock).
+      Result<DiffPtr> d = computeDiff(from, to);
+      if (!d) continue;
+      held = *d;
+      ++computed;
+    }
+    next.emplace(key, std::move(held));
+  }
+  MutexLock lock(cacheMutex_);
+  pinned_ = std::move(next);
+  pinnedTag_ = tag;
+  return computed;
+}
+
+std::string LineCarrier::pinnedTag() const {
+  MutexLock lock(cacheMutex_);
+  return pinnedTag_;
+}
+
+size_t LineCarrier::pinnedCount() const {
+  MutexLock lock(cacheMutex_);
+  return pinned_.size();
 }
 
 }  // namespace memq

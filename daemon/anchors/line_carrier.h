@@ -1,7 +1,8 @@
 // Carrying line ranges from one version of a file to a later one: the pure step (ranges through the hunks of a
 // 0-context line diff, each line shifted, rewritten or deleted), its composition along a chain of versions, and
 // LineCarrier, which computes the hunks with libgit2 between versions held as blobs of a repository or as buffers,
-// and keeps recent hunk lists in a bounded LRU cache keyed by the (from, to) pair.
+// and keeps recent hunk lists in a bounded LRU cache keyed by the (from, to) pair, and a pinned set of them (each
+// anchor's version to HEAD's) that the LRU never evicts.
 // Thread-safety: the free functions are pure. A LineCarrier may be shared by threads: the repository is used under
 // one mutex (libgit2 objects must not be used by two threads at once), the cache under another.
 #pragma once
@@ -11,6 +12,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -137,6 +139,19 @@ class LineCarrier {
   CacheStats cacheStats() const;
   void clearCache();
 
+  // --- anchors re-based to HEAD (docs/anchors.md, "Re-basing to HEAD") ---
+  // The HEAD commit (40 hex) now; "" without a repository or a commit.
+  std::string head();
+  // The blob id of `path` (relative to the repository's top) in HEAD's tree; nullopt without one.
+  std::optional<std::string> blobAtHead(const std::string& path);
+  // Holds the diffs of `pairs` (an anchor's version → HEAD's version of its file) apart from the LRU, so that no
+  // other carry evicts them, until the next call replaces the set; computes only those it does not hold already.
+  // `tag` names the set (the HEAD it was made for; pinnedTag). Returns how many diffs it computed; a pair that
+  // cannot be diffed (binary, gone) is left out.
+  size_t pin(const std::vector<std::pair<FileVersion, FileVersion>>& pairs, const std::string& tag);
+  std::string pinnedTag() const;
+  size_t pinnedCount() const;
+
  private:
   using DiffPtr = std::shared_ptr<const VersionDiff>;
   // Runs the diff (or, for one version, counts its lines) with the repository held.
@@ -148,12 +163,16 @@ class LineCarrier {
   // conditionally (std::unique_lock), which the analysis cannot follow: repository_ carries no annotation.
   Mutex repositoryMutex_;
   RepositoryPtr repository_;
+  git_oid headOid_ GUARDED_BY(repositoryMutex_){};
+  TreePtr headTree_ GUARDED_BY(repositoryMutex_);  // HEAD's tree as of headOid_, re-read when HEAD moves
   const Options options_;
 
   mutable Mutex cacheMutex_;
   std::list<std::pair<std::string, DiffPtr>> lru_ GUARDED_BY(cacheMutex_);  // most recently used first
   std::unordered_map<std::string, std::list<std::pair<std::string, DiffPtr>>::iterator> index_
       GUARDED_BY(cacheMutex_);
+  std::unordered_map<std::string, DiffPtr> pinned_ GUARDED_BY(cacheMutex_);
+  std::string pinnedTag_ GUARDED_BY(cacheMutex_);
   uint64_t hits_ GUARDED_BY(cacheMutex_) = 0;
   uint64_t misses_ GUARDED_BY(cacheMutex_) = 0;
 };

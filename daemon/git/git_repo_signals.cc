@@ -116,6 +116,26 @@ GitRepoSignals::GitRepoSignals(ProjectLocation location, GitSignalsOptions optio
     return;
   }
   cache_ = std::make_unique<CoChangeCache>(location_.dbPath, worktreeKey(location_));
+  renames_ = RenameMap::open(location_);
+}
+
+RepoRefreshInfo GitRepoSignals::refresh() {
+  RepoRefreshInfo info = refreshDetailed();
+  if (renames_) renames_->refresh();
+  return info;
+}
+
+void GitRepoSignals::followRenames() {
+  if (renames_) renames_->refresh();
+}
+
+std::vector<RenamedPath> GitRepoSignals::renamedFrom(const std::vector<std::string>& paths) {
+  if (!renames_) return {};
+  std::vector<std::string> clean;
+  for (const auto& p : paths) {
+    if (auto c = cleanRelative(p)) clean.push_back(std::move(*c));
+  }
+  return renames_->renamedFrom(clean);
 }
 
 GitRepoSignals::~GitRepoSignals() = default;

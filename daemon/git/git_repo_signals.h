@@ -1,6 +1,7 @@
 // GitRepoSignals: the libgit2 implementation of RepoSignals for one project (docs/design.md §8): co-change neighbours
 // (CoChangeBuilder → CoChangeCounts, cached in the project database by CoChangeCache, served from an immutable
-// CoChangeSnapshot), blast radius (ImportScanner → DependencyGraph per HEAD tree), and blob ids for staleness.
+// CoChangeSnapshot), blast radius (ImportScanner → DependencyGraph per HEAD tree), blob ids for staleness, and the
+// renames a path came through (RenameMap).
 //
 // Freshness: nothing is computed at construction. The first co-change lookup refreshes (from the database cache
 // when it matches, else by walking history); later lookups re-read HEAD at most once per headCheckInterval and
@@ -31,6 +32,7 @@
 #include "daemon/git/cochange_snapshot.h"
 #include "daemon/git/dependency_graph.h"
 #include "daemon/git/libgit2.h"
+#include "daemon/git/rename_map.h"
 #include "daemon/git/repo_location.h"
 #include "daemon/recall/repo_signals.h"
 #include "daemon/util/file_stamp.h"
@@ -62,7 +64,8 @@ class GitRepoSignals final : public RepoSignals {
 
   // Brings the co-change graph to the current HEAD now (incremental when possible) and persists it.
   // walkedCommits counts the non-merge commits newly walked and diffed; pairs those served (inside the root).
-  RepoRefreshInfo refresh() override { return refreshDetailed(); }
+  // The renames followed back from HEAD are brought up to it too (RenameMap::refresh).
+  RepoRefreshInfo refresh() override;
   RefreshStats refreshDetailed();
 
   // RepoSignals. Paths are project-root-relative, POSIX; a path that is absolute or escapes the root gets the
@@ -71,6 +74,10 @@ class GitRepoSignals final : public RepoSignals {
   int blastRadius(const std::string& path) override;
   // Work tree first, else HEAD (so a sparse checkout still resolves); nullopt when neither has the file.
   std::optional<std::string> currentBlobId(const std::string& path) override;
+
+  // Renames followed back from each path, committed or not (RenameMap).
+  std::vector<RenamedPath> renamedFrom(const std::vector<std::string>& paths) override;
+  void followRenames() override;
 
   // The object database's blobs (line anchors' versions). An id that is not 40 hex digits is no blob.
   bool hasBlob(const std::string& blobId) override;
@@ -129,6 +136,8 @@ class GitRepoSignals final : public RepoSignals {
   // not changed since costs one lstat instead of a read and a hash. Bounded: past kMaxWorkTreeIds it starts over.
   static constexpr size_t kMaxWorkTreeIds = 8192;
   std::unordered_map<std::string, std::pair<FileStamp, std::string>> workTreeIds_ GUARDED_BY(quickMu_);
+
+  std::unique_ptr<RenameMap> renames_;  // null outside git; thread-safe on its own
 
   Mutex snapMu_;
   std::shared_ptr<const CoChangeSnapshot> cochange_ GUARDED_BY(snapMu_);

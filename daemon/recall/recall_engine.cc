@@ -73,6 +73,7 @@ PreparedQuery prepareQuery(const RecallRequest& request, const Embedder& embedde
     }
   }
   if (repo != nullptr && request.useFileSignals && !request.files.empty()) {
+    q.renamed = repo->renamedFrom(request.files);
     // The strongest neighbours overall, at most kCochangePerFile per queried file, kCochangeTotal in all.
     std::unordered_set<std::string> seen(request.files.begin(), request.files.end());
     struct Tagged {
@@ -157,7 +158,10 @@ Result<std::vector<Candidate>> gatherCandidates(RecallSource& store, const Recal
     lap(&RecallTimings::unicodeMs);
   }
   if (request.useFileSignals && !request.files.empty()) {
-    auto direct = store.findByPaths(request.files, fileLimit);
+    // A memory on a path a queried file had before a rename is about that file.
+    std::vector<std::string> paths = request.files;
+    for (const auto& r : query.renamed) paths.insert(paths.end(), r.earlier.begin(), r.earlier.end());
+    auto direct = store.findByPaths(paths, fileLimit);
     if (!direct) return direct.status();
     std::unordered_set<int64_t> directPks;
     int fileRank = 0;
@@ -341,7 +345,14 @@ void annotateStaleness(RecallHit& h, RepoSignals& repo) {
     if (!f.blobId) continue;
     auto current = repo.currentBlobId(f.path);
     if (!current) {
-      h.missingFiles.push_back(f.path);
+      // Renamed rather than gone when its anchored lines were carried into the file it became.
+      auto renamed = std::find_if(h.anchoredLines.begin(), h.anchoredLines.end(),
+                                  [&](const auto& a) { return a.renamedFrom == f.path; });
+      if (renamed == h.anchoredLines.end()) {
+        h.missingFiles.push_back(f.path);
+      } else if (renamed->state != AnchoredLinesState::kUnchanged && renamed->state != AnchoredLinesState::kMoved) {
+        h.changedFiles.push_back(f.path);
+      }
     } else if (*current != *f.blobId) {
       // A file whose anchored lines survived unchanged or only moved: the memory's subject is still there.
       const bool linesHeld = std::any_of(h.anchoredLines.begin(), h.anchoredLines.end(), [&](const auto& a) {
@@ -367,8 +378,10 @@ nlohmann::json recallHitToJson(const RecallHit& hit, bool explain) {
   if (!hit.anchoredLines.empty()) {
     nlohmann::json lines = nlohmann::json::array();
     for (const auto& a : hit.anchoredLines) {
-      lines.push_back(
-          {{"path", a.path}, {"state", anchoredLinesStateName(a.state)}, {"lines", lineRangesToJson(a.lines)}});
+      nlohmann::json entry = {
+          {"path", a.path}, {"state", anchoredLinesStateName(a.state)}, {"lines", lineRangesToJson(a.lines)}};
+      if (!a.renamedFrom.empty()) entry["renamed_from"] = a.renamedFrom;
+      lines.push_back(std::move(entry));
     }
     j["anchored_lines"] = std::move(lines);
   }

@@ -55,6 +55,9 @@ struct PreparedQuery {
   std::string subjectMatch;   // default ranker: unicode match of the query's first line, for rescoring ("" if one line)
   std::vector<float> vector;  // empty when the query is empty
   std::vector<CoChangeNeighbor> cochange;  // neighbours of the queried files, strongest first
+  // The queried files that were renamed, with the paths they had (RepoSignals::renamedFrom): the file lane and the
+  // line signals take refs on those paths as refs on the queried file.
+  std::vector<RenamedPath> renamed;
 };
 
 // A memory that some lane found, with what ranking and selection need; its row is not loaded.
@@ -73,6 +76,8 @@ struct AnchoredLinesNow {
   std::string path;
   AnchoredLinesState state = AnchoredLinesState::kUnchanged;
   LineRanges lines;  // where they are in the work-tree file now (empty when deleted)
+  // The ref's own path when the lines were carried into the file it was renamed to (`path`); "" otherwise.
+  std::string renamedFrom;
 };
 
 struct RecallHit {

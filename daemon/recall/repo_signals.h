@@ -27,6 +27,12 @@ struct RepoRefreshInfo {
   bool rebuilt = false;   // HEAD moved somewhere that is not a descendant: counts rebuilt from scratch
 };
 
+// A path and the earlier paths whose files became it by renames, nearest first (docs/anchors.md, "Renames").
+struct RenamedPath {
+  std::string path;
+  std::vector<std::string> earlier;
+};
+
 class RepoSignals {
  public:
   virtual ~RepoSignals() = default;
@@ -44,6 +50,11 @@ class RepoSignals {
   // Whether the repository's object database holds the blob `blobId` (40 lowercase hex): a line anchor's version
   // that it lacks is kept by memq itself.
   virtual bool hasBlob(const std::string& blobId) { return blobContent(blobId).has_value(); }
+  // For each of `paths` (project-root relative) renamed from earlier paths, committed or not, those paths; paths
+  // that were never renamed are left out.
+  virtual std::vector<RenamedPath> renamedFrom(const std::vector<std::string>& /*paths*/) { return {}; }
+  // Brings what renamedFrom knows of history up to HEAD, so that lookups find it done; for background work.
+  virtual void followRenames() {}
   // The bytes of the blob `blobId` from the object database; nullopt when it has no such blob.
   virtual std::optional<std::string> blobContent(const std::string& /*blobId*/) { return std::nullopt; }
 };

@@ -63,6 +63,10 @@ void writeRecord(JsonWriter& w, const Memory& m, const RecallHit* hit, bool expl
       writeLineRanges(w, a.lines);
       w.key("path");
       w.string(a.path);
+      if (!a.renamedFrom.empty()) {
+        w.key("renamed_from");
+        w.string(a.renamedFrom);
+      }
       w.key("state");
       w.string(anchoredLinesStateName(a.state));
       w.endObject();

@@ -13,6 +13,7 @@
 
 #include "daemon/server/session.h"
 #include "daemon/server/version.h"
+#include "daemon/service/anchor_rebase.h"
 #include "protocol/envelope.h"
 
 namespace memq {
@@ -393,6 +394,16 @@ void Server::armHousekeeping() {
     ++housekeepingTicks_;
     if (housekeepingTicks_ % 3 == 0) {
       postBackgroundJob([this] { service_.scopes().checkpointAll(); });
+    }
+    if (housekeepingTicks_ % 5 == 0) {
+      // What follows HEAD, brought up to a HEAD that moved: the renames recall follows, and the anchors re-based so
+      // that the next recall carries each through a held diff.
+      postBackgroundJob([this] {
+        for (auto& scope : service_.scopes().projectScopes()) {
+          if (scope->repo) scope->repo->followRenames();
+          rebaseAnchorsToHead(*scope);
+        }
+      });
     }
     if (housekeepingTicks_ % 60 == 0) {
       postBackgroundJob([this] { service_.scopes().closeIdle(std::chrono::minutes(10)); });

@@ -255,7 +255,7 @@ Result<RecallHits> Service::recall(const CallContext& ctx, const RecallParams& p
   }
   PreparedQuery query = prepareQuery(request, *options_.embedder, project ? project->repo.get() : nullptr);
   // The project's files as they are now, read once for the line signals and the hits' anchored lines.
-  WorkTreeVersions workTree(project ? project->location.root : std::string());
+  WorkTreeVersions workTree(project ? project->location.root : std::string(), query.renamed);
   std::vector<Candidate> all;
   for (auto& scope : *scopes) {
     CommittedLock lock(*scope->db);

@@ -13,7 +13,16 @@
 
 namespace memq {
 
-const FileVersion* WorkTreeVersions::at(const std::string& path) {
+WorkTreeVersions::WorkTreeVersions(std::string workTree, const std::vector<RenamedPath>& renamed)
+    : workTree_(std::move(workTree)) {
+  for (const auto& r : renamed) {
+    for (const auto& e : r.earlier) renamedTo_.emplace(e, r.path);  // two queried files from one: the first
+    renamedFrom_[r.path] = r.earlier;
+  }
+}
+
+const FileVersion* WorkTreeVersions::at(const std::string& rawPath) {
+  const std::string& path = pathNow(rawPath);
   auto it = versions_.find(path);
   if (it == versions_.end()) {
     auto file = readWorkTreeVersion(workTree_, path, "files");
@@ -23,14 +32,54 @@ const FileVersion* WorkTreeVersions::at(const std::string& path) {
   return it->second ? &*it->second : nullptr;
 }
 
+const std::string& WorkTreeVersions::pathNow(const std::string& path) const {
+  auto it = renamedTo_.find(path);
+  return it == renamedTo_.end() ? path : it->second;
+}
+
+std::vector<std::string> WorkTreeVersions::withEarlierPaths(const std::vector<std::string>& paths) const {
+  std::vector<std::string> out = paths;
+  for (const auto& p : paths) {
+    auto it = renamedFrom_.find(p);
+    if (it == renamedFrom_.end()) continue;
+    for (const auto& e : it->second) {
+      if (std::find(out.begin(), out.end(), e) == out.end()) out.push_back(e);
+    }
+  }
+  return out;
+}
+
 namespace {
 
+// HEAD's blob of each path asked for, looked up once per pass.
+class HeadBlobs {
+ public:
+  explicit HeadBlobs(LineCarrier& carrier) : carrier_(carrier) {}
+  const std::optional<std::string>& of(const std::string& path) {
+    auto it = blobs_.find(path);
+    if (it == blobs_.end()) it = blobs_.emplace(path, carrier_.blobAtHead(path)).first;
+    return it->second;
+  }
+
+ private:
+  LineCarrier& carrier_;
+  std::unordered_map<std::string, std::optional<std::string>> blobs_;
+};
+
 // `ref`'s lines carried to `to`, or nullopt when they cannot be (a version the repository no longer has, a file
-// binary now): no signal, no error.
-std::optional<CarriedLines> carryToWorkTree(LineCarrier& carrier, const AnchoredRef& ref, const FileVersion& to) {
+// binary now): no signal, no error. Through HEAD's version of the file when it is neither end (`atHead`): the step
+// from the anchor to HEAD is the one re-basing holds (anchor_rebase.h), the step from HEAD to the work tree is one
+// diff for every anchor on the file.
+std::optional<CarriedLines> carryToWorkTree(LineCarrier& carrier, const AnchoredRef& ref, const FileVersion& to,
+                                            const std::optional<std::string>& atHead) {
   const FileVersion from = ref.anchor.keptContent ? FileVersion::kept(ref.anchor.keptContent, ref.anchor.blob)
                                                   : FileVersion::blob(ref.anchor.blob);
-  auto carried = carrier.carry(ref.anchor.lines, from, to);
+  const bool viaHead = atHead && *atHead != from.id() && *atHead != to.id();
+  Result<CarriedLines> carried = viaHead
+                                     ? carrier.carryAlong(ref.anchor.lines, {from, FileVersion::blob(*atHead), to})
+                                     : carrier.carry(ref.anchor.lines, from, to);
+  // HEAD's version may be one that cannot be carried through (binary there): then the one diff.
+  if (!carried && viaHead) carried = carrier.carry(ref.anchor.lines, from, to);
   if (!carried) {
     spdlog::debug("anchor of memory {} on {} not carried: {}", ref.pk, ref.path, carried.status().message());
     return std::nullopt;
@@ -52,7 +101,7 @@ Status addLineSignals(RecallSource& source, LineCarrier& carrier, WorkTreeVersio
   if (query.empty() || candidates.empty()) return Status::ok();
   std::vector<int64_t> pks;
   for (const auto& c : candidates) pks.push_back(c.pk);
-  auto refs = source.anchoredRefsOn(paths, pks);
+  auto refs = source.anchoredRefsOn(workTree.withEarlierPaths(paths), pks);
   if (!refs) return refs.status();
   if (refs->empty()) return Status::ok();
 
@@ -64,15 +113,17 @@ Status addLineSignals(RecallSource& source, LineCarrier& carrier, WorkTreeVersio
     lineCandidates[i].anchoredAt = candidates[i].pk;
   }
 
+  HeadBlobs heads(carrier);
   for (auto& ref : *refs) {
     auto at = indexOf.find(ref.pk);
     if (at == indexOf.end()) continue;  // not a candidate of this recall
     const FileVersion* to = workTree.at(ref.path);
     if (to == nullptr) continue;  // gone (or not a file): its anchors give no signal
-    auto carried = carryToWorkTree(carrier, ref, *to);
+    auto carried = carryToWorkTree(carrier, ref, *to, heads.of(workTree.pathNow(ref.path)));
     if (!carried) continue;
     if (carried->lines.empty()) continue;  // every anchored line was deleted
-    lineCandidates[at->second].anchors.push_back({ref.path, std::move(carried->lines), std::move(carried->unchanged)});
+    lineCandidates[at->second].anchors.push_back(
+        {workTree.pathNow(ref.path), std::move(carried->lines), std::move(carried->unchanged)});
   }
   const std::vector<LineSignals> signals = computeLineSignals(query, lineCandidates);
   for (size_t i = 0; i < candidates.size(); ++i) {
@@ -97,8 +148,9 @@ Status annotateAnchoredLines(RecallSource& source, LineCarrier& carrier, WorkTre
   }
   if (paths.empty()) return Status::ok();
   // The kept content of the versions the repository lacks comes with the refs (the hits' own refs carry none).
-  auto refs = source.anchoredRefsOn(paths, pks);
+  auto refs = source.anchoredRefsOn(paths, pks);  // the hits' own paths: a renamed one is among them as it was
   if (!refs) return refs.status();
+  HeadBlobs heads(carrier);
   for (auto& h : hits) {
     if (h.memory.scope != scope) continue;
     h.anchoredLines.clear();
@@ -106,9 +158,10 @@ Status annotateAnchoredLines(RecallSource& source, LineCarrier& carrier, WorkTre
       if (ref.pk != h.memory.pk) continue;
       const FileVersion* to = workTree.at(ref.path);
       if (to == nullptr) continue;  // the file is gone: missing_files says so
-      auto carried = carryToWorkTree(carrier, ref, *to);
+      auto carried = carryToWorkTree(carrier, ref, *to, heads.of(workTree.pathNow(ref.path)));
       if (!carried) continue;
-      AnchoredLinesNow now{ref.path, AnchoredLinesState::kUnchanged, carried->lines};
+      AnchoredLinesNow now{workTree.pathNow(ref.path), AnchoredLinesState::kUnchanged, carried->lines, {}};
+      if (now.path != ref.path) now.renamedFrom = ref.path;
       if (carried->lines.empty()) {
         now.state = AnchoredLinesState::kDeleted;
       } else if (carried->counts.rewritten > 0 || carried->counts.deleted > 0) {

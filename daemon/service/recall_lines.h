@@ -22,18 +22,27 @@ namespace memq {
 
 // The queried and anchored files of one recall as they are in the work tree, each read (and hashed) once for both
 // passes below.
+// `renamed`: the queried files that were renamed (PreparedQuery::renamed); a path one of them had is read as that
+// file, so anchors written on the old path are carried into the new one.
 class WorkTreeVersions {
  public:
-  explicit WorkTreeVersions(std::string workTree) : workTree_(std::move(workTree)) {}
+  explicit WorkTreeVersions(std::string workTree, const std::vector<RenamedPath>& renamed = {});
   // `path` as it is now, or null when it is not a readable file (gone, a directory, too large).
   const FileVersion* at(const std::string& path);
+  // The path `path`'s file has now: the queried file it was renamed to, or `path` itself.
+  const std::string& pathNow(const std::string& path) const;
+  // `paths` and every earlier path of those that were renamed.
+  std::vector<std::string> withEarlierPaths(const std::vector<std::string>& paths) const;
 
  private:
   std::string workTree_;
+  std::unordered_map<std::string, std::string> renamedTo_;                 // earlier path → queried path
+  std::unordered_map<std::string, std::vector<std::string>> renamedFrom_;  // queried path → earlier paths
   std::unordered_map<std::string, std::optional<FileVersion>> versions_;
 };
 
-// Fills lineOverlap, linesOwned and lineDistance of the `candidates` that `source` (one project scope) found.
+// Fills lineOverlap, linesOwned and lineDistance of the `candidates` that `source` (one project scope) found. Anchors
+// on a queried file's earlier paths (workTree's renames) count as anchors on the queried file.
 // `queryLines`: paths relative to `workTree`, each with the lines of the file as it is there (a path without lines
 // is skipped). Only active rows' anchors are read, so a hidden, superseded or rejected memory is never lifted by
 // them. An anchor that cannot be carried (its file gone or binary now, its version unknown to the repository and
@@ -43,6 +52,7 @@ Status addLineSignals(RecallSource& source, LineCarrier& carrier, WorkTreeVersio
 
 // For each hit of `scope` (the project scope `source` serves, its rows loaded) with anchored refs: carries them to
 // the work-tree file and records what became of the lines (RecallHit::anchoredLines), which staleness then reads.
+// A ref on a path that a queried file had before a rename is carried into that file (AnchoredLinesNow::renamedFrom).
 // A ref that cannot be carried (file gone, binary, version unknown) is left out: staleness by blob id decides.
 Status annotateAnchoredLines(RecallSource& source, LineCarrier& carrier, WorkTreeVersions& workTree,
                              const std::string& scope, std::vector<RecallHit>& hits);

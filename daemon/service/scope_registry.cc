@@ -214,6 +214,15 @@ size_t ScopeRegistry::commitPendingSaves(std::chrono::milliseconds idle) {
   return pending;
 }
 
+std::vector<std::shared_ptr<Scope>> ScopeRegistry::projectScopes() {
+  MutexLock lock(mutex_);
+  std::vector<std::shared_ptr<Scope>> out;
+  for (const auto& [key, scope] : scopes_) {
+    if (scope->kind == ScopeKind::kProject) out.push_back(scope);
+  }
+  return out;
+}
+
 std::vector<std::string> ScopeRegistry::openScopePaths() {
   MutexLock lock(mutex_);
   std::vector<std::string> out;

@@ -3,6 +3,7 @@
 // back from the background applier (takeDatabase).
 #include <algorithm>
 #include <iterator>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "daemon/store/memory_store.h"
@@ -244,6 +245,22 @@ Result<std::vector<AnchoredRef>> MemoryStore::anchoredRefsOn(const std::vector<s
     }
     // Only the wanted refs' kept versions are read: each may be up to a couple of MiB.
     for (auto& ref : out) ref.anchor.keptContent = sql_->keptVersion(ref.anchor.blob);
+    return out;
+  } catch (const std::exception& e) {
+    return storageError(e, "anchors");
+  }
+}
+
+Result<std::vector<AnchoredRef>> MemoryStore::activeAnchoredRefs() {
+  takeDatabase();  // saves handed to the background applier are written first
+  try {
+    std::vector<AnchoredRef> out = sql_->activeAnchoredRefs();
+    std::unordered_map<std::string, std::shared_ptr<const std::string>> kept;
+    for (auto& ref : out) {
+      auto [it, inserted] = kept.try_emplace(ref.anchor.blob);
+      if (inserted) it->second = sql_->keptVersion(ref.anchor.blob);
+      ref.anchor.keptContent = it->second;
+    }
     return out;
   } catch (const std::exception& e) {
     return storageError(e, "anchors");

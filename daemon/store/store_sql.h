@@ -135,6 +135,8 @@ class StoreSql {
   std::shared_ptr<const std::string> keptVersion(const std::string& blobId);
   // The anchored refs of active rows on `path`, by pk, without their kept content (keptVersion reads it).
   std::vector<AnchoredRef> activeAnchoredRefsOn(const std::string& path);
+  // Every anchored ref of an active row, by path then pk, without kept content.
+  std::vector<AnchoredRef> activeAnchoredRefs();
   int64_t keptVersionCount();
 
   // --- audit journal ---

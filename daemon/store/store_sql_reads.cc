@@ -347,18 +347,34 @@ std::shared_ptr<const std::string> StoreSql::keptVersion(const std::string& blob
   return std::make_shared<const std::string>(static_cast<const char*>(c.getBlob()), static_cast<size_t>(c.getBytes()));
 }
 
+namespace {
+
+// The rows of a query selecting (memory_pk, path, blob_id, anchor_lines, anchor_blob) as anchored refs.
+std::vector<AnchoredRef> readAnchoredRefs(SQLite::Statement& q) {
+  std::vector<AnchoredRef> out;
+  while (q.executeStep()) {
+    FileRef ref = fileRefFromRow(q, 1);
+    if (!ref.anchor) continue;  // lines that do not read back are no anchor (fileRefFromRow)
+    out.push_back({q.getColumn(0).getInt64(), std::move(ref.path), std::move(*ref.anchor)});
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<AnchoredRef> StoreSql::activeAnchoredRefsOn(const std::string& path) {
   auto q = statement("SELECT mf.memory_pk, mf.path, mf.blob_id, mf.anchor_lines, mf.anchor_blob "
                      "FROM memory_files mf CROSS JOIN memories m ON m.pk = mf.memory_pk "
                      "WHERE mf.path = ? AND mf.anchor_blob IS NOT NULL AND m.state = 'active' ORDER BY mf.memory_pk");
   q->bind(1, path);
-  std::vector<AnchoredRef> out;
-  while (q->executeStep()) {
-    FileRef ref = fileRefFromRow(*q, 1);
-    if (!ref.anchor) continue;  // lines that do not read back are no anchor (fileRefFromRow)
-    out.push_back({q->getColumn(0).getInt64(), std::move(ref.path), std::move(*ref.anchor)});
-  }
-  return out;
+  return readAnchoredRefs(*q);
+}
+
+std::vector<AnchoredRef> StoreSql::activeAnchoredRefs() {
+  auto q = statement("SELECT mf.memory_pk, mf.path, mf.blob_id, mf.anchor_lines, mf.anchor_blob "
+                     "FROM memory_files mf CROSS JOIN memories m ON m.pk = mf.memory_pk "
+                     "WHERE mf.anchor_blob IS NOT NULL AND m.state = 'active' ORDER BY mf.path, mf.memory_pk");
+  return readAnchoredRefs(*q);
 }
 
 int64_t StoreSql::keptVersionCount() {

@@ -10,6 +10,7 @@
 #include "../unit/git/git_fixture.h"
 #include "daemon/embed/hashbag.h"
 #include "daemon/git/git_repo_signals.h"
+#include "daemon/service/anchor_rebase.h"
 #include "daemon/service/service.h"
 
 namespace memq {
@@ -427,6 +428,56 @@ TEST_F(RecallLinesTest, ADirtyAnchorCarriesAfterTheEditIsCommittedAndAfterItIsTh
   EXPECT_EQ(recallOn({{22, 25}})[0], early_);
 }
 
+TEST_F(RecallLinesTest, AnchorsAreCarriedUpThroughLinesDeletedAboveThem) {
+  // The first 100 lines cut (early's 20-30 with them): late's 150-160 are now 50-60, and say so as moved.
+  std::string cut;
+  for (int i = 101; i <= 200; ++i) cut += "b " + std::to_string(i) + "\n";
+  repo_->write("src/b.c", cut);
+  RecallHits hits;
+  auto ids = recallOn({{52, 55}}, &hits);
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(ids[0], late_);
+  EXPECT_EQ(hits.hits[0].signals.lineOverlap, 4u);
+  ASSERT_EQ(hits.hits[0].anchoredLines.size(), 1u);
+  EXPECT_EQ(hits.hits[0].anchoredLines[0].state, AnchoredLinesState::kMoved);
+  EXPECT_EQ(hits.hits[0].anchoredLines[0].lines, (LineRanges{{50, 60}}));
+}
+
+TEST_F(RecallLinesTest, ADirtyAnchorCarriesAfterTheEditIsAmendedIntoTheCommit) {
+  // The anchor is saved against an uncommitted version (kept by memq); the edit then goes into the last commit by
+  // --amend, so the commit the anchor's version was based on is no longer in HEAD's history at all.
+  repo_->write("src/b.c", numberedLines(10, "dirty") + numberedLines(200, "b"));
+  auto dirty = save("parser state machine resets in the amended copy", {FileEntry("src/b.c", LineRanges{{15, 18}})});
+  ASSERT_TRUE(dirty.isOk()) << dirty.status().toString();
+  repo_->git("commit -q -a --amend -m amended");
+  EXPECT_EQ(trimmed(repo_->git("rev-list --count HEAD")), "1");
+  // An edit after the amend: five lines inserted at the top of the work tree.
+  repo_->write("src/b.c", numberedLines(5, "later") + numberedLines(10, "dirty") + numberedLines(200, "b"));
+  RecallHits hits;
+  auto ids = recallOn({{20, 23}}, &hits);
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(ids[0], dirty->id);
+  for (const auto& h : hits.hits) {
+    if (h.memory.id != dirty->id) continue;
+    ASSERT_EQ(h.anchoredLines.size(), 1u);
+    EXPECT_EQ(h.anchoredLines[0].state, AnchoredLinesState::kMoved);
+    EXPECT_EQ(h.anchoredLines[0].lines, (LineRanges{{20, 23}}));
+  }
+}
+
+TEST_F(RecallLinesTest, AFileThatBecameBinaryIsIgnoredWithoutAnError) {
+  repo_->write("src/b.c", std::string("\0\1\2 no longer text\n", 19) + numberedLines(200, "b"));
+  RecallHits hits;
+  auto ids = recallOn({{150, 160}}, &hits);  // the recall itself succeeds (recallOn expects ok)
+  EXPECT_EQ(ids.size(), 2u);  // both still found by their file and text
+  for (const auto& h : hits.hits) {
+    EXPECT_EQ(h.signals.lineOverlap, 0u) << h.memory.id;
+    EXPECT_FALSE(h.signals.lineDistance.has_value()) << h.memory.id;
+    EXPECT_TRUE(h.anchoredLines.empty()) << h.memory.id;  // nothing to say by lines
+    EXPECT_TRUE(h.stale) << h.memory.id;                  // the blob id changed: staleness by blob decides
+  }
+}
+
 TEST_F(RecallLinesTest, StalenessSaysWhetherTheAnchoredLinesWereMovedRewrittenOrDeleted) {
   auto stateOf = [&](const RecallHits& hits, const std::string& id) -> std::string {
     for (const auto& h : hits.hits) {
@@ -474,6 +525,179 @@ TEST_F(RecallLinesTest, HiddenSupersededAndRejectedMemoriesAreNeverSurfacedByThe
   ASSERT_TRUE(replacement.isOk());
   ASSERT_TRUE(service_->supersede(ctx(), {early_, replacement->id}).isOk());
   for (const auto& id : recallOn({{20, 30}})) EXPECT_NE(id, early_);
+}
+
+// --- renames: anchors on a path a file had before `git mv` found and carried by a query on the path it has now ---
+
+class RecallRenamesTest : public AnchorsTest {
+ protected:
+  void SetUp() override {
+    AnchorsTest::SetUp();
+    repo_->commit({{"src/parser.c", numberedLines(120, "parse")}}, "parser");
+    auto early = save("how the parser starts", {FileEntry("src/parser.c", LineRanges{{20, 30}})});
+    ASSERT_TRUE(early.isOk()) << early.status().toString();
+    early_ = early->id;
+    auto late = save("how the parser ends", {FileEntry("src/parser.c", LineRanges{{90, 100}})});
+    ASSERT_TRUE(late.isOk()) << late.status().toString();
+    late_ = late->id;
+  }
+
+  // A recall by file and lines alone (no text): only the file lane can find a memory, so a memory on the old path
+  // is found only if the rename is followed.
+  RecallHits recallOn(const std::string& path, const LineRanges& lines) {
+    RecallRequest request;
+    request.files = {path};
+    request.lines = {{path, lines}};
+    request.limit = 5;
+    request.threshold = 0;
+    request.explain = true;
+    auto hits = service_->recall(ctx(), RecallParams{request, /*markUsed=*/false});
+    EXPECT_TRUE(hits.isOk()) << hits.status().toString();
+    return hits.isOk() ? *hits : RecallHits{};
+  }
+
+  static const RecallHit* hitOf(const RecallHits& hits, const std::string& id) {
+    for (const auto& h : hits.hits) {
+      if (h.memory.id == id) return &h;
+    }
+    return nullptr;
+  }
+
+  // The late memory is first, found by its file, its lines overlapping `overlap`, carried into `path` as `state`.
+  void expectLateFollowed(const RecallHits& hits, const std::string& path, uint64_t overlap,
+                          AnchoredLinesState state, const LineRanges& now) {
+    ASSERT_FALSE(hits.hits.empty());
+    const RecallHit& first = hits.hits[0];
+    EXPECT_EQ(first.memory.id, late_);
+    EXPECT_TRUE(first.signals.fileAffinity);
+    EXPECT_EQ(first.signals.lineOverlap, overlap);
+    ASSERT_EQ(first.anchoredLines.size(), 1u);
+    EXPECT_EQ(first.anchoredLines[0].path, path);
+    EXPECT_EQ(first.anchoredLines[0].renamedFrom, "src/parser.c");
+    EXPECT_EQ(first.anchoredLines[0].state, state);
+    EXPECT_EQ(first.anchoredLines[0].lines, now);
+    EXPECT_TRUE(first.missingFiles.empty());
+    EXPECT_FALSE(first.stale);
+    auto json = recallHitToJson(first, false);
+    EXPECT_EQ(json["anchored_lines"][0].value("renamed_from", ""), "src/parser.c") << json.dump();
+  }
+
+  std::string early_, late_;
+};
+
+TEST_F(RecallRenamesTest, ACommittedRenameIsFollowed) {
+  repo_->git("mv src/parser.c src/lexer.c");
+  repo_->git("commit -qm rename");
+  RecallHits hits = recallOn("src/lexer.c", {{92, 95}});
+  expectLateFollowed(hits, "src/lexer.c", 4, AnchoredLinesState::kUnchanged, {{90, 100}});
+  ASSERT_NE(hitOf(hits, early_), nullptr);  // found by its file too, ranked below
+  EXPECT_EQ(hitOf(hits, early_)->signals.lineOverlap, 0u);
+}
+
+TEST_F(RecallRenamesTest, AStagedRenameIsFollowed) {
+  repo_->git("mv src/parser.c src/lexer.c");
+  expectLateFollowed(recallOn("src/lexer.c", {{92, 95}}), "src/lexer.c", 4, AnchoredLinesState::kUnchanged,
+                     {{90, 100}});
+}
+
+TEST_F(RecallRenamesTest, ARenameOnDiskWithAnEditIsFollowedAndCarried) {
+  // Moved without git, five lines inserted at the top, and early's lines rewritten.
+  std::string edited = numberedLines(5, "new");
+  for (int i = 1; i <= 120; ++i) edited += (i >= 20 && i <= 30 ? "rewritten " : "parse ") + std::to_string(i) + "\n";
+  fs::remove(root_ + "/src/parser.c");
+  repo_->write("src/lexer.c", edited);
+  RecallHits hits = recallOn("src/lexer.c", {{97, 100}});
+  expectLateFollowed(hits, "src/lexer.c", 4, AnchoredLinesState::kMoved, {{95, 105}});
+  const RecallHit* early = hitOf(hits, early_);
+  ASSERT_NE(early, nullptr);
+  ASSERT_EQ(early->anchoredLines.size(), 1u);
+  EXPECT_EQ(early->anchoredLines[0].state, AnchoredLinesState::kRewritten);
+  EXPECT_TRUE(early->stale);
+  EXPECT_EQ(early->changedFiles, std::vector<std::string>{"src/parser.c"});  // the ref as the memory names it
+  EXPECT_TRUE(early->missingFiles.empty());
+}
+
+TEST_F(RecallRenamesTest, AChainOfRenamesIsFollowed) {
+  repo_->git("mv src/parser.c src/lexer.c");
+  repo_->git("commit -qm one");
+  repo_->git("mv src/lexer.c src/scanner.c");
+  repo_->git("commit -qm two");
+  fs::create_directories(root_ + "/lib");
+  repo_->git("mv src/scanner.c lib/scan.c");  // and a third, staged
+  expectLateFollowed(recallOn("lib/scan.c", {{92, 95}}), "lib/scan.c", 4, AnchoredLinesState::kUnchanged,
+                     {{90, 100}});
+}
+
+TEST_F(RecallRenamesTest, HiddenAndRejectedMemoriesOnTheOldPathNeverSurfaceThroughTheNewOne) {
+  repo_->git("mv src/parser.c src/lexer.c");
+  repo_->git("commit -qm rename");
+  ASSERT_EQ(recallOn("src/lexer.c", {{20, 100}}).hits.size(), 2u);  // both found while active
+  ASSERT_TRUE(service_->hide(ctx(), {late_, std::nullopt}).isOk());
+  ASSERT_TRUE(service_->reject(ctx(), {early_, std::string("wrong")}).isOk());
+  RecallHits hits = recallOn("src/lexer.c", {{20, 100}});
+  EXPECT_EQ(hitOf(hits, late_), nullptr);
+  EXPECT_EQ(hitOf(hits, early_), nullptr);
+  EXPECT_TRUE(hits.hits.empty());
+}
+
+// --- anchors re-based to HEAD (anchor_rebase.h): the anchor→HEAD diffs held, one diff per file at recall ---
+
+class AnchorRebaseTest : public RecallLinesTest {
+ protected:
+  std::shared_ptr<Scope> scope() {
+    auto s = service_->scopes().project(root_);
+    EXPECT_TRUE(s.isOk()) << s.status().toString();
+    return s.isOk() ? *s : nullptr;
+  }
+};
+
+TEST_F(AnchorRebaseTest, AfterHeadMovesARecallDiffsOnlyHeadAgainstTheWorkTree) {
+  // HEAD moves: ten lines inserted at the top of src/b.c and committed; both anchors are in the old version.
+  repo_->commit({{"src/b.c", numberedLines(10, "head") + numberedLines(200, "b")}}, "head moves");
+  auto s = scope();
+  ASSERT_NE(s, nullptr);
+  AnchorRebase first = rebaseAnchorsToHead(*s);
+  EXPECT_TRUE(first.ran);
+  EXPECT_EQ(first.head, repo_->rev("HEAD"));
+  EXPECT_EQ(first.anchors, 2u);
+  EXPECT_EQ(first.pinned, 1u);  // both anchors are in one version: one diff to HEAD's
+  EXPECT_EQ(first.computed, 1u);
+  EXPECT_FALSE(rebaseAnchorsToHead(*s).ran);  // HEAD has not moved since
+  // An uncommitted edit: five more lines at the top. The recall's only new diff is HEAD's file → the work tree.
+  repo_->write("src/b.c", numberedLines(5, "dirty") + numberedLines(10, "head") + numberedLines(200, "b"));
+  const uint64_t misses = s->carrier->cacheStats().misses;
+  RecallHits hits;
+  auto ids = recallOn({{167, 170}}, &hits);  // late's 150-160 are 165-175 now
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(ids[0], late_);
+  EXPECT_EQ(hits.hits[0].anchoredLines[0].lines, (LineRanges{{165, 175}}));
+  EXPECT_EQ(hits.hits[0].anchoredLines[0].state, AnchoredLinesState::kMoved);
+  EXPECT_EQ(s->carrier->cacheStats().misses, misses + 1);
+}
+
+TEST_F(AnchorRebaseTest, EachMoveOfHeadReBasesAgainAndTheLinesAgreeWithOneDiff) {
+  auto s = scope();
+  ASSERT_NE(s, nullptr);
+  EXPECT_TRUE(rebaseAnchorsToHead(*s).ran);
+  EXPECT_EQ(s->carrier->pinnedCount(), 0u);  // every anchor is in HEAD's version already
+  std::string rewritten;
+  for (int i = 1; i <= 200; ++i) rewritten += (i >= 150 && i <= 152 ? "rewritten " : "b ") + std::to_string(i) + "\n";
+  repo_->commit({{"src/b.c", "top\n" + rewritten}}, "rewrite three lines of late's");
+  AnchorRebase second = rebaseAnchorsToHead(*s);
+  EXPECT_TRUE(second.ran);
+  EXPECT_EQ(second.pinned, 1u);
+  RecallHits hits;
+  recallOn({{1, 1}}, &hits);
+  for (const auto& h : hits.hits) {
+    ASSERT_EQ(h.anchoredLines.size(), 1u) << h.memory.id;
+    if (h.memory.id == late_) {
+      EXPECT_EQ(h.anchoredLines[0].state, AnchoredLinesState::kRewritten);
+      EXPECT_EQ(h.anchoredLines[0].lines, (LineRanges{{151, 161}}));
+    } else {
+      EXPECT_EQ(h.anchoredLines[0].state, AnchoredLinesState::kMoved);
+      EXPECT_EQ(h.anchoredLines[0].lines, (LineRanges{{21, 31}}));
+    }
+  }
 }
 
 }  // namespace

@@ -131,6 +131,106 @@ TEST_F(LineCarrierTest, DeletionsDelete) {
   EXPECT_TRUE(gone->lines.empty());
 }
 
+TEST_F(LineCarrierTest, DeletionsAboveShiftUp) {
+  const std::string a = commitFile("f.c", numbered(1, 10));
+  const std::string b = commitFile("f.c", numbered(4, 10));  // lines 1..3 removed
+  auto carrier = open();
+  Result<CarriedLines> c = carrier->carry({{6, 8}}, FileVersion::blob(a), FileVersion::blob(b));
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c->lines, (LineRanges{{3, 5}}));
+  EXPECT_EQ(c->unchanged, (LineRanges{{3, 5}}));
+  EXPECT_EQ(c->counts, (CarryCounts{3, 0, 0}));
+}
+
+// `numbered` with CRLF line ends.
+std::string crlf(const std::string& lf) {
+  std::string out;
+  for (char ch : lf) {
+    if (ch == '\n') out += '\r';
+    out += ch;
+  }
+  return out;
+}
+
+TEST_F(LineCarrierTest, CrlfFilesCountAndCarryTheirLines) {
+  // Committed as bytes (no eol conversion configured), so the blobs hold the CRs.
+  const std::string a = commitFile("f.c", crlf(numbered(1, 10)));
+  const std::string b = commitFile("f.c", crlf("top 1\ntop 2\n" + numbered(1, 4) + "five\n" + numbered(6, 10)));
+  auto carrier = open();
+  Result<CarriedLines> c = carrier->carry({{4, 6}}, FileVersion::blob(a), FileVersion::blob(b));
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c->lines, (LineRanges{{6, 8}}));
+  EXPECT_EQ(c->unchanged, (LineRanges{{6, 6}, {8, 8}}));  // 5 was rewritten into "five"
+  EXPECT_EQ(c->counts, (CarryCounts{2, 1, 0}));
+  // Ten lines, each ended by CRLF: line 11 is past the end.
+  Result<CarriedLines> pastEnd = carrier->carry({{10, 11}}, FileVersion::blob(a), FileVersion::blob(b));
+  ASSERT_FALSE(pastEnd.isOk());
+  EXPECT_EQ(pastEnd.status().data().value("field", ""), "lines[0]");
+}
+
+TEST_F(LineCarrierTest, ALineEndConversionLeavesEveryLineInPlace) {
+  // CRLF to LF (and back): the line ends changed, no line's content did. Only the lines really edited are rewritten.
+  const std::string a = commitFile("f.c", crlf(numbered(1, 10)));
+  const std::string b = commitFile("f.c", "new\n" + numbered(1, 6) + "seven\n" + numbered(8, 10));
+  auto carrier = open();
+  Result<CarriedLines> c = carrier->carry({{1, 10}}, FileVersion::blob(a), FileVersion::blob(b));
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c->lines, (LineRanges{{2, 11}}));
+  EXPECT_EQ(c->unchanged, (LineRanges{{2, 7}, {9, 11}}));
+  EXPECT_EQ(c->counts, (CarryCounts{9, 1, 0}));
+  Result<CarriedLines> back = carrier->carry({{2, 3}}, FileVersion::blob(b), FileVersion::buffer(crlf(numbered(1, 10))));
+  ASSERT_TRUE(back.isOk()) << back.status().toString();
+  EXPECT_EQ(back->lines, (LineRanges{{1, 2}}));
+  EXPECT_EQ(back->counts, (CarryCounts{2, 0, 0}));
+  // A CR inside a line is content: "x\ry" and "xy" differ.
+  LineCarrier bare(nullptr);
+  Result<CarriedLines> inside =
+      bare.carry({{2, 2}}, FileVersion::buffer("a\nx\ry\nb\n"), FileVersion::buffer("a\nxy\nb\n"));
+  ASSERT_TRUE(inside.isOk());
+  EXPECT_EQ(inside->counts, (CarryCounts{0, 1, 0}));
+}
+
+TEST_F(LineCarrierTest, AFiftyThousandLineFileCarriesExactly) {
+  // 100 lines cut at the top, every 1,000th line rewritten, 10 lines inserted after old line 25,000.
+  const std::string before = numbered(1, 50000);
+  std::string after;
+  for (int i = 101; i <= 50000; ++i) {
+    after += (i % 1000 == 0 ? "edited " : "line ") + std::to_string(i) + "\n";
+    if (i == 25000) after += numbered(1, 10, "inserted");
+  }
+  const std::string a = commitFile("big.c", before);
+  const std::string b = commitFile("big.c", after);
+  auto carrier = open();
+  // Old n (101 <= n <= 25000) is new n - 100; after 25,000 it is n - 90.
+  Result<CarriedLines> c = carrier->carry({{50, 150}, {24990, 25010}, {49990, 50000}}, FileVersion::blob(a),
+                                          FileVersion::blob(b));
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c->lines, (LineRanges{{1, 50}, {24890, 24920}, {49900, 49910}}));
+  EXPECT_EQ(c->unchanged, (LineRanges{{1, 50}, {24890, 24899}, {24911, 24920}, {49900, 49909}}));
+  EXPECT_EQ(c->counts, (CarryCounts{50 + 20 + 10, 1 + 1, 51}));
+  // The whole file through all of it: 51 hunks, each line accounted for once.
+  Result<CarriedLines> whole = carrier->carry({{1, 50000}}, FileVersion::blob(a), FileVersion::blob(b));
+  ASSERT_TRUE(whole.isOk());
+  EXPECT_EQ(whole->counts, (CarryCounts{50000 - 100 - 50, 50, 100}));
+  EXPECT_EQ(whole->lines, (LineRanges{{1, 49910}}));
+}
+
+TEST_F(LineCarrierTest, AThousandHunksComposeAlongAChain) {
+  // Every 50th line rewritten, then every 50th line (offset by 25) rewritten again: 1,000 hunks per step.
+  std::string first, second;
+  for (int i = 1; i <= 50000; ++i) {
+    first += (i % 50 == 0 ? "one " : "line ") + std::to_string(i) + "\n";
+    second += (i % 50 == 0 ? "one " : i % 50 == 25 ? "two " : "line ") + std::to_string(i) + "\n";
+  }
+  LineCarrier bare(nullptr);
+  Result<CarriedLines> c = bare.carryAlong(
+      {{1, 50000}}, {FileVersion::buffer(numbered(1, 50000)), FileVersion::buffer(first), FileVersion::buffer(second)});
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c->counts, (CarryCounts{48000, 2000, 0}));
+  EXPECT_EQ(c->lines, (LineRanges{{1, 50000}}));
+  EXPECT_EQ(c->unchanged.size(), 2000u);  // the runs between the rewritten lines
+}
+
 TEST_F(LineCarrierTest, IdenticalBlobsAreIdentity) {
   const std::string a = commitFile("f.c", numbered(1, 10));
   commitFile("other.c", "x\n");  // a later commit that leaves f.c as it was
@@ -295,6 +395,49 @@ TEST_F(LineCarrierTest, ThreadsSharingACarrierGetTheSameAnswers) {
   for (std::thread& th : threads) th.join();
   for (int t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
   EXPECT_LE(carrier->cacheStats().entries, 3u);
+}
+
+TEST_F(LineCarrierTest, HeadAndItsBlobsFollowHeadAsItMoves) {
+  const std::string a = commitFile("f.c", numbered(1, 10));
+  auto carrier = open();
+  const std::string first = carrier->head();
+  EXPECT_EQ(first, repo_.rev("HEAD"));
+  EXPECT_EQ(carrier->blobAtHead("f.c"), a);
+  EXPECT_EQ(carrier->blobAtHead("missing.c"), std::nullopt);
+  const std::string b = commitFile("f.c", numbered(1, 11));
+  EXPECT_NE(carrier->head(), first);
+  EXPECT_EQ(carrier->blobAtHead("f.c"), b);
+  LineCarrier bare(nullptr);
+  EXPECT_EQ(bare.head(), "");
+  EXPECT_EQ(bare.blobAtHead("f.c"), std::nullopt);
+}
+
+TEST_F(LineCarrierTest, PinnedDiffsAreNeverEvictedAndAreReplacedAsAWhole) {
+  const std::string a = commitFile("f.c", numbered(1, 10));
+  const std::string b = commitFile("f.c", numbered(1, 9));
+  const std::string c = commitFile("f.c", numbered(1, 8));
+  auto carrier = open({.cacheEntries = 1});
+  EXPECT_EQ(carrier->pin({{FileVersion::blob(a), FileVersion::blob(c)}, {FileVersion::blob(b), FileVersion::blob(c)},
+                          {FileVersion::blob(a), FileVersion::blob(c)}},
+                         "head 1"),
+            2u);
+  EXPECT_EQ(carrier->pinnedTag(), "head 1");
+  EXPECT_EQ(carrier->pinnedCount(), 2u);
+  ASSERT_TRUE(carrier->diff(FileVersion::blob(a), FileVersion::blob(b)).isOk());  // fills the one-entry LRU
+  ASSERT_TRUE(carrier->diff(FileVersion::blob(c), FileVersion::blob(a)).isOk());  // and replaces it
+  const uint64_t misses = carrier->cacheStats().misses;
+  Result<CarriedLines> held = carrier->carry({{1, 9}}, FileVersion::blob(a), FileVersion::blob(c));
+  ASSERT_TRUE(held.isOk());
+  EXPECT_EQ(held->lines, (LineRanges{{1, 8}}));
+  EXPECT_EQ(carrier->cacheStats().misses, misses);  // answered from the pinned set
+  // A new set keeps what it shares with the old one (nothing recomputed) and drops the rest.
+  EXPECT_EQ(carrier->pin({{FileVersion::blob(b), FileVersion::blob(c)}}, "head 2"), 0u);
+  EXPECT_EQ(carrier->pinnedCount(), 1u);
+  ASSERT_TRUE(carrier->diff(FileVersion::blob(a), FileVersion::blob(c)).isOk());
+  EXPECT_EQ(carrier->cacheStats().misses, misses + 1);
+  // A pair that cannot be diffed is left out.
+  EXPECT_EQ(carrier->pin({{FileVersion::blob(std::string(40, 'e')), FileVersion::blob(c)}}, "head 3"), 0u);
+  EXPECT_EQ(carrier->pinnedCount(), 0u);
 }
 
 }  // namespace

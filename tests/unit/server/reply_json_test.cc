@@ -86,7 +86,7 @@ TEST(ServerReplyJsonTest, RecallHitsMatchTheTree) {
       h.anchoredLines = {{"src/a.c", AnchoredLinesState::kMoved, {{3, 5}, {9, 9}}},
                          {"src/b.c", AnchoredLinesState::kDeleted, {}}};
     }
-    if (variant == 9) h.anchoredLines = {{"src/a.c", AnchoredLinesState::kRewritten, {{40, 44}}}};
+    if (variant == 9) h.anchoredLines = {{"src/a.c", AnchoredLinesState::kRewritten, {{40, 44}}, "src/old.c"}};
     hits.push_back(h);
   }
   for (bool explain : {false, true}) {

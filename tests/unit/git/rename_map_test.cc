@@ -1,0 +1,155 @@
+// Unit tests of RenameMap over real repositories built with the git command line: renames committed (one, a
+// chain, with an edit), staged and only on disk, a project root below the repository's top, HEAD moving forward
+// and elsewhere (a long move walked by refresh, not by a lookup), and the earlier path that exists again being left
+// alone.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "daemon/git/rename_map.h"
+#include "unit/git/git_fixture.h"
+
+namespace memq {
+namespace {
+
+using testing::GitRepo;
+using testing::TempDir;
+
+// Distinct lines, so that any two versions of one file are similar by content and two files are not.
+std::string body(const std::string& tag, int n = 40) {
+  std::string out;
+  for (int i = 1; i <= n; ++i) out += tag + " line " + std::to_string(i) + " of the file's text\n";
+  return out;
+}
+
+class RenameMapTest : public ::testing::Test {
+ protected:
+  RenameMapTest() : repo_(dir_.path() + "/repo") {
+    repo_.commit({{"src/a.c", body("alpha")}, {"src/other.c", body("other")}}, "start");
+  }
+
+  std::unique_ptr<RenameMap> open(const std::string& dir = "", bool exactRoot = false) {
+    auto location = locateProject(dir.empty() ? repo_.dir() : dir, exactRoot);
+    EXPECT_TRUE(location.isOk()) << location.status().toString();
+    auto map = RenameMap::open(*location);
+    EXPECT_NE(map, nullptr);
+    return map;
+  }
+
+  // The earlier paths of `path`, empty when it was never renamed.
+  static std::vector<std::string> earlier(RenameMap& map, const std::string& path) {
+    for (auto& r : map.renamedFrom({path})) {
+      if (r.path == path) return r.earlier;
+    }
+    return {};
+  }
+
+  TempDir dir_;
+  GitRepo repo_;
+};
+
+TEST_F(RenameMapTest, ACommittedRenameIsFollowedBack) {
+  repo_.git("mv src/a.c src/b.c");
+  repo_.git("commit -qm rename");
+  auto map = open();
+  EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
+  EXPECT_TRUE(earlier(*map, "src/other.c").empty());
+  EXPECT_TRUE(earlier(*map, "src/a.c").empty());
+}
+
+TEST_F(RenameMapTest, ARenameWithAnEditIsARenameWhileTheContentIsSimilar) {
+  repo_.git("mv src/a.c src/b.c");
+  repo_.write("src/b.c", "/* moved */\n" + body("alpha", 36) + "a new last line\n");
+  repo_.git("commit -qam 'rename and edit'");
+  // A file replaced by other content under a new name is no rename.
+  repo_.git("rm -q src/other.c");
+  repo_.write("src/new.c", body("unrelated"));
+  repo_.git("add src/new.c");
+  repo_.git("commit -qm replace");
+  auto map = open();
+  EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
+  EXPECT_TRUE(earlier(*map, "src/new.c").empty());
+}
+
+TEST_F(RenameMapTest, AChainIsFollowedNearestFirst) {
+  repo_.git("mv src/a.c src/b.c");
+  repo_.git("commit -qm one");
+  repo_.commit({{"README", "unrelated\n"}}, "between");
+  std::filesystem::create_directories(repo_.dir() + "/lib");
+  repo_.git("mv src/b.c lib/c.c");
+  repo_.git("commit -qm two");
+  auto map = open();
+  EXPECT_EQ(earlier(*map, "lib/c.c"), (std::vector<std::string>{"src/b.c", "src/a.c"}));
+  EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});  // b.c is gone; its past is still known
+}
+
+TEST_F(RenameMapTest, StagedAndOnDiskRenamesAreFollowedBeforeTheyAreCommitted) {
+  auto map = open();
+  repo_.git("mv src/a.c src/b.c");  // staged
+  EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
+  repo_.git("reset -q --hard");
+  // Moved on disk only: a.c deleted in the work tree, c.c untracked, with an edit.
+  std::filesystem::rename(repo_.dir() + "/src/a.c", repo_.dir() + "/src/c.c");
+  repo_.write("src/c.c", body("alpha", 38) + "edited\n");
+  EXPECT_EQ(earlier(*map, "src/c.c"), std::vector<std::string>{"src/a.c"});
+  // Into a new directory, not added.
+  std::filesystem::create_directories(repo_.dir() + "/new/dir");
+  std::filesystem::rename(repo_.dir() + "/src/c.c", repo_.dir() + "/new/dir/moved.c");
+  EXPECT_EQ(earlier(*map, "new/dir/moved.c"), std::vector<std::string>{"src/a.c"});
+  std::filesystem::rename(repo_.dir() + "/new/dir/moved.c", repo_.dir() + "/src/c.c");
+  // An uncommitted rename of a committed one: the chain goes on into history.
+  std::filesystem::remove(repo_.dir() + "/src/c.c");
+  repo_.git("checkout -q -- src/a.c");
+  repo_.git("mv src/a.c src/b.c");
+  repo_.git("commit -qm rename");
+  std::filesystem::rename(repo_.dir() + "/src/b.c", repo_.dir() + "/src/d.c");
+  EXPECT_EQ(earlier(*map, "src/d.c"), (std::vector<std::string>{"src/b.c", "src/a.c"}));
+}
+
+TEST_F(RenameMapTest, AnEarlierPathThatIsAFileAgainIsNotFollowed) {
+  repo_.git("mv src/a.c src/b.c");
+  repo_.git("commit -qm rename");
+  repo_.commit({{"src/a.c", body("a new alpha")}}, "a new a.c");
+  auto map = open();
+  EXPECT_TRUE(earlier(*map, "src/b.c").empty());  // refs on src/a.c are about the file there now
+}
+
+TEST_F(RenameMapTest, HeadMovingForwardAddsItsRenamesAndMovingElsewhereDropsThem) {
+  auto map = open();
+  EXPECT_TRUE(earlier(*map, "src/b.c").empty());
+  repo_.git("mv src/a.c src/b.c");
+  repo_.git("commit -qm rename");
+  EXPECT_EQ(map->refresh(), 1);  // one new commit diffed
+  EXPECT_EQ(map->refresh(), 0);
+  EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
+  repo_.git("reset -q --hard HEAD~1");  // the rename is no longer in HEAD's history
+  EXPECT_TRUE(earlier(*map, "src/b.c").empty());
+}
+
+TEST_F(RenameMapTest, ALongMoveOfHeadIsWalkedByRefreshNotByALookup) {
+  auto map = open();
+  EXPECT_TRUE(earlier(*map, "src/b.c").empty());  // the first lookup walks history itself
+  repo_.git("mv src/a.c src/b.c");
+  repo_.git("commit -qm rename");
+  // 70 more commits: more than a lookup walks on its own.
+  for (int i = 0; i < 70; ++i) repo_.git("commit -q --allow-empty -m filler");
+  EXPECT_TRUE(earlier(*map, "src/b.c").empty());  // answered from what was known
+  EXPECT_EQ(map->refresh(), 71);
+  EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
+  // A short step forward is a lookup's own.
+  repo_.git("mv src/b.c src/c.c");
+  repo_.git("commit -qm again");
+  EXPECT_EQ(earlier(*map, "src/c.c"), (std::vector<std::string>{"src/b.c", "src/a.c"}));
+  EXPECT_EQ(map->refresh(), 0);
+}
+
+TEST_F(RenameMapTest, ARootBelowTheTopSeesItsOwnPaths) {
+  repo_.git("mv src/a.c src/b.c");
+  repo_.git("commit -qm rename");
+  auto map = open(repo_.dir() + "/src", /*exactRoot=*/true);
+  EXPECT_EQ(earlier(*map, "b.c"), std::vector<std::string>{"a.c"});
+}
+
+}  // namespace
+}  // namespace memq
