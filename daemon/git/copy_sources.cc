@@ -111,6 +111,11 @@ const CopySources::Signature* CopySources::signatureOf(const git_oid& blobId) {
   return signatures_.emplace(key, std::move(sig)).first->second.get();
 }
 
+bool CopySources::headHas(const std::string& path) {
+  MutexLock lock(mu_);
+  return refreshTree() && inTree_.count(path) != 0;
+}
+
 std::optional<std::string> CopySources::sourceOf(const std::string& path, const std::string& content,
                                                  const std::string& blobId) {
   MutexLock lock(mu_);

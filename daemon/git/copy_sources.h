@@ -36,6 +36,9 @@ class CopySources {
   // Candidates are HEAD's files with the same extension whose size is within the similarity threshold, as git
   // prunes rename pairs. Answers are cached per (HEAD tree, path, blob id); signatures per blob.
   std::optional<std::string> sourceOf(const std::string& path, const std::string& content, const std::string& blobId);
+  // Whether HEAD's tree has `path` (false outside git or without HEAD): only a path it lacks can have a source, so a
+  // caller asks this before reading the file.
+  bool headHas(const std::string& path);
 
  private:
   struct Signature;  // a hashsig, or none for content too small or binary

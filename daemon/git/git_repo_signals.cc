@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <tuple>
 #include <utility>
@@ -117,6 +119,10 @@ GitRepoSignals::GitRepoSignals(ProjectLocation location, GitSignalsOptions optio
   }
   cache_ = std::make_unique<CoChangeCache>(location_.dbPath, worktreeKey(location_));
   renames_ = RenameMap::open(location_);
+  Status copiesStatus;
+  if (auto repo = openRepository(location_.gitWorkTreeTop, copiesStatus)) {
+    copies_ = std::make_unique<CopySources>(std::move(repo));
+  }
 }
 
 RepoRefreshInfo GitRepoSignals::refresh() {
@@ -135,7 +141,39 @@ std::vector<RenamedPath> GitRepoSignals::renamedFrom(const std::vector<std::stri
   for (const auto& p : paths) {
     if (auto c = cleanRelative(p)) clean.push_back(std::move(*c));
   }
-  return renames_->renamedFrom(clean);
+  std::vector<RenamedPath> out = renames_->renamedFrom(clean);
+  for (const auto& path : clean) {
+    if (std::any_of(out.begin(), out.end(), [&](const RenamedPath& r) { return r.path == path; })) continue;
+    auto source = copySourceOf(path);
+    if (!source) continue;
+    // The copy's source, then whatever that file was renamed from in turn.
+    RenamedPath copied{path, {*source}};
+    for (auto& earlier : renames_->renamedFrom({*source})) {
+      for (auto& p : earlier.earlier) {
+        if (p != path) copied.earlier.push_back(std::move(p));
+      }
+    }
+    out.push_back(std::move(copied));
+  }
+  return out;
+}
+
+std::optional<std::string> GitRepoSignals::copySourceOf(const std::string& path) {
+  const std::string prefix = location_.repoPrefix.empty() ? "" : location_.repoPrefix + "/";
+  if (!copies_ || copies_->headHas(prefix + path)) return std::nullopt;
+  // Only a file in the work tree is a copy of something: read it (bounded) and hash it as git would.
+  const std::string full = location_.root + "/" + path;
+  struct stat st {};
+  if (::stat(full.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > kMaxCopySourceBytes) return std::nullopt;
+  std::ifstream in(full, std::ios::binary);
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  git_oid oid;
+  if (!in.good() && !in.eof()) return std::nullopt;
+  if (git_odb_hash(&oid, content.data(), content.size(), GIT_OBJECT_BLOB) < 0) return std::nullopt;
+  auto source = copies_->sourceOf(prefix + path, content, oidHex(oid));
+  // A source outside the project root is not followed, as with renames.
+  if (!source || source->compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+  return source->substr(prefix.size());
 }
 
 GitRepoSignals::~GitRepoSignals() = default;

@@ -30,6 +30,7 @@
 #include "daemon/git/cochange_cache.h"
 #include "daemon/git/cochange_counts.h"
 #include "daemon/git/cochange_snapshot.h"
+#include "daemon/git/copy_sources.h"
 #include "daemon/git/dependency_graph.h"
 #include "daemon/git/libgit2.h"
 #include "daemon/git/rename_map.h"
@@ -138,6 +139,11 @@ class GitRepoSignals final : public RepoSignals {
   std::unordered_map<std::string, std::pair<FileStamp, std::string>> workTreeIds_ GUARDED_BY(quickMu_);
 
   std::unique_ptr<RenameMap> renames_;  // null outside git; thread-safe on its own
+  // A queried file that HEAD lacks and no rename explains may still be a copy (or a move that left the original in
+  // place, or a file brought over from elsewhere) of a file HEAD has: CopySources finds that file by similarity.
+  static constexpr int64_t kMaxCopySourceBytes = int64_t{2} << 20;
+  std::optional<std::string> copySourceOf(const std::string& path);
+  std::unique_ptr<CopySources> copies_;  // null outside git; thread-safe on its own
 
   Mutex snapMu_;
   std::shared_ptr<const CoChangeSnapshot> cochange_ GUARDED_BY(snapMu_);

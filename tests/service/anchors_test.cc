@@ -640,6 +640,37 @@ TEST_F(RecallRenamesTest, HiddenAndRejectedMemoriesOnTheOldPathNeverSurfaceThrou
   EXPECT_TRUE(hits.hits.empty());
 }
 
+TEST_F(RecallRenamesTest, ACopyNotYetCommittedIsTracedToTheFileItCameFrom) {
+  // src/parser.c stays; an untracked copy of it, edited (three lines on top), is what the query is on.
+  repo_->write("src/parser_legacy.c", numberedLines(3, "legacy") + numberedLines(120, "parse"));
+  expectLateFollowed(recallOn("src/parser_legacy.c", {{95, 98}}), "src/parser_legacy.c", 4,
+                     AnchoredLinesState::kMoved, {{93, 103}});
+}
+
+TEST_F(RecallRenamesTest, ACopyOfARenamedFileFollowsTheRenameToo) {
+  // The memories are on src/parser.c, committed renamed to src/lexer.c; the untracked copy of lexer.c finds them.
+  repo_->git("mv src/parser.c src/lexer.c");
+  repo_->git("commit -qm rename");
+  repo_->write("src/lexer_copy.c", numberedLines(120, "parse"));
+  RecallHits hits = recallOn("src/lexer_copy.c", {{92, 95}});
+  ASSERT_FALSE(hits.hits.empty());
+  EXPECT_EQ(hits.hits[0].memory.id, late_);
+  EXPECT_EQ(hits.hits[0].signals.lineOverlap, 4u);
+}
+
+TEST_F(RecallRenamesTest, ANewFileLikeNothingHeadHasFindsNothingThroughCopies) {
+  repo_->write("src/fresh.c", numberedLines(120, "fresh"));
+  EXPECT_TRUE(recallOn("src/fresh.c", {{92, 95}}).hits.empty());
+}
+
+TEST_F(RecallRenamesTest, HiddenAndRejectedMemoriesOnTheOriginalNeverSurfaceThroughACopy) {
+  repo_->write("src/parser_legacy.c", numberedLines(120, "parse"));
+  ASSERT_EQ(recallOn("src/parser_legacy.c", {{20, 100}}).hits.size(), 2u);
+  ASSERT_TRUE(service_->hide(ctx(), {late_, std::nullopt}).isOk());
+  ASSERT_TRUE(service_->reject(ctx(), {early_, std::string("wrong")}).isOk());
+  EXPECT_TRUE(recallOn("src/parser_legacy.c", {{20, 100}}).hits.empty());
+}
+
 // --- anchors re-based to HEAD (anchor_rebase.h): the anchor→HEAD diffs held, one diff per file at recall ---
 
 class AnchorRebaseTest : public RecallLinesTest {
