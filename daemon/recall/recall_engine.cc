@@ -338,7 +338,14 @@ std::string_view anchoredLinesStateName(AnchoredLinesState state) {
   return "unchanged";
 }
 
-void annotateStaleness(RecallHit& h, RepoSignals& repo) {
+void annotateStaleness(RecallHit& h, RepoSignals& repo, const std::vector<RenamedPath>& renamed) {
+  // The file `path` became, when the query named it: the nearest renamed file that had `path`.
+  auto becameOf = [&](const std::string& path) -> const std::string* {
+    for (const auto& r : renamed) {
+      if (std::find(r.earlier.begin(), r.earlier.end(), path) != r.earlier.end()) return &r.path;
+    }
+    return nullptr;
+  };
   h.changedFiles.clear();
   h.missingFiles.clear();
   for (const auto& f : h.memory.files) {
@@ -349,7 +356,13 @@ void annotateStaleness(RecallHit& h, RepoSignals& repo) {
       auto renamed = std::find_if(h.anchoredLines.begin(), h.anchoredLines.end(),
                                   [&](const auto& a) { return a.renamedFrom == f.path; });
       if (renamed == h.anchoredLines.end()) {
-        h.missingFiles.push_back(f.path);
+        const std::string* became = becameOf(f.path);
+        auto now = became ? repo.currentBlobId(*became) : std::nullopt;
+        if (!now) {
+          h.missingFiles.push_back(f.path);
+        } else if (*now != *f.blobId) {
+          h.changedFiles.push_back(f.path);
+        }
       } else if (renamed->state != AnchoredLinesState::kUnchanged && renamed->state != AnchoredLinesState::kMoved) {
         h.changedFiles.push_back(f.path);
       }

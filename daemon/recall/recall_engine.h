@@ -121,7 +121,9 @@ std::vector<RecallHit> rankAndSelect(std::vector<Candidate> candidates, const Re
 Status loadHitRows(RecallSource& store, std::vector<RecallHit>& hits);
 
 // Marks a hit whose referenced files changed (stale) or vanished since the memory recorded them.
-void annotateStaleness(RecallHit& hit, RepoSignals& repo);
+// `renamed` (the query's renamed files, PreparedQuery::renamed): a plain ref on a path that one of them had is
+// compared with the file it became (the same blob: fresh; another: changed), not reported missing.
+void annotateStaleness(RecallHit& hit, RepoSignals& repo, const std::vector<RenamedPath>& renamed = {});
 
 nlohmann::json recallHitToJson(const RecallHit& hit, bool explain);
 

@@ -295,7 +295,7 @@ Result<RecallHits> Service::recall(const CallContext& ctx, const RecallParams& p
   if (project && project->repo) {
     // Staleness only means something against the project's own repository.
     for (auto& h : hits) {
-      if (h.memory.scope == toString(ScopeKind::kProject)) annotateStaleness(h, *project->repo);
+      if (h.memory.scope == toString(ScopeKind::kProject)) annotateStaleness(h, *project->repo, query.renamed);
     }
   }
   out.hits = std::move(hits);

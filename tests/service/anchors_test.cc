@@ -640,6 +640,26 @@ TEST_F(RecallRenamesTest, HiddenAndRejectedMemoriesOnTheOldPathNeverSurfaceThrou
   EXPECT_TRUE(hits.hits.empty());
 }
 
+TEST_F(RecallRenamesTest, APlainRefOnARenamedFileIsComparedWithTheFileItBecame) {
+  auto plain = save("notes on the parser as a whole", {"src/parser.c"});
+  ASSERT_TRUE(plain.isOk()) << plain.status().toString();
+  repo_->git("mv src/parser.c src/lexer.c");
+  repo_->git("commit -qm rename");
+  RecallHits hits = recallOn("src/lexer.c", {{1, 2}});
+  const RecallHit* hit = hitOf(hits, plain->id);
+  ASSERT_NE(hit, nullptr);
+  EXPECT_TRUE(hit->missingFiles.empty());  // renamed, not gone
+  EXPECT_TRUE(hit->changedFiles.empty());  // and the content is the one it named
+  EXPECT_FALSE(hit->stale);
+  repo_->write("src/lexer.c", numberedLines(121, "parse"));
+  hits = recallOn("src/lexer.c", {{1, 2}});
+  hit = hitOf(hits, plain->id);
+  ASSERT_NE(hit, nullptr);
+  EXPECT_TRUE(hit->missingFiles.empty());
+  EXPECT_EQ(hit->changedFiles, std::vector<std::string>{"src/parser.c"});
+  EXPECT_TRUE(hit->stale);
+}
+
 TEST_F(RecallRenamesTest, ACopyNotYetCommittedIsTracedToTheFileItCameFrom) {
   // src/parser.c stays; an untracked copy of it, edited (three lines on top), is what the query is on.
   repo_->write("src/parser_legacy.c", numberedLines(3, "legacy") + numberedLines(120, "parse"));
