@@ -49,6 +49,7 @@ std::vector<LineSignals> computeLineSignals(const std::vector<QueryLines>& query
       for (uint32_t line = r.first; line <= r.last && line != 0; ++line) {
         std::optional<size_t> newest;           // newest covering anchor
         std::optional<size_t> newestUnchanged;  // newest anchor holding the line unchanged
+        std::optional<size_t> oldestUnchanged;  // oldest anchor holding the line unchanged
         for (const OnPath& p : onPath) {
           const std::optional<uint32_t> d = distanceToRanges(p.lines, line);
           if (!d) continue;
@@ -61,10 +62,14 @@ std::vector<LineSignals> computeLineSignals(const std::vector<QueryLines>& query
           if (containsLine(p.unchanged, line) && (!newestUnchanged || newer(p.candidate, *newestUnchanged))) {
             newestUnchanged = p.candidate;
           }
+          if (containsLine(p.unchanged, line) && (!oldestUnchanged || !newer(p.candidate, *oldestUnchanged))) {
+            oldestUnchanged = p.candidate;
+          }
         }
         const std::optional<size_t> owner =
             ownership == Ownership::kNewestUnchangedFirst && newestUnchanged ? newestUnchanged : newest;
         if (owner) ++out[*owner].owned;
+        if (oldestUnchanged) ++out[*oldestUnchanged].originated;
         if (line == UINT32_MAX) break;
       }
     }

@@ -46,6 +46,9 @@ struct LineCandidate {
 struct LineSignals {
   uint32_t overlap = 0;  // query lines inside one of the candidate's anchors, over all paths
   uint32_t owned = 0;    // of those, lines this candidate owns (Ownership)
+  // Of those, lines whose oldest anchor holding them unchanged is this candidate's: the memory that wrote the line
+  // first as far as the anchors know (where the line came from), as against the one that touched it last.
+  uint32_t originated = 0;
   // Lines between a query line and the nearest anchored line of the same path, over all paths; 0 when they
   // overlap, unset when the candidate has no anchor on any query path.
   std::optional<uint32_t> distance;

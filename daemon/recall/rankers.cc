@@ -25,6 +25,7 @@ nlohmann::json Signals::toJson() const {
   if (lineOverlap > 0 || lineDistance) {
     j["line_overlap"] = lineOverlap;
     j["lines_owned"] = linesOwned;
+    j["lines_originated"] = linesOriginated;
     j["line_distance"] = opt(lineDistance);
   }
   j["blast_radius"] = blastRadius;
@@ -87,10 +88,12 @@ struct DefaultWeights {
   double trigram = 0.1;   // trigram-lane bm25 / the best
   double cochange = 1.5;  // co-change strength (not a direct hit)
   double semantic = 0.5;  // cosine
-  // Line anchors, when the query names lines: lines owned / the best candidate's, lines covered / the best's, and
-  // for a candidate anchored near the lines but not on them 1 / (1 + distance / 10). Ownership is the strongest
-  // evidence (the memory that wrote those lines last); measured with memq_bench_anchors (docs/anchors.md).
-  double linesOwned = 4.0;
+  // Line anchors, when the query names lines: lines originated / the best candidate's, lines owned / the best's,
+  // lines covered / the best's, and for a candidate anchored near the lines but not on them 1 / (1 + distance / 10).
+  // Where a line came from (the oldest memory holding it unchanged) weighs twice where it was touched last (the
+  // newest, as blame gives it): tuned on iproute2_rolling with `memq bench retrieval --lines` (docs/ranking.md).
+  double linesOriginated = 4.0;
+  double linesOwned = 2.0;
   double lineOverlap = 1.0;
   double lineNear = 0.5;
 };
@@ -120,6 +123,7 @@ ScoreBreakdown defaultScore(const Signals& s, const RankContext& c, bool withTer
   double semantic = s.semantic ? std::max(0.0, *s.semantic) : 0;
   auto share = [](uint32_t v, uint32_t best) { return best > 0 ? static_cast<double>(v) / best : 0.0; };
   double owned = share(s.linesOwned, c.bestLinesOwned);
+  double originated = share(s.linesOriginated, c.bestLinesOriginated);
   double overlap = share(s.lineOverlap, c.bestLineOverlap);
   double near = s.lineOverlap == 0 && s.lineDistance ? 1.0 / (1.0 + *s.lineDistance / 10.0) : 0.0;
 
@@ -127,7 +131,7 @@ ScoreBreakdown defaultScore(const Signals& s, const RankContext& c, bool withTer
                      term("text", kW.text * text) + term("subject", kW.subject * subject) +
                      term("trigram", kW.trigram * trigram) + term("cochange", kW.cochange * cochange) +
                      term("semantic", kW.semantic * semantic) + term("lines_owned", kW.linesOwned * owned) +
-                     term("lines_overlap", kW.lineOverlap * overlap) + term("lines_near", kW.lineNear * near);
+                     term("lines_overlap", kW.lineOverlap * overlap) + term("lines_near", kW.lineNear * near) + term("lines_originated", kW.linesOriginated * originated);
   if (withTerms) b.terms["relevance"] = relevance;
   if (relevance == 0 || !s.directional()) {
     b.score = 0;

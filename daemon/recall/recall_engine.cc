@@ -269,6 +269,7 @@ std::vector<RecallHit> rankAndSelect(std::vector<Candidate> candidates, const Re
     if (s.cochangeAffinity && !s.fileAffinity) ctx.maxCochange = std::max(ctx.maxCochange, s.cochangeStrength);
     ctx.bestLineOverlap = std::max(ctx.bestLineOverlap, s.lineOverlap);
     ctx.bestLinesOwned = std::max(ctx.bestLinesOwned, s.linesOwned);
+    ctx.bestLinesOriginated = std::max(ctx.bestLinesOriginated, s.linesOriginated);
   }
   // Scores only: building every candidate's named terms cost more than scoring them; the hits get theirs below.
   struct Scored {

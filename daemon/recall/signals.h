@@ -31,6 +31,7 @@ struct Signals {
   // its nearest anchored line (0 when they overlap; unset without an anchor on a queried path).
   uint32_t lineOverlap = 0;
   uint32_t linesOwned = 0;
+  uint32_t linesOriginated = 0;  // query lines whose oldest unchanged holder is this memory (where they came from)
   std::optional<uint32_t> lineDistance;
   int blastRadius = 0;             // max over the memory's files
   double ageDays = 0;              // since last_used_at
@@ -63,6 +64,7 @@ struct RankContext {
   size_t queriedFiles = 0;
   double blastP95 = 0;         // a repository's typical hub size, for damping (0 = unknown)
   uint32_t bestLineOverlap = 0;  // the most query lines any candidate's anchors cover
+  uint32_t bestLinesOriginated = 0;  // the most query lines any candidate originated
   uint32_t bestLinesOwned = 0;   // the most query lines any candidate owns
 };
 

@@ -130,6 +130,7 @@ Status addLineSignals(RecallSource& source, LineCarrier& carrier, WorkTreeVersio
     Signals& s = candidates[i].signals;
     s.lineOverlap = signals[i].overlap;
     s.linesOwned = signals[i].owned;
+    s.linesOriginated = signals[i].originated;
     s.lineDistance = signals[i].distance;
   }
   return Status::ok();

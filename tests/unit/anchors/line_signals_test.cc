@@ -1,4 +1,4 @@
-// Unit tests of the line signals: overlap, nearness, and newest-wins ownership.
+// Unit tests of the line signals: overlap, nearness, newest-wins ownership and oldest-unchanged origin.
 #include "daemon/anchors/line_signals.h"
 
 #include <gtest/gtest.h>
@@ -50,6 +50,23 @@ TEST(LineSignals, TheNewestCoveringAnchorOwnsALine) {
   EXPECT_EQ(s[0].owned, 5u);
   EXPECT_EQ(s[1].overlap, 10u);
   EXPECT_EQ(s[1].owned, 5u);  // only 10..14, which nothing newer covers
+}
+
+TEST(LineSignals, TheOldestAnchorHoldingALineUnchangedOriginatesIt) {
+  const std::vector<QueryLines> query{{"a.c", {{10, 19}}}};
+  // The old memory wrote 1..40; a newer one anchored 15..30 since, both still as written: the newer owns 15..19,
+  // the old one is where all ten lines came from.
+  const std::vector<LineSignals> s = computeLineSignals(
+      query, {candidate(200, {fresh("a.c", {{15, 30}})}), candidate(100, {fresh("a.c", {{1, 40}})})});
+  EXPECT_EQ(s[0].owned, 5u);
+  EXPECT_EQ(s[0].originated, 0u);
+  EXPECT_EQ(s[1].owned, 5u);
+  EXPECT_EQ(s[1].originated, 10u);
+  // A line the old memory's anchor no longer holds as written (a hunk replaced it) came from the newer one.
+  const std::vector<LineSignals> rewritten = computeLineSignals(
+      {{"a.c", {{10, 10}}}}, {candidate(100, {{"a.c", {{5, 15}}, {}}}), candidate(200, {fresh("a.c", {{10, 10}})})});
+  EXPECT_EQ(rewritten[0].originated, 0u);
+  EXPECT_EQ(rewritten[1].originated, 1u);
 }
 
 TEST(LineSignals, AnUnchangedLineBeatsANewerRewrittenHunk) {

@@ -152,12 +152,34 @@ TEST(DefaultRanker, TheMemoryOwningTheQueriedLinesBeatsOneThatOnlySharesTheFile)
   EXPECT_GT(coveringScore, nearScore);
   EXPECT_GT(nearScore, farScore);
   EXPECT_GT(farScore, fileOnly);
-  EXPECT_NEAR(ownerScore - fileOnly, 4.0 + 1.0, 1e-12);
+  EXPECT_NEAR(ownerScore - fileOnly, 2.0 + 1.0, 1e-12);
   EXPECT_NEAR(nearScore - fileOnly, 0.5 / (1 + 0.3), 1e-12);
   auto terms = defaultScore(owner, ctx).terms;
-  EXPECT_DOUBLE_EQ(terms["lines_owned"].get<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(terms["lines_owned"].get<double>(), 2.0);
   EXPECT_DOUBLE_EQ(terms["lines_overlap"].get<double>(), 1.0);
   EXPECT_FALSE(terms.contains("lines_near")) << "nearness counts only for a memory that covers none of the lines";
+}
+
+TEST(DefaultRanker, WhereTheLinesCameFromWeighsMoreThanWhoTouchedThemLast) {
+  RankContext ctx;
+  ctx.queriedFiles = 1;
+  ctx.bestTextBm25 = -4;
+  ctx.bestLineOverlap = 4;
+  ctx.bestLinesOwned = 4;
+  ctx.bestLinesOriginated = 4;
+  Signals base;
+  base.fileAffinity = true;
+  base.matchedFiles = 1;
+  base.textBm25 = -2;
+  base.lineOverlap = 4;
+  base.lineDistance = 0;
+  Signals origin = base;  // wrote the lines first; a newer memory touched them since
+  origin.linesOriginated = 4;
+  Signals lastTouch = base;
+  lastTouch.linesOwned = 4;
+  const auto originScore = defaultScore(origin, ctx);
+  EXPECT_GT(originScore.score, defaultScore(lastTouch, ctx).score);
+  EXPECT_DOUBLE_EQ(originScore.terms.at("lines_originated").get<double>(), 4.0);
 }
 
 TEST(DefaultRanker, LineSignalsNeverLiftAMemoryWithoutADirectionalSignal) {
