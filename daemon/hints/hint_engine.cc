@@ -48,7 +48,9 @@ int hintRank(const HintCandidate& c) {
 
 bool hintBefore(const HintCandidate& a, const HintCandidate& b) {
   if (hintRank(a) != hintRank(b)) return hintRank(a) < hintRank(b);
-  if (a.linesOwned != b.linesOwned) return a.linesOwned > b.linesOwned;
+  // Origin weighs twice ownership, as in the default ranker (rankers.cc).
+  const uint32_t aLines = 2 * a.linesOriginated + a.linesOwned, bLines = 2 * b.linesOriginated + b.linesOwned;
+  if (aLines != bLines) return aLines > bLines;
   if (a.lineOverlap != b.lineOverlap) return a.lineOverlap > b.lineOverlap;
   if (a.lineDistance != b.lineDistance) {
     return a.lineDistance.has_value() && (!b.lineDistance || *a.lineDistance < *b.lineDistance);

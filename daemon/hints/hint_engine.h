@@ -46,9 +46,11 @@ struct HintCandidate {
   bool pinned = false;
   bool directFile = false;  // attached to one of the tool's files
   // When the tool names lines of its files: the line signals of recall (daemon/anchors/line_signals.h) for this
-  // memory's anchors carried to the work tree — the tool's lines they cover, of those the lines it owns (the newest
-  // anchor holding a line), and the distance to its nearest anchored line (unset without an anchor on those files).
+  // memory's anchors carried to the work tree — the tool's lines they cover, of those the lines it originated (the
+  // oldest anchor holding a line) and owns (the newest), and the distance to its nearest anchored line (unset
+  // without an anchor on those files).
   uint32_t lineOverlap = 0;
+  uint32_t linesOriginated = 0;
   uint32_t linesOwned = 0;
   std::optional<uint32_t> lineDistance;
 };

@@ -53,6 +53,7 @@ Result<std::vector<HintCandidate>> gatherHintCandidates(const std::vector<std::s
     if (byLines != nullptr) {
       c.lineOverlap = byLines->lineOverlap;
       c.linesOwned = byLines->linesOwned;
+      c.linesOriginated = byLines->linesOriginated;
       c.lineDistance = byLines->lineDistance;
     }
     candidates.push_back(std::move(c));

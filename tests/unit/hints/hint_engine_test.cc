@@ -65,6 +65,9 @@ TEST(HintEngineTest, WithinACategoryTheMemoryOnTheToolsLinesComesFirst) {
   owns.linesOwned = 2;
   owns.lineDistance = 0;
   EXPECT_TRUE(hintBefore(owns, covers));   // owning beats covering more
+  HintCandidate originates = covers;       // wrote the lines first; `owns` touched them since
+  originates.linesOriginated = 2;
+  EXPECT_TRUE(hintBefore(originates, owns));  // where the lines came from weighs more than who touched them last
   EXPECT_TRUE(hintBefore(covers, near));
   EXPECT_TRUE(hintBefore(near, far));
   EXPECT_TRUE(hintBefore(far, plain));     // any anchor on the tool's files beats none
