@@ -9,6 +9,7 @@
 
 #include "../unit/git/git_fixture.h"
 #include "daemon/embed/hashbag.h"
+#include "tests/service/git_service.h"
 #include "daemon/git/git_repo_signals.h"
 #include "daemon/service/anchor_rebase.h"
 #include "daemon/service/service.h"
@@ -19,13 +20,9 @@ namespace {
 namespace fs = std::filesystem;
 using memq::testing::GitRepo;
 using memq::testing::TempDir;
+using memq::testing::makeGitService;
+using memq::testing::numberedLines;
 using memq::testing::trimmed;
-
-std::string numberedLines(int n, const std::string& tag = "line") {
-  std::string out;
-  for (int i = 1; i <= n; ++i) out += tag + " " + std::to_string(i) + "\n";
-  return out;
-}
 
 class AnchorsTest : public ::testing::Test {
  protected:
@@ -37,16 +34,7 @@ class AnchorsTest : public ::testing::Test {
     connect(*service_, client_, root_);
   }
 
-  std::unique_ptr<Service> makeService(const std::string& dataDir) {
-    ServiceOptions options;
-    options.dataDir = dataDir;
-    options.embedder = &embedder_;
-    options.saveBatch = 1;
-    options.repoFactory = [](const ProjectLocation& loc) -> std::shared_ptr<RepoSignals> {
-      return std::make_shared<GitRepoSignals>(loc);
-    };
-    return std::make_unique<Service>(options);
-  }
+  std::unique_ptr<Service> makeService(const std::string& dataDir) { return makeGitService(dataDir, embedder_); }
 
   static void connect(Service& service, ClientState& client, const std::string& root) {
     InitializeRequest request;

@@ -10,6 +10,7 @@
 
 #include "../unit/git/git_fixture.h"
 #include "daemon/embed/hashbag.h"
+#include "tests/service/git_service.h"
 #include "daemon/git/git_repo_signals.h"
 #include "daemon/service/review_lines.h"
 #include "daemon/service/service.h"
@@ -19,12 +20,8 @@ namespace {
 
 using memq::testing::GitRepo;
 using memq::testing::TempDir;
-
-std::string numberedLines(int n, const std::string& tag) {
-  std::string out;
-  for (int i = 1; i <= n; ++i) out += tag + " " + std::to_string(i) + "\n";
-  return out;
-}
+using memq::testing::makeGitService;
+using memq::testing::numberedLines;
 
 // src/b.c with lines `from`..`to` removed (0, 0: none) and those in `rewrittenFrom`..`rewrittenTo` replaced.
 std::string editedB(int from, int to, int rewrittenFrom, int rewrittenTo) {
@@ -41,14 +38,7 @@ class ReviewLinesTest : public ::testing::Test {
   void SetUp() override {
     repo_ = std::make_unique<GitRepo>(tmp_.path() + "/project");
     repo_->commit({{"src/a.c", numberedLines(10, "a")}, {"src/b.c", numberedLines(200, "b")}}, "start");
-    ServiceOptions options;
-    options.dataDir = tmp_.path() + "/data";
-    options.embedder = &embedder_;
-    options.saveBatch = 1;
-    options.repoFactory = [](const ProjectLocation& loc) -> std::shared_ptr<RepoSignals> {
-      return std::make_shared<GitRepoSignals>(loc);
-    };
-    service_ = std::make_unique<Service>(options);
+    service_ = makeGitService(tmp_.path() + "/data", embedder_);
     connect(client_);
   }
 

@@ -9,6 +9,7 @@
 
 #include "../unit/git/git_fixture.h"
 #include "daemon/embed/hashbag.h"
+#include "tests/service/git_service.h"
 #include "daemon/git/git_repo_signals.h"
 #include "daemon/service/file_anchors.h"
 #include "daemon/service/service.h"
@@ -19,13 +20,9 @@ namespace {
 
 using memq::testing::GitRepo;
 using memq::testing::TempDir;
+using memq::testing::makeGitService;
+using memq::testing::numberedLines;
 using Kind = WorkingSet::Kind;
-
-std::string numberedLines(int n, const std::string& tag = "line") {
-  std::string out;
-  for (int i = 1; i <= n; ++i) out += tag + " " + std::to_string(i) + "\n";
-  return out;
-}
 
 // --- the bookkeeping ---------------------------------------------------------------------------------------------
 
@@ -99,14 +96,7 @@ class WorkingSetServiceTest : public ::testing::Test {
   void SetUp() override {
     repo_ = std::make_unique<GitRepo>(tmp_.path() + "/project");
     repo_->commit({{"src/a.c", numberedLines(10)}, {"src/b.c", numberedLines(200, "b")}}, "start");
-    ServiceOptions options;
-    options.dataDir = tmp_.path() + "/data";
-    options.embedder = &embedder_;
-    options.saveBatch = 1;
-    options.repoFactory = [](const ProjectLocation& loc) -> std::shared_ptr<RepoSignals> {
-      return std::make_shared<GitRepoSignals>(loc);
-    };
-    service_ = std::make_unique<Service>(options);
+    service_ = makeGitService(tmp_.path() + "/data", embedder_);
     connect(agent_, "session-1");
   }
 
