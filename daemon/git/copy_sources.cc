@@ -46,19 +46,19 @@ CopySources::CopySources(RepositoryPtr repository) : repository_(std::move(repos
 
 CopySources::~CopySources() = default;
 
-bool CopySources::refreshTree() {
-  if (!repository_) return false;
-  git_object* treeObject = nullptr;
-  if (git_revparse_single(&treeObject, repository_.get(), "HEAD^{tree}") != 0) {
+bool CopySources::refreshTree(const std::string& headTree) {
+  git_oid id;
+  if (!repository_ || headTree.size() != GIT_OID_HEXSZ || git_oid_fromstr(&id, headTree.c_str()) != 0) return false;
+  if (haveTree_ && git_oid_equal(&id, &tree_)) return true;
+  git_tree* rawTree = nullptr;
+  if (git_tree_lookup(&rawTree, repository_.get(), &id) != 0) {
     haveTree_ = false;
     byExtension_.clear();
     inTree_.clear();
     return false;
   }
-  TreePtr tree(reinterpret_cast<git_tree*>(treeObject));
-  const git_oid* id = git_tree_id(tree.get());
-  if (haveTree_ && git_oid_equal(id, &tree_)) return true;
-  git_oid_cpy(&tree_, id);
+  TreePtr tree(rawTree);
+  git_oid_cpy(&tree_, &id);
   haveTree_ = true;
   byExtension_.clear();
   inTree_.clear();
@@ -111,15 +111,15 @@ const CopySources::Signature* CopySources::signatureOf(const git_oid& blobId) {
   return signatures_.emplace(key, std::move(sig)).first->second.get();
 }
 
-bool CopySources::headHas(const std::string& path) {
+bool CopySources::headHas(const std::string& headTree, const std::string& path) {
   MutexLock lock(mu_);
-  return refreshTree() && inTree_.count(path) != 0;
+  return refreshTree(headTree) && inTree_.count(path) != 0;
 }
 
-std::optional<std::string> CopySources::sourceOf(const std::string& path, const std::string& content,
-                                                 const std::string& blobId) {
+std::optional<std::string> CopySources::sourceOf(const std::string& headTree, const std::string& path,
+                                                 const std::string& content, const std::string& blobId) {
   MutexLock lock(mu_);
-  if (!refreshTree() || inTree_.count(path) != 0) return std::nullopt;
+  if (!refreshTree(headTree) || inTree_.count(path) != 0) return std::nullopt;
   const std::string key = path + "\n" + blobId;
   if (auto it = answers_.find(key); it != answers_.end()) return it->second;
   std::optional<std::string> best;

@@ -31,14 +31,17 @@ class CopySources {
   CopySources(const CopySources&) = delete;
   CopySources& operator=(const CopySources&) = delete;
 
+  // `headTree` is HEAD's tree id (40 hex) as the caller last saw it: the caller's own HEAD check decides when the
+  // tree is read again, so a lookup costs no revision parsing.
   // The HEAD path `content` (the file at `path` in the work tree, git blob id `blobId`) most likely came from, or
   // nullopt: when HEAD has `path` itself, when nothing is kMinSimilarity alike, or for content too small to score.
   // Candidates are HEAD's files with the same extension whose size is within the similarity threshold, as git
   // prunes rename pairs. Answers are cached per (HEAD tree, path, blob id); signatures per blob.
-  std::optional<std::string> sourceOf(const std::string& path, const std::string& content, const std::string& blobId);
+  std::optional<std::string> sourceOf(const std::string& headTree, const std::string& path, const std::string& content,
+                                      const std::string& blobId);
   // Whether HEAD's tree has `path` (false outside git or without HEAD): only a path it lacks can have a source, so a
   // caller asks this before reading the file.
-  bool headHas(const std::string& path);
+  bool headHas(const std::string& headTree, const std::string& path);
 
  private:
   struct Signature;  // a hashsig, or none for content too small or binary
@@ -48,8 +51,8 @@ class CopySources {
     uint64_t size = 0;
   };
 
-  // HEAD's tree as a list of files, re-read when HEAD moves; false when there is no HEAD.
-  bool refreshTree() REQUIRES(mu_);
+  // `headTree` as a list of files, read when it is not the tree read last; false when it cannot be read.
+  bool refreshTree(const std::string& headTree) REQUIRES(mu_);
   const Signature* signatureOf(const git_oid& blob) REQUIRES(mu_);
 
   Mutex mu_;

@@ -160,7 +160,9 @@ std::vector<RenamedPath> GitRepoSignals::renamedFrom(const std::vector<std::stri
 
 std::optional<std::string> GitRepoSignals::copySourceOf(const std::string& path) {
   const std::string prefix = location_.repoPrefix.empty() ? "" : location_.repoPrefix + "/";
-  if (!copies_ || copies_->headHas(prefix + path)) return std::nullopt;
+  // The HEAD other signals see (re-checked at most every headCheckInterval), not a revision parse per lookup.
+  const std::string headTree = observeHead(false).tree;
+  if (!copies_ || headTree.empty() || copies_->headHas(headTree, prefix + path)) return std::nullopt;
   // Only a file in the work tree is a copy of something: read it (bounded) and hash it as git would.
   const std::string full = location_.root + "/" + path;
   struct stat st {};
@@ -170,7 +172,7 @@ std::optional<std::string> GitRepoSignals::copySourceOf(const std::string& path)
   git_oid oid;
   if (!in.good() && !in.eof()) return std::nullopt;
   if (git_odb_hash(&oid, content.data(), content.size(), GIT_OBJECT_BLOB) < 0) return std::nullopt;
-  auto source = copies_->sourceOf(prefix + path, content, oidHex(oid));
+  auto source = copies_->sourceOf(headTree, prefix + path, content, oidHex(oid));
   // A source outside the project root is not followed, as with renames.
   if (!source || source->compare(0, prefix.size(), prefix) != 0) return std::nullopt;
   return source->substr(prefix.size());

@@ -38,7 +38,7 @@ class CopySourcesTest : public ::testing::Test {
   }
 
   std::optional<std::string> sourceOf(const std::string& path, const std::string& content) {
-    return sources_->sourceOf(path, content, blobIdOf(content));
+    return sources_->sourceOf(repo_->rev("HEAD^{tree}"), path, content, blobIdOf(content));
   }
 
   TempDir tmp_;
@@ -77,7 +77,7 @@ TEST_F(CopySourcesTest, OnceTheCopyIsCommittedItIsItsOwnFile) {
 
 TEST(CopySourcesOutsideGit, NothingHasASource) {
   CopySources none(nullptr);
-  EXPECT_EQ(none.sourceOf("a.c", numbered(100, "a"), blobIdOf(numbered(100, "a"))), std::nullopt);
+  EXPECT_EQ(none.sourceOf(std::string(40, '0'), "a.c", numbered(100, "a"), blobIdOf(numbered(100, "a"))), std::nullopt);
 }
 
 }  // namespace
