@@ -164,16 +164,16 @@ Result<std::string> readWorkTreeFile(const std::string& root, const std::string&
 
 Result<std::shared_ptr<const WorkTreeFile>> readWorkTreeVersion(const std::string& root, const std::string& path,
                                                                 const std::string& field) {
+  const std::string full = root + "/" + path;
   struct stat st {};
+  // A file read before and unchanged since costs one stat: the cache holds only regular files of a size allowed.
+  if (::stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    if (auto known = workTreeFileCache().find(full, FileStamp::of(st))) return known;
+  }
   auto fd = openWorkTreeFile(root, path, field, st);
   if (!fd) return fd.status();
   const FileStamp stamp = FileStamp::of(st);
   const int64_t readAt = FileStamp::nowNs();
-  const std::string full = root + "/" + path;
-  if (auto known = workTreeFileCache().find(full, stamp)) {
-    ::close(*fd);
-    return known;
-  }
   auto file = std::make_shared<WorkTreeFile>();
   auto content = std::make_shared<const std::string>(readAndClose(*fd, st));
   file->blobId = gitBlobId(*content);

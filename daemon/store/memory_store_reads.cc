@@ -236,6 +236,7 @@ Result<std::vector<AnchoredRef>> MemoryStore::anchoredRefsOn(const std::vector<s
                                                              const std::vector<int64_t>& pks) {
   takeDatabase();  // saves handed to the background applier are written first
   try {
+    if (mirror_->ready()) return mirror_->anchoredRefsOn(paths, pks);
     const std::unordered_set<int64_t> wanted(pks.begin(), pks.end());
     std::vector<AnchoredRef> out;
     for (const auto& path : paths) {

@@ -114,7 +114,7 @@ std::optional<Result<SaveOutcome>> MemoryStore::saveInBackground(SaveRecord& rec
   // Published now: the next save's neighbours and every read after takeDatabase() see it.
   mirror_->active().upsert(pk, vec);
   Memory created = createdMemory(record, pk);
-  mirror_->addCreatedRow(pk, created);
+  mirror_->addCreatedRow(pk, created, record.files);
   out.status = "created";
   out.id = record.id;
   out.memory = std::move(created);
@@ -125,7 +125,7 @@ void MemoryStore::publish(const SaveRecord& record, SaveEffects& effects) {
   if (effects.activeVector) mirror_->active().upsert(effects.activeVector->first, effects.activeVector->second);
   if (effects.refreshPk) {
     if (effects.outcome.status == "created") {
-      mirror_->addCreatedRow(*effects.refreshPk, *effects.outcome.memory);
+      mirror_->addCreatedRow(*effects.refreshPk, *effects.outcome.memory, record.files);
     } else {
       mirror_->refreshRow(*effects.refreshPk);
     }

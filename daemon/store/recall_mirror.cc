@@ -95,6 +95,7 @@ void RecallMirror::loadRows() {
   text_->clear();
   rows_.clear();
   pathRows_.clear();
+  anchorsByPath_.clear();
   // Read before the rows: a commit by another connection in between then shows as a change, never as none.
   dataVersion_ = sql_.dataVersion();
   sql_.forEachMirrorRow([&](int64_t pk, std::string_view summary, std::string_view details,
@@ -107,13 +108,19 @@ void RecallMirror::loadRows() {
     row.pk = pk;
     row.lastUsedKey = isoUtcDigits(row.lastUsedAt);
   });
-  sql_.forEachFileRef([&](int64_t pk, std::string path) {
+  sql_.forEachFileRef([&](int64_t pk, MirroredFileRef file) {
     auto it = rows_.find(pk);
     if (it == rows_.end()) return;
-    pathRows_[path].push_back(&it->second);
-    it->second.paths.push_back(std::move(path));
+    pathRows_[file.ref.path].push_back(&it->second);
+    it->second.paths.push_back(file.ref.path);
+    if (file.ref.anchor) {
+      anchorsByPath_[file.ref.path].push_back({pk, &it->second, std::move(*file.ref.anchor), file.kept});
+    }
   });
   for (auto& [path, rows] : pathRows_) std::sort(rows.begin(), rows.end(), usedMoreRecently);
+  for (auto& [path, anchors] : anchorsByPath_) {
+    std::sort(anchors.begin(), anchors.end(), [](const auto& a, const auto& b) { return a.pk < b.pk; });
+  }
   rowsStale_ = false;
 }
 
@@ -124,6 +131,13 @@ void RecallMirror::dropRow(int64_t pk) {
     auto& rows = pathRows_[path];
     rows.erase(std::remove(rows.begin(), rows.end(), &it->second), rows.end());
     if (rows.empty()) pathRows_.erase(path);
+    if (auto anchored = anchorsByPath_.find(path); anchored != anchorsByPath_.end()) {
+      auto& anchors = anchored->second;
+      auto at = std::lower_bound(anchors.begin(), anchors.end(), pk,
+                                 [](const PathAnchor& a, int64_t p) { return a.pk < p; });
+      if (at != anchors.end() && at->pk == pk) anchors.erase(at);
+      if (anchors.empty()) anchorsByPath_.erase(anchored);
+    }
   }
   rows_.erase(it);
 }
@@ -151,14 +165,17 @@ void RecallMirror::refreshRow(int64_t pk, bool textChanged) {
       text_->setActive(pk, data->active);
     }
     pendingUsage_.overlay(pk, data->useCount, data->lastUsedAt);
-    insertRow(pk, {data->active, std::move(data->lastUsedAt), std::move(data->paths), data->useCount, data->pinned,
+    std::vector<std::string> paths;
+    for (const auto& f : data->files) paths.push_back(f.ref.path);
+    insertRow(pk, {data->active, std::move(data->lastUsedAt), std::move(paths), data->useCount, data->pinned,
                    utf16Length(data->summary) + utf16Length(data->details)});
+    addAnchors(pk, std::move(data->files));
   } catch (const std::exception&) {
     rowsStale_ = true;  // the write itself committed; the mirror is rebuilt before it is read again
   }
 }
 
-void RecallMirror::addCreatedRow(int64_t pk, const Memory& created) {
+void RecallMirror::addCreatedRow(int64_t pk, const Memory& created, const std::vector<FileRef>& written) {
   if (!text_ || rowsStale_) return;
   if (rows_.count(pk) != 0) {
     refreshRow(pk);
@@ -168,8 +185,17 @@ void RecallMirror::addCreatedRow(int64_t pk, const Memory& created) {
     text_->upsert(pk, created.summary, created.details, topicsText(created.topics), true);
     MirroredRow meta{true, created.lastUsedAt, {}, 0, false,
                      utf16Length(created.summary) + utf16Length(created.details)};
-    for (const auto& f : created.files) meta.paths.push_back(f.path);
+    std::unordered_set<std::string_view> keptBlobs;  // versions whose content came with the save
+    for (const auto& f : written) {
+      if (f.anchor && f.anchor->keptContent) keptBlobs.insert(f.anchor->blob);
+    }
+    std::vector<MirroredFileRef> files;
+    for (const auto& f : created.files) {
+      meta.paths.push_back(f.path);
+      files.push_back({f, f.anchor && keptBlobs.count(f.anchor->blob) != 0});
+    }
     insertRow(pk, std::move(meta));
+    addAnchors(pk, std::move(files));
   } catch (const std::exception&) {
     rowsStale_ = true;
   }
@@ -189,6 +215,33 @@ bool RecallMirror::ready() {
     rowsStale_ = true;
     return false;
   }
+}
+
+void RecallMirror::addAnchors(int64_t pk, std::vector<MirroredFileRef> files) {
+  const MirroredRow* row = &rows_.at(pk);
+  for (auto& f : files) {
+    if (!f.ref.anchor) continue;
+    f.ref.anchor->keptContent = nullptr;  // read on demand (keptContent), not held per ref
+    auto& anchors = anchorsByPath_[f.ref.path];
+    auto at = std::lower_bound(anchors.begin(), anchors.end(), pk,
+                               [](const PathAnchor& a, int64_t p) { return a.pk < p; });
+    anchors.insert(at, {pk, row, std::move(*f.ref.anchor), f.kept});  // a new row's pk is the highest: at the end
+  }
+}
+
+std::shared_ptr<const std::string> RecallMirror::keptContent(const std::string& blob) {
+  // A kept version is at most a few MiB; a handful of files' versions fit, and a recall touches few files.
+  constexpr size_t kKeptCacheBytes = 32u << 20;
+  if (auto it = keptCache_.find(blob); it != keptCache_.end()) return it->second;
+  auto content = sql_.keptVersion(blob);
+  if (!content) return nullptr;  // released since the ref was read: the carry then fails and gives no signal
+  if (keptCacheBytes_ + content->size() > kKeptCacheBytes) {
+    keptCache_.clear();
+    keptCacheBytes_ = 0;
+  }
+  keptCacheBytes_ += content->size();
+  keptCache_.emplace(blob, content);
+  return content;
 }
 
 void RecallMirror::setLastUsed(MirroredRow& row, const std::string& at) {
@@ -256,6 +309,24 @@ std::vector<const MirroredRow*> RecallMirror::rows(const std::vector<int64_t>& p
   for (int64_t pk : pks) {
     auto it = rows_.find(pk);
     out.push_back(it == rows_.end() ? nullptr : &it->second);
+  }
+  return out;
+}
+
+std::vector<AnchoredRef> RecallMirror::anchoredRefsOn(const std::vector<std::string>& paths,
+                                                      const std::vector<int64_t>& pks) {
+  const std::unordered_set<int64_t> wanted(pks.begin(), pks.end());
+  std::unordered_set<std::string_view> done;
+  std::vector<AnchoredRef> out;
+  for (const auto& path : paths) {
+    if (!done.insert(path).second) continue;
+    auto anchored = anchorsByPath_.find(path);
+    if (anchored == anchorsByPath_.end()) continue;
+    for (const PathAnchor& a : anchored->second) {  // by pk
+      if (!a.row->active || wanted.count(a.pk) == 0) continue;
+      out.push_back({a.pk, path, a.anchor});
+      if (a.kept) out.back().anchor.keptContent = keptContent(a.anchor.blob);
+    }
   }
   return out;
 }

@@ -1,7 +1,9 @@
 // RecallMirror: the in-memory copy of one scope's rows that recall reads instead of SQLite — the vector indexes
 // (the default model's vectors of the active rows, and of the rejected rows for similar_rejected warnings), the
 // unicode text index (text_index.h), every row's MirroredRow (state, last use, use count, pin, text length, file
-// refs) and the path map (file path → rows, in the file lane's order). It loads them from the committed rows,
+// refs), the rows' anchored refs (docs/anchors.md: lines and version; the content of a version memq keeps is read
+// when a carry first needs it and cached by blob id, which names one content) and the path map (file path → rows,
+// in the file lane's order). It loads them from the committed rows,
 // refreshes one row after a write, and knows when it is stale: a refresh or a reload that failed, or a commit by
 // another connection (PRAGMA data_version). Use figures read from the database get the store's pending usage added
 // (pending_usage.h), so the mirror always holds the uses recall recorded, written or not.
@@ -25,6 +27,7 @@
 #include "daemon/model/memory.h"
 #include "daemon/recall/recall_source.h"
 #include "daemon/store/pending_usage.h"
+#include "daemon/store/store_types.h"
 #include "daemon/store/text_index.h"
 
 namespace memq {
@@ -59,8 +62,9 @@ class RecallMirror {
   // when `textChanged`.
   void refreshRow(int64_t pk, bool textChanged = true);
   // refreshRow for a row a save just created, from what was written instead of reading the row back: a new row is
-  // active, unused and unpinned, last used when made, with its file refs in path order.
-  void addCreatedRow(int64_t pk, const Memory& created);
+  // active, unused and unpinned, last used when made, with its file refs in path order. `written` are the refs as
+  // the save wrote them: an anchor whose content came with its ref is in a version memq keeps.
+  void addCreatedRow(int64_t pk, const Memory& created, const std::vector<FileRef>& written);
   bool hasRow(int64_t pk) const { return rows_.count(pk) != 0; }
   // use_count + 1 and last use `at` for each pk (a pk listed twice counts twice), as markUsed wrote them.
   void markUsed(const std::vector<int64_t>& pks, const std::string& at);
@@ -69,6 +73,9 @@ class RecallMirror {
   std::vector<FileHit> pathHits(const std::vector<std::string>& paths, int limit) const;
   // The row figures of each pk (null for a row that is gone). ready() first.
   std::vector<const MirroredRow*> rows(const std::vector<int64_t>& pks) const;
+  // The anchored refs of the active rows among `pks` on any of `paths`, by path (in `paths`' order) then pk, each
+  // with its version's content when memq keeps it. ready() first. Throws on SQLite errors (reading a kept version).
+  std::vector<AnchoredRef> anchoredRefsOn(const std::vector<std::string>& paths, const std::vector<int64_t>& pks);
 
  private:
   // (Re)builds the text index, the row figures and the path map from every row. Throws on SQLite errors.
@@ -78,6 +85,10 @@ class RecallMirror {
   // Takes a row and its paths out of the path map.
   void dropRow(int64_t pk);
   void insertRow(int64_t pk, MirroredRow row);
+  // Records the anchored refs of a row just inserted (insertRow; dropRow took out any it had).
+  void addAnchors(int64_t pk, std::vector<MirroredFileRef> files);
+  // The content of a version memq keeps, from the cache or the database. Throws on SQLite errors.
+  std::shared_ptr<const std::string> keptContent(const std::string& blob);
 
   StoreSql& sql_;
   const PendingUsage& pendingUsage_;
@@ -89,6 +100,18 @@ class RecallMirror {
   std::unordered_map<int64_t, MirroredRow> rows_;  // every row (nodes never move: pathRows_ points into them)
   // file path -> rows attached to it, in the file lane's order (newest last use first, then highest pk)
   std::unordered_map<std::string, std::vector<const MirroredRow*>> pathRows_;
+  struct PathAnchor {
+    int64_t pk = 0;
+    const MirroredRow* row = nullptr;  // its row (rows_' nodes never move), for its state
+    FileAnchor anchor;                 // keptContent always null here: keptContent() reads it
+    bool kept = false;                 // memq keeps the version (else the repository has it)
+  };
+  // file path -> the anchored refs on it, by pk. Kept by path because recall asks for the refs on the queried
+  // files: a walk of one short contiguous list instead of a lookup per candidate.
+  std::unordered_map<std::string, std::vector<PathAnchor>> anchorsByPath_;
+  // Kept versions' contents by blob id, never stale (a blob id names one content); emptied past kKeptCacheBytes.
+  std::unordered_map<std::string, std::shared_ptr<const std::string>> keptCache_;
+  size_t keptCacheBytes_ = 0;
   bool rowsStale_ = false;     // a refresh failed: rebuilt before the next search
   bool vectorsStale_ = false;  // a reload failed: retried before the next write or search
   int64_t dataVersion_ = 0;    // PRAGMA data_version when the rows were last known current

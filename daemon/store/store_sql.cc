@@ -14,7 +14,7 @@
 namespace memq {
 
 StoreSql::StoreSql(std::unique_ptr<SQLite::Database> db, std::string scope)
-    : db_(std::move(db)), scope_(std::move(scope)) {}
+    : db_(std::move(db)), scope_(std::move(scope)), hasAnchors_(db_->tableExists("anchor_versions")) {}
 
 StoreSql::~StoreSql() = default;
 

@@ -45,7 +45,7 @@ struct MirrorRowData {
   std::string lastUsedAt;
   int64_t useCount = 0;
   bool pinned = false;
-  std::vector<std::string> paths;  // its file refs
+  std::vector<MirroredFileRef> files;  // its file refs
 };
 
 // A memory row as an import or a save writes it (pk: the next rowid when unset).
@@ -189,7 +189,7 @@ class StoreSql {
   void forEachMirrorRow(const std::function<void(int64_t pk, std::string_view summary, std::string_view details,
                                                  std::string_view topicsText, bool active, std::string lastUsedAt,
                                                  int64_t useCount, bool pinned)>& row);
-  void forEachFileRef(const std::function<void(int64_t pk, std::string path)>& ref);
+  void forEachFileRef(const std::function<void(int64_t pk, MirroredFileRef ref)>& ref);
   std::optional<MirrorRowData> mirrorRow(int64_t pk);
 
   // --- reads ---
@@ -230,6 +230,9 @@ class StoreSql {
 
   std::unique_ptr<SQLite::Database> db_;
   std::string scope_;  // stamped on every Memory read
+  // The schema has line anchors (migration 0007). The mirror's reads work without them, so that a store opened at
+  // an older version (a test of an upgrade) still answers.
+  bool hasAnchors_ = false;
   std::unordered_map<std::string, CacheEntry> statements_;  // declared after db_: destroyed before it
 };
 

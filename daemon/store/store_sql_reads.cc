@@ -287,9 +287,26 @@ void StoreSql::forEachMirrorRow(const std::function<void(int64_t, std::string_vi
   }
 }
 
-void StoreSql::forEachFileRef(const std::function<void(int64_t, std::string)>& ref) {
-  SQLite::Statement q(*db_, "SELECT memory_pk, path FROM memory_files");
-  while (q.executeStep()) ref(q.getColumn(0).getInt64(), q.getColumn(1).getString());
+namespace {
+
+// The file ref columns with whether memq keeps the anchor's version, for the mirror; before the schema had
+// anchors, the same columns without them.
+const char* mirroredFileRefSelect(bool hasAnchors) {
+  return hasAnchors ? "SELECT mf.memory_pk, mf.path, mf.blob_id, mf.anchor_lines, mf.anchor_blob, "
+                      "av.blob_id IS NOT NULL FROM memory_files mf "
+                      "LEFT JOIN anchor_versions av ON av.blob_id = mf.anchor_blob"
+                    : "SELECT mf.memory_pk, mf.path, mf.blob_id, NULL, NULL, 0 FROM memory_files mf";
+}
+
+MirroredFileRef mirroredFileRefFromRow(SQLite::Statement& q) {
+  return {fileRefFromRow(q, 1), q.getColumn(5).getInt() != 0};
+}
+
+}  // namespace
+
+void StoreSql::forEachFileRef(const std::function<void(int64_t, MirroredFileRef)>& ref) {
+  SQLite::Statement q(*db_, mirroredFileRefSelect(hasAnchors_));
+  while (q.executeStep()) ref(q.getColumn(0).getInt64(), mirroredFileRefFromRow(q));
 }
 
 std::optional<MirrorRowData> StoreSql::mirrorRow(int64_t pk) {
@@ -300,9 +317,9 @@ std::optional<MirrorRowData> StoreSql::mirrorRow(int64_t pk) {
   MirrorRowData row{q->getColumn(0).getString(), q->getColumn(1).getString(), q->getColumn(2).getString(),
                     q->getColumn(3).getInt() != 0, q->getColumn(4).getString(), q->getColumn(5).getInt64(),
                     q->getColumn(6).getInt() != 0, {}};
-  auto files = statement("SELECT path FROM memory_files WHERE memory_pk = ?");
+  auto files = statement(std::string(mirroredFileRefSelect(hasAnchors_)) + " WHERE mf.memory_pk = ? ORDER BY mf.path");
   files->bind(1, pk);
-  while (files->executeStep()) row.paths.push_back(files->getColumn(0).getString());
+  while (files->executeStep()) row.files.push_back(mirroredFileRefFromRow(*files));
   return row;
 }
 

@@ -16,6 +16,14 @@
 
 namespace memq {
 
+// A file ref as the mirror reads it: the ref (its anchor without content) and whether memq keeps the anchor's
+// version itself (a row of anchor_versions; then RecallMirror reads the content when a carry needs it).
+struct MirroredFileRef {
+  FileRef ref;
+  bool kept = false;
+};
+
+
 struct StoreOptions {
   std::string path;                 // database file (or ":memory:")
   std::string scope = "project";    // "project" | "global", stamped on every returned record
