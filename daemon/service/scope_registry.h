@@ -39,19 +39,25 @@ struct ScopeDatabase {
 };
 
 // Holds a scope database's mutex for anything but a save, with its open batch of saves committed first
-// (ScopeDatabase::commitOpenBatch).
+// (ScopeDatabase::commitOpenBatch), as one read pass of its store (MemoryStore::beginReadPass): what is read under
+// the lock is one snapshot.
 class SCOPED_CAPABILITY CommittedLock {
  public:
-  explicit CommittedLock(ScopeDatabase& db) ACQUIRE(db.mutex) : mutex_(db.mutex) {
+  explicit CommittedLock(ScopeDatabase& db) ACQUIRE(db.mutex) : mutex_(db.mutex), store_(*db.storePtr) {
     db.mutex.lock();
     db.commitOpenBatch();
+    store_.beginReadPass();
   }
-  ~CommittedLock() RELEASE() { mutex_.unlock(); }
+  ~CommittedLock() RELEASE() {
+    store_.endReadPass();
+    mutex_.unlock();
+  }
   CommittedLock(const CommittedLock&) = delete;
   CommittedLock& operator=(const CommittedLock&) = delete;
 
  private:
   Mutex& mutex_;
+  MemoryStore& store_;
 };
 
 struct Scope {

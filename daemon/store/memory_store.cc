@@ -200,6 +200,8 @@ void MemoryStore::appendEvent(const std::string& memoryId, const std::string& ac
 }
 
 void MemoryStore::reloadIndexes() { mirror_->reload(); }
+void MemoryStore::beginReadPass() { mirror_->beginReadPass(); }
+void MemoryStore::endReadPass() { mirror_->endReadPass(); }
 Status MemoryStore::reloadIndexesIfStale() { return mirror_->reloadIfStale(); }
 
 Result<Memory> MemoryStore::update(const std::string& id, const UpdateInput& input, const Actor& actor,

@@ -119,6 +119,10 @@ class MemoryStore : public RecallSource, private SaveTarget {
   bool hasPendingSaves() const;
   // A write transaction is open on the database, holding saves (a batch), or saves are being applied to one.
   bool hasOpenBatch() const;
+  // A read pass (RecallMirror::beginReadPass): the reads until endReadPass see one snapshot of the committed rows,
+  // checked against other connections' commits once.
+  void beginReadPass();
+  void endReadPass();
   // How many journalled saves the last replay applied (at open, or after a failed commit).
   size_t replayedSaves() const;
   // When acknowledged saves wait in the journal because applying them failed (a full disk: at open, or after a

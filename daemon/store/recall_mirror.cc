@@ -209,7 +209,9 @@ bool RecallMirror::ready() {
       return false;
     }
     // data_version moves only when another connection commits (this one's writes refresh the mirror themselves).
-    if (rowsStale_ || sql_.dataVersion() != dataVersion_) loadRows();
+    // In a read pass it is compared once: the pass reads one snapshot.
+    if (rowsStale_ || ((!readPass_ || !passVerified_) && sql_.dataVersion() != dataVersion_)) loadRows();
+    passVerified_ = readPass_;
     return true;
   } catch (const std::exception&) {
     rowsStale_ = true;

@@ -57,6 +57,14 @@ class RecallMirror {
   bool rowsStale() const { return rowsStale_; }
   // True when the rows can answer: a text index exists and is current (rebuilt here if it was not). Never throws.
   bool ready();
+  // Between these, ready() asks SQLite whether another connection committed only once, at its first call: the
+  // requests a caller serves under one lock (a recall's lanes, its hits' rows) read one snapshot, and a commit by
+  // another connection meanwhile is seen by the next pass. The mirror's own writes refresh it either way.
+  void beginReadPass() {
+    readPass_ = true;
+    passVerified_ = false;
+  }
+  void endReadPass() { readPass_ = false; }
 
   // After a committed write: re-reads row `pk` (or drops it when the row is gone). Its text is re-tokenised only
   // when `textChanged`.
@@ -112,6 +120,8 @@ class RecallMirror {
   // Kept versions' contents by blob id, never stale (a blob id names one content); emptied past kKeptCacheBytes.
   std::unordered_map<std::string, std::shared_ptr<const std::string>> keptCache_;
   size_t keptCacheBytes_ = 0;
+  bool readPass_ = false;      // beginReadPass was called, endReadPass not yet
+  bool passVerified_ = false;  // the pass has compared data_version
   bool rowsStale_ = false;     // a refresh failed: rebuilt before the next search
   bool vectorsStale_ = false;  // a reload failed: retried before the next write or search
   int64_t dataVersion_ = 0;    // PRAGMA data_version when the rows were last known current

@@ -1,7 +1,8 @@
 // The anchored refs recall reads (MemoryStore::anchoredRefsOn) come from the mirror, not from SQLite: these tests
 // check that they are always the ones the tables hold — after saves with and without kept versions, re-anchoring,
 // detaching, state changes and a commit by another connection — in the documented order (by path as asked, then
-// pk), with the kept versions' content, and never a ref of a row that is not active.
+// pk), with the kept versions' content, and never a ref of a row that is not active; and that a read pass reads
+// one snapshot.
 #include <SQLiteCpp/Database.h>
 #include <gtest/gtest.h>
 
@@ -133,6 +134,26 @@ TEST_F(AnchoredRefsTest, ACommitByAnotherConnectionIsSeenByTheNextRead) {
   ASSERT_TRUE(refs.isOk());
   ASSERT_EQ(refs->size(), 1u);
   EXPECT_EQ((*refs)[0].anchor.lines, (LineRanges{{5, 6}}));
+}
+
+TEST_F(AnchoredRefsTest, AReadPassReadsOneSnapshotAndTheNextPassSeesAnotherConnectionsCommit) {
+  const std::string a = save("anchored", {{"src/a.c", std::nullopt, FileAnchor{{{1, 1}}, committedBlob_, nullptr}}});
+  auto linesNow = [&] {
+    auto refs = store_->anchoredRefsOn({"src/a.c"}, {pk(a)});
+    EXPECT_TRUE(refs.isOk());
+    return refs.isOk() && refs->size() == 1 ? (*refs)[0].anchor.lines : LineRanges{};
+  };
+  store_->beginReadPass();
+  EXPECT_EQ(linesNow(), (LineRanges{{1, 1}}));
+  {
+    SQLite::Database other((dir_ / "data" / "memory.db").string(), SQLite::OPEN_READWRITE);
+    other.exec("UPDATE memory_files SET anchor_lines = '5-6' WHERE path = 'src/a.c'");
+  }
+  EXPECT_EQ(linesNow(), (LineRanges{{1, 1}}));  // the pass's snapshot
+  store_->endReadPass();
+  store_->beginReadPass();
+  EXPECT_EQ(linesNow(), (LineRanges{{5, 6}}));
+  store_->endReadPass();
 }
 
 }  // namespace
