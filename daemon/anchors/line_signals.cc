@@ -1,4 +1,5 @@
-// Line signals: overlap, nearness and newest-wins ownership; see line_signals.h.
+// Line signals: overlap, nearness, newest-wins ownership, the owner's predecessor and oldest-unchanged origin; see
+// line_signals.h.
 #include "daemon/anchors/line_signals.h"
 
 #include <algorithm>
@@ -48,6 +49,7 @@ std::vector<LineSignals> computeLineSignals(const std::vector<QueryLines>& query
     for (const LineRange& r : q.lines) {
       for (uint32_t line = r.first; line <= r.last && line != 0; ++line) {
         std::optional<size_t> newest;           // newest covering anchor
+        std::optional<size_t> secondNewest;     // newest covering anchor but `newest`
         std::optional<size_t> newestUnchanged;  // newest anchor holding the line unchanged
         std::optional<size_t> oldestUnchanged;  // oldest anchor holding the line unchanged
         for (const OnPath& p : onPath) {
@@ -58,7 +60,12 @@ std::vector<LineSignals> computeLineSignals(const std::vector<QueryLines>& query
           if (*d != 0) continue;
           ++s.overlap;
           // onPath is in candidate order, so on equal times the later candidate wins.
-          if (!newest || newer(p.candidate, *newest)) newest = p.candidate;
+          if (!newest || newer(p.candidate, *newest)) {
+            secondNewest = newest;
+            newest = p.candidate;
+          } else if (!secondNewest || newer(p.candidate, *secondNewest)) {
+            secondNewest = p.candidate;
+          }
           if (containsLine(p.unchanged, line) && (!newestUnchanged || newer(p.candidate, *newestUnchanged))) {
             newestUnchanged = p.candidate;
           }
@@ -69,6 +76,9 @@ std::vector<LineSignals> computeLineSignals(const std::vector<QueryLines>& query
         const std::optional<size_t> owner =
             ownership == Ownership::kNewestUnchangedFirst && newestUnchanged ? newestUnchanged : newest;
         if (owner) ++out[*owner].owned;
+        // The newest covering anchor but the owner's: the memory whose writing the owner took the line over from.
+        const std::optional<size_t> prior = owner == newest ? secondNewest : newest;
+        if (prior) ++out[*prior].prior;
         if (oldestUnchanged) ++out[*oldestUnchanged].originated;
         if (line == UINT32_MAX) break;
       }

@@ -1,7 +1,7 @@
 // Line signals for recall: how a candidate memory's anchors, carried to the version of each file the query is in,
 // meet the query's lines: overlap (query lines covered), nearness (distance to the nearest anchored line when
-// nothing overlaps) and ownership (query lines whose newest covering anchor is this memory's, as blame assigns a
-// line to the last change that wrote it). Pure functions; safe from any thread.
+// nothing overlaps), ownership (query lines whose newest covering anchor is this memory's, as blame assigns a
+// line to the last change that wrote it), the owner's predecessor and origin. Pure functions; safe from any thread.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +46,10 @@ struct LineCandidate {
 struct LineSignals {
   uint32_t overlap = 0;  // query lines inside one of the candidate's anchors, over all paths
   uint32_t owned = 0;    // of those, lines this candidate owns (Ownership)
+  // Of those, lines whose newest covering anchor other than their owner's is this candidate's: what the owner took
+  // the line over from, blame's step back past the last change. The last change to a line is often a cleanup, a
+  // rename or a reformat over the change that made it what it is.
+  uint32_t prior = 0;
   // Of those, lines whose oldest anchor holding them unchanged is this candidate's: the memory that wrote the line
   // first as far as the anchors know (where the line came from), as against the one that touched it last.
   uint32_t originated = 0;

@@ -26,6 +26,7 @@ nlohmann::json Signals::toJson() const {
     j["line_overlap"] = lineOverlap;
     j["lines_owned"] = linesOwned;
     j["lines_originated"] = linesOriginated;
+    j["lines_prior"] = linesPrior;
     j["line_distance"] = opt(lineDistance);
   }
   j["blast_radius"] = blastRadius;
@@ -89,12 +90,15 @@ struct DefaultWeights {
   double cochange = 1.5;  // co-change strength (not a direct hit)
   double semantic = 0.5;  // cosine
   // Line anchors, when the query names lines: lines originated / the best candidate's, lines owned / the best's,
-  // lines covered / the best's, and for a candidate anchored near the lines but not on them 1 / (1 + distance / 10).
-  // Where a line came from (the oldest memory holding it unchanged) weighs twice where it was touched last (the
-  // newest, as blame gives it): tuned on iproute2_rolling with `memq bench retrieval --lines` (docs/ranking.md).
+  // lines held before their owner / the best's, and for a candidate anchored near the lines but not on them
+  // 1 / (1 + distance / 10). Where a line came from (the oldest memory holding it unchanged) weighs twice where it
+  // was touched last (the newest, as blame gives it); what the last change took the line over from weighs a little
+  // more than the last change itself, which is often a cleanup over the change that matters. Covering a line in
+  // none of these roles scores nothing: an old anchor under many later rewrites covers every line it ever had.
+  // Tuned on iproute2_rolling with `memq bench retrieval --lines` (docs/ranking.md).
   double linesOriginated = 4.0;
   double linesOwned = 2.0;
-  double lineOverlap = 1.0;
+  double linesPrior = 2.5;
   double lineNear = 0.5;
 };
 constexpr DefaultWeights kW;
@@ -124,14 +128,15 @@ ScoreBreakdown defaultScore(const Signals& s, const RankContext& c, bool withTer
   auto share = [](uint32_t v, uint32_t best) { return best > 0 ? static_cast<double>(v) / best : 0.0; };
   double owned = share(s.linesOwned, c.bestLinesOwned);
   double originated = share(s.linesOriginated, c.bestLinesOriginated);
-  double overlap = share(s.lineOverlap, c.bestLineOverlap);
+  double prior = share(s.linesPrior, c.bestLinesPrior);
   double near = s.lineOverlap == 0 && s.lineDistance ? 1.0 / (1.0 + *s.lineDistance / 10.0) : 0.0;
 
   double relevance = term("file", kW.file * file) + term("matched_files", kW.matched * matched) +
                      term("text", kW.text * text) + term("subject", kW.subject * subject) +
                      term("trigram", kW.trigram * trigram) + term("cochange", kW.cochange * cochange) +
                      term("semantic", kW.semantic * semantic) + term("lines_owned", kW.linesOwned * owned) +
-                     term("lines_overlap", kW.lineOverlap * overlap) + term("lines_near", kW.lineNear * near) + term("lines_originated", kW.linesOriginated * originated);
+                     term("lines_prior", kW.linesPrior * prior) + term("lines_near", kW.lineNear * near) +
+                     term("lines_originated", kW.linesOriginated * originated);
   if (withTerms) b.terms["relevance"] = relevance;
   if (relevance == 0 || !s.directional()) {
     b.score = 0;

@@ -267,9 +267,9 @@ std::vector<RecallHit> rankAndSelect(std::vector<Candidate> candidates, const Re
     if (s.textBm25) ctx.bestTextBm25 = std::min(ctx.bestTextBm25, *s.textBm25);
     if (s.subjectBm25) ctx.bestSubjectBm25 = std::min(ctx.bestSubjectBm25, *s.subjectBm25);
     if (s.cochangeAffinity && !s.fileAffinity) ctx.maxCochange = std::max(ctx.maxCochange, s.cochangeStrength);
-    ctx.bestLineOverlap = std::max(ctx.bestLineOverlap, s.lineOverlap);
     ctx.bestLinesOwned = std::max(ctx.bestLinesOwned, s.linesOwned);
     ctx.bestLinesOriginated = std::max(ctx.bestLinesOriginated, s.linesOriginated);
+    ctx.bestLinesPrior = std::max(ctx.bestLinesPrior, s.linesPrior);
   }
   // Scores only: building every candidate's named terms cost more than scoring them; the hits get theirs below.
   struct Scored {

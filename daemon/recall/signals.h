@@ -32,6 +32,7 @@ struct Signals {
   uint32_t lineOverlap = 0;
   uint32_t linesOwned = 0;
   uint32_t linesOriginated = 0;  // query lines whose oldest unchanged holder is this memory (where they came from)
+  uint32_t linesPrior = 0;       // query lines whose owner took them over from this memory (the newest anchor but it)
   std::optional<uint32_t> lineDistance;
   int blastRadius = 0;             // max over the memory's files
   double ageDays = 0;              // since last_used_at
@@ -63,9 +64,9 @@ struct RankContext {
   double maxCochange = 0;      // strongest co-change strength among candidates
   size_t queriedFiles = 0;
   double blastP95 = 0;         // a repository's typical hub size, for damping (0 = unknown)
-  uint32_t bestLineOverlap = 0;  // the most query lines any candidate's anchors cover
   uint32_t bestLinesOriginated = 0;  // the most query lines any candidate originated
   uint32_t bestLinesOwned = 0;   // the most query lines any candidate owns
+  uint32_t bestLinesPrior = 0;   // the most query lines any candidate held before their owner
 };
 
 struct ScoreBreakdown {

@@ -131,6 +131,7 @@ Status addLineSignals(RecallSource& source, LineCarrier& carrier, WorkTreeVersio
     s.lineOverlap = signals[i].overlap;
     s.linesOwned = signals[i].owned;
     s.linesOriginated = signals[i].originated;
+    s.linesPrior = signals[i].prior;
     s.lineDistance = signals[i].distance;
   }
   return Status::ok();

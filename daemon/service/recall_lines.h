@@ -41,7 +41,7 @@ class WorkTreeVersions {
   std::unordered_map<std::string, std::optional<FileVersion>> versions_;
 };
 
-// Fills lineOverlap, linesOwned and lineDistance of the `candidates` that `source` (one project scope) found. Anchors
+// Fills lineOverlap, linesOwned, linesOriginated, linesPrior and lineDistance of the `candidates` that `source` (one project scope) found. Anchors
 // on a queried file's earlier paths (workTree's renames) count as anchors on the queried file.
 // `queryLines`: paths relative to `workTree`, each with the lines of the file as it is there (a path without lines
 // is skipped). Only active rows' anchors are read, so a hidden, superseded or rejected memory is never lifted by

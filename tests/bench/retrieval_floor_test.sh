@@ -10,8 +10,8 @@ BIN=${1:?usage: retrieval_floor_test.sh BIN_DIR BENCH_DIR [MRR_FLOOR R3_FLOOR]}
 DIR=${MEMQ_BENCH_DIR:-${2:-}}
 MRR_FLOOR=${3:-0.355}
 R3_FLOOR=${4:-0.416}
-LINES_MRR_FLOOR=${5:-0.74}
-LINES_R3_FLOOR=${6:-0.80}
+LINES_MRR_FLOOR=${5:-0.75}
+LINES_R3_FLOOR=${6:-0.83}
 DATA="$DIR/data/iproute2_2018h2"
 if [ -z "$DIR" ] || [ ! -f "$DATA/corpus.jsonl" ] || [ ! -f "$DATA/queries.jsonl" ]; then
   echo "SKIPPED: benchmark data not found at '$DATA' (set MEMQ_BENCH_DIR or the CMake cache entry MEMQ_BENCH_DIR)"

@@ -1,4 +1,5 @@
-// Unit tests of the line signals: overlap, nearness, newest-wins ownership and oldest-unchanged origin.
+// Unit tests of the line signals: overlap, nearness, newest-wins ownership, the owner's predecessor and
+// oldest-unchanged origin.
 #include "daemon/anchors/line_signals.h"
 
 #include <gtest/gtest.h>
@@ -97,6 +98,33 @@ TEST(LineSignals, TwoAnchorsOfOneMemoryOnOnePathCountEachLineOnce) {
       computeLineSignals(query, {candidate(1, {fresh("a.c", {{1, 3}}), fresh("a.c", {{2, 4}})})});
   EXPECT_EQ(s[0].overlap, 4u);
   EXPECT_EQ(s[0].owned, 4u);
+}
+
+TEST(LineSignals, TheOwnersPredecessorIsTheNewestOtherAnchorCoveringTheLine) {
+  const std::vector<QueryLines> query{{"a.c", {{10, 11}}}};
+  // Three memories wrote over lines 10..11 in turn: the first (50) wrote 1..40, the second (100) rewrote 5..15, the
+  // third (200, a cleanup) rewrote line 10 again. The two older anchors still cover the lines, through the hunks
+  // that replaced them. Line 10: the cleanup owns it, taken over from the second. Line 11: the second owns it (it
+  // still holds it unchanged), taken over from the first.
+  const std::vector<LineSignals> s = computeLineSignals(
+      query, {candidate(50, {{"a.c", {{1, 40}}, {{1, 4}, {16, 40}}}}),
+              candidate(100, {{"a.c", {{5, 15}}, {{5, 9}, {11, 15}}}}), candidate(200, {fresh("a.c", {{10, 10}})})});
+  EXPECT_EQ(s[2].owned, 1u);
+  EXPECT_EQ(s[2].prior, 0u);
+  EXPECT_EQ(s[1].owned, 1u);
+  EXPECT_EQ(s[1].prior, 1u) << "line 10: what the cleanup took over";
+  EXPECT_EQ(s[0].prior, 1u) << "line 11: what the second memory took over";
+  EXPECT_EQ(s[0].overlap, 2u);
+  EXPECT_EQ(s[0].owned + s[0].originated, 0u);
+  // A newer anchor whose hunk was itself replaced is the predecessor of an older owner that kept the line unchanged.
+  const std::vector<LineSignals> newerRewritten = computeLineSignals(
+      {{"a.c", {{10, 10}}}}, {candidate(100, {fresh("a.c", {{10, 10}})}), candidate(200, {{"a.c", {{5, 15}}, {}}})});
+  EXPECT_EQ(newerRewritten[0].owned, 1u);
+  EXPECT_EQ(newerRewritten[1].prior, 1u);
+  // A line only one anchor covers has no predecessor.
+  const std::vector<LineSignals> alone = computeLineSignals(query, {candidate(1, {fresh("a.c", {{1, 20}})})});
+  EXPECT_EQ(alone[0].owned, 2u);
+  EXPECT_EQ(alone[0].prior, 0u);
 }
 
 }  // namespace

@@ -121,12 +121,12 @@ namespace memq {
 namespace {
 
 TEST(DefaultRanker, TheMemoryOwningTheQueriedLinesBeatsOneThatOnlySharesTheFile) {
-  // Two memories of one busy file, equally relevant by text: the one whose anchor holds the lines the agent is on
-  // wins, and one anchored a few lines away beats one anchored far away.
+  // Memories of one busy file, equally relevant by text: the one whose anchor holds the lines the agent is on
+  // wins, one anchored a few lines away beats one anchored far away, and one whose anchor covers the lines in no
+  // role (neither owner, nor origin, nor what the owner took them over from) gets nothing for it.
   RankContext ctx;
   ctx.queriedFiles = 1;
   ctx.bestTextBm25 = -4;
-  ctx.bestLineOverlap = 6;
   ctx.bestLinesOwned = 6;
   Signals base;
   base.fileAffinity = true;
@@ -136,7 +136,7 @@ TEST(DefaultRanker, TheMemoryOwningTheQueriedLinesBeatsOneThatOnlySharesTheFile)
   owner.lineOverlap = 6;
   owner.linesOwned = 6;
   owner.lineDistance = 0;
-  Signals covering = base;  // covers the lines, but a newer anchor owns them
+  Signals covering = base;  // covers the lines under several later anchors
   covering.lineOverlap = 6;
   covering.lineDistance = 0;
   Signals near = base;
@@ -144,27 +144,56 @@ TEST(DefaultRanker, TheMemoryOwningTheQueriedLinesBeatsOneThatOnlySharesTheFile)
   Signals far = base;
   far.lineDistance = 400;
   const double ownerScore = defaultScore(owner, ctx).score;
-  const double coveringScore = defaultScore(covering, ctx).score;
   const double nearScore = defaultScore(near, ctx).score;
   const double farScore = defaultScore(far, ctx).score;
   const double fileOnly = defaultScore(base, ctx).score;
-  EXPECT_GT(ownerScore, coveringScore);
-  EXPECT_GT(coveringScore, nearScore);
+  EXPECT_GT(ownerScore, nearScore);
   EXPECT_GT(nearScore, farScore);
   EXPECT_GT(farScore, fileOnly);
-  EXPECT_NEAR(ownerScore - fileOnly, 2.0 + 1.0, 1e-12);
+  EXPECT_DOUBLE_EQ(defaultScore(covering, ctx).score, fileOnly);
+  EXPECT_NEAR(ownerScore - fileOnly, 2.0, 1e-12);
   EXPECT_NEAR(nearScore - fileOnly, 0.5 / (1 + 0.3), 1e-12);
   auto terms = defaultScore(owner, ctx).terms;
   EXPECT_DOUBLE_EQ(terms["lines_owned"].get<double>(), 2.0);
-  EXPECT_DOUBLE_EQ(terms["lines_overlap"].get<double>(), 1.0);
+  EXPECT_FALSE(terms.contains("lines_overlap")) << "covering alone is not a term";
   EXPECT_FALSE(terms.contains("lines_near")) << "nearness counts only for a memory that covers none of the lines";
+}
+
+TEST(DefaultRanker, WhatTheLastChangeTookTheLinesOverFromBeatsAMemoryThatOnlyCoversThem) {
+  // A cleanup rewrote the lines (it owns and originates them now); of the two older memories under it, the one
+  // the cleanup took the lines over from outranks one that merely covers them, and a memory anchored near them.
+  RankContext ctx;
+  ctx.queriedFiles = 1;
+  ctx.bestTextBm25 = -4;
+  ctx.bestLinesOwned = 3;
+  ctx.bestLinesOriginated = 3;
+  ctx.bestLinesPrior = 3;
+  Signals base;
+  base.fileAffinity = true;
+  base.matchedFiles = 1;
+  base.textBm25 = -2;
+  base.lineOverlap = 3;
+  base.lineDistance = 0;
+  Signals replaced = base;
+  replaced.linesPrior = 3;
+  Signals covering = base;
+  Signals near = base;
+  near.lineOverlap = 0;
+  near.lineDistance = 1;
+  const auto replacedScore = defaultScore(replaced, ctx);
+  EXPECT_GT(replacedScore.score, defaultScore(covering, ctx).score);
+  EXPECT_GT(replacedScore.score, defaultScore(near, ctx).score);
+  EXPECT_DOUBLE_EQ(replacedScore.terms.at("lines_prior").get<double>(), 2.5);
+  Signals cleanup = base;
+  cleanup.linesOwned = 3;
+  cleanup.linesOriginated = 3;
+  EXPECT_GT(defaultScore(cleanup, ctx).score, replacedScore.score) << "the owner that wrote the lines still leads";
 }
 
 TEST(DefaultRanker, WhereTheLinesCameFromWeighsMoreThanWhoTouchedThemLast) {
   RankContext ctx;
   ctx.queriedFiles = 1;
   ctx.bestTextBm25 = -4;
-  ctx.bestLineOverlap = 4;
   ctx.bestLinesOwned = 4;
   ctx.bestLinesOriginated = 4;
   Signals base;
@@ -184,7 +213,6 @@ TEST(DefaultRanker, WhereTheLinesCameFromWeighsMoreThanWhoTouchedThemLast) {
 
 TEST(DefaultRanker, LineSignalsNeverLiftAMemoryWithoutADirectionalSignal) {
   RankContext ctx;
-  ctx.bestLineOverlap = 3;
   ctx.bestLinesOwned = 3;
   Signals s;  // no lane found it
   s.lineOverlap = 3;
