@@ -19,9 +19,11 @@ std::string field(const PGresult* r, int code) {
   return v ? v : "";
 }
 
-// Class 08 (connection exception) and the server shutting down or crashing under the session (57P01..57P03).
+// The connection is gone: libpq says so, or the error is libpq's own (no SQLSTATE: "server closed the connection
+// unexpectedly" comes before libpq marks the connection bad), class 08 (connection exception), or the server
+// shutting down or crashing under the session (57P01..57P03).
 bool connectionGone(PGconn* conn, std::string_view sqlstate) {
-  if (PQstatus(conn) == CONNECTION_BAD) return true;
+  if (PQstatus(conn) == CONNECTION_BAD || PQsocket(conn) < 0 || sqlstate.empty()) return true;
   return sqlstate.starts_with("08") || sqlstate == "57P01" || sqlstate == "57P02" || sqlstate == "57P03";
 }
 
