@@ -3,6 +3,8 @@
 // reading the journal, hostile input, and a server that goes away.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -494,6 +496,17 @@ TEST(TeamConninfoTest, APasswordNeverReachesTheDisplayedConninfo) {
 }
 
 class TeamConnectionTest : public TeamFixture {};
+
+TEST_F(TeamConnectionTest, AnEmptyConninfoTakesEverythingFromThePgEnvironment) {
+  const std::vector<std::pair<const char*, std::string>> env = {
+      {"PGHOST", cluster_->dir()}, {"PGPORT", "5432"}, {"PGUSER", "bob"}, {"PGDATABASE", db_}};
+  for (const auto& [name, value] : env) ::setenv(name, value.c_str(), 1);
+  auto c = TeamClient::connect("");
+  for (const auto& [name, value] : env) ::unsetenv(name);
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(*(*c)->role(), "bob");
+  EXPECT_EQ(*(*c)->schemaVersion(), latestVersion(embeddedTeamMigrations()));
+}
 
 TEST_F(TeamConnectionTest, AServerThatGoesAwayIsConnectionLostNotAStorageError) {
   // A cluster of its own, killed mid-test; the shared one keeps serving the other tests.
