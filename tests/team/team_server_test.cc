@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <set>
 #include <thread>
 
@@ -496,6 +498,33 @@ TEST(TeamConninfoTest, APasswordNeverReachesTheDisplayedConninfo) {
 }
 
 class TeamConnectionTest : public TeamFixture {};
+
+TEST_F(TeamConnectionTest, APasswordComesFromAPassfileAndNeverShows) {
+  static bool made = false;  // roles are the cluster's, not the database's
+  if (!made) {
+    ASSERT_EQ(cluster_->createPasswordRole("pat", "s3cret-pw", {"memq_team_writer"}), "");
+    made = true;
+  }
+  const std::string passfile = cluster_->dir() + "/pgpass";
+  {
+    std::ofstream out(passfile);
+    out << cluster_->dir() << ":5432:" << db_ << ":pat:s3cret-pw\n";
+  }
+  ASSERT_EQ(::chmod(passfile.c_str(), 0600), 0);  // libpq ignores a passfile others may read
+  auto viaFile = TeamClient::connect(cluster_->conninfo(db_, "pat") + " passfile=" + passfile);
+  ASSERT_TRUE(viaFile.isOk()) << viaFile.status().toString();
+  EXPECT_EQ(*(*viaFile)->role(), "pat");
+  // Without it the server wants the password; a wrong one is refused, and no message shows what was given.
+  auto none = TeamClient::connect(cluster_->conninfo(db_, "pat") + " passfile=/nonexistent");
+  EXPECT_EQ(none.status().code(), ErrorCode::kScopeUnavailable) << none.status().toString();
+  auto wrong = TeamClient::connect(cluster_->conninfo(db_, "pat") + " passfile=/nonexistent password=not-it");
+  ASSERT_FALSE(wrong.isOk());
+  EXPECT_EQ(wrong.status().code(), ErrorCode::kScopeUnavailable);
+  EXPECT_EQ(wrong.status().message().find("not-it"), std::string::npos) << wrong.status().message();
+  auto given = TeamClient::connect(cluster_->conninfo(db_, "pat") + " passfile=/nonexistent password=s3cret-pw");
+  ASSERT_TRUE(given.isOk()) << given.status().toString();
+  EXPECT_EQ((*given)->displayConninfo().find("s3cret-pw"), std::string::npos) << (*given)->displayConninfo();
+}
 
 TEST_F(TeamConnectionTest, AnEmptyConninfoTakesEverythingFromThePgEnvironment) {
   const std::vector<std::pair<const char*, std::string>> env = {
