@@ -137,6 +137,26 @@ TEST_F(TeamModelTest, AnIdenticalActiveSaveReturnsTheFirstIdAndHiddenOrSupersede
   EXPECT_EQ((*bob->get(first->id))->state, "superseded");
 }
 
+TEST_F(TeamModelTest, FilesAreStoredAsTheProtocolWritesThemWithNormalisedPathsAndLines) {
+  auto alice = connectAs("alice");
+  SaveInput in = text("The parser and its tests");
+  const std::string blob(40, 'c');
+  in.files = {"./src//parse.cc", FileEntry("src/parse_test.cc", LineRanges{{5, 9}, {1, 2}, {3, 3}}, blob),
+              "src/parse.cc"};
+  in.topics = {"parser", "Parser", "tests"};
+  in.category = "context";
+  auto saved = alice->save(in, "/work/project");
+  ASSERT_TRUE(saved.isOk()) << saved.status().toString();
+  auto got = alice->get(saved->id);
+  ASSERT_TRUE(got.isOk() && got->has_value());
+  EXPECT_EQ((*got)->files, nlohmann::json::parse(R"(["src/parse.cc",
+      {"path": "src/parse_test.cc", "lines": [[1, 3], [5, 9]], "blob": ")" + blob + R"("}])"));
+  EXPECT_EQ((*got)->topics, nlohmann::json::parse(R"(["parser", "tests"])"));
+  EXPECT_EQ((*got)->category, "context");
+  EXPECT_EQ((*got)->contentHash, contentHash("The parser and its tests", ""));
+  EXPECT_EQ((*got)->createdBy, "alice");
+}
+
 TEST_F(TeamModelTest, StateChangesFollowTheCorrectionModel) {
   auto alice = connectAs("alice");
   auto a = alice->save(text("Tabs in the Makefile"), "");
@@ -469,6 +489,19 @@ TEST_F(TeamHostileTest, TheServerRefusesWhatTheClientWouldNotSend) {
       {"a summary too long", call + "repeat('x', 201), '', NULL, '[]', '[]', '" + hash + "')"},
       {"files that are no array", call + "'honest text', '', NULL, '[]', '{\"a\": 1}', '" + hash + "')"},
       {"a bogus category", call + "'honest text', '', 'rm', '[]', '[]', '" + hash + "')"},
+      {"a topic too long", call + "'honest text', '', NULL, jsonb_build_array(repeat('t', 33)), '[]', '" + hash +
+                               "')"},
+      {"a path too long", call + "'honest text', '', NULL, '[]', jsonb_build_array(repeat('p', 4096)), '" + hash +
+                              "')"},
+      {"65 ranges", call + "'honest text', '', NULL, '[]', jsonb_build_array(jsonb_build_object('path', 'a.c', "
+                           "'lines', (SELECT jsonb_agg(jsonb_build_array(i * 2, i * 2)) FROM generate_series(1, 65) i)"
+                           ")), '" + hash + "')"},
+      {"a range backwards", call + "'honest text', '', NULL, '[]', '[{\"path\": \"a.c\", \"lines\": [[9, 3]]}]', '" +
+                                   hash + "')"},
+      {"line zero", call + "'honest text', '', NULL, '[]', '[{\"path\": \"a.c\", \"lines\": [[0, 3]]}]', '" + hash +
+                           "')"},
+      {"an extra key", call + "'honest text', '', NULL, '[]', '[{\"path\": \"a.c\", \"lines\": [[1, 3]], "
+                              "\"x\": 1}]', '" + hash + "')"},
   };
   for (const auto& [name, statement] : cases) {
     SqlOutcome r = sql(statement, "alice");
@@ -477,6 +510,12 @@ TEST_F(TeamHostileTest, TheServerRefusesWhatTheClientWouldNotSend) {
   }
   EXPECT_EQ(scalar("SELECT count(*) FROM memq_team.memories"), "0");
   EXPECT_EQ(scalar("SELECT count(*) FROM memq_team.audit"), "0");
+  // The same call with well-formed values is accepted: the refusals above are the values', not the call's.
+  SqlOutcome fine = sql(call + "'honest text', '', 'gotcha', '[\"t\"]', '[\"b.c\", {\"path\": \"a.c\", "
+                               "\"lines\": [[1, 3], [7, 7]], \"blob\": \"" + std::string(40, 'a') + "\"}]', '" +
+                            hash + "')",
+                        "alice");
+  EXPECT_TRUE(fine.ok) << fine.message;
   // The helpers the functions use are not callable by teammates.
   EXPECT_EQ(sql("SELECT memq_team.append_event('create', 'x', '{}')", "alice").sqlstate, kPrivilege);
 }
