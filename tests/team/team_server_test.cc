@@ -529,6 +529,11 @@ TEST(TeamConninfoTest, APasswordNeverReachesTheDisplayedConninfo) {
   const std::string uri = conninfoWithoutPassword("postgresql://alice:s3cret@localhost:1/memq?sslmode=disable");
   EXPECT_EQ(uri.find("s3cret"), std::string::npos) << uri;
   EXPECT_NE(uri.find("dbname='memq'"), std::string::npos) << uri;
+  // A malformed URI is refused without quoting it: the part libpq would quote may be the password.
+  auto malformed = TeamClient::connect("postgresql://alice:s3cret%zz@localhost/memq");
+  ASSERT_FALSE(malformed.isOk());
+  EXPECT_EQ(malformed.status().code(), ErrorCode::kScopeUnavailable);
+  EXPECT_EQ(malformed.status().message().find("s3cret"), std::string::npos) << malformed.status().message();
   // A server that is not there: ScopeUnavailable, and the message shows no password either.
   auto c = TeamClient::connect("host=/nonexistent-memq-dir user=alice password=s3cret dbname=memq");
   ASSERT_FALSE(c.isOk());
