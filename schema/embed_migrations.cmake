@@ -1,7 +1,8 @@
-# Writes a C++ source holding every migration as a raw string, numbered by its file name prefix.
+# Writes a C++ source holding every migration of one set as a raw string, numbered by its file name prefix.
+# FUNCTION names the accessor (embeddedMigrations for schema/migrations/, embeddedTeamMigrations for schema/team/).
 string(REPLACE "|" ";" FILES "${FILES}")
-set(body "// Generated from schema/migrations/*.sql by schema/embed_migrations.cmake. Do not edit.\n")
-string(APPEND body "#include \"embedded_migrations.h\"\n\nnamespace memq {\n\nconst std::vector<Migration>& embeddedMigrations() {\n")
+set(body "// Generated from ${SOURCE} by schema/embed_migrations.cmake. Do not edit.\n")
+string(APPEND body "#include \"embedded_migrations.h\"\n\nnamespace memq {\n\nconst std::vector<Migration>& ${FUNCTION}() {\n")
 string(APPEND body "  static const std::vector<Migration> kMigrations = {\n")
 foreach(f ${FILES})
   get_filename_component(name ${f} NAME_WE)

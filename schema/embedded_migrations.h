@@ -1,4 +1,5 @@
-// The SQL migrations compiled into memqd (generated from schema/migrations/ at build time).
+// The SQL migrations compiled into memq (generated at build time): schema/migrations/ for a scope's SQLite file,
+// schema/team/ for the team scope's PostgreSQL server. migration_runner.h applies either set.
 #pragma once
 
 #include <string_view>
@@ -12,7 +13,9 @@ struct Migration {
   std::string_view sql;    // the whole script, applied in one transaction with the others
 };
 
-// All migrations, ascending by version.
+// All migrations of schema/migrations/, ascending by version.
 const std::vector<Migration>& embeddedMigrations();
+// All migrations of schema/team/, ascending by version.
+const std::vector<Migration>& embeddedTeamMigrations();
 
 }  // namespace memq

@@ -16,6 +16,7 @@
 #include <sqlite3.h>
 
 #include "embedded_migrations.h"
+#include "migration_runner.h"
 
 namespace memq {
 
@@ -163,10 +164,7 @@ Result<std::optional<FileIdentity>> claimPrivateFile(const std::string& path, bo
   return std::optional<FileIdentity>(identity);
 }
 
-int latestSchemaVersion() {
-  const auto& migrations = embeddedMigrations();
-  return migrations.empty() ? 0 : migrations.back().version;
-}
+int latestSchemaVersion() { return latestVersion(embeddedMigrations()); }
 
 int schemaVersion(SQLite::Database& db) {
   if (!db.tableExists("schema_version")) return 0;
@@ -177,29 +175,40 @@ int schemaVersion(SQLite::Database& db) {
 
 namespace {
 
-Status migrate(SQLite::Database& db, const std::string& path, int maxVersion) {
-  db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)");
-  int current = schemaVersion(db);
-  int latest = latestSchemaVersion();
-  if (current > latest) {
-    return Status(ErrorCode::kStorageError,
-                  "database " + path + " was written by a newer memq (schema version " + std::to_string(current) +
-                      "; this memqd knows up to " + std::to_string(latest) + "); upgrade memq to open it");
+// The runner's SQLite side. SQLite's exceptions pass through the runner to openDatabase, which turns them into a
+// Status; the transaction, held here, rolls back when the backend goes out of scope without a commit.
+class SqliteMigrationBackend final : public MigrationBackend {
+ public:
+  explicit SqliteMigrationBackend(SQLite::Database& db) : db_(db) {}
+
+  Result<int> recordedVersion() override { return schemaVersion(db_); }
+  Status begin() override {
+    tx_.emplace(db_, SQLite::TransactionBehavior::IMMEDIATE);
+    return Status::ok();
   }
-  int target = maxVersion < 0 ? latest : maxVersion;
-  if (current >= target) return Status::ok();
-  SQLite::Transaction tx(db, SQLite::TransactionBehavior::IMMEDIATE);
-  // Re-read inside the write lock: another process may have migrated meanwhile.
-  current = schemaVersion(db);
-  for (const auto& m : embeddedMigrations()) {
-    if (m.version <= current || m.version > target) continue;
-    db.exec(std::string(m.sql));
-    SQLite::Statement ins(db, "INSERT INTO schema_version(version, applied_at) VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ','now'))");
+  Status apply(const Migration& m) override {
+    db_.exec(std::string(m.sql));
+    SQLite::Statement ins(
+        db_, "INSERT INTO schema_version(version, applied_at) VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ','now'))");
     ins.bind(1, m.version);
     ins.exec();
+    return Status::ok();
   }
-  tx.commit();
-  return Status::ok();
+  Status commit() override {
+    tx_->commit();
+    return Status::ok();
+  }
+  void rollback() override { tx_.reset(); }
+
+ private:
+  SQLite::Database& db_;
+  std::optional<SQLite::Transaction> tx_;
+};
+
+Status migrate(SQLite::Database& db, const std::string& path, int maxVersion) {
+  db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)");
+  SqliteMigrationBackend backend(db);
+  return runMigrations(backend, embeddedMigrations(), maxVersion, "database " + path);
 }
 
 // sqlite3_wal_hook callback: runs after every commit with the WAL's frame count.

@@ -1,0 +1,273 @@
+// TeamClient: connecting, saves, state changes, the journal and notifications; see team_client.h. The migrations
+// are in team_migrations.cc, libpq execution and error translation in pg_exec.cc.
+#include "daemon/team/team_client.h"
+
+#include <libpq-fe.h>
+#include <poll.h>
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <unordered_set>
+
+#include "daemon/anchors/line_ranges.h"
+#include "daemon/model/file_path.h"
+#include "daemon/model/memory.h"
+#include "daemon/team/pg_exec.h"
+#include "daemon/util/utf8.h"
+
+namespace memq {
+
+namespace {
+
+// What conninfoWithoutPassword shows for a conninfo libpq cannot parse (never any of it: it may hold a password).
+constexpr const char* kUnparsable = "(a conninfo libpq cannot parse)";
+
+// The oldest server the schema runs on (gen_random_uuid is built in from 13).
+constexpr int kMinServerVersion = 130000;
+
+// The columns of a memory as TeamMemory reads them (readMemory), with times in ISO-8601 UTC.
+constexpr const char* kMemoryColumns =
+    "m.id, m.summary, m.details, m.category, m.topics::text, m.files::text, m.content_hash, m.state, "
+    "m.superseded_by, m.state_reason, "
+    "to_char(m.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), "
+    "to_char(m.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), m.created_by";
+
+TeamMemory readMemory(const PGresult* r, int row, int col) {
+  TeamMemory m;
+  m.id = pgText(r, row, col);
+  m.summary = pgText(r, row, col + 1);
+  m.details = pgText(r, row, col + 2);
+  m.category = pgCell(r, row, col + 3);
+  m.topics = nlohmann::json::parse(pgText(r, row, col + 4), nullptr, false);
+  m.files = nlohmann::json::parse(pgText(r, row, col + 5), nullptr, false);
+  m.contentHash = pgText(r, row, col + 6);
+  m.state = pgText(r, row, col + 7);
+  m.supersededBy = pgCell(r, row, col + 8);
+  m.stateReason = pgCell(r, row, col + 9);
+  m.createdAt = pgText(r, row, col + 10);
+  m.updatedAt = pgText(r, row, col + 11);
+  m.createdBy = pgText(r, row, col + 12);
+  return m;
+}
+
+std::optional<int64_t> parseSeq(std::string_view text) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+// A text parameter must reach the server whole: libpq passes C strings (a NUL would cut it short, and an id cut
+// short could name another memory), and the server refuses what is not UTF-8.
+Status checkTextParam(std::string_view text, const std::string& field) {
+  if (!isValidUtf8(text)) return Status::invalidField(field, field + " is not valid UTF-8");
+  if (text.find('\0') != std::string_view::npos) return Status::invalidField(field, field + " contains a NUL byte");
+  return Status::ok();
+}
+
+bool isBlobId(const std::string& blob) {
+  if (blob.size() != 40) return false;
+  for (char c : blob) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+// One file entry as memq_team.memories.files holds it, normalised and validated (errors name files[i]...).
+Result<nlohmann::json> fileJson(const FileEntry& entry, size_t i, std::string_view projectRoot) {
+  const std::string field = "files[" + std::to_string(i) + "]";
+  auto path = normalizeFilePath(entry.path, projectRoot, field);
+  if (!path) return path.status();
+  if (!entry.lines) {
+    if (entry.blob) return Status::invalidField(field + ".blob", "a blob names the version of lines; give lines too");
+    return nlohmann::json(*path);
+  }
+  MEMQ_RETURN_IF_ERROR(validateRanges(*entry.lines, field + ".lines"));
+  nlohmann::json out = {{"path", *path}, {"lines", lineRangesToJson(normalizeRanges(*entry.lines))}};
+  if (entry.blob) {
+    if (!isBlobId(*entry.blob)) return Status::invalidField(field + ".blob", "blob must be 40 lowercase hex digits");
+    out["blob"] = *entry.blob;
+  }
+  return out;
+}
+
+// The files of a save, de-duplicated by path (the first entry of a path wins, as normalizeFiles keeps it).
+Result<nlohmann::json> filesJson(const std::vector<FileEntry>& files, std::string_view projectRoot) {
+  nlohmann::json out = nlohmann::json::array();
+  std::unordered_set<std::string> seen;
+  for (size_t i = 0; i < files.size(); ++i) {
+    auto f = fileJson(files[i], i, projectRoot);
+    if (!f) return f.status();
+    const std::string path = f->is_string() ? f->get<std::string>() : (*f)["path"].get<std::string>();
+    if (seen.insert(path).second) out.push_back(std::move(*f));
+  }
+  return out;
+}
+
+// libpq prints notices (CREATE ... IF NOT EXISTS skipping) to stderr by default; memq logs them at debug.
+void logNotice(void*, const char* message) { spdlog::debug("team server: {}", message); }
+
+}  // namespace
+
+std::string conninfoWithoutPassword(const std::string& conninfo) {
+  char* error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &error);
+  if (!options) {
+    if (error) PQfreemem(error);
+    return kUnparsable;
+  }
+  std::string out;
+  for (PQconninfoOption* o = options; o->keyword; ++o) {
+    if (!o->val || std::strcmp(o->keyword, "password") == 0) continue;
+    std::string value;
+    for (const char* c = o->val; *c; ++c) {
+      if (*c == '\'' || *c == '\\') value.push_back('\\');
+      value.push_back(*c);
+    }
+    if (!out.empty()) out.push_back(' ');
+    out += std::string(o->keyword) + "='" + value + "'";
+  }
+  PQconninfoFree(options);
+  return out;
+}
+
+Result<std::unique_ptr<TeamClient>> TeamClient::connect(const std::string& conninfo) {
+  const std::string display = conninfoWithoutPassword(conninfo);
+  if (display == kUnparsable) {
+    // Not handed to PQconnectdb: its message for a malformed URI quotes the part it choked on, password or not.
+    return Status(ErrorCode::kScopeUnavailable, "cannot connect to the team server: " + display,
+                  nlohmann::json{{"scope", "team"}, {"reason", "connect_failed"}});
+  }
+  PGconn* conn = PQconnectdb(conninfo.c_str());
+  if (!conn) return teamConnectionLost("connect to " + display, "out of memory");
+  std::unique_ptr<TeamClient> client(new TeamClient(conn, display));
+  if (PQstatus(conn) != CONNECTION_OK) {
+    std::string message = PQerrorMessage(conn);
+    while (!message.empty() && message.back() == '\n') message.pop_back();
+    return Status(ErrorCode::kScopeUnavailable, "cannot connect to the team server (" + display + "): " + message,
+                  nlohmann::json{{"scope", "team"}, {"reason", "connect_failed"}});
+  }
+  PQsetNoticeProcessor(conn, logNotice, nullptr);
+  if (PQserverVersion(conn) < kMinServerVersion) {
+    return Status(ErrorCode::kScopeUnavailable, "the team server (" + display + ") runs PostgreSQL " +
+                                                    std::to_string(PQserverVersion(conn)) + "; memq needs 13 or later",
+                  nlohmann::json{{"scope", "team"}, {"reason", "server_too_old"}});
+  }
+  auto role = client->role();
+  if (!role) return role.status();
+  spdlog::info("team server: connected to {} as role {}", display, *role);
+  return client;
+}
+
+TeamClient::~TeamClient() { PQfinish(conn_); }
+
+Result<std::string> TeamClient::role() {
+  auto r = pgExec(conn_, "SELECT session_user", {}, "role");
+  if (!r) return r.status();
+  return pgText(r->get(), 0, 0);
+}
+
+Result<TeamSaveResult> TeamClient::save(const SaveInput& input, std::string_view projectRoot) {
+  auto normalized = normalizeSave(input, projectRoot);
+  if (!normalized) return normalized.status();
+  auto files = filesJson(input.files, projectRoot);
+  if (!files) return files.status();
+  auto r = pgExec(conn_,
+                  "SELECT status, id, superseded_by, reason, seq FROM memq_team.memq_save("
+                  "$1::text, $2::text, $3::text, $4::jsonb, $5::jsonb, $6::text)",
+                  {normalized->summary, normalized->details, normalized->category,
+                   nlohmann::json(normalized->topics).dump(), files->dump(), normalized->contentHash},
+                  "save");
+  if (!r) return r.status();
+  const PGresult* row = r->get();
+  auto status = parseSaveStatus(pgText(row, 0, 0));
+  if (!status) return Status::internal("team server answered save with status '" + pgText(row, 0, 0) + "'");
+  TeamSaveResult out;
+  out.status = *status;
+  out.id = pgText(row, 0, 1);
+  out.supersededBy = pgCell(row, 0, 2);
+  out.reason = pgCell(row, 0, 3);
+  if (auto seq = pgCell(row, 0, 4)) out.seq = parseSeq(*seq);
+  out.warnings = std::move(normalized->warnings);
+  return out;
+}
+
+Result<std::optional<int64_t>> TeamClient::setState(std::string_view id, std::string_view action,
+                                                    const std::optional<std::string>& reason,
+                                                    const std::optional<std::string>& supersededBy) {
+  MEMQ_RETURN_IF_ERROR(checkTextParam(id, "id"));
+  MEMQ_RETURN_IF_ERROR(checkTextParam(action, "action"));
+  if (reason) MEMQ_RETURN_IF_ERROR(checkTextParam(*reason, "reason"));
+  if (supersededBy) MEMQ_RETURN_IF_ERROR(checkTextParam(*supersededBy, "by"));
+  auto r = pgExec(conn_, "SELECT memq_team.memq_set_state($1::text, $2::text, $3::text, $4::text)",
+                  {std::string(id), std::string(action), reason, supersededBy}, std::string(action));
+  if (!r) return r.status();
+  auto seq = pgCell(r->get(), 0, 0);
+  return seq ? parseSeq(*seq) : std::optional<int64_t>();
+}
+
+Result<std::optional<TeamMemory>> TeamClient::get(std::string_view id) {
+  MEMQ_RETURN_IF_ERROR(checkTextParam(id, "id"));
+  auto r = pgExec(conn_, std::string("SELECT ") + kMemoryColumns + " FROM memq_team.memories m WHERE m.id = $1",
+                  {std::string(id)}, "get");
+  if (!r) return r.status();
+  if (PQntuples(r->get()) == 0) return std::optional<TeamMemory>();
+  return std::optional<TeamMemory>(readMemory(r->get(), 0, 0));
+}
+
+Result<std::vector<TeamEvent>> TeamClient::eventsSince(int64_t afterSeq, int limit) {
+  if (limit < 1) return Status::invalidField("limit", "limit must be at least 1");
+  auto r = pgExec(conn_,
+                  std::string("SELECT a.seq, to_char(a.at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), "
+                              "a.actor, a.action, a.memory_id, a.detail::text, ") +
+                      kMemoryColumns +
+                      " FROM memq_team.audit a LEFT JOIN memq_team.memories m ON m.id = a.memory_id"
+                      " WHERE a.seq > $1::bigint ORDER BY a.seq LIMIT $2::integer",
+                  {std::to_string(afterSeq), std::to_string(limit)}, "events");
+  if (!r) return r.status();
+  const PGresult* res = r->get();
+  std::vector<TeamEvent> out;
+  for (int i = 0; i < PQntuples(res); ++i) {
+    TeamEvent e;
+    e.seq = parseSeq(pgText(res, i, 0)).value_or(0);
+    e.at = pgText(res, i, 1);
+    e.actor = pgText(res, i, 2);
+    e.action = pgText(res, i, 3);
+    e.memoryId = pgText(res, i, 4);
+    e.detail = nlohmann::json::parse(pgText(res, i, 5), nullptr, false);
+    if (!PQgetisnull(res, i, 6)) e.memory = readMemory(res, i, 6);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+Status TeamClient::listen() {
+  auto r = pgExec(conn_, "LISTEN memq_team", {}, "listen");
+  return r ? Status::ok() : r.status();
+}
+
+Result<std::optional<int64_t>> TeamClient::waitForNotification(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    if (PQconsumeInput(conn_) == 0) return pgStatus(conn_, nullptr, "wait for notifications");
+    if (PGnotify* n = PQnotifies(conn_)) {
+      const auto seq = parseSeq(n->extra ? n->extra : "");
+      PQfreemem(n);
+      if (seq) return std::optional<int64_t>(seq);
+      continue;  // a notification on the channel that is not a seq: not memq_team's functions', skipped
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                            std::chrono::steady_clock::now());
+    if (left.count() <= 0) return std::optional<int64_t>();
+    pollfd fd{PQsocket(conn_), POLLIN, 0};
+    if (fd.fd < 0) return pgStatus(conn_, nullptr, "wait for notifications");
+    const int rc = ::poll(&fd, 1, static_cast<int>(left.count()));
+    if (rc < 0 && errno != EINTR) {
+      return teamConnectionLost("wait for notifications", std::string("poll: ") + std::strerror(errno));
+    }
+  }
+}
+
+}  // namespace memq
