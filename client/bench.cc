@@ -717,6 +717,7 @@ int runRetrievalBench(Context& ctx, const std::vector<std::string>& words) {
           size_t total = q.value("relevant", json::array()).size();
           if (dump) {
             json line = {{"qid", q.value("qid", json())}, {"split", split}, {"ranker", run.ranker},
+                         {"mode", run.lines ? "lines" : "files"},
                          {"relevant", json(std::vector<std::string>(relevant.begin(), relevant.end()))},
                          {"relevant_total", total}, {"query", q.value("text", "")},
                          {"files", params["files"]}, {"candidates", json::array()}};

@@ -6,7 +6,12 @@ with every candidate's raw signals (explain). This re-scores the candidates with
 R@1/R@3/R@10/MRR@10, so weights can be searched in seconds instead of re-running the benchmark (minutes).
 The formula in `score()` mirrors defaultScore in daemon/recall/rankers.cc; keep them in step.
 
+With --lines it re-weighs only the line terms (a dump of `--lines`, its "lines" rows): each candidate's score less
+its line terms, plus the line shares (each term divided by its weight in rankers.cc, LINE_WEIGHTS below) at other
+weights. At LINE_WEIGHTS it reproduces the dumped scores, which it checks before anything else.
+
 Usage: rank_tune.py DUMP [--search]
+       rank_tune.py DUMP --lines [--search]
 """
 import itertools
 import json
@@ -14,17 +19,18 @@ import math
 import sys
 
 
-def load(path):
+def load(path, mode="files"):
     qs = []
     for line in open(path):
         q = json.loads(line)
-        if q.get("ranker") != "default":
+        if q.get("ranker") != "default" or q.get("mode", mode) != mode:
             continue
         cands = []
         for c in q["candidates"]:
             s = c["explain"].get("signals", {})
             s["id"] = c["id"]
             s["created_at"] = c["created_at"]
+            s["terms"] = c["explain"].get("terms", {})
             cands.append(s)
         q["cands"] = cands
         qs.append(q)
@@ -100,7 +106,69 @@ def make(w):
     return s
 
 
+# The line terms of the default ranker and their weights (rankers.cc, kW).
+LINE_WEIGHTS = {"lines_originated": 4.0, "lines_owned": 2.0, "lines_prior": 2.5, "lines_near": 0.5}
+
+
+def add_line_parts(qs):
+    """Each candidate's score without its line terms (f["base"]) and its line shares (f[term] in [0, 1])."""
+    for q in qs:
+        for x in q["cands"]:
+            t = x["terms"]
+            line = {k: t.get(k, 0.0) for k in LINE_WEIGHTS}
+            x["f"]["base"] = t.get("relevance", 0.0) - sum(line.values())
+            for k, w in LINE_WEIGHTS.items():
+                x["f"][k] = line[k] / w
+
+
+def line_scorer(w):
+    return lambda f: f["base"] + sum(w[k] * f[k] for k in LINE_WEIGHTS)
+
+
+def lines_main(path, search):
+    qs = load(path, "lines")
+    add_line_parts(qs)
+    print("queries", len(qs))
+    # At the ranker's own weights the re-scoring must give the dumped relevance back: else this file and rankers.cc
+    # have drifted apart.
+    worst = max((abs(line_scorer(LINE_WEIGHTS)(x["f"]) - x["terms"].get("relevance", 0.0))
+                 for q in qs for x in q["cands"]), default=0.0)
+    if worst > 1e-6:
+        sys.exit("rank_tune.py: the line terms do not add up to the dumped relevance (off by %g); "
+                 "update LINE_WEIGHTS from rankers.cc" % worst)
+    print("as dumped                   ", fmt(metrics(qs, lambda f: 0)))
+    print("line weights of rankers.cc  ", fmt(metrics(qs, line_scorer(LINE_WEIGHTS))))
+    print("no line terms               ", fmt(metrics(qs, lambda f: f["base"])))
+    if not search:
+        return
+    # Coordinate ascent on MRR@10 (R@3 as tie-break) over the four line weights, from rankers.cc's.
+    grid = [0, 0.25, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0]
+    w = dict(LINE_WEIGHTS)
+
+    def obj(w):
+        m = metrics(qs, line_scorer(w))
+        return (m["MRR@10"] + m["R@3"], m)
+
+    best, bm = obj(w)
+    for _ in range(3):
+        improved = False
+        for k in LINE_WEIGHTS:
+            for v in grid:
+                w2 = dict(w)
+                w2[k] = v
+                o, m = obj(w2)
+                if o > best + 1e-9:
+                    best, bm, w = o, m, w2
+                    improved = True
+        if not improved:
+            break
+    print("searched", w, fmt(bm))
+
+
 if __name__ == "__main__":
+    if "--lines" in sys.argv:
+        lines_main(sys.argv[1], "--search" in sys.argv)
+        sys.exit(0)
     qs = load(sys.argv[1])
     print("queries", len(qs))
     print("as dumped (order of the dump)", fmt(metrics(qs, lambda f: 0)))
