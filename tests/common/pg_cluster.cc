@@ -110,7 +110,7 @@ std::string PgCluster::runPgBinary(const std::vector<std::string>& argv) {
   return argv[0] + " failed (status " + std::to_string(status) + "): " + tail(log);
 }
 
-std::string PgCluster::start() {
+std::string PgCluster::start(bool durable) {
   if (::access((std::string(kPgBinDir) + "/initdb").c_str(), X_OK) != 0 ||
       ::access((std::string(kPgBinDir) + "/pg_ctl").c_str(), X_OK) != 0) {
     return std::string("PostgreSQL 15 server binaries not found in ") + kPgBinDir +
@@ -133,7 +133,9 @@ std::string PgCluster::start() {
     std::ofstream conf(data + "/postgresql.conf", std::ios::app);
     conf << "listen_addresses = ''\n"
          << "unix_socket_directories = '" << dir_ << "'\n"
-         << "port = 5432\nfsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
+         << "port = 5432\n"
+         << (durable ? "fsync = on\nsynchronous_commit = on\nfull_page_writes = on\n"
+                     : "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n")
          << "max_connections = 40\nshared_buffers = 16MB\n";
     if (!conf) return "cannot write " + data + "/postgresql.conf";
   }

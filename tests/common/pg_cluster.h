@@ -1,6 +1,7 @@
 // PgCluster: a throwaway PostgreSQL 15 server for tests — initdb and pg_ctl (Debian's /usr/lib/postgresql/15/bin)
-// in a temporary directory, listening only on a Unix socket in that directory (no TCP), fsync off. When the test
-// runs as root the server runs as `nobody` (PostgreSQL refuses to run as root), with the directory given to it.
+// in a temporary directory, listening only on a Unix socket in that directory (no TCP), fsync off unless asked.
+// When the test runs as root the server runs as `nobody` (PostgreSQL refuses to run as root), with the directory
+// given to it.
 // The destructor stops it (immediate) and removes the directory; kill() stops it mid-test.
 // The bootstrap superuser is `memq_admin`. Login roles are trusted over the socket (test-only authentication),
 // except those made by createPasswordRole, which must give their password.
@@ -36,8 +37,9 @@ class PgCluster {
   PgCluster& operator=(const PgCluster&) = delete;
 
   // initdb and start. An empty string when the server is up, else what went wrong (missing binaries: run
-  // `make deps`).
-  std::string start();
+  // `make deps`). `durable`: fsync, synchronous commit and full page writes on, as a real server has them (for
+  // benchmarks); off by default, which tests do not need.
+  std::string start(bool durable = false);
   // Stops the server at once (pg_ctl stop -m immediate): connections break as if it crashed.
   void kill();
 
