@@ -1,0 +1,131 @@
+// Opening team scopes (replica, outbox, sync thread) and reading which project names which; see team_scopes.h.
+#include "daemon/service/team_scopes.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "daemon/team/team_config.h"
+#include "daemon/util/sha256.h"
+
+namespace memq {
+
+TeamScopes::TeamScopes(std::string dataDir, const Embedder* embedder, std::function<void(const ChangeEvent&)> emit)
+    : dataDir_(std::move(dataDir)), embedder_(embedder), emit_(std::move(emit)) {}
+
+TeamScopes::~TeamScopes() {
+  std::map<std::string, std::shared_ptr<Scope>> scopes;
+  {
+    MutexLock lock(mutex_);
+    scopes.swap(scopes_);
+  }
+  for (auto& [key, scope] : scopes) scope->team.reset();  // joins the sync thread before the replica closes
+}
+
+Result<std::optional<std::string>> TeamScopes::configured(const ProjectLocation& location) {
+  Configured& c = projects_[location.root];
+  struct stat st {};
+  const std::string path = teamConfigPath(location);
+  int64_t stampNs = -1;
+  int64_t size = -1;
+  if (::stat(path.c_str(), &st) == 0) {
+    stampNs = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    size = static_cast<int64_t>(st.st_size);
+  }
+  if (stampNs == c.stampNs && size == c.size) return c.conninfo;
+  auto read = readTeamConninfo(location);
+  if (!read) return read.status();
+  c = Configured{*read, stampNs, size};
+  return c.conninfo;
+}
+
+Result<std::shared_ptr<Scope>> TeamScopes::open(const std::string& conninfo) {
+  if (auto it = scopes_.find(conninfo); it != scopes_.end()) return it->second;
+  const std::string key = sha256Hex(conninfoWithoutPassword(conninfo));
+  const std::string dir = dataDir_ + "/team";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  StoreOptions so;
+  so.path = dir + "/" + key + ".db";
+  so.scope = toString(ScopeKind::kTeam);
+  so.embedder = embedder_;
+  auto store = MemoryStore::open(so);
+  if (!store) {
+    return Status(ErrorCode::kStorageError, "cannot open the team replica " + so.path + ": " + store.status().message(),
+                  nlohmann::json{{"scope", "team"}, {"path", so.path}});
+  }
+  auto db = std::make_shared<ScopeDatabase>();
+  db->path = so.path;
+  db->storePtr = std::move(*store);
+  auto scope = std::make_shared<Scope>();
+  scope->kind = ScopeKind::kTeam;
+  scope->db = db;
+  scope->lastUsed = std::chrono::steady_clock::now();
+  TeamReplicaHooks hooks;
+  // The hooks hold the replica, not the Scope: the Scope holds the TeamSync, which holds the hooks.
+  hooks.lastSeq = [db]() -> Result<int64_t> {
+    MutexLock lock(db->mutex);
+    return db->store().replicaSeq();
+  };
+  hooks.apply = [db](std::vector<ReplicatedChange> changes) -> Result<std::vector<ReplicatedChange>> {
+    CommittedLock lock(*db);
+    return db->store().applyReplicated(std::move(changes));
+  };
+  hooks.changed = [emit = emit_](const std::vector<ReplicatedChange>& applied) {
+    for (const auto& c : applied) {
+      if (c.action == "blocked_save") continue;  // nothing changed: a save the server refused
+      emit(ChangeEvent{ScopeKind::kTeam, "", c.memory.id, c.action});
+    }
+  };
+  TeamSyncOptions options;
+  options.conninfo = conninfo;
+  options.outboxPath = dir + "/" + key + ".outbox";
+  scope->team = std::make_shared<TeamSync>(std::move(options), std::move(hooks));
+  scope->team->start();
+  spdlog::info("opened team scope {} (replica {})", scope->team->displayConninfo(), so.path);
+  scopes_[conninfo] = scope;
+  return scope;
+}
+
+Result<std::shared_ptr<Scope>> TeamScopes::forProject(const ProjectLocation& location) {
+  MutexLock lock(mutex_);
+  auto conninfo = configured(location);
+  if (!conninfo) return conninfo.status();
+  if (!*conninfo) return std::shared_ptr<Scope>();
+  return open(**conninfo);
+}
+
+Result<std::shared_ptr<Scope>> TeamScopes::connect(const ProjectLocation& location, const std::string& conninfo) {
+  MEMQ_RETURN_IF_ERROR(checkTeamConninfo(conninfo));
+  MEMQ_RETURN_IF_ERROR(writeTeamConninfo(location, conninfo));
+  MutexLock lock(mutex_);
+  projects_.erase(location.root);  // read again below
+  auto configuredNow = configured(location);
+  if (!configuredNow) return configuredNow.status();
+  return open(conninfo);
+}
+
+Status TeamScopes::disconnect(const ProjectLocation& location) {
+  MEMQ_RETURN_IF_ERROR(writeTeamConninfo(location, std::nullopt));
+  std::shared_ptr<Scope> closing;
+  {
+    MutexLock lock(mutex_);
+    auto it = projects_.find(location.root);
+    if (it == projects_.end() || !it->second.conninfo) return Status::ok();
+    const std::string conninfo = *it->second.conninfo;
+    projects_.erase(it);
+    for (const auto& [root, c] : projects_) {
+      if (c.conninfo == conninfo) return Status::ok();  // another project still uses it
+    }
+    if (auto s = scopes_.find(conninfo); s != scopes_.end()) {
+      closing = s->second;
+      scopes_.erase(s);
+    }
+  }
+  // A request holding the scope keeps its replica; the sync thread stops with the last holder.
+  if (closing) spdlog::info("closed team scope {}", closing->team->displayConninfo());
+  return Status::ok();
+}
+
+}  // namespace memq
