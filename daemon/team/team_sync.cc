@@ -116,14 +116,14 @@ void TeamSync::run() {
     auto client = TeamClient::connect(conninfo_);
     Status st = client ? serve(**client) : client.status();
     if (stop_.load()) break;
+    // Back to the minimum after a connection that came online; doubled up to the cap by each attempt that did
+    // not (a server that refuses, or a database without the schema, is not asked ten times a second).
+    backoff = online_.load() ? options_.minBackoff : std::min(backoff * 2, options_.maxBackoff);
     noteLost(st);
     if (st.code() != ErrorCode::kScopeUnavailable) {
       spdlog::error("team scope {}: {}", display_, st.message());
     }
     if (!sleepFor(backoff)) break;
-    // Reset to the minimum by a connection that served; doubled up to the cap by each attempt that failed.
-    backoff = std::min(backoff * 2, options_.maxBackoff);
-    if (client) backoff = options_.minBackoff;
   }
 }
 
