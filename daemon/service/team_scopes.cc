@@ -8,6 +8,7 @@
 
 #include "daemon/team/team_config.h"
 #include "daemon/util/sha256.h"
+#include "schema/embedded_migrations.h"
 
 namespace memq {
 
@@ -88,6 +89,24 @@ Result<std::shared_ptr<Scope>> TeamScopes::open(const std::string& conninfo) {
   return scope;
 }
 
+Status TeamScopes::migrateIfReachable(const std::string& conninfo) {
+  auto client = TeamClient::connect(withConnectTimeout(conninfo, 2));
+  // A server that cannot be reached now is set up all the same: the scope starts offline and syncs once it is up.
+  if (!client) return client.status().code() == ErrorCode::kScopeUnavailable ? Status::ok() : client.status();
+  auto version = (*client)->schemaVersion();
+  if (!version) return version.status();
+  const auto& known = embeddedTeamMigrations();
+  if (known.empty() || *version >= known.back().version) return Status::ok();
+  Status migrated = (*client)->migrate();
+  if (migrated.code() == ErrorCode::kForbidden) {
+    return Status(ErrorCode::kForbidden,
+                  "the team database has no (or an older) memq schema and this role may not create it: connect once "
+                  "as the database's owner (a role with CREATEROLE) to set it up; " + migrated.message(),
+                  nlohmann::json{{"field", "conninfo"}});
+  }
+  return migrated;
+}
+
 Result<std::shared_ptr<Scope>> TeamScopes::forProject(const ProjectLocation& location) {
   MutexLock lock(mutex_);
   auto conninfo = configured(location);
@@ -98,6 +117,7 @@ Result<std::shared_ptr<Scope>> TeamScopes::forProject(const ProjectLocation& loc
 
 Result<std::shared_ptr<Scope>> TeamScopes::connect(const ProjectLocation& location, const std::string& conninfo) {
   MEMQ_RETURN_IF_ERROR(checkTeamConninfo(conninfo));
+  MEMQ_RETURN_IF_ERROR(migrateIfReachable(conninfo));
   MEMQ_RETURN_IF_ERROR(writeTeamConninfo(location, conninfo));
   MutexLock lock(mutex_);
   projects_.erase(location.root);  // read again below

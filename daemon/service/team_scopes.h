@@ -27,7 +27,8 @@ class TeamScopes {
 
   // The team scope `location` is configured for, opened on first use; nullptr when it has none.
   Result<std::shared_ptr<Scope>> forProject(const ProjectLocation& location);
-  // Checks and stores the conninfo in the project's config, then opens the scope.
+  // Checks the conninfo, applies the server's migrations when the server is reachable and behind (which takes the
+  // database owner's role the first time), stores it in the project's config, then opens the scope.
   Result<std::shared_ptr<Scope>> connect(const ProjectLocation& location, const std::string& conninfo);
   // Removes the project's setting; the scope is closed once no project open here uses it.
   Status disconnect(const ProjectLocation& location);
@@ -39,6 +40,7 @@ class TeamScopes {
     int64_t size = -1;
   };
   Result<std::shared_ptr<Scope>> open(const std::string& conninfo) REQUIRES(mutex_);
+  static Status migrateIfReachable(const std::string& conninfo);
   Result<std::optional<std::string>> configured(const ProjectLocation& location) REQUIRES(mutex_);
 
   std::string dataDir_;

@@ -440,5 +440,32 @@ TEST_F(TeamTest, AConninfoWithAPasswordIsRefusedAndNeverStored) {
   EXPECT_EQ(saved.status().code(), ErrorCode::kScopeUnavailable);
 }
 
+TEST_F(TeamTest, TheFirstConnectAsTheOwnerMigratesAnEmptyDatabaseAndAWriterIsToldHow) {
+  const std::string fresh = "fresh_" + db_.substr(0, 50);
+  ASSERT_EQ(gCluster->createDatabase(fresh, "memq_owner"), "");
+  a_.dir = root_ / "a";
+  a_.project = (a_.dir / "proj").string();
+  initGitRepo(a_.project);
+  a_.daemon = std::make_unique<Memqd>(a_.dir);
+  ASSERT_TRUE(a_.daemon->start()) << a_.daemon->log();
+  auto c = a_.daemon->client(a_.project);
+  auto writer = c.call("team/connect", {{"conninfo", gCluster->conninfo(fresh, "alice")}});
+  ASSERT_FALSE(writer.isOk());
+  EXPECT_EQ(writer.status().code(), ErrorCode::kForbidden) << writer.status().toString();
+  EXPECT_NE(writer.status().message().find("owner"), std::string::npos) << writer.status().message();
+  auto notSet = c.call("team/status", json::object());
+  ASSERT_TRUE(notSet.isOk());
+  EXPECT_FALSE((*notSet)["configured"].get<bool>()) << "a refused connect stores nothing";
+  auto owner = c.call("team/connect", {{"conninfo", gCluster->conninfo(fresh, "memq_owner")}});
+  ASSERT_TRUE(owner.isOk()) << owner.status().toString();
+  EXPECT_TRUE((*owner)["online"].get<bool>()) << owner->dump();
+  auto version = test::runSql(gCluster->conninfo(fresh), "SELECT max(version) FROM memq_team.schema_version");
+  ASSERT_TRUE(version.ok) << version.message;
+  EXPECT_EQ(version.rows[0][0].value_or(""), "1");
+  auto writerNow = c.call("team/connect", {{"conninfo", gCluster->conninfo(fresh, "alice")}});
+  ASSERT_TRUE(writerNow.isOk()) << writerNow.status().toString();
+  EXPECT_EQ((*writerNow)["role"], "alice");
+}
+
 }  // namespace
 }  // namespace memq::testing
