@@ -14,8 +14,8 @@ namespace memq {
 
 namespace {
 
-// How long team/connect waits for the sync thread's first connection before it answers (offline, when it did not
-// connect in time: the thread keeps trying).
+// How long team/connect waits at most for the sync thread's first connection before it answers (offline, when it
+// did not connect in time or its first attempt failed: the thread keeps trying).
 constexpr std::chrono::milliseconds kConnectWait{3000};
 
 std::optional<std::string> teamSaveHint(const TeamSaveResult& r) {
@@ -155,7 +155,9 @@ Result<TeamStatusResult> Service::teamConnect(const CallContext& ctx, const Team
   auto team = teams_->connect(location, request.conninfo);
   if (!team) return team.status();
   const auto deadline = std::chrono::steady_clock::now() + kConnectWait;
-  while (!(*team)->team->online() && std::chrono::steady_clock::now() < deadline) {
+  // Until the sync thread is online, or its first attempt failed (it keeps trying), or the wait is over.
+  while (!(*team)->team->online() && (*team)->team->status().lastError.empty() &&
+         std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return teamStatusOf(location);
