@@ -21,6 +21,9 @@ namespace memq {
 
 namespace {
 
+// What conninfoWithoutPassword shows for a conninfo libpq cannot parse (never any of it: it may hold a password).
+constexpr const char* kUnparsable = "(a conninfo libpq cannot parse)";
+
 // The oldest server the schema runs on (gen_random_uuid is built in from 13).
 constexpr int kMinServerVersion = 130000;
 
@@ -113,7 +116,7 @@ std::string conninfoWithoutPassword(const std::string& conninfo) {
   PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &error);
   if (!options) {
     if (error) PQfreemem(error);
-    return "(a conninfo libpq cannot parse)";
+    return kUnparsable;
   }
   std::string out;
   for (PQconninfoOption* o = options; o->keyword; ++o) {
@@ -132,6 +135,11 @@ std::string conninfoWithoutPassword(const std::string& conninfo) {
 
 Result<std::unique_ptr<TeamClient>> TeamClient::connect(const std::string& conninfo) {
   const std::string display = conninfoWithoutPassword(conninfo);
+  if (display == kUnparsable) {
+    // Not handed to PQconnectdb: its message for a malformed URI quotes the part it choked on, password or not.
+    return Status(ErrorCode::kScopeUnavailable, "cannot connect to the team server: " + display,
+                  nlohmann::json{{"scope", "team"}, {"reason", "connect_failed"}});
+  }
   PGconn* conn = PQconnectdb(conninfo.c_str());
   if (!conn) return teamConnectionLost("connect to " + display, "out of memory");
   std::unique_ptr<TeamClient> client(new TeamClient(conn, display));

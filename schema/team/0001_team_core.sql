@@ -132,6 +132,29 @@ BEGIN
 END
 $$;
 
+-- A file as the protocol writes it: a path (1 to 4095 bytes, PATH_MAX less its NUL), or {"path", "lines", "blob"?}
+-- with 1 to 64 ranges [first, last], 1 <= first <= last, and a 40-hex-digit git blob id.
+CREATE FUNCTION memq_team.valid_file(p_file jsonb) RETURNS boolean
+LANGUAGE sql IMMUTABLE SET search_path = memq_team, pg_temp AS $$
+  SELECT CASE jsonb_typeof(p_file)
+    WHEN 'string' THEN octet_length(p_file #>> '{}') BETWEEN 1 AND 4095
+    WHEN 'object' THEN
+      jsonb_typeof(p_file -> 'path') = 'string' AND octet_length(p_file ->> 'path') BETWEEN 1 AND 4095
+      AND (SELECT count(*) FROM jsonb_object_keys(p_file) k WHERE k NOT IN ('path', 'lines', 'blob')) = 0
+      AND (p_file -> 'blob' IS NULL OR (jsonb_typeof(p_file -> 'blob') = 'string'
+                                        AND (p_file ->> 'blob') ~ '^[0-9a-f]{40}$'))
+      AND jsonb_typeof(p_file -> 'lines') = 'array'
+      AND jsonb_array_length(p_file -> 'lines') BETWEEN 1 AND 64
+      AND NOT EXISTS (
+        SELECT 1 FROM jsonb_array_elements(p_file -> 'lines') r
+         WHERE jsonb_typeof(r) <> 'array' OR jsonb_array_length(r) <> 2
+            OR jsonb_typeof(r -> 0) <> 'number' OR jsonb_typeof(r -> 1) <> 'number'
+            OR (r ->> 0) !~ '^[1-9][0-9]{0,9}$' OR (r ->> 1) !~ '^[1-9][0-9]{0,9}$'
+            OR (r ->> 0)::bigint > (r ->> 1)::bigint OR (r ->> 1)::bigint > 4294967295)
+    ELSE false
+  END
+$$;
+
 -- The shape of a save's text fields; raises MQ003 naming the field.
 CREATE FUNCTION memq_team.check_save(p_summary text, p_details text, p_category text, p_topics jsonb,
                                      p_files jsonb, p_content_hash text) RETURNS void
@@ -151,18 +174,18 @@ BEGIN
       COLUMN = 'category';
   END IF;
   IF p_topics IS NULL OR jsonb_typeof(p_topics) <> 'array' OR jsonb_array_length(p_topics) > 8
-     OR EXISTS (SELECT 1 FROM jsonb_array_elements(p_topics) t WHERE jsonb_typeof(t) <> 'string') THEN
-    RAISE EXCEPTION 'topics must be an array of at most 8 strings' USING ERRCODE = 'MQ003', COLUMN = 'topics';
+     OR EXISTS (SELECT 1 FROM jsonb_array_elements(p_topics) t
+                 WHERE jsonb_typeof(t) <> 'string' OR char_length(t #>> '{}') NOT BETWEEN 1 AND 32) THEN
+    RAISE EXCEPTION 'topics must be an array of at most 8 strings of 1 to 32 characters' USING ERRCODE = 'MQ003',
+      COLUMN = 'topics';
   END IF;
   IF p_files IS NULL OR jsonb_typeof(p_files) <> 'array' OR jsonb_array_length(p_files) > 16 THEN
     RAISE EXCEPTION 'files must be an array of at most 16 entries' USING ERRCODE = 'MQ003', COLUMN = 'files';
   END IF;
   FOR v_file IN SELECT f FROM jsonb_array_elements(p_files) f LOOP
-    IF NOT (jsonb_typeof(v_file) = 'string'
-            OR (jsonb_typeof(v_file) = 'object' AND jsonb_typeof(v_file -> 'path') = 'string'
-                AND jsonb_typeof(v_file -> 'lines') = 'array'
-                AND (v_file -> 'blob' IS NULL OR (v_file ->> 'blob') ~ '^[0-9a-f]{40}$'))) THEN
-      RAISE EXCEPTION 'each file is a path or {path, lines, blob}' USING ERRCODE = 'MQ003', COLUMN = 'files';
+    IF NOT memq_team.valid_file(v_file) THEN
+      RAISE EXCEPTION 'each file is a path of 1 to 4095 bytes, or {path, lines: at most 64 [first, last] ranges, '
+                      'blob: 40 hex digits}' USING ERRCODE = 'MQ003', COLUMN = 'files';
     END IF;
   END LOOP;
   IF p_content_hash IS NULL OR p_content_hash !~ '^[0-9a-f]{64}$' THEN

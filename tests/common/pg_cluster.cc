@@ -137,12 +137,19 @@ std::string PgCluster::start() {
          << "max_connections = 40\nshared_buffers = 16MB\n";
     if (!conf) return "cannot write " + data + "/postgresql.conf";
   }
+  {
+    // Members of kPasswordGroup log in with a password (scram-sha-256); every other role is trusted.
+    std::ofstream hba(data + "/pg_hba.conf", std::ios::trunc);
+    hba << "local all +" << kPasswordGroup << " scram-sha-256\nlocal all all trust\n";
+    if (!hba) return "cannot write " + data + "/pg_hba.conf";
+  }
   if (auto err = runPgBinary({"pg_ctl", "-D", data, "-l", dir_ + "/server.log", "-w", "-t", "60", "start"});
       !err.empty()) {
     return err + tail(dir_ + "/server.log");
   }
   running_ = true;
-  return "";
+  SqlOutcome group = runSql(conninfo(), std::string("CREATE ROLE ") + kPasswordGroup + " NOLOGIN");
+  return group.ok ? "" : group.message;
 }
 
 void PgCluster::kill() {
@@ -170,6 +177,18 @@ std::string PgCluster::createDatabase(const std::string& name, const std::string
   if (!owner.empty()) sql += " OWNER " + quoteIdent(owner);
   SqlOutcome r = runSql(conninfo(), sql);
   return r.ok ? "" : r.message;
+}
+
+std::string PgCluster::createPasswordRole(const std::string& name, const std::string& password,
+                                          const std::vector<std::string>& groups) {
+  std::string literal = "'";
+  for (char c : password) {
+    if (c == '\'') literal.push_back('\'');
+    literal.push_back(c);
+  }
+  std::vector<std::string> all = groups;
+  all.push_back(kPasswordGroup);
+  return createRole(name, all, "PASSWORD " + literal + "'");
 }
 
 std::string PgCluster::createRole(const std::string& name, const std::vector<std::string>& groups,

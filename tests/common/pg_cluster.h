@@ -2,7 +2,8 @@
 // in a temporary directory, listening only on a Unix socket in that directory (no TCP), fsync off. When the test
 // runs as root the server runs as `nobody` (PostgreSQL refuses to run as root), with the directory given to it.
 // The destructor stops it (immediate) and removes the directory; kill() stops it mid-test.
-// The bootstrap superuser is `memq_admin`; every login role is trusted over the socket (test-only authentication).
+// The bootstrap superuser is `memq_admin`. Login roles are trusted over the socket (test-only authentication),
+// except those made by createPasswordRole, which must give their password.
 // Thread-safety: one thread drives a cluster; connections to it may be used from any thread.
 #pragma once
 
@@ -13,6 +14,8 @@
 namespace memq::test {
 
 inline constexpr const char* kPgBinDir = "/usr/lib/postgresql/15/bin";
+// The group whose members authenticate with a password (pg_hba.conf's `+group`).
+inline constexpr const char* kPasswordGroup = "memq_password_login";
 
 // What a statement run by runSql did: ok, or the server's SQLSTATE and message.
 struct SqlOutcome {
@@ -50,6 +53,9 @@ class PgCluster {
   // attributes such as "CREATEROLE". Empty on success, else the error.
   std::string createRole(const std::string& name, const std::vector<std::string>& groups = {},
                          const std::string& attributes = "");
+  // createRole for a role that must log in with `password` (scram-sha-256).
+  std::string createPasswordRole(const std::string& name, const std::string& password,
+                                 const std::vector<std::string>& groups = {});
 
  private:
   std::string runPgBinary(const std::vector<std::string>& argv);

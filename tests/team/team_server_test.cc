@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <set>
 #include <thread>
 
@@ -133,6 +135,26 @@ TEST_F(TeamModelTest, AnIdenticalActiveSaveReturnsTheFirstIdAndHiddenOrSupersede
   EXPECT_EQ(superseded->status, SaveStatus::kExistsSuperseded);
   EXPECT_EQ(superseded->supersededBy, replacement->id);
   EXPECT_EQ((*bob->get(first->id))->state, "superseded");
+}
+
+TEST_F(TeamModelTest, FilesAreStoredAsTheProtocolWritesThemWithNormalisedPathsAndLines) {
+  auto alice = connectAs("alice");
+  SaveInput in = text("The parser and its tests");
+  const std::string blob(40, 'c');
+  in.files = {"./src//parse.cc", FileEntry("src/parse_test.cc", LineRanges{{5, 9}, {1, 2}, {3, 3}}, blob),
+              "src/parse.cc"};
+  in.topics = {"parser", "Parser", "tests"};
+  in.category = "context";
+  auto saved = alice->save(in, "/work/project");
+  ASSERT_TRUE(saved.isOk()) << saved.status().toString();
+  auto got = alice->get(saved->id);
+  ASSERT_TRUE(got.isOk() && got->has_value());
+  EXPECT_EQ((*got)->files, nlohmann::json::parse(R"(["src/parse.cc",
+      {"path": "src/parse_test.cc", "lines": [[1, 3], [5, 9]], "blob": ")" + blob + R"("}])"));
+  EXPECT_EQ((*got)->topics, nlohmann::json::parse(R"(["parser", "tests"])"));
+  EXPECT_EQ((*got)->category, "context");
+  EXPECT_EQ((*got)->contentHash, contentHash("The parser and its tests", ""));
+  EXPECT_EQ((*got)->createdBy, "alice");
 }
 
 TEST_F(TeamModelTest, StateChangesFollowTheCorrectionModel) {
@@ -467,6 +489,19 @@ TEST_F(TeamHostileTest, TheServerRefusesWhatTheClientWouldNotSend) {
       {"a summary too long", call + "repeat('x', 201), '', NULL, '[]', '[]', '" + hash + "')"},
       {"files that are no array", call + "'honest text', '', NULL, '[]', '{\"a\": 1}', '" + hash + "')"},
       {"a bogus category", call + "'honest text', '', 'rm', '[]', '[]', '" + hash + "')"},
+      {"a topic too long", call + "'honest text', '', NULL, jsonb_build_array(repeat('t', 33)), '[]', '" + hash +
+                               "')"},
+      {"a path too long", call + "'honest text', '', NULL, '[]', jsonb_build_array(repeat('p', 4096)), '" + hash +
+                              "')"},
+      {"65 ranges", call + "'honest text', '', NULL, '[]', jsonb_build_array(jsonb_build_object('path', 'a.c', "
+                           "'lines', (SELECT jsonb_agg(jsonb_build_array(i * 2, i * 2)) FROM generate_series(1, 65) i)"
+                           ")), '" + hash + "')"},
+      {"a range backwards", call + "'honest text', '', NULL, '[]', '[{\"path\": \"a.c\", \"lines\": [[9, 3]]}]', '" +
+                                   hash + "')"},
+      {"line zero", call + "'honest text', '', NULL, '[]', '[{\"path\": \"a.c\", \"lines\": [[0, 3]]}]', '" + hash +
+                           "')"},
+      {"an extra key", call + "'honest text', '', NULL, '[]', '[{\"path\": \"a.c\", \"lines\": [[1, 3]], "
+                              "\"x\": 1}]', '" + hash + "')"},
   };
   for (const auto& [name, statement] : cases) {
     SqlOutcome r = sql(statement, "alice");
@@ -475,6 +510,12 @@ TEST_F(TeamHostileTest, TheServerRefusesWhatTheClientWouldNotSend) {
   }
   EXPECT_EQ(scalar("SELECT count(*) FROM memq_team.memories"), "0");
   EXPECT_EQ(scalar("SELECT count(*) FROM memq_team.audit"), "0");
+  // The same call with well-formed values is accepted: the refusals above are the values', not the call's.
+  SqlOutcome fine = sql(call + "'honest text', '', 'gotcha', '[\"t\"]', '[\"b.c\", {\"path\": \"a.c\", "
+                               "\"lines\": [[1, 3], [7, 7]], \"blob\": \"" + std::string(40, 'a') + "\"}]', '" +
+                            hash + "')",
+                        "alice");
+  EXPECT_TRUE(fine.ok) << fine.message;
   // The helpers the functions use are not callable by teammates.
   EXPECT_EQ(sql("SELECT memq_team.append_event('create', 'x', '{}')", "alice").sqlstate, kPrivilege);
 }
@@ -488,6 +529,11 @@ TEST(TeamConninfoTest, APasswordNeverReachesTheDisplayedConninfo) {
   const std::string uri = conninfoWithoutPassword("postgresql://alice:s3cret@localhost:1/memq?sslmode=disable");
   EXPECT_EQ(uri.find("s3cret"), std::string::npos) << uri;
   EXPECT_NE(uri.find("dbname='memq'"), std::string::npos) << uri;
+  // A malformed URI is refused without quoting it: the part libpq would quote may be the password.
+  auto malformed = TeamClient::connect("postgresql://alice:s3cret%zz@localhost/memq");
+  ASSERT_FALSE(malformed.isOk());
+  EXPECT_EQ(malformed.status().code(), ErrorCode::kScopeUnavailable);
+  EXPECT_EQ(malformed.status().message().find("s3cret"), std::string::npos) << malformed.status().message();
   // A server that is not there: ScopeUnavailable, and the message shows no password either.
   auto c = TeamClient::connect("host=/nonexistent-memq-dir user=alice password=s3cret dbname=memq");
   ASSERT_FALSE(c.isOk());
@@ -496,6 +542,33 @@ TEST(TeamConninfoTest, APasswordNeverReachesTheDisplayedConninfo) {
 }
 
 class TeamConnectionTest : public TeamFixture {};
+
+TEST_F(TeamConnectionTest, APasswordComesFromAPassfileAndNeverShows) {
+  static bool made = false;  // roles are the cluster's, not the database's
+  if (!made) {
+    ASSERT_EQ(cluster_->createPasswordRole("pat", "s3cret-pw", {"memq_team_writer"}), "");
+    made = true;
+  }
+  const std::string passfile = cluster_->dir() + "/pgpass";
+  {
+    std::ofstream out(passfile);
+    out << cluster_->dir() << ":5432:" << db_ << ":pat:s3cret-pw\n";
+  }
+  ASSERT_EQ(::chmod(passfile.c_str(), 0600), 0);  // libpq ignores a passfile others may read
+  auto viaFile = TeamClient::connect(cluster_->conninfo(db_, "pat") + " passfile=" + passfile);
+  ASSERT_TRUE(viaFile.isOk()) << viaFile.status().toString();
+  EXPECT_EQ(*(*viaFile)->role(), "pat");
+  // Without it the server wants the password; a wrong one is refused, and no message shows what was given.
+  auto none = TeamClient::connect(cluster_->conninfo(db_, "pat") + " passfile=/nonexistent");
+  EXPECT_EQ(none.status().code(), ErrorCode::kScopeUnavailable) << none.status().toString();
+  auto wrong = TeamClient::connect(cluster_->conninfo(db_, "pat") + " passfile=/nonexistent password=not-it");
+  ASSERT_FALSE(wrong.isOk());
+  EXPECT_EQ(wrong.status().code(), ErrorCode::kScopeUnavailable);
+  EXPECT_EQ(wrong.status().message().find("not-it"), std::string::npos) << wrong.status().message();
+  auto given = TeamClient::connect(cluster_->conninfo(db_, "pat") + " passfile=/nonexistent password=s3cret-pw");
+  ASSERT_TRUE(given.isOk()) << given.status().toString();
+  EXPECT_EQ((*given)->displayConninfo().find("s3cret-pw"), std::string::npos) << (*given)->displayConninfo();
+}
 
 TEST_F(TeamConnectionTest, AnEmptyConninfoTakesEverythingFromThePgEnvironment) {
   const std::vector<std::pair<const char*, std::string>> env = {
