@@ -80,7 +80,9 @@ Service::Service(ServiceOptions options)
     : options_(std::move(options)),
       registry_(ScopeRegistryOptions{options_.dataDir, options_.embedder, options_.repoFactory, options_.saveBatch}),
       teams_(std::make_unique<TeamScopes>(options_.dataDir, options_.embedder,
-                                          [this](const ChangeEvent& e) { emitEvent(e); })) {}
+                                          [this](const ChangeEvent& e) { emitEvent(e); })) {
+  teams_->resumeQueued();
+}
 
 void Service::commitPendingSaves(std::chrono::milliseconds idle) {
   // Cleared first: a save that lands after this point sets it again, and is committed by a later call.

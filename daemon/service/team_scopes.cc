@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "daemon/team/team_config.h"
 #include "daemon/util/sha256.h"
@@ -37,6 +38,8 @@ Result<std::optional<std::string>> TeamScopes::configured(const ProjectLocation&
   if (stampNs == c.stampNs && size == c.size) return c.conninfo;
   auto read = readTeamConninfo(location);
   if (!read) return read.status();
+  // A setting written by hand may name a password: it is not used (nor shown), as team/connect would refuse it.
+  if (*read) MEMQ_RETURN_IF_ERROR(checkTeamConninfo(**read, "memq.team"));
   c = Configured{*read, stampNs, size};
   return c.conninfo;
 }
@@ -84,9 +87,24 @@ Result<std::shared_ptr<Scope>> TeamScopes::open(const std::string& conninfo) {
   options.outboxPath = dir + "/" + key + ".outbox";
   scope->team = std::make_shared<TeamSync>(std::move(options), std::move(hooks));
   scope->team->start();
+  // Beside the replica, so that a restarted memqd can send a queued save before any project asks (resumeQueued).
+  if (std::ofstream out(dir + "/" + key + ".conninfo", std::ios::trunc); out) out << conninfo << "\n";
   spdlog::info("opened team scope {} (replica {})", scope->team->displayConninfo(), so.path);
   scopes_[conninfo] = scope;
   return scope;
+}
+
+void TeamScopes::resumeQueued() {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dataDir_ + "/team", ec)) {
+    if (entry.path().extension() != ".outbox" || std::filesystem::file_size(entry.path(), ec) == 0) continue;
+    std::ifstream in(entry.path().parent_path() / (entry.path().stem().string() + ".conninfo"));
+    std::string conninfo;
+    if (!std::getline(in, conninfo) || conninfo.empty() || !checkTeamConninfo(conninfo).isOk()) continue;
+    MutexLock lock(mutex_);
+    auto scope = open(conninfo);
+    if (!scope) spdlog::warn("cannot resume the team scope of {}: {}", entry.path().string(), scope.status().message());
+  }
 }
 
 Status TeamScopes::migrateIfReachable(const std::string& conninfo) {

@@ -30,6 +30,9 @@ class TeamScopes {
   // Checks the conninfo, applies the server's migrations when the server is reachable and behind (which takes the
   // database owner's role the first time), stores it in the project's config, then opens the scope.
   Result<std::shared_ptr<Scope>> connect(const ProjectLocation& location, const std::string& conninfo);
+  // Opens every team scope whose outbox holds queued saves (memqd restarted with some), so that they are sent
+  // without waiting for a request of a project that names it. The conninfo is the one recorded beside the replica.
+  void resumeQueued();
   // Removes the project's setting; the scope is closed once no project open here uses it.
   Status disconnect(const ProjectLocation& location);
 
