@@ -463,5 +463,31 @@ TEST_F(TeamTest, TheFirstConnectAsTheOwnerMigratesAnEmptyDatabaseAndAWriterIsTol
   EXPECT_EQ((*writerNow)["role"], "alice");
 }
 
+TEST_F(TeamTest, ACommittedTeamSaveReachesARemoteSubscriberInTensOfMilliseconds) {
+  // The target is a p50 of 50 ms from commit to a remote subscriber; on a shared test machine the bound
+  // asserted is looser, and the figure is printed (docs/performance.md quotes it).
+  startTeammate(a_, "a", "alice");
+  startTeammate(b_, "b", "bob");
+  auto subscriber = b_.daemon->client(b_.project, "listener");
+  ASSERT_TRUE(subscriber.call("subscribe", {{"scopes", {"team"}}}).isOk());
+  auto writer = a_.daemon->client(a_.project);
+  std::vector<double> ms;
+  for (int i = 0; i < 40; ++i) {
+    // From before the request: an upper bound of commit -> subscriber (it includes the save's own round trip, and
+    // the notification may come in before A's reply, which waits for A's replica).
+    const auto sent = std::chrono::steady_clock::now();
+    auto saved = teamSave(writer, "Latency probe number " + std::to_string(i) + " for the team sync thread");
+    ASSERT_TRUE(saved.isOk()) << saved.status().toString();
+    json change = waitForChange(subscriber, (*saved)["id"].get<std::string>(), milliseconds(2000));
+    ASSERT_FALSE(change.is_null()) << i;
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  const double p50 = ms[ms.size() / 2];
+  const double p95 = ms[ms.size() * 95 / 100];
+  std::printf("save request -> remote subscriber: p50 %.1f ms, p95 %.1f ms over %zu saves\n", p50, p95, ms.size());
+  EXPECT_LT(p50, 250.0);
+}
+
 }  // namespace
 }  // namespace memq::testing
