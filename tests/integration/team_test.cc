@@ -202,6 +202,18 @@ TEST_F(TeamTest, ASaveByOneTeammateReachesTheOthersRecallAndSubscriberWithinASec
   EXPECT_EQ((*local)["scope"], "project");
   EXPECT_EQ(serverCount(), "1");
 
+  // Export leaves the team's memories to the server unless asked; import never writes the replica.
+  auto exported = writer.call("export", json::object());
+  ASSERT_TRUE(exported.isOk());
+  EXPECT_EQ((*exported)["jsonl"].get<std::string>().find(id), std::string::npos);
+  auto teamExport = writer.call("export", {{"scope", "team"}});
+  ASSERT_TRUE(teamExport.isOk());
+  EXPECT_NE((*teamExport)["jsonl"].get<std::string>().find(id), std::string::npos);
+  auto imported = writer.call("import", {{"jsonl", (*teamExport)["jsonl"]}, {"scope", "team"}});
+  ASSERT_FALSE(imported.isOk());
+  EXPECT_EQ(imported.status().code(), ErrorCode::kInvalidParams);
+  EXPECT_EQ(imported.status().data().value("field", ""), "scope");
+
   // The CLI shows the scope's state.
   auto status = a_.daemon->memq("team status", a_.project);
   EXPECT_EQ(status.exitCode, 0) << status.err;
