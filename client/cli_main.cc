@@ -15,7 +15,7 @@
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: memq [--json] [--socket PATH] [--project DIR] [--scope project|global] [--tab NAME]
+constexpr const char* kUsage = R"(usage: memq [--json] [--socket PATH] [--project DIR] [--scope project|global|team] [--tab NAME]
             [--no-pager] [--color auto|always|never] COMMAND [ARGS]
        memq help COMMAND | memq COMMAND --help
 
@@ -37,6 +37,8 @@ review and data:
   review [clusters|stale|dead]     audit [--id ID] [--limit N]
   export [--state all]       import FILE      import --from-empryo PATH/TO/memory.db
   stats                      status
+team scope (docs/team.md):
+  team connect CONNINFO      team status      team disconnect
 daemon and integrations:
   daemon start|stop|restart|status [--foreground]
   mcp                        hook claude-code EVENT
@@ -123,7 +125,9 @@ int main(int argc, char** argv) {
       if (!value(ctx.options.tab) || ctx.options.tab.empty()) return memq::cli::usageError("--tab needs a name");
     } else if (a == "--scope") {
       std::string s;
-      if (!value(s) || (s != "project" && s != "global")) return memq::cli::usageError("--scope must be project or global");
+      if (!value(s) || (s != "project" && s != "global" && s != "team")) {
+        return memq::cli::usageError("--scope must be project, global or team");
+      }
       ctx.options.scope = s;
     } else if (inlineValue && (a == "--json" || a == "--no-pager" || a == "--help" || a == "--version")) {
       return memq::cli::usageError(a + " takes no value");

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <regex>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -160,6 +161,11 @@ int cmdSave(Context& ctx, const std::vector<std::string>& words) {
       std::cout << ctx.style.red("refused") << ": this text was rejected before";
       if (r.contains("reason") && r["reason"].is_string()) std::cout << " (" << r["reason"].get<std::string>() << ")";
       std::cout << "; nothing was saved\n";
+      return;
+    }
+    if (status == "queued") {
+      std::cout << ctx.style.yellow("queued") << " (" << r.value("scope", "") << "): the team server cannot be reached; "
+                << "the save is kept in memqd's outbox and sent when the server is back\n";
       return;
     }
     std::cout << status << " " << ctx.style.yellow(id.substr(0, 8)) << " (" << r.value("scope", "") << ")\n";
@@ -355,6 +361,44 @@ int cmdRefresh(Context& ctx, const std::vector<std::string>& words) {
     std::cout << "walked " << r["walked_commits"] << " commit(s); " << r["pairs"] << " co-change pairs at "
               << r["head"].get<std::string>().substr(0, 12) << "\n";
   });
+}
+
+// Whether a conninfo plainly names a password (password=..., or a URI's user:password@): refused before it leaves
+// the shell's process, so it never crosses the socket (memqd checks again, with libpq's own parser).
+bool namesPassword(const std::string& conninfo) {
+  static const std::regex kKeyword(R"((^|\s)password\s*=)", std::regex::icase);
+  static const std::regex kUri(R"(^postgres(ql)?://[^/@?]*:[^/@?]*@)", std::regex::icase);
+  return std::regex_search(conninfo, kKeyword) || std::regex_search(conninfo, kUri);
+}
+
+void printTeamStatus(Context& ctx, const json& r) {
+  if (!r.value("configured", false)) {
+    std::cout << "no team scope for this project (memq team connect CONNINFO sets one up; it would be kept in "
+              << r.value("config_path", "") << ")\n";
+    return;
+  }
+  const bool online = r.value("online", false);
+  std::cout << "team scope " << r.value("conninfo", "") << "\n"
+            << "  " << (online ? ctx.style.bold("connected") : ctx.style.yellow("offline"));
+  if (!r.value("role", "").empty()) std::cout << " as role " << r.value("role", "");
+  std::cout << "\n  last seq applied: " << r.value("last_seq", 0) << ", queued saves: " << r.value("queued", 0) << "\n";
+  if (r.contains("error")) std::cout << "  " << r["error"].get<std::string>() << "\n";
+}
+
+int cmdTeam(Context& ctx, const std::vector<std::string>& words) {
+  const std::string sub = words.empty() ? "" : words[0];
+  if (sub == "connect") {
+    if (words.size() != 2 || words[1].empty()) return usageError(usageLine("team"));
+    if (namesPassword(words[1])) {
+      return usageError("the conninfo names a password; memq never stores one. Put it in a passfile (~/.pgpass, or "
+                        "passfile=PATH / PGPASSFILE) or memqd's PG* environment, and connect without it");
+    }
+    return callAndPrint(ctx, "team/connect", json{{"conninfo", words[1]}}, [&](const json& r) { printTeamStatus(ctx, r); });
+  }
+  if ((sub == "status" || sub == "disconnect") && words.size() == 1) {
+    return callAndPrint(ctx, "team/" + sub, json::object(), [&](const json& r) { printTeamStatus(ctx, r); });
+  }
+  return usageError(usageLine("team"));
 }
 
 int cmdAudit(Context& ctx, const std::vector<std::string>& words) {
@@ -734,6 +778,7 @@ int runCommand(Context& ctx, const std::string& command, const std::vector<std::
   if (command == "export") return cmdExport(ctx, words);
   if (command == "import") return cmdImport(ctx, words);
   if (command == "stats") return cmdStats(ctx, words);
+  if (command == "team") return cmdTeam(ctx, words);
   // `status` reports; it never starts a daemon (that is `daemon start`, or any command that needs one).
   if (command == "status") return cmdStatus(ctx, words, false);
   if (command == "daemon") return cmdDaemon(ctx, words);

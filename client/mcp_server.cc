@@ -82,7 +82,7 @@ json objectSchema(json properties, json required = json::array()) {
 json memorySchema() {
   return objectSchema(
       {{"id", {{"type", "string"}}},
-       {"scope", {{"type", "string"}, {"enum", {"project", "global"}}}},
+       {"scope", {{"type", "string"}, {"enum", {"project", "global", "team"}}}},
        {"category", {{"type", {"string", "null"}}}},
        {"summary", {{"type", "string"}}},
        {"details", {{"type", {"string", "null"}}}},

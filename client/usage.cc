@@ -51,6 +51,8 @@ const std::map<std::string, std::string>& table() {
        "memq import --from-empryo PATH/TO/memory.db\n"
        "  Import JSONL (from memq export), or a reference memory.db."},
       {"stats", "memq stats\n  Counts and sizes per scope."},
+      {"team", "memq team connect CONNINFO | memq team status | memq team disconnect\n  Set up, show or remove the "
+               "project's team scope (a PostgreSQL server; CONNINFO without a password)."},
       {"status", "memq status\n  The daemon's state; exits 3 when none runs (it does not start one)."},
       {"daemon", "memq daemon start|stop|restart|status [--foreground]\n  Control memqd."},
       {"mcp", "memq mcp\n  A Model Context Protocol server on stdin/stdout."},

@@ -8,12 +8,13 @@ namespace memq {
 
 namespace {
 
-constexpr std::array<std::pair<SaveStatus, std::string_view>, 5> kNames{{
+constexpr std::array<std::pair<SaveStatus, std::string_view>, 6> kNames{{
     {SaveStatus::kCreated, "created"},
     {SaveStatus::kDeduped, "deduped"},
     {SaveStatus::kExistsHidden, "exists_hidden"},
     {SaveStatus::kExistsSuperseded, "exists_superseded"},
     {SaveStatus::kRejected, "rejected"},
+    {SaveStatus::kQueued, "queued"},
 }};
 
 }  // namespace

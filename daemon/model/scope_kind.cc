@@ -7,6 +7,7 @@ const char* toString(ScopeKind kind) {
   switch (kind) {
     case ScopeKind::kProject: return "project";
     case ScopeKind::kGlobal: return "global";
+    case ScopeKind::kTeam: return "team";
   }
   return "project";
 }
@@ -14,6 +15,7 @@ const char* toString(ScopeKind kind) {
 std::optional<ScopeKind> parseScopeKind(std::string_view text) {
   if (text == "project") return ScopeKind::kProject;
   if (text == "global") return ScopeKind::kGlobal;
+  if (text == "team") return ScopeKind::kTeam;
   return std::nullopt;
 }
 

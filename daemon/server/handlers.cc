@@ -92,6 +92,9 @@ MethodTable buildTable() {
   t["export"] = serviceMethod<&Service::exportJsonl>();
   t["import"] = serviceMethod<&Service::importJsonl>();
   t["stats"] = serviceMethod<&Service::stats>();
+  t["team/connect"] = serviceMethod<&Service::teamConnect>();
+  t["team/status"] = serviceMethod<&Service::teamStatus>();
+  t["team/disconnect"] = serviceMethod<&Service::teamDisconnect>();
   t["subscribe"] = MethodEntry([](HandlerEnv& env, const CallContext&, const json& params) -> Result<json> {
     SubscribeRequest request;
     MEMQ_RETURN_IF_ERROR(readParams(params, request));

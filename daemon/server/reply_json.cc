@@ -172,7 +172,8 @@ std::string memoryJsonText(const Memory& memory) {
   return out;
 }
 
-std::string recallHitsJsonText(const std::vector<RecallHit>& hits, bool explain) {
+std::string recallHitsJsonText(const std::vector<RecallHit>& hits, bool explain,
+                               const std::vector<std::string>& warnings) {
   size_t size = 32;
   for (const auto& h : hits) size += textSize(h.memory);
   std::string out;
@@ -183,6 +184,12 @@ std::string recallHitsJsonText(const std::vector<RecallHit>& hits, bool explain)
   w.beginArray();
   for (const auto& h : hits) writeRecord(w, h.memory, &h, explain);
   w.endArray();
+  if (!warnings.empty()) {  // the answer may be incomplete (a team scope answered from its replica while offline)
+    w.key("warnings");
+    w.beginArray();
+    for (const auto& text : warnings) w.string(text);
+    w.endArray();
+  }
   w.endObject();
   return out;
 }
@@ -235,7 +242,7 @@ json replyJson(const SaveResult& r) {
   for (const auto& s : r.similar) {
     similar.push_back({{"id", s.id}, {"weight", s.weight}, {"summary", s.summary}, {"kind", s.kind}});
   }
-  json out = {{"id", r.id},
+  json out = {{"id", r.status == SaveStatus::kQueued ? json(nullptr) : json(r.id)},  // queued: no id yet
               {"scope", toString(r.scope)},
               {"status", toString(r.status)},
               {"similar", std::move(similar)},
@@ -294,6 +301,18 @@ json replyJson(const CochangeResult& r) {
 
 json replyJson(const BlastRadius& r) {
   return json{{"file", r.file}, {"radius", r.radius}, {"dependents", r.dependents}};
+}
+
+json replyJson(const TeamStatusResult& r) {
+  json out = {{"configured", r.configured}, {"config_path", r.configPath}};
+  if (!r.configured) return out;
+  out["conninfo"] = r.conninfo;
+  out["online"] = r.online;
+  out["role"] = r.role;
+  out["last_seq"] = r.lastSeq;
+  out["queued"] = r.queued;
+  if (!r.lastError.empty()) out["error"] = r.lastError;
+  return out;
 }
 
 json replyJson(const RepoRefreshResult& r) {
@@ -379,6 +398,6 @@ std::string replyText(const GetResult& r) {
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::string replyText(const RecallHits& r) { return recallHitsJsonText(r.hits, r.explain); }
+std::string replyText(const RecallHits& r) { return recallHitsJsonText(r.hits, r.explain, r.warnings); }
 
 }  // namespace memq

@@ -37,6 +37,7 @@ nlohmann::json replyJson(const AuditPage& result);
 nlohmann::json replyJson(const ExportPage& result);
 nlohmann::json replyJson(const ImportCounts& result);
 nlohmann::json replyJson(const StatsReport& result);
+nlohmann::json replyJson(const TeamStatusResult& result);
 
 // memory/get: the record, with `warnings` when the answer may be incomplete.
 std::string replyText(const GetResult& result);
@@ -48,6 +49,7 @@ std::string memoryJsonText(const Memory& memory);
 
 // {"memories": [hit, ...]}: each hit is the record plus score, normalized_score, signals, stale, changed_files and
 // missing_files when not empty, and explain when asked for.
-std::string recallHitsJsonText(const std::vector<RecallHit>& hits, bool explain);
+std::string recallHitsJsonText(const std::vector<RecallHit>& hits, bool explain,
+                               const std::vector<std::string>& warnings = {});
 
 }  // namespace memq

@@ -144,7 +144,7 @@ Result<CommonParams> readCommonParams(const json& p) {
   MEMQ_RETURN_IF_ERROR(readWriteScope(p, out.writeScope));
   if (auto s = optStr(p, "scope")) {
     out.scope = parseScopeKind(*s);
-    if (!out.scope) return Status::invalidField("scope", "scope must be project or global");
+    if (!out.scope) return Status::invalidField("scope", "scope must be project, global or team");
   }
   if (auto s = optStr(p, "source")) {
     if (*s != "user" && *s != "agent") return Status::invalidField("source", "source must be user or agent");
@@ -248,6 +248,11 @@ Status readParams(const json& p, HintsRequest& out) {
 }
 
 Status readParams(const json&, NoParams&) { return Status::ok(); }
+
+Status readParams(const json& p, TeamConnectRequest& out) {
+  out.conninfo = str(p, "conninfo");
+  return Status::ok();
+}
 
 Status readParams(const json& p, CochangeRequest& out) {
   out.file = str(p, "file");

@@ -44,5 +44,6 @@ Status readParams(const nlohmann::json& params, AuditFilter& out);
 Status readParams(const nlohmann::json& params, ExportRequest& out);
 Status readParams(const nlohmann::json& params, ImportRequest& out);
 Status readParams(const nlohmann::json& params, SubscribeRequest& out);
+Status readParams(const nlohmann::json& params, TeamConnectRequest& out);
 
 }  // namespace memq

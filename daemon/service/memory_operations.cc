@@ -11,6 +11,7 @@
 #include "daemon/service/recall_lines.h"
 #include "daemon/service/service.h"
 #include "daemon/service/working_set_anchors.h"
+#include "daemon/team/team_sync.h"
 
 namespace memq {
 
@@ -32,6 +33,8 @@ std::optional<std::string> saveHint(SaveStatus status, const SaveOutcome& outcom
       return "memory " + outcome.id + " holds this text but was superseded by " + outcome.supersededBy.value_or("?");
     case SaveStatus::kRejected:
       return "this text was rejected (" + outcome.reason.value_or("") + "); it will not be stored";
+    case SaveStatus::kQueued:
+      return "the team server cannot be reached: the save is queued and sent when it is back";
     case SaveStatus::kCreated:
     case SaveStatus::kDeduped:
       break;
@@ -50,6 +53,7 @@ AnchorSource anchorSource(const Scope& scope) {
 Result<SaveResult> Service::save(const CallContext& ctx, const SaveInput& rawInput) {
   auto scope = writeScope(ctx);
   if (!scope) return scope.status();
+  if ((*scope)->kind == ScopeKind::kTeam) return teamSave(ctx, **scope, rawInput);
   SaveInput input = rawInput;
   if (input.source.empty() || (input.source != ctx.actor.source && input.source == "agent")) {
     input.source = ctx.actor.source;
@@ -137,10 +141,15 @@ Result<GetResult> Service::get(const CallContext& ctx, const MemoryRef& request)
 }
 
 Result<Memory> Service::mutate(const CallContext& ctx, const std::string& id, const std::string& action,
-                               const std::function<Result<Memory>(MemoryStore&, const std::string&)>& op) {
+                               const std::function<Result<Memory>(MemoryStore&, const std::string&)>& op,
+                               const TeamOp* team) {
   MEMQ_RETURN_IF_ERROR(requireWrites(ctx));
   auto r = resolve(ctx, id);
   if (!r) return r.status();
+  if (r->scope->kind == ScopeKind::kTeam) {
+    if (!team) return teamUnsupported("memory/" + action);
+    return teamChange(ctx, *r->scope, r->id, action, team->reason);
+  }
   Result<Memory> out = Status::internal("unreached");
   std::string before;
   {
@@ -157,6 +166,7 @@ Result<UpdateOutcome> Service::update(const CallContext& ctx, const UpdateReques
   MEMQ_RETURN_IF_ERROR(requireWrites(ctx));
   auto r = resolve(ctx, request.id);
   if (!r) return r.status();
+  if (r->scope->kind == ScopeKind::kTeam) return teamUnsupported("memory/update");
   UpdateInput in;
   in.summary = request.summary;
   in.details = request.details;
@@ -298,6 +308,9 @@ Result<RecallHits> Service::recall(const CallContext& ctx, const RecallParams& p
       if (h.memory.scope == toString(ScopeKind::kProject)) annotateStaleness(h, *project->repo, query.renamed);
     }
   }
+  for (auto& scope : *scopes) {
+    if (scope->team && !scope->team->online()) out.warnings.push_back(teamOfflineWarning(*scope));
+  }
   out.hits = std::move(hits);
   return out;
 }
@@ -305,15 +318,17 @@ Result<RecallHits> Service::recall(const CallContext& ctx, const RecallParams& p
 Result<Memory> Service::hide(const CallContext& ctx, const StateChangeRequest& request) {
   std::optional<std::string> reason = request.reason;
   MEMQ_RETURN_IF_ERROR(scrubFreeText(reason, "reason"));
+  const TeamOp team{reason};
   return mutate(ctx, request.id, "hide",
-                [&](MemoryStore& s, const std::string& full) { return s.hide(full, reason, ctx.actor); });
+                [&](MemoryStore& s, const std::string& full) { return s.hide(full, reason, ctx.actor); }, &team);
 }
 
 Result<Memory> Service::restore(const CallContext& ctx, const StateChangeRequest& request) {
   std::optional<std::string> reason = request.reason;
   MEMQ_RETURN_IF_ERROR(scrubFreeText(reason, "reason"));
+  const TeamOp team{reason};
   return mutate(ctx, request.id, "restore",
-                [&](MemoryStore& s, const std::string& full) { return s.restore(full, ctx.actor, reason); });
+                [&](MemoryStore& s, const std::string& full) { return s.restore(full, ctx.actor, reason); }, &team);
 }
 
 Result<Memory> Service::pin(const CallContext& ctx, const MemoryRef& request) {
@@ -336,6 +351,14 @@ Result<SupersedeResult> Service::supersede(const CallContext& ctx, const Superse
     return Status(ErrorCode::kInvalidParams, "a memory can only be superseded by one in the same scope",
                   nlohmann::json{{"field", "by"}});
   }
+  if (oldR->scope->kind == ScopeKind::kTeam) {
+    auto old = teamChange(ctx, *oldR->scope, oldR->id, "supersede", std::nullopt, byR->id);
+    if (!old) return old.status();
+    CommittedLock lock(*byR->scope->db);
+    auto by = byR->scope->db->store().get(byR->id);
+    if (!by) return by.status();
+    return SupersedeResult{std::move(*old), std::move(*by)};
+  }
   Result<std::pair<Memory, Memory>> out = Status::internal("unreached");
   {
     CommittedLock lock(*oldR->scope->db);
@@ -352,13 +375,15 @@ Result<Memory> Service::reject(const CallContext& ctx, const StateChangeRequest&
   }
   std::optional<std::string> reason = request.reason;
   MEMQ_RETURN_IF_ERROR(scrubFreeText(reason, "reason"));
+  const TeamOp team{reason};
   return mutate(ctx, request.id, "reject",
-                [&](MemoryStore& s, const std::string& full) { return s.reject(full, *reason, ctx.actor); });
+                [&](MemoryStore& s, const std::string& full) { return s.reject(full, *reason, ctx.actor); }, &team);
 }
 
 Result<Memory> Service::unreject(const CallContext& ctx, const MemoryRef& request) {
+  const TeamOp team{std::nullopt};
   return mutate(ctx, request.id, "unreject",
-                [&](MemoryStore& s, const std::string& full) { return s.unreject(full, ctx.actor); });
+                [&](MemoryStore& s, const std::string& full) { return s.unreject(full, ctx.actor); }, &team);
 }
 
 Result<PurgeResult> Service::purge(const CallContext& ctx, const PurgeRequest& request) {
@@ -368,6 +393,7 @@ Result<PurgeResult> Service::purge(const CallContext& ctx, const PurgeRequest& r
   MEMQ_RETURN_IF_ERROR(requireWrites(ctx));
   auto r = resolve(ctx, request.id);
   if (!r) return r.status();
+  if (r->scope->kind == ScopeKind::kTeam) return teamUnsupported("memory/purge");
   Status st;
   {
     CommittedLock lock(*r->scope->db);

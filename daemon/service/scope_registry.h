@@ -25,6 +25,8 @@
 
 namespace memq {
 
+class TeamSync;
+
 struct ScopeDatabase {
   std::string path;
   Mutex mutex;  // serialises every use of the store (MemoryStore is not thread-safe)
@@ -68,6 +70,8 @@ struct Scope {
   // Carries line anchors to the work tree (recall_lines.h), for project scopes; reads blobs of the work tree's
   // repository, or only the versions memq keeps outside git. Thread-safe.
   std::shared_ptr<LineCarrier> carrier;
+  // Team scopes only: the server connections and sync thread (daemon/team/team_sync.h); db is the local replica.
+  std::shared_ptr<TeamSync> team;
   std::chrono::steady_clock::time_point lastUsed;
 };
 

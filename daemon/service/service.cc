@@ -78,7 +78,11 @@ const char* writeScopeName(WriteScope s) {
 
 Service::Service(ServiceOptions options)
     : options_(std::move(options)),
-      registry_(ScopeRegistryOptions{options_.dataDir, options_.embedder, options_.repoFactory, options_.saveBatch}) {}
+      registry_(ScopeRegistryOptions{options_.dataDir, options_.embedder, options_.repoFactory, options_.saveBatch}),
+      teams_(std::make_unique<TeamScopes>(options_.dataDir, options_.embedder,
+                                          [this](const ChangeEvent& e) { emitEvent(e); })) {
+  teams_->resumeQueued();
+}
 
 void Service::commitPendingSaves(std::chrono::milliseconds idle) {
   // Cleared first: a save that lands after this point sets it again, and is committed by a later call.
@@ -86,7 +90,7 @@ void Service::commitPendingSaves(std::chrono::milliseconds idle) {
   if (registry_.commitPendingSaves(idle) > 0) savesPending_.store(true);
 }
 
-Service::~Service() = default;
+Service::~Service() { teams_.reset(); }  // the sync threads stop before anything they call goes
 
 void Service::setChangeListener(std::function<void(const ChangeEvent&)> listener) {
   MutexLock lock(listenerMutex_);
@@ -94,12 +98,16 @@ void Service::setChangeListener(std::function<void(const ChangeEvent&)> listener
 }
 
 void Service::emit(const Scope& scope, const std::string& id, const std::string& action) {
+  emitEvent({scope.kind, scope.location.root, id, action});
+}
+
+void Service::emitEvent(const ChangeEvent& event) {
   std::function<void(const ChangeEvent&)> listener;
   {
     MutexLock lock(listenerMutex_);
     listener = listener_;
   }
-  if (listener) listener({scope.kind, scope.location.root, id, action});
+  if (listener) listener(event);
 }
 
 Status Service::requireWrites(const CallContext& ctx, bool namingScope) {
@@ -303,6 +311,17 @@ Result<std::shared_ptr<Scope>> Service::projectScope(const CallContext& ctx) {
 Result<std::vector<std::shared_ptr<Scope>>> Service::readScopes(const CallContext& ctx) {
   std::vector<std::shared_ptr<Scope>> out;
   ReadScope r = ctx.readScope;
+  if (ctx.scopeOverride == ScopeKind::kTeam) {
+    // A team scope is read with `all` (it has no read_scope of its own): a narrower connection does not read it.
+    if (r != ReadScope::kAll) {
+      return Status(ErrorCode::kScopeUnavailable, "scope team is not readable here (read_scope is not all)",
+                    nlohmann::json{{"field", "scope"}});
+    }
+    auto t = teamScope(ctx, /*required=*/true);
+    if (!t) return t.status();
+    out.push_back(*t);
+    return out;
+  }
   if (ctx.scopeOverride) {
     const ReadScope wanted = readScopeOf(*ctx.scopeOverride);
     if (!narrows(r, wanted)) {
@@ -322,11 +341,18 @@ Result<std::vector<std::shared_ptr<Scope>>> Service::readScopes(const CallContex
     if (!g) return g.status();
     out.push_back(*g);
   }
+  if (r == ReadScope::kAll && !ctx.projectRoot.empty()) {
+    auto t = teamScope(ctx, /*required=*/false);
+    if (!t) return t.status();
+    if (*t) out.push_back(*t);
+  }
   return out;
 }
 
 Result<std::shared_ptr<Scope>> Service::writeScope(const CallContext& ctx) {
   MEMQ_RETURN_IF_ERROR(requireWrites(ctx, /*namingScope=*/true));
+  // Writes reach the team only when the request asks for it by name, never through write_scope.
+  if (ctx.scopeOverride == ScopeKind::kTeam) return teamScope(ctx, /*required=*/true);
   const ScopeKind narrowed = ctx.writeScope == WriteScope::kGlobal ? ScopeKind::kGlobal : ScopeKind::kProject;
   if (ctx.writeScopeNarrowed && ctx.scopeOverride && *ctx.scopeOverride != narrowed) {
     // The request named its write scope itself; a `scope` elsewhere contradicts it.
@@ -349,6 +375,10 @@ Result<std::vector<std::shared_ptr<Scope>>> Service::idScopes(const CallContext&
     auto p = projectScope(ctx);
     if (!p) return p.status();
     scopes.push_back(*p);
+  } else if (ctx.scopeOverride == ScopeKind::kTeam) {
+    auto t = teamScope(ctx, /*required=*/true);
+    if (!t) return t.status();
+    scopes.push_back(*t);
   } else {
     if (!ctx.projectRoot.empty()) {
       auto p = projectScope(ctx);
@@ -358,6 +388,11 @@ Result<std::vector<std::shared_ptr<Scope>>> Service::idScopes(const CallContext&
     auto g = registry_.global();
     if (!g) return g.status();
     scopes.push_back(*g);
+    if (!ctx.projectRoot.empty()) {
+      auto t = teamScope(ctx, /*required=*/false);
+      if (!t) return t.status();
+      if (*t) scopes.push_back(*t);
+    }
   }
   return scopes;
 }

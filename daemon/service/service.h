@@ -3,7 +3,7 @@
 // keeps per-connection state (initialize, hints), and reports every mutation to a change listener. Every method takes
 // and returns the typed values of service_types.h; no JSON crosses it (errors are Status, whose data names the field).
 // Its members are defined by concern: service.cc (context, initialize, tabs, scope resolution, hints),
-// memory_operations.cc (memory/*), repo_review.cc (repo/*, review/*, audit/list, stats), transfer.cc (export,
+// memory_operations.cc (memory/*), team_operations.cc (the team scope's saves, state changes and team/*), repo_review.cc (repo/*, review/*, audit/list, stats), transfer.cc (export,
 // import).
 // Thread-safety: thread-safe; blocking (SQLite, libgit2, embedding). Never call it on an I/O thread.
 #pragma once
@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "daemon/service/service_types.h"
+#include "daemon/service/team_scopes.h"
 #include "daemon/util/thread_annotations.h"
 
 namespace memq {
@@ -77,6 +78,12 @@ class Service {
   Result<ImportCounts> importJsonl(const CallContext& ctx, const ImportRequest& request);
   Result<StatsReport> stats(const CallContext& ctx, const NoParams& request);
 
+  // The project's team scope (team_operations.cc, docs/team.md): store its conninfo and open it; what it is doing;
+  // forget it.
+  Result<TeamStatusResult> teamConnect(const CallContext& ctx, const TeamConnectRequest& request);
+  Result<TeamStatusResult> teamStatus(const CallContext& ctx, const NoParams& request);
+  Result<TeamStatusResult> teamDisconnect(const CallContext& ctx, const NoParams& request);
+
   void setChangeListener(std::function<void(const ChangeEvent&)> listener);
   ScopeRegistry& scopes() { return registry_; }
   // True when a save since the last commitPendingSaves() left saves in an open batch.
@@ -116,6 +123,21 @@ class Service {
   };
   Result<ProjectFile> projectFile(const CallContext& ctx, const std::string& file);
   void emit(const Scope& scope, const std::string& id, const std::string& action);
+  void emitEvent(const ChangeEvent& event);
+  // The team scope the request's project is configured for (team_operations.cc); nullptr when it has none, or, with
+  // `required`, ScopeUnavailable naming `scope`.
+  Result<std::shared_ptr<Scope>> teamScope(const CallContext& ctx, bool required);
+  // memory/save into the team scope: checked as a local save, sent to the server (its answer applied to the
+  // replica first), or queued in the outbox while the server cannot be reached.
+  Result<SaveResult> teamSave(const CallContext& ctx, Scope& scope, SaveInput input);
+  // A state change of a team memory through the server (`action` as memq_set_state names it), then read back
+  // from the replica.
+  Result<Memory> teamChange(const CallContext& ctx, Scope& scope, const std::string& id, const std::string& action,
+                            const std::optional<std::string>& reason, const std::optional<std::string>& by = {});
+  static Status teamUnsupported(const std::string& method);
+  // What a read answered from a team replica says while its server cannot be reached.
+  static std::string teamOfflineWarning(Scope& scope);
+  Result<TeamStatusResult> teamStatusOf(const ProjectLocation& location);
   // Refuses a write on a connection or request whose write_scope is none. `namingScope`: the error's data names the
   // `scope` field (the methods that write the scope the request chose, rather than one an id resolved to).
   static Status requireWrites(const CallContext& ctx, bool namingScope = false);
@@ -123,8 +145,14 @@ class Service {
   // A free-text field that is not a memory's text (a state change's reason, a client's name): scrubbed like
   // summary and details, its findings not reported.
   Status scrubFreeText(std::optional<std::string>& text, const std::string& field) const;
+  // How a state change reaches a team memory: through the server, with this reason (team_operations.cc).
+  struct TeamOp {
+    std::optional<std::string> reason;
+  };
+  // `team`: the change a team memory takes instead of `op`; null refuses the method on the team scope.
   Result<Memory> mutate(const CallContext& ctx, const std::string& id, const std::string& action,
-                        const std::function<Result<Memory>(MemoryStore&, const std::string&)>& op);
+                        const std::function<Result<Memory>(MemoryStore&, const std::string&)>& op,
+                        const TeamOp* team = nullptr);
 
   ServiceOptions options_;
   ScopeRegistry registry_;
@@ -149,6 +177,8 @@ class Service {
   };
   Mutex tabsMutex_;
   std::unordered_map<std::string, RetainedTab> tabs_ GUARDED_BY(tabsMutex_);  // `tab` of initialize → its hint state
+  // Declared last: destroyed first, so no sync thread still calls the change listener or a replica's store.
+  std::unique_ptr<TeamScopes> teams_;
 };
 
 }  // namespace memq

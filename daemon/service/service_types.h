@@ -151,6 +151,8 @@ struct RecallParams {
 struct RecallHits {
   std::vector<RecallHit> hits;
   bool explain = false;  // the request asked for each hit's ranking terms
+  // Why the answer may be stale or incomplete: a team scope answered from its replica while its server is offline.
+  std::vector<std::string> warnings;
 };
 
 // --- memory/hide, memory/restore, memory/reject ---
@@ -311,6 +313,22 @@ struct ImportCounts {
   int64_t tombstones = 0;
   size_t stagedLines = 0;  // lines received by this import so far (blank ones included)
   bool committed = false;
+};
+
+// --- team/connect, team/status, team/disconnect ---
+struct TeamConnectRequest {
+  std::string conninfo;  // a libpq conninfo or postgresql:// URI, without a password
+};
+// The project's team scope: its setting, and when it is open, the sync thread's view of the server.
+struct TeamStatusResult {
+  bool configured = false;
+  std::string conninfo;    // as displayed (never a password)
+  std::string configPath;  // where the setting lives (the repository's git config, or .memq/team)
+  bool online = false;
+  std::string role;
+  int64_t lastSeq = 0;
+  size_t queued = 0;
+  std::string lastError;  // why it is offline
 };
 
 // --- stats ---

@@ -12,6 +12,11 @@ Result<ExportPage> Service::exportJsonl(const CallContext& ctx, const ExportRequ
   const std::optional<std::string>& cursor = request.cursor;
   auto scopes = readScopes(ctx);
   if (!scopes) return scopes.status();
+  // The team's memories are the team server's to keep (docs/team.md): an export holds them only when it asks for
+  // `scope: team`, so that exporting and importing the local scopes never tries to write the team's.
+  if (ctx.scopeOverride != ScopeKind::kTeam) {
+    std::erase_if(*scopes, [](const std::shared_ptr<Scope>& s) { return s->kind == ScopeKind::kTeam; });
+  }
   if (scopes->empty()) return ExportPage{};
   // Pages are keyed by the last line written (not an offset), so memories saved or changed between pages neither
   // shift nor repeat lines: each memory is written once, as it was when its page was read.
@@ -109,6 +114,11 @@ Result<ImportCounts> Service::importJsonl(const CallContext& ctx, const ImportRe
   }
   auto scope = writeScope(ctx);
   if (!scope) return scope.status();
+  if ((*scope)->kind == ScopeKind::kTeam) {
+    // The replica takes rows only from the server's journal; memories reach the team one save at a time.
+    return Status(ErrorCode::kInvalidParams, "import does not write the team scope: save to it with scope team",
+                  nlohmann::json{{"field", "scope"}});
+  }
   if (!pending) {
     pending = std::make_shared<PendingImport>();
     pending->scope = (*scope)->kind;

@@ -108,6 +108,16 @@ class MemoryStore : public RecallSource, private SaveTarget {
   // importBatch of one memory: created|deduped|rejected (a refusal is InvalidParams).
   Result<std::string> importRecord(const Memory& memory, const Actor& actor);
 
+  // --- a team scope's replica (memory_store_replica.cc) ---
+  // Writes rows exactly as the team server holds them (ids, text, state, times), in one transaction with `seq` as
+  // the last applied journal seq: a new id is inserted, a known one takes the server's state, state reason,
+  // superseded_by and updated_at; tombstones follow the rejected rows. The local correction model is not run: the
+  // server already did. Changes with seq <= replicaSeq() are skipped (another thread applied them); one with an
+  // empty memory id only moves the seq on. Returns the rows applied. Each appends one local event (the server's action and actor).
+  Result<std::vector<ReplicatedChange>> applyReplicated(std::vector<ReplicatedChange> changes);
+  // The last journal seq applyReplicated wrote (0 before the first).
+  Result<int64_t> replicaSeq();
+
   // Commits the saves a batch holds (see StoreOptions::saveBatch); no-op without one. On failure the batch is rolled
   // back, its saves stay in the journal, and every later write first tries to apply them again.
   Status commitPendingSaves();
@@ -255,6 +265,8 @@ class MemoryStore : public RecallSource, private SaveTarget {
   // `at` defaults to now().
   void appendEvent(const std::string& memoryId, const std::string& action, const Actor& actor,
                    const nlohmann::json& detail, const std::optional<std::string>& at = std::nullopt);
+  // One replicated row written (applyReplicated's transaction is open); returns its pk and whether it is new.
+  std::pair<int64_t, bool> writeReplicatedRow(const ReplicatedChange& change);
   Result<Memory> changeState(const std::string& id, MemoryState from1, std::optional<MemoryState> from2,
                              MemoryState to, const std::string& action, const Actor& actor,
                              const std::optional<std::string>& reason);

@@ -91,6 +91,16 @@ void StoreSql::setAppliedBatch(uint64_t seq) {
   q->exec();
 }
 
+int64_t StoreSql::replicaSeq() {
+  return db_->execAndGet("SELECT applied_seq FROM replica_state WHERE id = 1").getInt64();
+}
+
+void StoreSql::setReplicaSeq(int64_t seq) {
+  auto q = statement("UPDATE replica_state SET applied_seq = ? WHERE id = 1");
+  q->bind(1, seq);
+  q->exec();
+}
+
 int64_t StoreSql::insertMemory(const NewMemoryRow& row) {
   const Memory& m = *row.memory;
   auto ins = statement(

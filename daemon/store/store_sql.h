@@ -91,6 +91,9 @@ class StoreSql {
   int64_t nextPk();   // the pk SQLite gives the next row
   int64_t appliedBatch();
   void setAppliedBatch(uint64_t seq);
+  // A team replica's last applied journal seq (replica_state; 0 for every other scope).
+  int64_t replicaSeq();
+  void setReplicaSeq(int64_t seq);
 
   // --- memories ---
   std::optional<Memory> memoryById(const std::string& id);  // with its file refs

@@ -113,6 +113,16 @@ struct AuditFilter {
   int limit = 100;
 };
 
+// One row of a team scope's replica as the team server's journal brings it (MemoryStore::applyReplicated): the
+// memory as the server holds it now (id, text, state, times; source "user"), and the journal row that named it.
+struct ReplicatedChange {
+  int64_t seq = 0;
+  std::string at;
+  std::string actor;   // the role that made the change on the server
+  std::string action;  // create | hide | restore | supersede | reject | unreject | blocked_save
+  Memory memory;
+};
+
 struct Tombstone {
   std::string contentHash;
   std::string memoryId;

@@ -3,7 +3,7 @@
 # Installed as share/bash-completion/completions/memq (loaded on demand by bash-completion).
 
 _memq_commands="save get update list search recall hide restore pin unpin supersede reject unreject purge
-  attach detach hint cochange blast refresh review audit export import stats status daemon mcp hook bench help version"
+  attach detach hint cochange blast refresh review audit export import stats team status daemon mcp hook bench help version"
 
 # Options of each command (global options are handled separately).
 _memq_command_options() {
@@ -65,7 +65,7 @@ _memq() {
 
     # Values of options.
     case "$option" in
-        --scope) COMPREPLY=($(compgen -W "project global" -- "$cur")); return ;;
+        --scope) COMPREPLY=($(compgen -W "project global team" -- "$cur")); return ;;
         --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
         --by|--id) COMPREPLY=($(compgen -W "$(_memq_ids)" -- "$cur")); return ;;
         --socket|--file|--from-empryo) COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null; return ;;

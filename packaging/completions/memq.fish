@@ -3,7 +3,7 @@
 # Installed as share/fish/vendor_completions.d/memq.fish.
 
 set -l memq_commands save get update list search recall hide restore pin unpin supersede reject unreject purge \
-    attach detach hint cochange blast refresh review audit export import stats status daemon mcp hook bench help version
+    attach detach hint cochange blast refresh review audit export import stats team status daemon mcp hook bench help version
 set -l id_commands get update hide restore pin unpin supersede reject unreject purge attach detach
 
 function __memq_ids
@@ -53,7 +53,7 @@ complete -c memq -f
 complete -c memq -n __memq_needs_command -l json -d 'JSON output'
 complete -c memq -n __memq_needs_command -l socket -r -F -d "the daemon's socket"
 complete -c memq -n __memq_needs_command -l project -r -a '(__fish_complete_directories)' -d 'the project directory'
-complete -c memq -n __memq_needs_command -l scope -x -a 'project global' -d 'only this scope'
+complete -c memq -n __memq_needs_command -l scope -x -a 'project global team' -d 'only this scope'
 complete -c memq -l no-pager -d 'do not page'
 complete -c memq -l color -x -a 'auto always never' -d 'colour in human output'
 complete -c memq -l help -s h -d "the command's usage"
@@ -85,6 +85,7 @@ complete -c memq -n __memq_needs_command -a audit -d 'the audit log'
 complete -c memq -n __memq_needs_command -a export -d 'export JSONL'
 complete -c memq -n __memq_needs_command -a import -d 'import JSONL'
 complete -c memq -n __memq_needs_command -a stats -d 'counts and sizes'
+complete -c memq -n __memq_needs_command -a team -d 'the team scope (connect, status, disconnect)'
 complete -c memq -n __memq_needs_command -a status -d "the daemon's state"
 complete -c memq -n __memq_needs_command -a daemon -d 'control memqd'
 complete -c memq -n __memq_needs_command -a mcp -d 'MCP server on stdio'

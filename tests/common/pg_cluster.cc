@@ -160,6 +160,16 @@ void PgCluster::kill() {
   running_ = false;
 }
 
+std::string PgCluster::restart() {
+  if (running_) return "";
+  if (auto err = runPgBinary({"pg_ctl", "-D", dir_ + "/data", "-l", dir_ + "/server.log", "-w", "-t", "60", "start"});
+      !err.empty()) {
+    return err + tail(dir_ + "/server.log");
+  }
+  running_ = true;
+  return "";
+}
+
 std::string PgCluster::conninfo(const std::string& dbname, const std::string& user) const {
   return "host=" + dir_ + " port=5432 dbname=" + dbname + " user=" + user;
 }

@@ -42,6 +42,8 @@ class PgCluster {
   std::string start(bool durable = false);
   // Stops the server at once (pg_ctl stop -m immediate): connections break as if it crashed.
   void kill();
+  // Starts a server stopped by kill() again on the same data (its databases and roles kept). Empty on success.
+  std::string restart();
 
   const std::string& dir() const { return dir_; }
   // A conninfo for `user` (the superuser by default) and `dbname`.

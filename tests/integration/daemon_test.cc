@@ -99,6 +99,10 @@ TEST_F(DaemonTest, EveryMethodAnswersWithItsDocumentedResult) {
       {"stats", json::object()},
       {"daemon/status", json::object()},
       {"subscribe", json::object()},
+      // A team server that does not exist: set up offline, then removed again.
+      {"team/connect", {{"conninfo", "host=" + (dir_ / "no-server").string() + " dbname=memq_team user=alice"}}},
+      {"team/status", json::object()},
+      {"team/disconnect", json::object()},
   };
   std::set<std::string> covered = {"initialize", "memory/save"};
   for (const auto& s : steps) {

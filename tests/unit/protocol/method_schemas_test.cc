@@ -27,7 +27,7 @@ const std::set<std::string> kProtocolMethods = {
     "memory/attach",   "memory/detach",   "hints/for_tool",    "hints/turn",      "repo/cochange",
     "repo/blast_radius", "repo/refresh",  "review/clusters",   "review/stale",    "review/dead",
     "audit/list",      "export",          "import",            "stats",           "subscribe",
-    "daemon/status",   "daemon/shutdown",
+    "daemon/status",   "daemon/shutdown", "team/connect",      "team/status",     "team/disconnect",
 };
 
 // The smallest params each method accepts.
@@ -65,6 +65,9 @@ const std::map<std::string, json>& minimalParams() {
       {"subscribe", json::object()},
       {"daemon/status", json::object()},
       {"daemon/shutdown", json::object()},
+      {"team/connect", {{"conninfo", "host=db dbname=memq_team user=alice"}}},
+      {"team/status", json::object()},
+      {"team/disconnect", json::object()},
   };
   return kParams;
 }

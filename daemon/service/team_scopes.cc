@@ -1,0 +1,169 @@
+// Opening team scopes (replica, outbox, sync thread) and reading which project names which; see team_scopes.h.
+#include "daemon/service/team_scopes.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "daemon/team/team_config.h"
+#include "daemon/util/sha256.h"
+#include "schema/embedded_migrations.h"
+
+namespace memq {
+
+TeamScopes::TeamScopes(std::string dataDir, const Embedder* embedder, std::function<void(const ChangeEvent&)> emit)
+    : dataDir_(std::move(dataDir)), embedder_(embedder), emit_(std::move(emit)) {}
+
+TeamScopes::~TeamScopes() {
+  std::map<std::string, std::shared_ptr<Scope>> scopes;
+  {
+    MutexLock lock(mutex_);
+    scopes.swap(scopes_);
+  }
+  for (auto& [key, scope] : scopes) scope->team.reset();  // joins the sync thread before the replica closes
+}
+
+Result<std::optional<std::string>> TeamScopes::configured(const ProjectLocation& location) {
+  Configured& c = projects_[location.root];
+  struct stat st {};
+  const std::string path = teamConfigPath(location);
+  int64_t stampNs = -1;
+  int64_t size = -1;
+  if (::stat(path.c_str(), &st) == 0) {
+    stampNs = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    size = static_cast<int64_t>(st.st_size);
+  }
+  if (stampNs == c.stampNs && size == c.size) return c.conninfo;
+  auto read = readTeamConninfo(location);
+  if (!read) return read.status();
+  // A setting written by hand may name a password: it is not used (nor shown), as team/connect would refuse it.
+  if (*read) MEMQ_RETURN_IF_ERROR(checkTeamConninfo(**read, "memq.team"));
+  c = Configured{*read, stampNs, size};
+  return c.conninfo;
+}
+
+Result<std::shared_ptr<Scope>> TeamScopes::open(const std::string& conninfo) {
+  if (auto it = scopes_.find(conninfo); it != scopes_.end()) return it->second;
+  const std::string key = sha256Hex(conninfoWithoutPassword(conninfo));
+  const std::string dir = dataDir_ + "/team";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  StoreOptions so;
+  so.path = dir + "/" + key + ".db";
+  so.scope = toString(ScopeKind::kTeam);
+  so.embedder = embedder_;
+  auto store = MemoryStore::open(so);
+  if (!store) {
+    return Status(ErrorCode::kStorageError, "cannot open the team replica " + so.path + ": " + store.status().message(),
+                  nlohmann::json{{"scope", "team"}, {"path", so.path}});
+  }
+  auto db = std::make_shared<ScopeDatabase>();
+  db->path = so.path;
+  db->storePtr = std::move(*store);
+  auto scope = std::make_shared<Scope>();
+  scope->kind = ScopeKind::kTeam;
+  scope->db = db;
+  scope->lastUsed = std::chrono::steady_clock::now();
+  TeamReplicaHooks hooks;
+  // The hooks hold the replica, not the Scope: the Scope holds the TeamSync, which holds the hooks.
+  hooks.lastSeq = [db]() -> Result<int64_t> {
+    MutexLock lock(db->mutex);
+    return db->store().replicaSeq();
+  };
+  hooks.apply = [db](std::vector<ReplicatedChange> changes) -> Result<std::vector<ReplicatedChange>> {
+    CommittedLock lock(*db);
+    return db->store().applyReplicated(std::move(changes));
+  };
+  hooks.changed = [emit = emit_](const std::vector<ReplicatedChange>& applied) {
+    for (const auto& c : applied) {
+      if (c.action == "blocked_save") continue;  // nothing changed: a save the server refused
+      emit(ChangeEvent{ScopeKind::kTeam, "", c.memory.id, c.action});
+    }
+  };
+  TeamSyncOptions options;
+  options.conninfo = conninfo;
+  options.outboxPath = dir + "/" + key + ".outbox";
+  scope->team = std::make_shared<TeamSync>(std::move(options), std::move(hooks));
+  scope->team->start();
+  // Beside the replica, so that a restarted memqd can send a queued save before any project asks (resumeQueued).
+  if (std::ofstream out(dir + "/" + key + ".conninfo", std::ios::trunc); out) out << conninfo << "\n";
+  spdlog::info("opened team scope {} (replica {})", scope->team->displayConninfo(), so.path);
+  scopes_[conninfo] = scope;
+  return scope;
+}
+
+void TeamScopes::resumeQueued() {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dataDir_ + "/team", ec)) {
+    if (entry.path().extension() != ".outbox" || std::filesystem::file_size(entry.path(), ec) == 0) continue;
+    std::ifstream in(entry.path().parent_path() / (entry.path().stem().string() + ".conninfo"));
+    std::string conninfo;
+    if (!std::getline(in, conninfo) || conninfo.empty() || !checkTeamConninfo(conninfo).isOk()) continue;
+    MutexLock lock(mutex_);
+    auto scope = open(conninfo);
+    if (!scope) spdlog::warn("cannot resume the team scope of {}: {}", entry.path().string(), scope.status().message());
+  }
+}
+
+Status TeamScopes::migrateIfReachable(const std::string& conninfo) {
+  auto client = TeamClient::connect(withConnectTimeout(conninfo, 2));
+  // A server that cannot be reached now is set up all the same: the scope starts offline and syncs once it is up.
+  if (!client) return client.status().code() == ErrorCode::kScopeUnavailable ? Status::ok() : client.status();
+  auto version = (*client)->schemaVersion();
+  if (!version) return version.status();
+  const auto& known = embeddedTeamMigrations();
+  if (known.empty() || *version >= known.back().version) return Status::ok();
+  Status migrated = (*client)->migrate();
+  if (migrated.code() == ErrorCode::kForbidden) {
+    return Status(ErrorCode::kForbidden,
+                  "the team database has no (or an older) memq schema and this role may not create it: connect once "
+                  "as the database's owner (a role with CREATEROLE) to set it up; " + migrated.message(),
+                  nlohmann::json{{"field", "conninfo"}});
+  }
+  return migrated;
+}
+
+Result<std::shared_ptr<Scope>> TeamScopes::forProject(const ProjectLocation& location) {
+  MutexLock lock(mutex_);
+  auto conninfo = configured(location);
+  if (!conninfo) return conninfo.status();
+  if (!*conninfo) return std::shared_ptr<Scope>();
+  return open(**conninfo);
+}
+
+Result<std::shared_ptr<Scope>> TeamScopes::connect(const ProjectLocation& location, const std::string& conninfo) {
+  MEMQ_RETURN_IF_ERROR(checkTeamConninfo(conninfo));
+  MEMQ_RETURN_IF_ERROR(migrateIfReachable(conninfo));
+  MEMQ_RETURN_IF_ERROR(writeTeamConninfo(location, conninfo));
+  MutexLock lock(mutex_);
+  projects_.erase(location.root);  // read again below
+  auto configuredNow = configured(location);
+  if (!configuredNow) return configuredNow.status();
+  return open(conninfo);
+}
+
+Status TeamScopes::disconnect(const ProjectLocation& location) {
+  MEMQ_RETURN_IF_ERROR(writeTeamConninfo(location, std::nullopt));
+  std::shared_ptr<Scope> closing;
+  {
+    MutexLock lock(mutex_);
+    auto it = projects_.find(location.root);
+    if (it == projects_.end() || !it->second.conninfo) return Status::ok();
+    const std::string conninfo = *it->second.conninfo;
+    projects_.erase(it);
+    for (const auto& [root, c] : projects_) {
+      if (c.conninfo == conninfo) return Status::ok();  // another project still uses it
+    }
+    if (auto s = scopes_.find(conninfo); s != scopes_.end()) {
+      closing = s->second;
+      scopes_.erase(s);
+    }
+  }
+  // A request holding the scope keeps its replica; the sync thread stops with the last holder.
+  if (closing) spdlog::info("closed team scope {}", closing->team->displayConninfo());
+  return Status::ok();
+}
+
+}  // namespace memq

@@ -1,0 +1,93 @@
+// MemoryStore's replica writes: a team scope's rows as the team server's journal brings them, written verbatim in
+// one transaction with the journal seq they reach (replica_state), and the mirror refreshed for the rows touched.
+// The correction model is the server's; here a row only takes the state the server gave it. See memory_store.h.
+#include "daemon/store/memory_store.h"
+#include "daemon/store/recall_mirror.h"
+#include "daemon/store/save_pipeline.h"
+#include "daemon/store/store_sql.h"
+
+namespace memq {
+
+std::pair<int64_t, bool> MemoryStore::writeReplicatedRow(const ReplicatedChange& change) {
+  const Memory& in = change.memory;
+  const std::optional<int64_t> known = sql_->pkOf(in.id);
+  int64_t pk = 0;
+  if (!known) {
+    pk = sql_->insertMemory({std::nullopt, &in});
+    saves_->notePendingText(pk);  // indexed with the rest of the transaction's new rows
+    sql_->writeFileRefs(pk, in.files);
+    sql_->storeEmbedding(pk, embedModel_, embedMemory(in.summary, in.details, in.topics));
+  } else {
+    pk = *known;
+    // The server never changes a memory's text, only its state: that is all a known row takes.
+    sql_->setState(pk, in.state, in.stateReason, in.updatedAt);
+    if (in.state == MemoryState::kSuperseded && in.supersededBy) sql_->setSuperseded(pk, *in.supersededBy, in.updatedAt);
+  }
+  sql_->unlinkSimilar(pk);
+  if (in.state == MemoryState::kActive) {
+    if (auto vec = sql_->loadVector(pk, embedModel_)) linkSimilar(pk, *vec, in.updatedAt);
+  }
+  if (in.state == MemoryState::kRejected) {
+    sql_->upsertTombstone({in.contentHash, in.id, in.stateReason.value_or(""), "team:" + change.actor, in.updatedAt});
+  } else {
+    sql_->deleteTombstone(in.contentHash);  // an unreject on the server takes the tombstone back
+  }
+  nlohmann::json detail = {{"team_seq", change.seq}, {"state", stateName(in.state)}};
+  sql_->appendEvent(change.at.empty() ? in.updatedAt : change.at, in.id, change.action, "team:" + change.actor,
+                    detail);
+  return {pk, !known};
+}
+
+Result<std::vector<ReplicatedChange>> MemoryStore::applyReplicated(std::vector<ReplicatedChange> changes) {
+  MEMQ_RETURN_IF_ERROR(readyToWrite("replicate"));
+  std::vector<ReplicatedChange> applied;
+  std::vector<std::pair<int64_t, MemoryState>> touched;
+  try {
+    const int64_t from = sql_->replicaSeq();
+    StoreSql::WriteTransaction tx(*sql_);
+    int64_t last = from;
+    for (auto& c : changes) {
+      if (c.seq <= last) continue;  // applied already (by another thread, or a replay of the same page)
+      last = c.seq;
+      if (c.memory.id.empty()) continue;  // a journal row with no memory to hold: only the seq moves on
+      c.memory.scope = scope();
+      auto [pk, created] = writeReplicatedRow(c);
+      (void)created;
+      touched.emplace_back(pk, c.memory.state);
+      applied.push_back(std::move(c));
+    }
+    if (last == from) return applied;
+    sql_->setReplicaSeq(last);
+    saves_->indexPendingText();
+    tx.commit();
+  } catch (const std::exception& e) {
+    saves_->dropPendingText();
+    return storageError(e, "replicate");
+  }
+  for (const auto& [pk, state] : touched) {
+    mirror_->active().remove(pk);
+    mirror_->rejected().remove(pk);
+    if (state == MemoryState::kActive || state == MemoryState::kRejected) {
+      try {
+        if (auto vec = sql_->loadVector(pk, embedModel_)) {
+          (state == MemoryState::kActive ? mirror_->active() : mirror_->rejected()).upsert(pk, *vec);
+        }
+      } catch (const std::exception&) {
+        mirror_->reload();  // the indexes are rebuilt from the committed rows
+      }
+    }
+    mirror_->refreshRow(pk);
+  }
+  return applied;
+}
+
+Result<int64_t> MemoryStore::replicaSeq() {
+  takeDatabase();
+  try {
+    return sql_->replicaSeq();
+  } catch (const std::exception& e) {
+    return storageError(e, "replica seq");
+  }
+}
+
+}  // namespace memq

@@ -1,0 +1,148 @@
+// The team scope's outbox file; see team_outbox.h.
+#include "daemon/team/team_outbox.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace memq {
+
+namespace {
+
+using json = nlohmann::json;
+
+json recordJson(const OutboxRecord& r) {
+  json files = json::array();
+  for (const auto& f : r.input.files) {
+    json e = {{"path", f.path}};
+    if (f.lines) {
+      json lines = json::array();
+      for (const auto& l : *f.lines) lines.push_back({l.first, l.last});
+      e["lines"] = std::move(lines);
+    }
+    if (f.blob) e["blob"] = *f.blob;
+    files.push_back(std::move(e));
+  }
+  json in = {{"summary", r.input.summary}, {"details", r.input.details}, {"topics", r.input.topics},
+             {"files", std::move(files)}, {"source", r.input.source}};
+  if (r.input.category) in["category"] = *r.input.category;
+  return {{"project_root", r.projectRoot}, {"input", std::move(in)}};
+}
+
+std::optional<OutboxRecord> parseRecord(const std::string& line) {
+  json j = json::parse(line, nullptr, false);
+  if (!j.is_object() || !j.contains("input")) return std::nullopt;
+  try {
+    OutboxRecord r;
+    r.projectRoot = j.value("project_root", "");
+    const json& in = j["input"];
+    r.input.summary = in.value("summary", "");
+    r.input.details = in.value("details", "");
+    if (in.contains("category") && in["category"].is_string()) r.input.category = in["category"].get<std::string>();
+    r.input.topics = in.value("topics", std::vector<std::string>{});
+    r.input.source = in.value("source", "agent");
+    for (const auto& f : in.value("files", json::array())) {
+      FileEntry e(f.value("path", ""));
+      if (f.contains("lines")) {
+        LineRanges lines;
+        for (const auto& l : f["lines"]) lines.push_back({l[0].get<uint32_t>(), l[1].get<uint32_t>()});
+        e.lines = std::move(lines);
+      }
+      if (f.contains("blob")) e.blob = f["blob"].get<std::string>();
+      r.input.files.push_back(std::move(e));
+    }
+    return r;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+Status fsyncPath(const std::string& path, int flags) {
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+  if (fd < 0) return Status(ErrorCode::kStorageError, "cannot open " + path + ": " + std::strerror(errno));
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) return Status(ErrorCode::kStorageError, "cannot fsync " + path + ": " + std::strerror(errno));
+  return Status::ok();
+}
+
+Status writeAll(int fd, const std::string& text, const std::string& path) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status(ErrorCode::kStorageError, "cannot write " + path + ": " + std::strerror(errno));
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) return Status(ErrorCode::kStorageError, "cannot fsync " + path + ": " + std::strerror(errno));
+  return Status::ok();
+}
+
+}  // namespace
+
+Status TeamOutbox::append(const OutboxRecord& record) {
+  MutexLock lock(mutex_);
+  const std::string dir = std::filesystem::path(path_).parent_path().string();
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(path_, ec);
+  std::filesystem::create_directories(dir, ec);
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) return Status(ErrorCode::kStorageError, "cannot open " + path_ + ": " + std::strerror(errno));
+  Status st = writeAll(fd, recordJson(record).dump() + "\n", path_);
+  ::close(fd);
+  if (!st) return st;
+  if (!existed) return fsyncPath(dir, O_RDONLY | O_DIRECTORY);  // the new file's name is durable too
+  return Status::ok();
+}
+
+Result<std::vector<std::string>> TeamOutbox::lines() {
+  std::vector<std::string> out;
+  std::ifstream in(path_);
+  if (!in) return out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (parseRecord(line)) out.push_back(line);  // a torn last line was never acknowledged
+  }
+  return out;
+}
+
+Result<std::vector<OutboxRecord>> TeamOutbox::load() {
+  MutexLock lock(mutex_);
+  auto ls = lines();
+  if (!ls) return ls.status();
+  std::vector<OutboxRecord> out;
+  for (const auto& l : *ls) out.push_back(*parseRecord(l));
+  return out;
+}
+
+size_t TeamOutbox::size() {
+  MutexLock lock(mutex_);
+  auto ls = lines();
+  return ls ? ls->size() : 0;
+}
+
+Status TeamOutbox::removeFirst() {
+  MutexLock lock(mutex_);
+  auto ls = lines();
+  if (!ls) return ls.status();
+  if (ls->empty()) return Status::ok();
+  std::string rest;
+  for (size_t i = 1; i < ls->size(); ++i) rest += (*ls)[i] + "\n";
+  const std::string tmp = path_ + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Status(ErrorCode::kStorageError, "cannot open " + tmp + ": " + std::strerror(errno));
+  Status st = writeAll(fd, rest, tmp);
+  ::close(fd);
+  if (!st) return st;
+  if (::rename(tmp.c_str(), path_.c_str()) != 0) {
+    return Status(ErrorCode::kStorageError, "cannot rename " + tmp + ": " + std::strerror(errno));
+  }
+  return fsyncPath(std::filesystem::path(path_).parent_path().string(), O_RDONLY | O_DIRECTORY);
+}
+
+}  // namespace memq

@@ -1,0 +1,272 @@
+// The sync thread, the request connection and the outbox of one team scope; see team_sync.h.
+#include "daemon/team/team_sync.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "daemon/team/team_config.h"
+
+namespace memq {
+
+namespace {
+
+// Journal rows fetched per query while catching up.
+constexpr int kPageRows = 500;
+// How long the sync thread waits for a notification before it looks at the outbox and the journal anyway (a
+// notification lost with a connection that broke is made good by this, and the stop flag is seen as often).
+constexpr std::chrono::milliseconds kNotifyWait{250};
+// After the request connection failed to connect, requests within this long do not try again (the sync thread
+// keeps trying meanwhile): an offline server costs a queued save no connect attempt each.
+constexpr std::chrono::milliseconds kRequestRetry{500};
+
+bool isConnectionError(const Status& st) { return st.code() == ErrorCode::kScopeUnavailable; }
+
+FileRef fileRefOf(const nlohmann::json& f) {
+  if (f.is_string()) return FileRef{f.get<std::string>(), std::nullopt, std::nullopt};
+  FileRef ref{f.value("path", ""), std::nullopt, std::nullopt};
+  if (f.contains("blob") && f["blob"].is_string() && f.contains("lines") && f["lines"].is_array()) {
+    FileAnchor anchor;
+    anchor.blob = f["blob"].get<std::string>();
+    for (const auto& l : f["lines"]) {
+      if (l.is_array() && l.size() == 2) anchor.lines.push_back({l[0].get<uint32_t>(), l[1].get<uint32_t>()});
+    }
+    ref.blobId = anchor.blob;
+    if (!anchor.lines.empty()) ref.anchor = std::move(anchor);
+  }
+  return ref;
+}
+
+}  // namespace
+
+std::optional<ReplicatedChange> replicatedChange(const TeamEvent& event) {
+  if (!event.memory) return std::nullopt;  // a journal row whose memory is gone: nothing to hold
+  const TeamMemory& t = *event.memory;
+  auto state = parseState(t.state);
+  if (!state) return std::nullopt;
+  ReplicatedChange c;
+  c.seq = event.seq;
+  c.at = event.at;
+  c.actor = event.actor;
+  c.action = event.action;
+  Memory& m = c.memory;
+  m.id = t.id;
+  m.summary = t.summary;
+  m.details = t.details;
+  m.category = t.category;
+  if (t.topics.is_array()) {
+    for (const auto& topic : t.topics) {
+      if (topic.is_string()) m.topics.push_back(topic.get<std::string>());
+    }
+  }
+  if (t.files.is_array()) {
+    for (const auto& f : t.files) m.files.push_back(fileRefOf(f));
+  }
+  m.source = "user";  // the server records the role, not the source; a teammate's memory is not this agent's
+  m.createdAt = t.createdAt;
+  m.updatedAt = t.updatedAt;
+  m.lastUsedAt = t.createdAt;
+  m.state = *state;
+  m.supersededBy = t.supersededBy;
+  m.stateReason = t.stateReason;
+  m.contentHash = t.contentHash;
+  return c;
+}
+
+TeamSync::TeamSync(TeamSyncOptions options, TeamReplicaHooks hooks)
+    : options_(std::move(options)),
+      conninfo_(withConnectTimeout(options_.conninfo, options_.connectTimeoutSeconds)),
+      display_(conninfoWithoutPassword(options_.conninfo)),
+      hooks_(std::move(hooks)),
+      outbox_(options_.outboxPath) {}
+
+TeamSync::~TeamSync() {
+  stop_.store(true);
+  {
+    std::lock_guard<std::mutex> lock(wakeMutex_);
+    wakeRequested_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void TeamSync::start() {
+  if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+}
+
+bool TeamSync::sleepFor(std::chrono::milliseconds d) {
+  std::unique_lock<std::mutex> lock(wakeMutex_);
+  wake_.wait_for(lock, d, [&] { return wakeRequested_ || stop_.load(); });
+  wakeRequested_ = false;
+  return !stop_.load();
+}
+
+void TeamSync::noteLost(const Status& st) {
+  const bool was = online_.exchange(false);
+  {
+    std::lock_guard<std::mutex> lock(infoMutex_);
+    lastError_ = st.message();
+  }
+  if (was) spdlog::warn("team scope {} is offline: {}", display_, st.message());
+}
+
+void TeamSync::run() {
+  auto backoff = options_.minBackoff;
+  while (!stop_.load()) {
+    auto client = TeamClient::connect(conninfo_);
+    Status st = client ? serve(**client) : client.status();
+    if (stop_.load()) break;
+    // Back to the minimum after a connection that came online; doubled up to the cap by each attempt that did
+    // not (a server that refuses, or a database without the schema, is not asked ten times a second).
+    backoff = online_.load() ? options_.minBackoff : std::min(backoff * 2, options_.maxBackoff);
+    noteLost(st);
+    if (st.code() != ErrorCode::kScopeUnavailable) {
+      spdlog::error("team scope {}: {}", display_, st.message());
+    }
+    if (!sleepFor(backoff)) break;
+  }
+}
+
+Status TeamSync::serve(TeamClient& client) {
+  MEMQ_RETURN_IF_ERROR(client.listen());
+  auto role = client.role();
+  if (!role) return role.status();
+  {
+    std::lock_guard<std::mutex> lock(infoMutex_);
+    role_ = *role;
+    lastError_.clear();
+  }
+  MEMQ_RETURN_IF_ERROR(drainOutbox(client));
+  MEMQ_RETURN_IF_ERROR(catchUp(client));
+  if (!online_.exchange(true)) spdlog::info("team scope {} is online as role {}", display_, *role);
+  while (!stop_.load()) {
+    auto n = client.waitForNotification(kNotifyWait);
+    if (!n) return n.status();
+    MEMQ_RETURN_IF_ERROR(drainOutbox(client));
+    MEMQ_RETURN_IF_ERROR(catchUp(client));
+  }
+  return Status::ok();
+}
+
+Status TeamSync::drainOutbox(TeamClient& client) {
+  auto records = outbox_.load();
+  if (!records) return records.status();
+  for (const auto& r : *records) {
+    auto saved = client.save(r.input, r.projectRoot);
+    if (!saved && isConnectionError(saved.status())) return saved.status();  // kept: sent on the next connection
+    if (!saved) {
+      // The server refused it (a role that lost its write privilege, input it does not take): sending it again
+      // would be refused again, so it leaves the outbox, logged.
+      spdlog::error("team scope {}: the server refused a queued save ({}); dropped it from the outbox",
+                    display_, saved.status().message());
+    } else {
+      spdlog::info("team scope {}: sent a queued save: {} {}", display_, toString(saved->status), saved->id);
+    }
+    MEMQ_RETURN_IF_ERROR(outbox_.removeFirst());
+  }
+  return Status::ok();
+}
+
+Status TeamSync::catchUp(TeamClient& client) {
+  std::lock_guard<std::mutex> lock(catchUpMutex_);
+  while (true) {
+    auto seq = hooks_.lastSeq();
+    if (!seq) return seq.status();
+    auto events = client.eventsSince(*seq, kPageRows);
+    if (!events) return events.status();
+    if (events->empty()) return Status::ok();
+    std::vector<ReplicatedChange> changes;
+    int64_t last = *seq;
+    for (const auto& e : *events) {
+      last = std::max(last, e.seq);
+      if (auto c = replicatedChange(e)) changes.push_back(std::move(*c));
+    }
+    if (changes.empty() || changes.back().seq != last) {
+      // A page's last row without a memory still moves the replica's seq on: carry it as a no-row marker.
+      ReplicatedChange marker;
+      marker.seq = last;
+      marker.action = "marker";
+      changes.push_back(std::move(marker));
+    }
+    auto applied = hooks_.apply(std::move(changes));
+    if (!applied) return applied.status();
+    if (!applied->empty() && hooks_.changed) hooks_.changed(*applied);
+    if (static_cast<int>(events->size()) < kPageRows) return Status::ok();
+  }
+}
+
+Result<TeamClient*> TeamSync::requestClient() {
+  if (requestClient_) return requestClient_.get();
+  const auto now = std::chrono::steady_clock::now();
+  if (now < requestRetryAt_) {
+    std::lock_guard<std::mutex> lock(infoMutex_);
+    return Status(ErrorCode::kScopeUnavailable, "the team server (" + display_ + ") cannot be reached: " + lastError_,
+                  nlohmann::json{{"scope", "team"}, {"reason", "offline"}});
+  }
+  auto c = TeamClient::connect(conninfo_);
+  if (!c) {
+    requestRetryAt_ = now + kRequestRetry;
+    std::lock_guard<std::mutex> lock(infoMutex_);
+    lastError_ = c.status().message();
+    return c.status();
+  }
+  requestClient_ = std::move(*c);
+  return requestClient_.get();
+}
+
+Result<TeamSaveResult> TeamSync::save(const SaveInput& input, const std::string& projectRoot) {
+  MutexLock lock(requestMutex_);
+  auto client = requestClient();
+  if (!client) return client.status();
+  auto out = (*client)->save(input, projectRoot);
+  if (!out && isConnectionError(out.status())) requestClient_.reset();
+  if (!out) return out;
+  if (Status st = catchUp(**client); !st) {
+    // The server has the save; the replica gets it from the sync thread once it is connected again.
+    spdlog::warn("team scope {}: replica not caught up after a save: {}", display_, st.message());
+    if (isConnectionError(st)) requestClient_.reset();
+  }
+  return out;
+}
+
+Status TeamSync::setState(const std::string& id, const std::string& action, const std::optional<std::string>& reason,
+                          const std::optional<std::string>& supersededBy) {
+  MutexLock lock(requestMutex_);
+  auto client = requestClient();
+  if (!client) return client.status();
+  auto out = (*client)->setState(id, action, reason, supersededBy);
+  if (!out) {
+    if (isConnectionError(out.status())) requestClient_.reset();
+    return out.status();
+  }
+  if (Status st = catchUp(**client); !st) {
+    spdlog::warn("team scope {}: replica not caught up after {}: {}", display_, action, st.message());
+    if (isConnectionError(st)) requestClient_.reset();
+  }
+  return Status::ok();
+}
+
+Status TeamSync::queue(const OutboxRecord& record) {
+  MEMQ_RETURN_IF_ERROR(outbox_.append(record));
+  {
+    std::lock_guard<std::mutex> lock(wakeMutex_);
+    wakeRequested_ = true;  // a backoff sleep ends early: the server may be back
+  }
+  wake_.notify_all();
+  return Status::ok();
+}
+
+TeamSyncStatus TeamSync::status() {
+  TeamSyncStatus s;
+  s.online = online_.load();
+  {
+    std::lock_guard<std::mutex> lock(infoMutex_);
+    s.role = role_;
+    if (!s.online) s.lastError = lastError_;
+  }
+  if (auto seq = hooks_.lastSeq()) s.lastSeq = *seq;
+  s.queued = outbox_.size();
+  return s;
+}
+
+}  // namespace memq

@@ -1,0 +1,505 @@
+// The team scope end to end: two memqd processes (separate data dirs, sockets and login roles, as two teammates on
+// two clones) sharing one team database on a throwaway PostgreSQL cluster (tests/common/pg_cluster.h). Saves and
+// state changes of one reach the other's recall and subscribers; the correction model holds across them; a reader
+// role reads but cannot write; a server that goes away leaves local scopes working, team recall warning, team saves
+// queued (also across a kill -9 of memqd) and sent when it is back; hostile input gets the local codes through the
+// team path and changes nothing on the server.
+#include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <string>
+
+#include "common/pg_cluster.h"
+#include "daemon/team/team_client.h"
+#include "integration/memqd_fixture.h"
+#include "protocol/error_code.h"
+
+namespace memq::testing {
+namespace {
+
+using json = nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using test::PgCluster;
+
+PgCluster* gCluster = nullptr;
+std::string gStartError;
+
+class TeamClusterEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    spdlog::set_level(spdlog::level::warn);
+    gCluster = new PgCluster();
+    gStartError = gCluster->start();
+    for (const auto& [role, groups, attrs] :
+         std::vector<std::tuple<std::string, std::vector<std::string>, std::string>>{
+             {"memq_owner", {}, "CREATEROLE"}}) {
+      if (gStartError.empty()) gStartError = gCluster->createRole(role, groups, attrs);
+    }
+  }
+  void TearDown() override {
+    delete gCluster;
+    gCluster = nullptr;
+  }
+};
+const auto* const kEnvironment = ::testing::AddGlobalTestEnvironment(new TeamClusterEnvironment);
+
+// One teammate: a clone (a git repository of its own) and a memqd connected to the team database as `role`.
+struct Teammate {
+  fs::path dir;
+  std::string project;
+  std::unique_ptr<Memqd> daemon;
+};
+
+class TeamTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Not skipped: `make test` installs the server, so a missing one is a broken setup, not an optional test.
+    ASSERT_TRUE(gCluster && gStartError.empty()) << gStartError;
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    db_ = std::string("it_") + info->name();
+    std::transform(db_.begin(), db_.end(), db_.begin(), [](unsigned char c) { return std::tolower(c); });
+    db_ = db_.substr(0, 63);
+    ASSERT_EQ(gCluster->createDatabase(db_, "memq_owner"), "");
+    auto owner = TeamClient::connect(gCluster->conninfo(db_, "memq_owner"));
+    ASSERT_TRUE(owner.isOk()) << owner.status().toString();
+    Status migrated = (*owner)->migrate();
+    ASSERT_TRUE(migrated.isOk()) << migrated.toString();
+    static bool rolesMade = false;
+    if (!rolesMade) {
+      ASSERT_EQ(gCluster->createRole("alice", {"memq_team_writer"}), "");
+      ASSERT_EQ(gCluster->createRole("bob", {"memq_team_writer"}), "");
+      ASSERT_EQ(gCluster->createRole("rita", {"memq_team_reader"}), "");
+      rolesMade = true;
+    }
+    root_ = makeTempDir("team");
+  }
+  void TearDown() override {
+    for (auto* t : {&a_, &b_, &r_}) t->daemon.reset();
+    // A test that stopped the server leaves it running for the next one.
+    (void)gCluster->restart();
+    if (!root_.empty()) fs::remove_all(root_);
+  }
+
+  std::string conninfo(const std::string& role) const { return gCluster->conninfo(db_, role); }
+
+  // Stops the server as a crash would. The cluster runs with synchronous_commit off: a CHECKPOINT first, so that
+  // what it acknowledged is on disk (a real server loses no committed transaction).
+  void stopServer() {
+    auto r = test::runSql(gCluster->conninfo(), "CHECKPOINT");
+    ASSERT_TRUE(r.ok) << r.message;
+    gCluster->kill();
+  }
+
+  // A clone and its memqd, connected to the team as `role` (through the CLI when `viaCli`).
+  void startTeammate(Teammate& t, const std::string& name, const std::string& role, bool viaCli = false) {
+    t.dir = root_ / name;
+    t.project = (t.dir / "proj").string();
+    initGitRepo(t.project);
+    writeTextFile(fs::path(t.project) / "README.md", "# " + name + "\n");
+    commitAll(t.project, "init");
+    if (!t.daemon) t.daemon = std::make_unique<Memqd>(t.dir);
+    ASSERT_TRUE(t.daemon->start()) << t.daemon->log();
+    if (viaCli) {
+      auto r = t.daemon->memq("team connect " + shellQuote(conninfo(role)), t.project);
+      ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+      EXPECT_NE(r.out.find("connected as role " + role), std::string::npos) << r.out;
+    } else {
+      auto c = t.daemon->client(t.project);
+      auto r = c.call("team/connect", {{"conninfo", conninfo(role)}});
+      ASSERT_TRUE(r.isOk()) << r.status().toString();
+      ASSERT_TRUE((*r)["online"].get<bool>()) << r->dump();
+      EXPECT_EQ((*r)["role"], role);
+    }
+  }
+
+  static Result<json> teamSave(RpcClient& c, const std::string& summary, json extra = json::object()) {
+    json params = {{"summary", summary}, {"scope", "team"}};
+    params.update(extra);
+    return c.call("memory/save", params);
+  }
+
+  // Waits (up to `deadline`) for a memory/changed notification of the team scope naming `id` (any id when empty).
+  static json waitForChange(RpcClient& subscriber, const std::string& id, milliseconds deadline) {
+    const auto end = std::chrono::steady_clock::now() + deadline;
+    while (std::chrono::steady_clock::now() < end) {
+      auto left = std::chrono::duration_cast<milliseconds>(end - std::chrono::steady_clock::now());
+      auto msg = subscriber.readMessage(std::max(left, milliseconds(1)));
+      if (!msg) break;
+      if ((*msg).value("method", "") != "memory/changed") continue;
+      const json& p = (*msg)["params"];
+      if (p.value("scope", "") == "team" && (id.empty() || p.value("id", "") == id)) return p;
+    }
+    return json();
+  }
+
+  // The ids recall (scope all) returns for `query` in `t`'s project.
+  static std::vector<std::string> recallIds(Teammate& t, const std::string& query, json* reply = nullptr) {
+    auto c = t.daemon->client(t.project);
+    auto r = c.call("memory/recall", {{"query", query}, {"limit", 20}});
+    EXPECT_TRUE(r.isOk()) << r.status().toString();
+    std::vector<std::string> ids;
+    if (!r) return ids;
+    if (reply) *reply = *r;
+    for (const auto& m : (*r)["memories"]) ids.push_back(m["id"].get<std::string>());
+    return ids;
+  }
+
+  // Polls `t`'s recall until it returns `id` (true) or `deadline` passes.
+  static bool recallReturnsWithin(Teammate& t, const std::string& query, const std::string& id, milliseconds deadline) {
+    const auto end = std::chrono::steady_clock::now() + deadline;
+    do {
+      auto ids = recallIds(t, query);
+      if (std::find(ids.begin(), ids.end(), id) != ids.end()) return true;
+      std::this_thread::sleep_for(milliseconds(50));
+    } while (std::chrono::steady_clock::now() < end);
+    return false;
+  }
+
+  std::string serverCount(const std::string& table = "memories") {
+    auto r = test::runSql(conninfo("memq_admin"), "SELECT count(*) FROM memq_team." + table);
+    EXPECT_TRUE(r.ok) << r.message;
+    return r.rows.empty() ? "" : r.rows[0][0].value_or("");
+  }
+
+  std::string db_;
+  fs::path root_;
+  Teammate a_, b_, r_;
+};
+
+TEST_F(TeamTest, ASaveByOneTeammateReachesTheOthersRecallAndSubscriberWithinASecond) {
+  startTeammate(a_, "a", "alice", /*viaCli=*/true);
+  startTeammate(b_, "b", "bob");
+  auto subscriber = b_.daemon->client(b_.project, "listener");
+  ASSERT_TRUE(subscriber.call("subscribe", {{"scopes", {"team"}}}).isOk());
+
+  auto writer = a_.daemon->client(a_.project);
+  auto saved = teamSave(writer, "Release builds need the LTO flag set in the toolchain file");
+  ASSERT_TRUE(saved.isOk()) << saved.status().toString();
+  EXPECT_EQ((*saved)["status"], "created");
+  EXPECT_EQ((*saved)["scope"], "team");
+  const std::string id = (*saved)["id"].get<std::string>();
+  const auto start = std::chrono::steady_clock::now();
+  json change = waitForChange(subscriber, id, milliseconds(1000));
+  ASSERT_FALSE(change.is_null()) << "B's subscriber heard nothing of " << id << " within 1 s\n" << b_.daemon->log();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(1000));
+  EXPECT_EQ(change["action"], "create");
+
+  // Read your own write: A's own recall has it at once, from its replica.
+  auto own = recallIds(a_, "LTO flag toolchain");
+  EXPECT_NE(std::find(own.begin(), own.end(), id), own.end());
+  json reply;
+  auto ids = recallIds(b_, "LTO flag toolchain", &reply);
+  ASSERT_NE(std::find(ids.begin(), ids.end(), id), ids.end()) << reply.dump();
+  EXPECT_EQ(reply["memories"][0]["scope"], "team");
+  EXPECT_FALSE(reply.contains("warnings")) << reply.dump();
+  // A project save stays local: B never sees it.
+  auto local = writer.call("memory/save", {{"summary", "Alice keeps her scratch notes in the project scope"}});
+  ASSERT_TRUE(local.isOk());
+  EXPECT_EQ((*local)["scope"], "project");
+  EXPECT_EQ(serverCount(), "1");
+
+  // Export leaves the team's memories to the server unless asked; import never writes the replica.
+  auto exported = writer.call("export", json::object());
+  ASSERT_TRUE(exported.isOk());
+  EXPECT_EQ((*exported)["jsonl"].get<std::string>().find(id), std::string::npos);
+  auto teamExport = writer.call("export", {{"scope", "team"}});
+  ASSERT_TRUE(teamExport.isOk());
+  EXPECT_NE((*teamExport)["jsonl"].get<std::string>().find(id), std::string::npos);
+  auto imported = writer.call("import", {{"jsonl", (*teamExport)["jsonl"]}, {"scope", "team"}});
+  ASSERT_FALSE(imported.isOk());
+  EXPECT_EQ(imported.status().code(), ErrorCode::kInvalidParams);
+  EXPECT_EQ(imported.status().data().value("field", ""), "scope");
+
+  // The CLI shows the scope's state.
+  auto status = a_.daemon->memq("team status", a_.project);
+  EXPECT_EQ(status.exitCode, 0) << status.err;
+  EXPECT_NE(status.out.find("connected as role alice"), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find("queued saves: 0"), std::string::npos) << status.out;
+}
+
+TEST_F(TeamTest, RejectedHiddenAndSupersededTeamMemoriesNeverComeBackOnTheOtherTeammate) {
+  startTeammate(a_, "a", "alice");
+  startTeammate(b_, "b", "bob");
+  auto subscriber = b_.daemon->client(b_.project, "listener");
+  ASSERT_TRUE(subscriber.call("subscribe", {{"scopes", {"team"}}}).isOk());
+  auto c = a_.daemon->client(a_.project, "alice", {{"source", "user"}});
+  auto bad = teamSave(c, "Deploys go out on Fridays after five");
+  auto stale = teamSave(c, "The staging database lives on host pg-old");
+  auto old = teamSave(c, "Integration tests use port 8080");
+  auto replacement = teamSave(c, "Integration tests use port 9090 since the proxy moved");
+  for (auto* r : {&bad, &stale, &old, &replacement}) ASSERT_TRUE(r->isOk()) << r->status().toString();
+  const std::string badId = (*bad)["id"], staleId = (*stale)["id"], oldId = (*old)["id"];
+  ASSERT_TRUE(c.call("memory/reject", {{"id", badId}, {"reason", "we never deploy on Fridays"}}).isOk());
+  ASSERT_TRUE(c.call("memory/hide", {{"id", staleId}}).isOk());
+  auto sup = c.call("memory/supersede", {{"id", oldId}, {"by", (*replacement)["id"]}});
+  ASSERT_TRUE(sup.isOk()) << sup.status().toString();
+  EXPECT_EQ((*sup)["old"]["state"], "superseded");
+  // B has seen the last change (the supersede) once its notification arrives: the journal is applied in order.
+  json last;
+  for (int i = 0; i < 8 && (last.is_null() || last.value("action", "") != "supersede"); ++i) {
+    last = waitForChange(subscriber, "", milliseconds(2000));
+  }
+  ASSERT_EQ(last.value("action", ""), "supersede") << b_.daemon->log();
+
+  auto bc = b_.daemon->client(b_.project);
+  auto again = teamSave(bc, "Deploys go out on Fridays after five");
+  ASSERT_TRUE(again.isOk()) << again.status().toString();
+  EXPECT_EQ((*again)["status"], "rejected");
+  EXPECT_EQ((*again)["id"], badId);
+  EXPECT_EQ((*again)["reason"], "we never deploy on Fridays");
+  auto hidden = teamSave(bc, "The staging database lives on host pg-old");
+  ASSERT_TRUE(hidden.isOk());
+  EXPECT_EQ((*hidden)["status"], "exists_hidden");
+  auto superseded = teamSave(bc, "Integration tests use port 8080");
+  ASSERT_TRUE(superseded.isOk());
+  EXPECT_EQ((*superseded)["status"], "exists_superseded");
+  EXPECT_EQ((*superseded)["superseded_by"], (*replacement)["id"]);
+  for (const auto& q : {"Deploys Fridays", "staging database host", "Integration tests port"}) {
+    auto ids = recallIds(b_, q);
+    for (const auto& gone : {badId, staleId, oldId}) {
+      EXPECT_EQ(std::find(ids.begin(), ids.end(), gone), ids.end()) << q << " returned " << gone;
+    }
+  }
+  EXPECT_EQ(serverCount(), "4");  // none of B's re-saves wrote a row
+  // Text, files and pins stay as the server holds them.
+  auto pin = bc.call("memory/pin", {{"id", (*replacement)["id"]}});
+  ASSERT_FALSE(pin.isOk());
+  EXPECT_EQ(pin.status().code(), ErrorCode::kInvalidParams);
+}
+
+TEST_F(TeamTest, AReaderRoleRecallsTeamMemoriesButItsSaveIsForbiddenAndNothingIsQueued) {
+  startTeammate(a_, "a", "alice");
+  startTeammate(r_, "r", "rita");
+  auto c = a_.daemon->client(a_.project);
+  auto saved = teamSave(c, "Code review needs two approvals on the release branch");
+  ASSERT_TRUE(saved.isOk()) << saved.status().toString();
+  ASSERT_TRUE(recallReturnsWithin(r_, "code review approvals release", (*saved)["id"], milliseconds(3000)));
+  auto rc = r_.daemon->client(r_.project);
+  auto refused = teamSave(rc, "Readers should not be able to write this");
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kForbidden) << refused.status().toString();
+  auto status = rc.call("team/status", json::object());
+  ASSERT_TRUE(status.isOk());
+  EXPECT_EQ((*status)["queued"], 0);
+  EXPECT_EQ(serverCount(), "1");
+}
+
+TEST_F(TeamTest, WithTheServerDownLocalScopesWorkTeamRecallWarnsAndATeamSaveIsQueuedThenDelivered) {
+  startTeammate(a_, "a", "alice");
+  startTeammate(b_, "b", "bob");
+  auto c = a_.daemon->client(a_.project);
+  auto before = teamSave(c, "The cache is warmed by the nightly job");
+  ASSERT_TRUE(before.isOk());
+  stopServer();
+
+  auto local = c.call("memory/save", {{"summary", "Local notes keep working while the team server is down"}});
+  ASSERT_TRUE(local.isOk()) << local.status().toString();
+  json reply;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto ids = recallIds(a_, "cache warmed nightly job", &reply);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, seconds(2)) << "team recall must not hang on a dead server";
+  EXPECT_NE(std::find(ids.begin(), ids.end(), (*before)["id"]), ids.end()) << "answered from the replica";
+  ASSERT_TRUE(reply.contains("warnings")) << reply.dump();
+  EXPECT_NE(reply["warnings"][0].get<std::string>().find("team scope offline"), std::string::npos) << reply.dump();
+  auto localIds = recallIds(a_, "Local notes team server down");
+  EXPECT_EQ(localIds.size(), 1u);
+
+  auto queued = teamSave(c, "Queued while offline: the build cache key includes the compiler version");
+  ASSERT_TRUE(queued.isOk()) << queued.status().toString();
+  EXPECT_EQ((*queued)["status"], "queued");
+  EXPECT_TRUE((*queued)["id"].is_null());
+  auto cli = a_.daemon->memq("--scope team save " + shellQuote("Queued from the CLI while the server is down"),
+                             a_.project);
+  EXPECT_EQ(cli.exitCode, 0) << cli.err;
+  EXPECT_NE(cli.out.find("queued"), std::string::npos) << cli.out;
+  auto status = c.call("team/status", json::object());
+  ASSERT_TRUE(status.isOk());
+  EXPECT_FALSE((*status)["online"].get<bool>());
+  EXPECT_EQ((*status)["queued"], 2);
+
+  auto subscriber = b_.daemon->client(b_.project, "listener");
+  ASSERT_TRUE(subscriber.call("subscribe", {{"scopes", {"team"}}}).isOk());
+  ASSERT_EQ(gCluster->restart(), "");
+  // Reconnects back off to at most 5 s; the outbox is drained first thing after.
+  json change = waitForChange(subscriber, "", milliseconds(15000));
+  ASSERT_FALSE(change.is_null()) << a_.daemon->log();
+  auto found = test::runSql(conninfo("memq_admin"),
+                            "SELECT id, created_by FROM memq_team.memories WHERE summary LIKE 'Queued while offline%'");
+  ASSERT_TRUE(found.ok && found.rows.size() == 1) << found.message;
+  EXPECT_EQ(found.rows[0][1].value_or(""), "alice");
+  EXPECT_TRUE(recallReturnsWithin(b_, "build cache key compiler version", found.rows[0][0].value_or(""), seconds(5)));
+  EXPECT_EQ(serverCount(), "3");  // each queued save arrived exactly once
+  const auto end = std::chrono::steady_clock::now() + seconds(5);
+  json now;
+  do {
+    now = *c.call("team/status", json::object());
+  } while ((now["queued"] != 0 || !now["online"].get<bool>()) && std::chrono::steady_clock::now() < end);
+  EXPECT_EQ(now["queued"], 0) << now.dump();
+  EXPECT_TRUE(now["online"].get<bool>()) << now.dump();
+}
+
+TEST_F(TeamTest, ASaveQueuedBeforeAKill9OfMemqdIsSentAfterItRestarts) {
+  startTeammate(a_, "a", "alice");
+  startTeammate(b_, "b", "bob");
+  stopServer();
+  {
+    auto c = a_.daemon->client(a_.project);
+    auto queued = teamSave(c, "Survives a crash: the outbox is fsynced before the reply");
+    ASSERT_TRUE(queued.isOk()) << queued.status().toString();
+    ASSERT_EQ((*queued)["status"], "queued");
+  }
+  a_.daemon->kill9();
+  ASSERT_EQ(gCluster->restart(), "");
+  ASSERT_TRUE(a_.daemon->start()) << a_.daemon->log();
+  // No request names the project: memqd opens the scope of a non-empty outbox at start and sends it.
+  const auto end = std::chrono::steady_clock::now() + seconds(10);
+  while (serverCount() != "1" && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(milliseconds(50));
+  ASSERT_EQ(serverCount(), "1") << a_.daemon->log();
+  auto found = test::runSql(conninfo("memq_admin"), "SELECT id FROM memq_team.memories");
+  ASSERT_TRUE(found.ok);
+  EXPECT_TRUE(recallReturnsWithin(b_, "outbox fsynced crash", found.rows[0][0].value_or(""), seconds(5)));
+}
+
+TEST_F(TeamTest, HostileInputThroughTheTeamPathGetsTheLocalCodesAndChangesNothingOnTheServer) {
+  startTeammate(a_, "a", "alice");
+  auto c = a_.daemon->client(a_.project);
+  auto kept = teamSave(c, "A memory the hostile requests must leave alone");
+  ASSERT_TRUE(kept.isOk());
+  const std::string events = serverCount("audit");
+  struct Case {
+    std::string name;
+    std::string method;
+    json params;
+  };
+  const std::vector<Case> cases = {
+      {"an oversized file list", "memory/save", {{"summary", "many files"}, {"files", std::vector<std::string>(40, "README.md")}}},
+      {"an empty summary", "memory/save", {{"summary", ""}}},
+      {"a NUL in the summary", "memory/save", {{"summary", std::string("before\0after", 12)}}},
+      {"a path outside the project", "memory/save", {{"summary", "escape"}, {"files", {"../../etc/passwd"}}}},
+      {"bad lines", "memory/save", {{"summary", "lines"}, {"files", {{{"path", "README.md"}, {"lines", {{5, 2}}}}}}}},
+      {"bad state", "memory/list", {{"state", "bogus"}}},
+      {"reject without a reason", "memory/reject", {{"id", (*kept)["id"]}}},
+  };
+  for (const auto& k : cases) {
+    json local = k.params, team = k.params;
+    team["scope"] = "team";
+    auto l = c.call(k.method, local);
+    auto t = c.call(k.method, team);
+    EXPECT_EQ(l.isOk(), t.isOk()) << k.name;
+    if (!l.isOk() && !t.isOk()) {
+      EXPECT_EQ(l.status().code(), t.status().code()) << k.name << ": " << t.status().toString();
+      EXPECT_EQ(l.status().data().value("field", ""), t.status().data().value("field", "")) << k.name;
+    }
+  }
+  auto badScope = c.call("memory/save", {{"summary", "nowhere"}, {"scope", "teams"}});
+  ASSERT_FALSE(badScope.isOk());
+  EXPECT_EQ(badScope.status().code(), ErrorCode::kInvalidParams);
+  // Invalid UTF-8 cannot be written by a JSON library: sent as raw bytes, once per scope.
+  std::vector<int> codes;
+  for (const std::string scope : {"project", "team"}) {
+    auto raw = a_.daemon->client(a_.project);
+    const std::string request = "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"memory/save\",\"params\":{\"scope\":\"" +
+                                scope + "\",\"summary\":\"bad \xff\xfe bytes\"}}\n";
+    ASSERT_TRUE(raw.sendRaw(request).isOk());
+    auto reply = raw.readMessage(seconds(5));
+    ASSERT_TRUE(reply.isOk()) << reply.status().toString();
+    ASSERT_TRUE(reply->contains("error")) << scope;
+    codes.push_back((*reply)["error"]["code"].get<int>());
+  }
+  EXPECT_EQ(codes[0], codes[1]);
+  EXPECT_EQ(serverCount(), "1");
+  EXPECT_EQ(serverCount("audit"), events);
+  EXPECT_EQ(serverCount("tombstones"), "0");
+  // Oversized text is cut as a local save cuts it, with the same warning: the server holds the cut text.
+  auto localLong = c.call("memory/save", {{"summary", std::string(300000, 'x')}});
+  auto teamLong = teamSave(c, std::string(300000, 'y'));
+  ASSERT_TRUE(localLong.isOk() && teamLong.isOk()) << teamLong.status().toString();
+  EXPECT_EQ((*localLong)["warnings"], (*teamLong)["warnings"]);
+  auto cut = test::runSql(conninfo("memq_admin"), "SELECT length(summary) FROM memq_team.memories WHERE summary LIKE 'yyy%'");
+  ASSERT_TRUE(cut.ok && cut.rows.size() == 1) << cut.message;
+  EXPECT_EQ(cut.rows[0][0].value_or(""), "200");
+}
+
+TEST_F(TeamTest, AConninfoWithAPasswordIsRefusedAndNeverStored) {
+  a_.dir = root_ / "a";
+  a_.project = (a_.dir / "proj").string();
+  initGitRepo(a_.project);
+  a_.daemon = std::make_unique<Memqd>(a_.dir);
+  ASSERT_TRUE(a_.daemon->start()) << a_.daemon->log();
+  auto cli = a_.daemon->memq("team connect " + shellQuote(conninfo("alice") + " password=hunter2"), a_.project);
+  EXPECT_EQ(cli.exitCode, 2) << cli.out << cli.err;
+  EXPECT_NE(cli.err.find("passfile"), std::string::npos) << cli.err;
+  auto c = a_.daemon->client(a_.project);
+  auto viaRpc = c.call("team/connect", {{"conninfo", "postgresql://alice:hunter2@localhost/" + db_}});
+  ASSERT_FALSE(viaRpc.isOk());
+  EXPECT_EQ(viaRpc.status().code(), ErrorCode::kInvalidParams);
+  EXPECT_EQ(viaRpc.status().data().value("field", ""), "conninfo");
+  auto status = c.call("team/status", json::object());
+  ASSERT_TRUE(status.isOk());
+  EXPECT_FALSE((*status)["configured"].get<bool>());
+  EXPECT_EQ(readTextFile(fs::path(a_.project) / ".git" / "config").find("hunter2"), std::string::npos);
+  EXPECT_EQ(a_.daemon->log().find("hunter2"), std::string::npos);
+  auto saved = teamSave(c, "no team here");
+  ASSERT_FALSE(saved.isOk());
+  EXPECT_EQ(saved.status().code(), ErrorCode::kScopeUnavailable);
+}
+
+TEST_F(TeamTest, TheFirstConnectAsTheOwnerMigratesAnEmptyDatabaseAndAWriterIsToldHow) {
+  const std::string fresh = "fresh_" + db_.substr(0, 50);
+  ASSERT_EQ(gCluster->createDatabase(fresh, "memq_owner"), "");
+  a_.dir = root_ / "a";
+  a_.project = (a_.dir / "proj").string();
+  initGitRepo(a_.project);
+  a_.daemon = std::make_unique<Memqd>(a_.dir);
+  ASSERT_TRUE(a_.daemon->start()) << a_.daemon->log();
+  auto c = a_.daemon->client(a_.project);
+  auto writer = c.call("team/connect", {{"conninfo", gCluster->conninfo(fresh, "alice")}});
+  ASSERT_FALSE(writer.isOk());
+  EXPECT_EQ(writer.status().code(), ErrorCode::kForbidden) << writer.status().toString();
+  EXPECT_NE(writer.status().message().find("owner"), std::string::npos) << writer.status().message();
+  auto notSet = c.call("team/status", json::object());
+  ASSERT_TRUE(notSet.isOk());
+  EXPECT_FALSE((*notSet)["configured"].get<bool>()) << "a refused connect stores nothing";
+  auto owner = c.call("team/connect", {{"conninfo", gCluster->conninfo(fresh, "memq_owner")}});
+  ASSERT_TRUE(owner.isOk()) << owner.status().toString();
+  EXPECT_TRUE((*owner)["online"].get<bool>()) << owner->dump();
+  auto version = test::runSql(gCluster->conninfo(fresh), "SELECT max(version) FROM memq_team.schema_version");
+  ASSERT_TRUE(version.ok) << version.message;
+  EXPECT_EQ(version.rows[0][0].value_or(""), "1");
+  auto writerNow = c.call("team/connect", {{"conninfo", gCluster->conninfo(fresh, "alice")}});
+  ASSERT_TRUE(writerNow.isOk()) << writerNow.status().toString();
+  EXPECT_EQ((*writerNow)["role"], "alice");
+}
+
+TEST_F(TeamTest, ACommittedTeamSaveReachesARemoteSubscriberInTensOfMilliseconds) {
+  // The issue's target is a p50 of 50 ms from commit to a remote subscriber; on a shared test machine the bound
+  // asserted is looser, and the figure is printed (docs/performance.md quotes it).
+  startTeammate(a_, "a", "alice");
+  startTeammate(b_, "b", "bob");
+  auto subscriber = b_.daemon->client(b_.project, "listener");
+  ASSERT_TRUE(subscriber.call("subscribe", {{"scopes", {"team"}}}).isOk());
+  auto writer = a_.daemon->client(a_.project);
+  std::vector<double> ms;
+  for (int i = 0; i < 40; ++i) {
+    // From before the request: an upper bound of commit -> subscriber (it includes the save's own round trip, and
+    // the notification may come in before A's reply, which waits for A's replica).
+    const auto sent = std::chrono::steady_clock::now();
+    auto saved = teamSave(writer, "Latency probe number " + std::to_string(i) + " for the team sync thread");
+    ASSERT_TRUE(saved.isOk()) << saved.status().toString();
+    json change = waitForChange(subscriber, (*saved)["id"].get<std::string>(), milliseconds(2000));
+    ASSERT_FALSE(change.is_null()) << i;
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  const double p50 = ms[ms.size() / 2];
+  const double p95 = ms[ms.size() * 95 / 100];
+  std::printf("save request -> remote subscriber: p50 %.1f ms, p95 %.1f ms over %zu saves\n", p50, p95, ms.size());
+  EXPECT_LT(p50, 250.0);
+}
+
+}  // namespace
+}  // namespace memq::testing
