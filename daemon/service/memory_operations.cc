@@ -50,19 +50,23 @@ AnchorSource anchorSource(const Scope& scope) {
 
 }  // namespace
 
+Status Service::prepareSaveInput(const CallContext& ctx, SaveInput& input, SecretScrubber& scrub) {
+  if (input.source.empty() || (input.source != ctx.actor.source && input.source == "agent")) {
+    input.source = ctx.actor.source;
+  }
+  MEMQ_RETURN_IF_ERROR(scrub.scrub(input.summary, "summary"));
+  MEMQ_RETURN_IF_ERROR(scrub.scrub(input.details, "details"));
+  MEMQ_RETURN_IF_ERROR(scrub.scrubEach(input.topics, "topics"));
+  return scrub.scrub(input.sessionId, "session_id");
+}
+
 Result<SaveResult> Service::save(const CallContext& ctx, const SaveInput& rawInput) {
   auto scope = writeScope(ctx);
   if (!scope) return scope.status();
   if ((*scope)->kind == ScopeKind::kTeam) return teamSave(ctx, **scope, rawInput);
   SaveInput input = rawInput;
-  if (input.source.empty() || (input.source != ctx.actor.source && input.source == "agent")) {
-    input.source = ctx.actor.source;
-  }
   SecretScrubber scrub = scrubber();
-  MEMQ_RETURN_IF_ERROR(scrub.scrub(input.summary, "summary"));
-  MEMQ_RETURN_IF_ERROR(scrub.scrub(input.details, "details"));
-  MEMQ_RETURN_IF_ERROR(scrub.scrubEach(input.topics, "topics"));
-  MEMQ_RETURN_IF_ERROR(scrub.scrub(input.sessionId, "session_id"));
+  MEMQ_RETURN_IF_ERROR(prepareSaveInput(ctx, input, scrub));
   const bool inProject = (*scope)->kind == ScopeKind::kProject;
   auto normalized = normalizeSave(input, inProject ? (*scope)->location.root : "");
   if (!normalized) return normalized.status();

@@ -142,6 +142,10 @@ class Service {
   // `scope` field (the methods that write the scope the request chose, rather than one an id resolved to).
   static Status requireWrites(const CallContext& ctx, bool namingScope = false);
   SecretScrubber scrubber() const { return SecretScrubber(options_.secretsMode); }
+  // What every save does to its input first, whatever its scope: the source defaults to the connection's, and the
+  // text fields are scrubbed of secrets by `scrub` (which keeps the redactions for the reply; an error when the mode
+  // refuses them).
+  static Status prepareSaveInput(const CallContext& ctx, SaveInput& input, SecretScrubber& scrub);
   // A free-text field that is not a memory's text (a state change's reason, a client's name): scrubbed like
   // summary and details, its findings not reported.
   Status scrubFreeText(std::optional<std::string>& text, const std::string& field) const;

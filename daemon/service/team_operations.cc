@@ -73,14 +73,8 @@ Result<std::shared_ptr<Scope>> Service::teamScope(const CallContext& ctx, bool r
 }
 
 Result<SaveResult> Service::teamSave(const CallContext& ctx, Scope& scope, SaveInput input) {
-  if (input.source.empty() || (input.source != ctx.actor.source && input.source == "agent")) {
-    input.source = ctx.actor.source;
-  }
   SecretScrubber scrub = scrubber();
-  MEMQ_RETURN_IF_ERROR(scrub.scrub(input.summary, "summary"));
-  MEMQ_RETURN_IF_ERROR(scrub.scrub(input.details, "details"));
-  MEMQ_RETURN_IF_ERROR(scrub.scrubEach(input.topics, "topics"));
-  MEMQ_RETURN_IF_ERROR(scrub.scrub(input.sessionId, "session_id"));
+  MEMQ_RETURN_IF_ERROR(prepareSaveInput(ctx, input, scrub));
   auto loc = registry_.locate(ctx.projectRoot);
   if (!loc) return loc.status();
   // Checked here as a local save is, whether or not the server is up: bad input is refused with the same codes and

@@ -106,6 +106,31 @@ def make(w):
     return s
 
 
+def coordinate_ascent(qs, scorer_of, w, keys, grid, allowed=lambda k, v: True, rounds=3):
+    """Coordinate ascent on MRR@10 (R@3 as tie-break): each key in turn set to each grid value `allowed`, kept when
+    it improves, for up to `rounds` passes. Returns the weights and their metrics."""
+    def obj(w):
+        m = metrics(qs, scorer_of(w))
+        return (m["MRR@10"] + m["R@3"], m)
+
+    best, bm = obj(w)
+    for _ in range(rounds):
+        improved = False
+        for k in keys:
+            for v in grid:
+                if not allowed(k, v):
+                    continue
+                w2 = dict(w)
+                w2[k] = v
+                o, m = obj(w2)
+                if o > best + 1e-9:
+                    best, bm, w = o, m, w2
+                    improved = True
+        if not improved:
+            break
+    return w, bm
+
+
 # The line terms of the default ranker and their weights (rankers.cc, kW).
 LINE_WEIGHTS = {"lines_originated": 4.0, "lines_owned": 2.0, "lines_prior": 2.5, "lines_near": 0.5}
 
@@ -141,27 +166,9 @@ def lines_main(path, search):
     print("no line terms               ", fmt(metrics(qs, lambda f: f["base"])))
     if not search:
         return
-    # Coordinate ascent on MRR@10 (R@3 as tie-break) over the four line weights, from rankers.cc's.
+    # Over the four line weights, from rankers.cc's.
     grid = [0, 0.25, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0]
-    w = dict(LINE_WEIGHTS)
-
-    def obj(w):
-        m = metrics(qs, line_scorer(w))
-        return (m["MRR@10"] + m["R@3"], m)
-
-    best, bm = obj(w)
-    for _ in range(3):
-        improved = False
-        for k in LINE_WEIGHTS:
-            for v in grid:
-                w2 = dict(w)
-                w2[k] = v
-                o, m = obj(w2)
-                if o > best + 1e-9:
-                    best, bm, w = o, m, w2
-                    improved = True
-        if not improved:
-            break
+    w, bm = coordinate_ascent(qs, line_scorer, dict(LINE_WEIGHTS), list(LINE_WEIGHTS), grid)
     print("searched", w, fmt(bm))
 
 
@@ -181,23 +188,7 @@ if __name__ == "__main__":
         for textkey, subjkey in [("text_bm25", "subject_bm25"), ("text_bm25_summary", "subject_bm25_summary")]:
             w = {"file": 1.0, "mf": 0.0, "text": 0.0, "subj": 1.0, "tri": 0.0, "cc": 0.0, "sem": 0.0, "new": 0.0,
                  "textkey": textkey, "subjkey": subjkey}
-            def obj(w):
-                m = metrics(qs, make(w))
-                return (m["MRR@10"] + m["R@3"], m)
-            best, bm = obj(w)
-            print(textkey, "start", fmt(bm))
-            for it in range(3):
-                improved = False
-                for k in keys:
-                    for v in grid:
-                        if k == "subj" and v == 0:
-                            continue
-                        w2 = dict(w)
-                        w2[k] = v
-                        o, m = obj(w2)
-                        if o > best + 1e-9:
-                            best, bm, w = o, m, w2
-                            improved = True
-                if not improved:
-                    break
+            print(textkey, "start", fmt(metrics(qs, make(w))))
+            # subject stays on: the search starts from the baseline-like "file first, then subject"
+            w, bm = coordinate_ascent(qs, make, w, keys, grid, allowed=lambda k, v: not (k == "subj" and v == 0))
             print(textkey, {k: w[k] for k in keys}, fmt(bm))
