@@ -364,6 +364,20 @@ TEST_F(TeamTest, ASaveQueuedBeforeAKill9OfMemqdIsSentAfterItRestarts) {
   EXPECT_TRUE(recallReturnsWithin(b_, "outbox fsynced crash", found.rows[0][0].value_or(""), seconds(5)));
 }
 
+TEST_F(TeamTest, ASecretInATeamSaveIsRedactedBeforeItReachesTheServer) {
+  startTeammate(a_, "a", "alice");
+  auto c = a_.daemon->client(a_.project);
+  const std::string token = std::string("ghp_") + "0123456789abcdefghijklmnopqrstuvwxyzAB";
+  auto saved = teamSave(c, "The CI token lives in the vault", {{"details", "it was " + token + " until rotated"}});
+  ASSERT_TRUE(saved.isOk()) << saved.status().toString();
+  auto r = test::runSql(conninfo("memq_admin"), "SELECT details FROM memq_team.memories");
+  ASSERT_TRUE(r.ok) << r.message;
+  ASSERT_EQ(r.rows.size(), 1u);
+  const std::string details = r.rows[0][0].value_or("");
+  EXPECT_EQ(details.find(token), std::string::npos) << details;
+  EXPECT_NE(details.find("[REDACTED:github_token]"), std::string::npos) << details;
+}
+
 TEST_F(TeamTest, HostileInputThroughTheTeamPathGetsTheLocalCodesAndChangesNothingOnTheServer) {
   startTeammate(a_, "a", "alice");
   auto c = a_.daemon->client(a_.project);
