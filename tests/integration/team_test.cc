@@ -2,15 +2,21 @@
 // two clones) sharing one team database on a throwaway PostgreSQL cluster (tests/common/pg_cluster.h). Saves and
 // state changes of one reach the other's recall and subscribers; the correction model holds across them; a reader
 // role reads but cannot write; a server that goes away leaves local scopes working, team recall warning, team saves
-// queued (also across a kill -9 of memqd) and sent when it is back; hostile input gets the local codes through the
+// queued (also across a kill -9 of memqd) and sent when it is back; a durable server killed in the middle of a
+// stream of saves loses none it acknowledged, and every queued one arrives once; hostile input gets the local codes through the
 // team path and changes nothing on the server.
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
+#include <functional>
+#include <map>
+#include <set>
 #include <string>
+#include <thread>
 
 #include "common/pg_cluster.h"
 #include "daemon/team/team_client.h"
@@ -58,40 +64,40 @@ class TeamTest : public ::testing::Test {
  protected:
   void SetUp() override {
     // Not skipped: `make test` installs the server, so a missing one is a broken setup, not an optional test.
-    ASSERT_TRUE(gCluster && gStartError.empty()) << gStartError;
+    ASSERT_TRUE(cluster_ && gStartError.empty()) << gStartError;
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     db_ = std::string("it_") + info->name();
     std::transform(db_.begin(), db_.end(), db_.begin(), [](unsigned char c) { return std::tolower(c); });
     db_ = db_.substr(0, 63);
-    ASSERT_EQ(gCluster->createDatabase(db_, "memq_owner"), "");
-    auto owner = TeamClient::connect(gCluster->conninfo(db_, "memq_owner"));
+    ASSERT_EQ(cluster_->createDatabase(db_, "memq_owner"), "");
+    auto owner = TeamClient::connect(cluster_->conninfo(db_, "memq_owner"));
     ASSERT_TRUE(owner.isOk()) << owner.status().toString();
     Status migrated = (*owner)->migrate();
     ASSERT_TRUE(migrated.isOk()) << migrated.toString();
-    static bool rolesMade = false;
-    if (!rolesMade) {
-      ASSERT_EQ(gCluster->createRole("alice", {"memq_team_writer"}), "");
-      ASSERT_EQ(gCluster->createRole("bob", {"memq_team_writer"}), "");
-      ASSERT_EQ(gCluster->createRole("rita", {"memq_team_reader"}), "");
-      rolesMade = true;
+    // Login roles are the cluster's, made once per cluster (the group roles exist once the schema is migrated).
+    static std::set<const PgCluster*> rolesMade;
+    if (rolesMade.insert(cluster_).second) {
+      ASSERT_EQ(cluster_->createRole("alice", {"memq_team_writer"}), "");
+      ASSERT_EQ(cluster_->createRole("bob", {"memq_team_writer"}), "");
+      ASSERT_EQ(cluster_->createRole("rita", {"memq_team_reader"}), "");
     }
     root_ = makeTempDir("team");
   }
   void TearDown() override {
     for (auto* t : {&a_, &b_, &r_}) t->daemon.reset();
     // A test that stopped the server leaves it running for the next one.
-    (void)gCluster->restart();
+    (void)cluster_->restart();
     if (!root_.empty()) fs::remove_all(root_);
   }
 
-  std::string conninfo(const std::string& role) const { return gCluster->conninfo(db_, role); }
+  std::string conninfo(const std::string& role) const { return cluster_->conninfo(db_, role); }
 
   // Stops the server as a crash would. The cluster runs with synchronous_commit off: a CHECKPOINT first, so that
   // what it acknowledged is on disk (a real server loses no committed transaction).
   void stopServer() {
-    auto r = test::runSql(gCluster->conninfo(), "CHECKPOINT");
+    auto r = test::runSql(cluster_->conninfo(), "CHECKPOINT");
     ASSERT_TRUE(r.ok) << r.message;
-    gCluster->kill();
+    cluster_->kill();
   }
 
   // A clone and its memqd, connected to the team as `role` (through the CLI when `viaCli`).
@@ -165,6 +171,8 @@ class TeamTest : public ::testing::Test {
     return r.rows.empty() ? "" : r.rows[0][0].value_or("");
   }
 
+  // The server the test runs against: the shared one (fsync off), or a fixture's own.
+  PgCluster* cluster_ = gCluster;
   std::string db_;
   fs::path root_;
   Teammate a_, b_, r_;
@@ -323,7 +331,7 @@ TEST_F(TeamTest, WithTheServerDownLocalScopesWorkTeamRecallWarnsAndATeamSaveIsQu
 
   auto subscriber = b_.daemon->client(b_.project, "listener");
   ASSERT_TRUE(subscriber.call("subscribe", {{"scopes", {"team"}}}).isOk());
-  ASSERT_EQ(gCluster->restart(), "");
+  ASSERT_EQ(cluster_->restart(), "");
   // Reconnects back off to at most 5 s; the outbox is drained first thing after.
   json change = waitForChange(subscriber, "", milliseconds(15000));
   ASSERT_FALSE(change.is_null()) << a_.daemon->log();
@@ -353,7 +361,7 @@ TEST_F(TeamTest, ASaveQueuedBeforeAKill9OfMemqdIsSentAfterItRestarts) {
     ASSERT_EQ((*queued)["status"], "queued");
   }
   a_.daemon->kill9();
-  ASSERT_EQ(gCluster->restart(), "");
+  ASSERT_EQ(cluster_->restart(), "");
   ASSERT_TRUE(a_.daemon->start()) << a_.daemon->log();
   // No request names the project: memqd opens the scope of a non-empty outbox at start and sends it.
   const auto end = std::chrono::steady_clock::now() + seconds(10);
@@ -464,27 +472,27 @@ TEST_F(TeamTest, AConninfoWithAPasswordIsRefusedAndNeverStored) {
 
 TEST_F(TeamTest, TheFirstConnectAsTheOwnerMigratesAnEmptyDatabaseAndAWriterIsToldHow) {
   const std::string fresh = "fresh_" + db_.substr(0, 50);
-  ASSERT_EQ(gCluster->createDatabase(fresh, "memq_owner"), "");
+  ASSERT_EQ(cluster_->createDatabase(fresh, "memq_owner"), "");
   a_.dir = root_ / "a";
   a_.project = (a_.dir / "proj").string();
   initGitRepo(a_.project);
   a_.daemon = std::make_unique<Memqd>(a_.dir);
   ASSERT_TRUE(a_.daemon->start()) << a_.daemon->log();
   auto c = a_.daemon->client(a_.project);
-  auto writer = c.call("team/connect", {{"conninfo", gCluster->conninfo(fresh, "alice")}});
+  auto writer = c.call("team/connect", {{"conninfo", cluster_->conninfo(fresh, "alice")}});
   ASSERT_FALSE(writer.isOk());
   EXPECT_EQ(writer.status().code(), ErrorCode::kForbidden) << writer.status().toString();
   EXPECT_NE(writer.status().message().find("owner"), std::string::npos) << writer.status().message();
   auto notSet = c.call("team/status", json::object());
   ASSERT_TRUE(notSet.isOk());
   EXPECT_FALSE((*notSet)["configured"].get<bool>()) << "a refused connect stores nothing";
-  auto owner = c.call("team/connect", {{"conninfo", gCluster->conninfo(fresh, "memq_owner")}});
+  auto owner = c.call("team/connect", {{"conninfo", cluster_->conninfo(fresh, "memq_owner")}});
   ASSERT_TRUE(owner.isOk()) << owner.status().toString();
   EXPECT_TRUE((*owner)["online"].get<bool>()) << owner->dump();
-  auto version = test::runSql(gCluster->conninfo(fresh), "SELECT max(version) FROM memq_team.schema_version");
+  auto version = test::runSql(cluster_->conninfo(fresh), "SELECT max(version) FROM memq_team.schema_version");
   ASSERT_TRUE(version.ok) << version.message;
   EXPECT_EQ(version.rows[0][0].value_or(""), "1");
-  auto writerNow = c.call("team/connect", {{"conninfo", gCluster->conninfo(fresh, "alice")}});
+  auto writerNow = c.call("team/connect", {{"conninfo", cluster_->conninfo(fresh, "alice")}});
   ASSERT_TRUE(writerNow.isOk()) << writerNow.status().toString();
   EXPECT_EQ((*writerNow)["role"], "alice");
 }
@@ -512,6 +520,116 @@ TEST_F(TeamTest, EveryCommittedTeamSaveReachesARemoteSubscriber) {
   const double p50 = ms[ms.size() / 2];
   const double p95 = ms[ms.size() * 95 / 100];
   std::printf("save request -> remote subscriber: p50 %.1f ms, p95 %.1f ms over %zu saves\n", p50, p95, ms.size());
+}
+
+
+// A server of its own, durable as a real one runs (fsync, synchronous commit and full page writes on), so that a
+// kill loses exactly what a crash loses: nothing the server acknowledged.
+class TeamDurableServerTest : public TeamTest {
+ protected:
+  void SetUp() override {
+    durable_ = std::make_unique<PgCluster>();
+    ASSERT_EQ(durable_->start(/*durable=*/true), "");
+    ASSERT_EQ(durable_->createRole("memq_owner", {}, "CREATEROLE"), "");
+    cluster_ = durable_.get();
+    TeamTest::SetUp();
+  }
+  void TearDown() override {
+    TeamTest::TearDown();
+    cluster_ = gCluster;
+    durable_.reset();
+  }
+
+  std::unique_ptr<PgCluster> durable_;
+};
+
+TEST_F(TeamDurableServerTest, KillingTheServerMidSaveLosesNoAcknowledgedSaveAndLocalScopesKeepServing) {
+  startTeammate(a_, "a", "alice");
+  // One writer saves without pause; the server dies (pg_ctl stop -m immediate: no checkpoint, connections cut) in
+  // the middle of that stream; the writer stops after 20 more answers, and the server comes back.
+  struct Outcome {
+    std::string summary;
+    std::string status;  // created, deduped, queued; empty when the save was refused
+    std::string id;
+    std::string error;
+    ErrorCode code = ErrorCode::kOk;
+  };
+  std::vector<Outcome> outcomes;
+  std::atomic<int> created{0}, answeredWhileDown{0};
+  std::atomic<bool> down{false};
+  std::thread writer([&] {
+    auto c = a_.daemon->client(a_.project);
+    for (int i = 0;; ++i) {
+      Outcome o;
+      o.summary = "Durable stream item " + std::to_string(i) + ": release tags are signed with the CI key";
+      const bool wasDown = down.load();
+      auto r = teamSave(c, o.summary);
+      if (r) {
+        o.status = (*r)["status"].get<std::string>();
+        if ((*r)["id"].is_string()) o.id = (*r)["id"].get<std::string>();
+        if (o.status == "created") ++created;
+      } else {
+        o.error = r.status().toString();
+        o.code = r.status().code();
+      }
+      outcomes.push_back(std::move(o));
+      if (wasDown && ++answeredWhileDown >= 20) break;
+    }
+  });
+  auto waitFor = [](const std::function<bool()>& done, seconds deadline) {
+    const auto end = std::chrono::steady_clock::now() + deadline;
+    while (!done() && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(milliseconds(5));
+    return done();
+  };
+  const bool streaming = waitFor([&] { return created.load() >= 40; }, seconds(30));
+  cluster_->kill();
+  down = true;
+  const bool answeredOffline = waitFor([&] { return answeredWhileDown.load() >= 20; }, seconds(30));
+  writer.join();
+
+  // memqd keeps serving the local scopes while the server is gone.
+  auto c = a_.daemon->client(a_.project);
+  auto local = c.call("memory/save", {{"summary", "The project scope still saves while the team server is down"}});
+  EXPECT_TRUE(local.isOk()) << local.status().toString();
+  EXPECT_EQ(recallIds(a_, "project scope saves team server down").size(), 1u);
+
+  ASSERT_EQ(cluster_->restart(), "");
+  down = false;
+  // The outbox drains after the reconnect (backoff at most 5 s).
+  const bool drained = waitFor(
+      [&] {
+        auto s = c.call("team/status", json::object());
+        return s && (*s)["online"].get<bool>() && (*s)["queued"] == 0;
+      },
+      seconds(30));
+  ASSERT_TRUE(streaming && answeredOffline && drained) << a_.daemon->log();
+
+  auto rows = test::runSql(conninfo("memq_admin"), "SELECT id, summary FROM memq_team.memories");
+  ASSERT_TRUE(rows.ok) << rows.message;
+  std::map<std::string, std::string> idBySummary;
+  std::set<std::string> ids;
+  for (const auto& row : rows.rows) {
+    ids.insert(row[0].value_or(""));
+    EXPECT_TRUE(idBySummary.emplace(row[1].value_or(""), row[0].value_or("")).second) << "stored twice: " << row[1].value_or("");
+  }
+  int queued = 0, refused = 0;
+  for (const auto& o : outcomes) {
+    if (o.status == "created" || o.status == "deduped") {
+      EXPECT_TRUE(ids.count(o.id)) << "acknowledged and lost: " << o.summary;
+    } else if (o.status == "queued") {
+      ++queued;
+      EXPECT_TRUE(idBySummary.count(o.summary)) << "queued and lost: " << o.summary;
+    } else {
+      ++refused;  // refused with an error: it may or may not have reached the server, and was not acknowledged
+      EXPECT_EQ(o.code, ErrorCode::kScopeUnavailable) << o.error;
+    }
+  }
+  EXPECT_GT(queued + refused, 0) << "the server was killed while saves were being answered";
+  EXPECT_EQ(static_cast<size_t>(rows.rows.size()), idBySummary.size());
+  std::printf("%zu saves: %d created before the kill or after the restart, %d queued, %d refused; %zu on the server\n",
+              outcomes.size(), created.load(), queued, refused, rows.rows.size());
+  // Still answering.
+  EXPECT_TRUE(c.call("memory/recall", {{"query", "release tags signed"}, {"scope", "team"}}).isOk());
 }
 
 }  // namespace
