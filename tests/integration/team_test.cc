@@ -3,8 +3,8 @@
 // state changes of one reach the other's recall and subscribers; the correction model holds across them; a reader
 // role reads but cannot write; a server that goes away leaves local scopes working, team recall warning, team saves
 // queued (also across a kill -9 of memqd) and sent when it is back; a durable server killed in the middle of a
-// stream of saves loses none it acknowledged, and every queued one arrives once; hostile input gets the local codes through the
-// team path and changes nothing on the server.
+// stream of saves loses none it acknowledged, and every queued one arrives once; hostile input gets the local codes
+// through the team path and changes nothing on the server.
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
