@@ -610,7 +610,8 @@ TEST_F(TeamDurableServerTest, KillingTheServerMidSaveLosesNoAcknowledgedSaveAndL
   std::set<std::string> ids;
   for (const auto& row : rows.rows) {
     ids.insert(row[0].value_or(""));
-    EXPECT_TRUE(idBySummary.emplace(row[1].value_or(""), row[0].value_or("")).second) << "stored twice: " << row[1].value_or("");
+    const std::string summary = row[1].value_or("");
+    EXPECT_TRUE(idBySummary.emplace(summary, row[0].value_or("")).second) << "stored twice: " << summary;
   }
   int queued = 0, refused = 0;
   for (const auto& o : outcomes) {
