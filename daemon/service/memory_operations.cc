@@ -397,7 +397,10 @@ Result<PurgeResult> Service::purge(const CallContext& ctx, const PurgeRequest& r
   MEMQ_RETURN_IF_ERROR(requireWrites(ctx));
   auto r = resolve(ctx, request.id);
   if (!r) return r.status();
-  if (r->scope->kind == ScopeKind::kTeam) return teamUnsupported("memory/purge");
+  if (r->scope->kind == ScopeKind::kTeam) {
+    MEMQ_RETURN_IF_ERROR(r->scope->team->purge(r->id));
+    return PurgeResult{request.id};  // memory/changed comes from the replica's apply, as for every team change
+  }
   Status st;
   {
     CommittedLock lock(*r->scope->db);

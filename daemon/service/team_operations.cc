@@ -36,7 +36,7 @@ std::optional<std::string> teamSaveHint(const TeamSaveResult& r) {
 Status Service::teamUnsupported(const std::string& method) {
   return Status(ErrorCode::kInvalidParams,
                 method + " does not apply to team memories: the team server keeps their text, files and pins as "
-                         "saved (hide, restore, supersede, reject and unreject do apply)",
+                         "saved (hide, restore, supersede, reject, unreject and purge do apply)",
                 nlohmann::json{{"field", "id"}, {"scope", "team"}});
 }
 
@@ -108,6 +108,11 @@ Result<SaveResult> Service::teamSave(const CallContext& ctx, Scope& scope, SaveI
   if (saved->status == SaveStatus::kCreated || saved->status == SaveStatus::kDeduped) {
     CommittedLock lock(*scope.db);
     if (auto m = scope.db->store().get(saved->id)) result.memory = std::move(*m);
+    if (saved->status == SaveStatus::kCreated) {
+      SaveOutcome advice = scope.db->store().adviceForCreated(saved->id);
+      result.similar = std::move(advice.similar);
+      for (auto& w : advice.warnings) result.warnings.push_back(std::move(w));
+    }
   }
   return result;
 }

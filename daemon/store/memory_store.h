@@ -117,6 +117,10 @@ class MemoryStore : public RecallSource, private SaveTarget {
   Result<std::vector<ReplicatedChange>> applyReplicated(std::vector<ReplicatedChange> changes);
   // The last journal seq applyReplicated wrote (0 before the first).
   Result<int64_t> replicaSeq();
+  // What a local save's reply says about a memory just created (`similar` hints, the `similar_rejected` warning),
+  // for a row that came from elsewhere (a team save, applied to the replica): from its stored vector and the
+  // indexes as they are now. Empty when the row or its vector is not here.
+  SaveOutcome adviceForCreated(const std::string& id);
 
   // Commits the saves a batch holds (see StoreOptions::saveBatch); no-op without one. On failure the batch is rolled
   // back, its saves stay in the journal, and every later write first tries to apply them again.
@@ -267,6 +271,9 @@ class MemoryStore : public RecallSource, private SaveTarget {
                    const nlohmann::json& detail, const std::optional<std::string>& at = std::nullopt);
   // One replicated row written (applyReplicated's transaction is open); returns its pk and whether it is new.
   std::pair<int64_t, bool> writeReplicatedRow(const ReplicatedChange& change);
+  // A replicated purge (the transaction is open): the row deleted as a local purge deletes it; its pk, nullopt when
+  // the replica never held it.
+  std::optional<int64_t> purgeReplicatedRow(const ReplicatedChange& change);
   Result<Memory> changeState(const std::string& id, MemoryState from1, std::optional<MemoryState> from2,
                              MemoryState to, const std::string& action, const Actor& actor,
                              const std::optional<std::string>& reason);

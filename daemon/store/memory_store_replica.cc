@@ -1,6 +1,8 @@
 // MemoryStore's replica writes: a team scope's rows as the team server's journal brings them, written verbatim in
 // one transaction with the journal seq they reach (replica_state), and the mirror refreshed for the rows touched.
 // The correction model is the server's; here a row only takes the state the server gave it. See memory_store.h.
+#include <spdlog/spdlog.h>
+
 #include "daemon/store/memory_store.h"
 #include "daemon/store/recall_mirror.h"
 #include "daemon/store/save_pipeline.h"
@@ -38,10 +40,21 @@ std::pair<int64_t, bool> MemoryStore::writeReplicatedRow(const ReplicatedChange&
   return {pk, !known};
 }
 
+std::optional<int64_t> MemoryStore::purgeReplicatedRow(const ReplicatedChange& change) {
+  const std::optional<int64_t> pk = sql_->pkOf(change.memory.id);
+  if (!pk) return std::nullopt;  // never held here (created and purged before this replica caught up)
+  // As a local purge: the row and its events' details go, the tombstone stays.
+  sql_->purgeRow(*pk, change.memory.id);
+  sql_->appendEvent(change.at, change.memory.id, "purge", "team:" + change.actor,
+                    {{"team_seq", change.seq}});
+  return pk;
+}
+
 Result<std::vector<ReplicatedChange>> MemoryStore::applyReplicated(std::vector<ReplicatedChange> changes) {
   MEMQ_RETURN_IF_ERROR(readyToWrite("replicate"));
   std::vector<ReplicatedChange> applied;
-  std::vector<std::pair<int64_t, MemoryState>> touched;
+  // The rows written, with the state they now have (nullopt: purged, gone from every index).
+  std::vector<std::pair<int64_t, std::optional<MemoryState>>> touched;
   try {
     const int64_t from = sql_->replicaSeq();
     StoreSql::WriteTransaction tx(*sql_);
@@ -50,6 +63,13 @@ Result<std::vector<ReplicatedChange>> MemoryStore::applyReplicated(std::vector<R
       if (c.seq <= last) continue;  // applied already (by another thread, or a replay of the same page)
       last = c.seq;
       if (c.memory.id.empty()) continue;  // a journal row with no memory to hold: only the seq moves on
+      if (c.purged) {
+        if (auto pk = purgeReplicatedRow(c)) {
+          touched.emplace_back(*pk, std::nullopt);
+          applied.push_back(std::move(c));
+        }
+        continue;
+      }
       c.memory.scope = scope();
       auto [pk, created] = writeReplicatedRow(c);
       (void)created;
@@ -70,7 +90,7 @@ Result<std::vector<ReplicatedChange>> MemoryStore::applyReplicated(std::vector<R
     if (state == MemoryState::kActive || state == MemoryState::kRejected) {
       try {
         if (auto vec = sql_->loadVector(pk, embedModel_)) {
-          (state == MemoryState::kActive ? mirror_->active() : mirror_->rejected()).upsert(pk, *vec);
+          (*state == MemoryState::kActive ? mirror_->active() : mirror_->rejected()).upsert(pk, *vec);
         }
       } catch (const std::exception&) {
         mirror_->reload();  // the indexes are rebuilt from the committed rows
@@ -79,6 +99,23 @@ Result<std::vector<ReplicatedChange>> MemoryStore::applyReplicated(std::vector<R
     mirror_->refreshRow(pk);
   }
   return applied;
+}
+
+SaveOutcome MemoryStore::adviceForCreated(const std::string& id) {
+  SaveOutcome out;
+  takeDatabase();
+  try {
+    const std::optional<int64_t> pk = sql_->pkOf(id);
+    if (!pk) return out;
+    const auto vec = sql_->loadVector(*pk, embedModel_);
+    auto row = sql_->idAndSummary(*pk, /*activeOnly=*/true);
+    if (!vec || !row) return out;
+    out.similar = similarHints(row->second, similarNeighbours(*vec, *pk), *pk);
+    if (auto warning = rejectedWarning(*vec, *sql_)) out.warnings.push_back(std::move(*warning));
+  } catch (const std::exception& e) {
+    spdlog::warn("similar hints of {} left out: {}", id, e.what());
+  }
+  return out;
 }
 
 Result<int64_t> MemoryStore::replicaSeq() {

@@ -119,8 +119,9 @@ struct ReplicatedChange {
   int64_t seq = 0;
   std::string at;
   std::string actor;   // the role that made the change on the server
-  std::string action;  // create | hide | restore | supersede | reject | unreject | blocked_save
-  Memory memory;
+  std::string action;  // create | hide | restore | supersede | reject | unreject | blocked_save | purge
+  Memory memory;       // as the server holds it now; only the id when purged
+  bool purged = false;  // the server deleted the row: the replica deletes its copy, keeping any tombstone
 };
 
 struct Tombstone {

@@ -208,6 +208,16 @@ Result<std::optional<int64_t>> TeamClient::setState(std::string_view id, std::st
   return seq ? parseSeq(*seq) : std::optional<int64_t>();
 }
 
+Result<int64_t> TeamClient::purge(std::string_view id) {
+  MEMQ_RETURN_IF_ERROR(checkTextParam(id, "id"));
+  auto r = pgExec(conn_, "SELECT memq_team.memq_purge($1::text)", {std::string(id)}, "purge");
+  if (!r) return r.status();
+  auto seq = pgCell(r->get(), 0, 0);
+  auto parsed = seq ? parseSeq(*seq) : std::optional<int64_t>();
+  if (!parsed) return Status::internal("purge: the server returned no journal seq");
+  return *parsed;
+}
+
 Result<std::optional<TeamMemory>> TeamClient::get(std::string_view id) {
   MEMQ_RETURN_IF_ERROR(checkTextParam(id, "id"));
   auto r = pgExec(conn_, std::string("SELECT ") + kMemoryColumns + " FROM memq_team.memories m WHERE m.id = $1",

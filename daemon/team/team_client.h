@@ -100,6 +100,9 @@ class TeamClient {
   Result<std::optional<int64_t>> setState(std::string_view id, std::string_view action,
                                           const std::optional<std::string>& reason,
                                           const std::optional<std::string>& supersededBy = std::nullopt);
+  // Deletes a memory for good through memq_purge (members of memq_team_maintainer only; its tombstone stays).
+  // Returns the journal row written. NotFound, Forbidden, or Conflict while another memory is superseded by it.
+  Result<int64_t> purge(std::string_view id);
   // The memory with this full id, nullopt if none.
   Result<std::optional<TeamMemory>> get(std::string_view id);
   // Journal rows with seq > `afterSeq`, ascending, at most `limit`. Rows are numbered in commit order, so calling

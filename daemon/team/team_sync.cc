@@ -40,7 +40,18 @@ FileRef fileRefOf(const nlohmann::json& f) {
 }  // namespace
 
 std::optional<ReplicatedChange> replicatedChange(const TeamEvent& event) {
-  if (!event.memory) return std::nullopt;  // a journal row whose memory is gone: nothing to hold
+  if (event.action == "purge") {
+    // The row is gone on the server; the replica deletes its copy (ReplicatedChange::purged).
+    ReplicatedChange c;
+    c.seq = event.seq;
+    c.at = event.at;
+    c.actor = event.actor;
+    c.action = event.action;
+    c.purged = true;
+    c.memory.id = event.memoryId;
+    return c;
+  }
+  if (!event.memory) return std::nullopt;  // a journal row whose memory is gone (purged later): nothing to hold
   const TeamMemory& t = *event.memory;
   auto state = parseState(t.state);
   if (!state) return std::nullopt;
@@ -241,6 +252,22 @@ Status TeamSync::setState(const std::string& id, const std::string& action, cons
   }
   if (Status st = catchUp(**client); !st) {
     spdlog::warn("team scope {}: replica not caught up after {}: {}", display_, action, st.message());
+    if (isConnectionError(st)) requestClient_.reset();
+  }
+  return Status::ok();
+}
+
+Status TeamSync::purge(const std::string& id) {
+  MutexLock lock(requestMutex_);
+  auto client = requestClient();
+  if (!client) return client.status();
+  auto out = (*client)->purge(id);
+  if (!out) {
+    if (isConnectionError(out.status())) requestClient_.reset();
+    return out.status();
+  }
+  if (Status st = catchUp(**client); !st) {
+    spdlog::warn("team scope {}: replica not caught up after purge: {}", display_, st.message());
     if (isConnectionError(st)) requestClient_.reset();
   }
   return Status::ok();

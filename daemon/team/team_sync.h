@@ -71,6 +71,8 @@ class TeamSync {
   // A state change through the server (TeamClient::setState), the replica then caught up.
   Status setState(const std::string& id, const std::string& action, const std::optional<std::string>& reason,
                   const std::optional<std::string>& supersededBy = std::nullopt);
+  // A purge through the server (TeamClient::purge), the replica then caught up.
+  Status purge(const std::string& id);
   // Appends a save to the outbox (fsynced) and wakes the sync thread.
   Status queue(const OutboxRecord& record);
 

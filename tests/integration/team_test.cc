@@ -20,6 +20,7 @@
 
 #include "common/pg_cluster.h"
 #include "daemon/team/team_client.h"
+#include "embedded_migrations.h"
 #include "integration/memqd_fixture.h"
 #include "protocol/error_code.h"
 
@@ -80,11 +81,12 @@ class TeamTest : public ::testing::Test {
       ASSERT_EQ(cluster_->createRole("alice", {"memq_team_writer"}), "");
       ASSERT_EQ(cluster_->createRole("bob", {"memq_team_writer"}), "");
       ASSERT_EQ(cluster_->createRole("rita", {"memq_team_reader"}), "");
+      ASSERT_EQ(cluster_->createRole("mona", {"memq_team_maintainer"}), "");
     }
     root_ = makeTempDir("team");
   }
   void TearDown() override {
-    for (auto* t : {&a_, &b_, &r_}) t->daemon.reset();
+    for (auto* t : {&a_, &b_, &r_, &m_}) t->daemon.reset();
     // A test that stopped the server leaves it running for the next one.
     (void)cluster_->restart();
     if (!root_.empty()) fs::remove_all(root_);
@@ -175,7 +177,7 @@ class TeamTest : public ::testing::Test {
   PgCluster* cluster_ = gCluster;
   std::string db_;
   fs::path root_;
-  Teammate a_, b_, r_;
+  Teammate a_, b_, r_, m_;  // alice, bob (writers), rita (reader), mona (maintainer)
 };
 
 TEST_F(TeamTest, ASaveByOneTeammateReachesTheOthersRecallAndSubscriberWithinASecond) {
@@ -277,6 +279,89 @@ TEST_F(TeamTest, RejectedHiddenAndSupersededTeamMemoriesNeverComeBackOnTheOtherT
   auto pin = bc.call("memory/pin", {{"id", (*replacement)["id"]}});
   ASSERT_FALSE(pin.isOk());
   EXPECT_EQ(pin.status().code(), ErrorCode::kInvalidParams);
+}
+
+TEST_F(TeamTest, AMaintainersPurgeRemovesTheMemoryFromEveryReplicaAndItsRejectedTextStaysRefused) {
+  startTeammate(a_, "a", "alice");
+  startTeammate(b_, "b", "bob");
+  startTeammate(m_, "m", "mona");
+  auto subscriber = b_.daemon->client(b_.project, "listener");
+  ASSERT_TRUE(subscriber.call("subscribe", {{"scopes", {"team"}}}).isOk());
+  auto c = a_.daemon->client(a_.project);
+  auto saved = teamSave(c, "Secrets live in the repo's env file");
+  ASSERT_TRUE(saved.isOk()) << saved.status().toString();
+  const std::string id = (*saved)["id"];
+  ASSERT_TRUE(c.call("memory/reject", {{"id", id}, {"reason", "secrets never go in the repository"}}).isOk());
+
+  // A writer may not purge: the CLI says why and exits non-zero, and nothing changes.
+  auto byWriter = a_.daemon->memq("purge " + id + " --yes", a_.project);
+  EXPECT_NE(byWriter.exitCode, 0) << byWriter.out;
+  EXPECT_NE(byWriter.err.find("ermission"), std::string::npos) << byWriter.err;
+  EXPECT_EQ(serverCount(), "1");
+
+  // mona's memqd may not know the id yet: it resolves ids in its replica, so wait for it there.
+  auto mc = m_.daemon->client(m_.project);
+  const auto end = std::chrono::steady_clock::now() + seconds(3);
+  while (!mc.call("memory/get", {{"id", id}}).isOk() && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  auto purged = m_.daemon->memq("purge " + id + " --yes", m_.project);
+  ASSERT_EQ(purged.exitCode, 0) << purged.out << purged.err;
+  EXPECT_NE(purged.out.find("purged"), std::string::npos) << purged.out;
+  EXPECT_EQ(serverCount(), "0");
+  EXPECT_EQ(serverCount("tombstones"), "1");
+
+  // B's subscriber is told of the reject and then the purge, in journal order.
+  std::string action;
+  for (int i = 0; i < 4 && action != "purge"; ++i) {
+    json change = waitForChange(subscriber, id, seconds(2));
+    if (change.is_null()) break;
+    action = change.value("action", "");
+  }
+  ASSERT_EQ(action, "purge") << b_.daemon->log();
+  auto bc = b_.daemon->client(b_.project);
+  auto get = bc.call("memory/get", {{"id", id}});
+  ASSERT_FALSE(get.isOk());
+  EXPECT_EQ(get.status().code(), ErrorCode::kNotFound);
+  auto again = teamSave(bc, "Secrets live in the repo's env file");
+  ASSERT_TRUE(again.isOk()) << again.status().toString();
+  EXPECT_EQ((*again)["status"], "rejected");
+  EXPECT_EQ((*again)["reason"], "secrets never go in the repository");
+  EXPECT_TRUE(recallIds(b_, "secrets env file repo").empty());
+  EXPECT_EQ(serverCount(), "0");
+}
+
+TEST_F(TeamTest, ATeamSaveIsToldOfATeammatesSimilarMemoryAndWarnedNearARejectedOne) {
+  startTeammate(a_, "a", "alice");
+  startTeammate(b_, "b", "bob");
+  auto c = a_.daemon->client(a_.project, "alice", {{"source", "user"}});
+  auto bun = teamSave(c, "Use bun for installing packages in this repo");
+  auto npm = teamSave(c, "Use npm for installs in this repository always");
+  ASSERT_TRUE(bun.isOk() && npm.isOk());
+  ASSERT_TRUE(c.call("memory/reject", {{"id", (*npm)["id"]}, {"reason", "we use pnpm"}}).isOk());
+  ASSERT_TRUE(recallReturnsWithin(b_, "bun installing packages", (*bun)["id"], seconds(3)));
+  const auto end = std::chrono::steady_clock::now() + seconds(3);
+  auto bc = b_.daemon->client(b_.project);
+  while (bc.call("memory/get", {{"id", (*npm)["id"]}})->value("state", "") != "rejected" &&
+         std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+
+  // B's near-duplicate is written, and its reply names A's memory, as a local save's would.
+  auto near = teamSave(bc, "Use bun for installing the packages in this repo");
+  ASSERT_TRUE(near.isOk()) << near.status().toString();
+  EXPECT_EQ((*near)["status"], "created");
+  ASSERT_TRUE((*near)["similar"].is_array() && !(*near)["similar"].empty()) << near->dump();
+  EXPECT_EQ((*near)["similar"][0]["id"], (*bun)["id"]);
+  // A paraphrase of the rejected memory is written with a similar_rejected warning.
+  auto paraphrase = teamSave(bc, "Use npm for installs in this repository, always");
+  ASSERT_TRUE(paraphrase.isOk()) << paraphrase.status().toString();
+  EXPECT_EQ((*paraphrase)["status"], "created");
+  bool warned = false;
+  for (const auto& w : paraphrase->value("warnings", json::array())) {
+    warned |= w.get<std::string>().rfind("similar_rejected", 0) == 0;
+  }
+  EXPECT_TRUE(warned) << paraphrase->dump();
 }
 
 TEST_F(TeamTest, AReaderRoleRecallsTeamMemoriesButItsSaveIsForbiddenAndNothingIsQueued) {
@@ -491,7 +576,7 @@ TEST_F(TeamTest, TheFirstConnectAsTheOwnerMigratesAnEmptyDatabaseAndAWriterIsTol
   EXPECT_TRUE((*owner)["online"].get<bool>()) << owner->dump();
   auto version = test::runSql(cluster_->conninfo(fresh), "SELECT max(version) FROM memq_team.schema_version");
   ASSERT_TRUE(version.ok) << version.message;
-  EXPECT_EQ(version.rows[0][0].value_or(""), "1");
+  EXPECT_EQ(version.rows[0][0].value_or(""), std::to_string(embeddedTeamMigrations().back().version));
   auto writerNow = c.call("team/connect", {{"conninfo", cluster_->conninfo(fresh, "alice")}});
   ASSERT_TRUE(writerNow.isOk()) << writerNow.status().toString();
   EXPECT_EQ((*writerNow)["role"], "alice");

@@ -1,6 +1,6 @@
 // What the team server tests share: one throwaway PostgreSQL cluster per test binary (tests/common/pg_cluster.h),
 // started by a gtest environment before the first suite and stopped after the last, and per test a database of its own owned by the non-superuser `memq_owner` and
-// migrated by it, with the login roles the tests act as: alice and bob (memq_team_writer), rita (memq_team_reader).
+// migrated by it, with the login roles the tests act as: alice and bob (memq_team_writer), rita (memq_team_reader), mona (memq_team_maintainer).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -32,6 +32,7 @@ class TeamFixture : public ::testing::Test {
       ASSERT_EQ(cluster_->createRole("alice", {"memq_team_writer"}), "");
       ASSERT_EQ(cluster_->createRole("bob", {"memq_team_writer"}), "");
       ASSERT_EQ(cluster_->createRole("rita", {"memq_team_reader"}), "");
+      ASSERT_EQ(cluster_->createRole("mona", {"memq_team_maintainer"}), "");
       rolesMade_ = true;
     }
   }

@@ -59,6 +59,22 @@ TEST_F(TeamMigrationTest, MigrationsApplyToAnEmptyDatabaseAndRerunningChangesNot
   EXPECT_EQ(runSql(conn, recorded).rows[0][0], std::to_string(embeddedTeamMigrations().size()));
 }
 
+TEST_F(TeamMigrationTest, AVersion1DatabaseUpgradesInPlaceAndItsRowsCanThenBePurged) {
+  ASSERT_EQ(cluster_->createDatabase("t_upgrade_from_1", "memq_owner"), "");
+  auto owner = connectAs("memq_owner", "t_upgrade_from_1");
+  ASSERT_TRUE(owner && owner->migrate(1).isOk());
+  auto alice = connectAs("alice", "t_upgrade_from_1");
+  auto saved = alice->save(text("Saved before the upgrade"), "");
+  ASSERT_TRUE(saved.isOk()) << saved.status().toString();
+  EXPECT_EQ(connectAs("mona", "t_upgrade_from_1")->purge(saved->id).status().code(), ErrorCode::kStorageError)
+      << "version 1 has no purge";
+
+  ASSERT_TRUE(owner->migrate().isOk());
+  EXPECT_EQ(*owner->schemaVersion(), latestVersion(embeddedTeamMigrations()));
+  auto purged = connectAs("mona", "t_upgrade_from_1")->purge(saved->id);
+  EXPECT_TRUE(purged.isOk()) << purged.status().toString();
+}
+
 TEST_F(TeamMigrationTest, ADatabaseRecordedAtANewerVersionIsRefusedUntouched) {
   ASSERT_TRUE(sql("INSERT INTO memq_team.schema_version (version) VALUES (9999)", "memq_owner").ok);
   Status st = owner_->migrate();
@@ -85,6 +101,56 @@ TEST_F(TeamMigrationTest, AFailingMigrationLeavesNothingBehind) {
 // ---- the correction model across teammates ----------------------------------------------------------------------
 
 class TeamModelTest : public TeamFixture {};
+
+TEST_F(TeamModelTest, OnlyAMaintainerPurgesAndARejectedTextStaysRefusedAfterThePurge) {
+  auto alice = connectAs("alice");
+  auto mona = connectAs("mona");
+  auto saved = alice->save(text("Deploys go through the blue cluster"), "");
+  ASSERT_TRUE(saved.isOk()) << saved.status().toString();
+  ASSERT_TRUE(alice->setState(saved->id, "reject", std::string("the blue cluster is gone")).isOk());
+
+  // A writer may not purge; a reader neither: nothing changes.
+  auto byWriter = alice->purge(saved->id);
+  EXPECT_EQ(byWriter.status().code(), ErrorCode::kForbidden) << byWriter.status().toString();
+  EXPECT_EQ(connectAs("rita")->purge(saved->id).status().code(), ErrorCode::kForbidden);
+  EXPECT_EQ(scalar("SELECT count(*) FROM memq_team.memories"), "1");
+
+  auto purged = mona->purge(saved->id);
+  ASSERT_TRUE(purged.isOk()) << purged.status().toString();
+  EXPECT_EQ(scalar("SELECT count(*) FROM memq_team.memories"), "0");
+  EXPECT_EQ(scalar("SELECT count(*) FROM memq_team.tombstones"), "1");
+  EXPECT_EQ(scalar("SELECT actor || ':' || action || ':' || (detail->>'tombstone_kept') FROM memq_team.audit "
+                   "WHERE seq = " + std::to_string(*purged)),
+            "mona:purge:true");
+  // The journal keeps every row, the purge's last.
+  EXPECT_EQ(scalar("SELECT string_agg(action, ',' ORDER BY seq) FROM memq_team.audit"), "create,reject,purge");
+
+  // The text is still refused, by whoever saves it.
+  auto again = connectAs("bob")->save(text("deploys go through the BLUE cluster"), "");
+  ASSERT_TRUE(again.isOk()) << again.status().toString();
+  EXPECT_EQ(again->status, SaveStatus::kRejected);
+  EXPECT_EQ(again->reason, "the blue cluster is gone");
+  EXPECT_EQ(scalar("SELECT count(*) FROM memq_team.memories"), "0");
+
+  // Gone: a second purge is NotFound.
+  EXPECT_EQ(mona->purge(saved->id).status().code(), ErrorCode::kNotFound);
+}
+
+TEST_F(TeamModelTest, AMemoryThatAnotherIsSupersededByCannotBePurgedUntilThatOneIsRestored) {
+  auto alice = connectAs("alice");
+  auto mona = connectAs("mona");
+  auto oldOne = alice->save(text("Tests run with make check"), "");
+  auto newOne = alice->save(text("Tests run with make test"), "");
+  ASSERT_TRUE(oldOne.isOk() && newOne.isOk());
+  ASSERT_TRUE(alice->setState(oldOne->id, "supersede", std::nullopt, newOne->id).isOk());
+  auto refused = mona->purge(newOne->id);
+  EXPECT_EQ(refused.status().code(), ErrorCode::kConflict) << refused.status().toString();
+  EXPECT_NE(refused.status().message().find(oldOne->id), std::string::npos) << refused.status().message();
+  EXPECT_EQ(scalar("SELECT count(*) FROM memq_team.memories"), "2");
+  ASSERT_TRUE(alice->setState(oldOne->id, "restore", std::nullopt).isOk());
+  EXPECT_TRUE(mona->purge(newOne->id).isOk());
+  EXPECT_EQ(scalar("SELECT count(*) FROM memq_team.memories"), "1");
+}
 
 TEST_F(TeamModelTest, ARejectionByOneTeammateBlocksAnothersSave) {
   auto alice = connectAs("alice");
