@@ -545,6 +545,47 @@ TEST_F(TeamHostileTest, SqlMetacharactersAreStoredAsTextAndHugeTextIsTruncatedAs
   EXPECT_EQ((*big)->details.size(), 2000u);
 }
 
+// A SQL string literal of text with no single quote (the tests' own texts).
+std::string quoteLiteral(const std::string& text) { return "'" + text + "'"; }
+
+TEST_F(TeamHostileTest, TheServerHashesTextOfAnyScriptAsTheClientDoes) {
+  // Text in several scripts, with Unicode white space and the case mappings that differ from a simple per-letter
+  // one (final sigma, dotted capital I, sharp s): memq's hash is accepted and one of other text is refused.
+  const std::vector<std::pair<std::string, std::string>> texts = {
+      {"ΟΔΥΣΣΕΥΣ ΚΑΙ ΣΟΦΙΑ", "Σ Σα ΑΣ."},
+      {"\u0130stanbul\u3000\u00a0yap\u0131land\u0131rmas\u0131", "  Stra\u00dfe\u2003\u1e9e  "},
+      {"Сборка ЛОМАЕТСЯ без --no-cache", "\ufeffЖурнал\u2028Ошибок"},
+      {"デプロイ手順\u205fＡＢＣ", "Ǆ ǅ ǆ \U0001F600"},
+  };
+  for (const auto& [summary, details] : texts) {
+    const std::string& s = summary;
+    const std::string& d = details;
+    auto alice = connectAs("alice");
+    auto saved = alice->save(text(s, d), "");
+    ASSERT_TRUE(saved.isOk()) << s << ": " << saved.status().toString();
+    EXPECT_EQ(saved->status, SaveStatus::kCreated) << s;
+    SqlOutcome forged = sql("SELECT * FROM memq_team.memq_save(" + quoteLiteral(s + "!") + ", " + quoteLiteral(d) +
+                                ", NULL, '[]', '[]', '" + contentHash(s, d) + "')",
+                            "alice");
+    EXPECT_EQ(forged.sqlstate, "MQ003") << s << ": " << forged.message;
+  }
+}
+
+TEST_F(TeamHostileTest, RejectedTextOfAnyScriptCannotComeBackWithAMadeUpHash) {
+  auto alice = connectAs("alice");
+  const std::string s = "Ключи хранятся в репозитории", d = "Σημείωση";
+  auto saved = alice->save(text(s, d), "");
+  ASSERT_TRUE(saved.isOk()) << saved.status().toString();
+  ASSERT_TRUE(alice->setState(saved->id, "reject", std::string("keys never go in the repository")).isOk());
+  // The same text with the hash of another: refused; it never becomes a second, active row.
+  SqlOutcome forged = sql("SELECT * FROM memq_team.memq_save(" + quoteLiteral(s) + ", " + quoteLiteral(d) +
+                              ", NULL, '[]', '[]', '" + contentHash("something else", "") + "')",
+                          "bob");
+  EXPECT_EQ(forged.sqlstate, "MQ003") << forged.message;
+  EXPECT_EQ(scalar("SELECT count(*) FROM memq_team.memories"), "1");
+  EXPECT_EQ(scalar("SELECT count(*) FROM memq_team.memories WHERE state = 'active'"), "0");
+}
+
 TEST_F(TeamHostileTest, TheServerRefusesWhatTheClientWouldNotSend) {
   // A writer calling the function directly, past TeamClient's checks: the server holds the line itself.
   const std::string hash = contentHash("honest text", "");
