@@ -72,6 +72,14 @@ Result<std::shared_ptr<Scope>> TeamScopes::open(const std::string& conninfo) {
     MutexLock lock(db->mutex);
     return db->store().replicaSeq();
   };
+  hooks.mark = [db]() -> Result<ReplicaMark> {
+    MutexLock lock(db->mutex);
+    return db->store().replicaMark();
+  };
+  hooks.reset = [db]() -> Status {
+    CommittedLock lock(*db);
+    return db->store().resetReplica();
+  };
   hooks.apply = [db](std::vector<ReplicatedChange> changes) -> Result<std::vector<ReplicatedChange>> {
     CommittedLock lock(*db);
     return db->store().applyReplicated(std::move(changes));

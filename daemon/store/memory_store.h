@@ -117,6 +117,12 @@ class MemoryStore : public RecallSource, private SaveTarget {
   Result<std::vector<ReplicatedChange>> applyReplicated(std::vector<ReplicatedChange> changes);
   // The last journal seq applyReplicated wrote (0 before the first).
   Result<int64_t> replicaSeq();
+  // That seq and the server's time of its journal row: what the server's journal must still hold for the replica
+  // to continue from it.
+  Result<ReplicaMark> replicaMark();
+  // Forgets everything the replica holds (rows, tombstones, seq), for a server whose journal no longer continues
+  // it; it then catches up from the start. Its local journal stays.
+  Status resetReplica();
   // What a local save's reply says about a memory just created (`similar` hints, the `similar_rejected` warning),
   // for a row that came from elsewhere (a team save, applied to the replica): from its stored vector and the
   // indexes as they are now. Empty when the row or its vector is not here.

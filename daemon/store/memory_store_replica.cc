@@ -59,9 +59,11 @@ Result<std::vector<ReplicatedChange>> MemoryStore::applyReplicated(std::vector<R
     const int64_t from = sql_->replicaSeq();
     StoreSql::WriteTransaction tx(*sql_);
     int64_t last = from;
+    std::string lastAt;
     for (auto& c : changes) {
       if (c.seq <= last) continue;  // applied already (by another thread, or a replay of the same page)
       last = c.seq;
+      lastAt = c.at;
       if (c.memory.id.empty()) continue;  // a journal row with no memory to hold: only the seq moves on
       if (c.purged) {
         if (auto pk = purgeReplicatedRow(c)) {
@@ -77,7 +79,7 @@ Result<std::vector<ReplicatedChange>> MemoryStore::applyReplicated(std::vector<R
       applied.push_back(std::move(c));
     }
     if (last == from) return applied;
-    sql_->setReplicaSeq(last);
+    sql_->setReplicaSeq(last, lastAt);
     saves_->indexPendingText();
     tx.commit();
   } catch (const std::exception& e) {
@@ -116,6 +118,28 @@ SaveOutcome MemoryStore::adviceForCreated(const std::string& id) {
     spdlog::warn("similar hints of {} left out: {}", id, e.what());
   }
   return out;
+}
+
+Result<ReplicaMark> MemoryStore::replicaMark() {
+  takeDatabase();
+  try {
+    return ReplicaMark{sql_->replicaSeq(), sql_->replicaAppliedAt()};
+  } catch (const std::exception& e) {
+    return storageError(e, "replica mark");
+  }
+}
+
+Status MemoryStore::resetReplica() {
+  MEMQ_RETURN_IF_ERROR(readyToWrite("reset the replica"));
+  try {
+    StoreSql::WriteTransaction tx(*sql_);
+    sql_->clearReplica();
+    tx.commit();
+  } catch (const std::exception& e) {
+    return storageError(e, "reset the replica");
+  }
+  mirror_->reload();
+  return Status::ok();
 }
 
 Result<int64_t> MemoryStore::replicaSeq() {

@@ -95,10 +95,23 @@ int64_t StoreSql::replicaSeq() {
   return db_->execAndGet("SELECT applied_seq FROM replica_state WHERE id = 1").getInt64();
 }
 
-void StoreSql::setReplicaSeq(int64_t seq) {
-  auto q = statement("UPDATE replica_state SET applied_seq = ? WHERE id = 1");
+void StoreSql::setReplicaSeq(int64_t seq, const std::string& at) {
+  auto q = statement("UPDATE replica_state SET applied_seq = ?, applied_at = ? WHERE id = 1");
   q->bind(1, seq);
+  q->bind(2, at);
   q->exec();
+}
+
+std::string StoreSql::replicaAppliedAt() {
+  return db_->execAndGet("SELECT applied_at FROM replica_state WHERE id = 1").getString();
+}
+
+void StoreSql::clearReplica() {
+  // Rows first (file refs, edges and embeddings cascade; the FTS triggers drop their text), then the tombstones.
+  // The local journal stays: it is append-only, and what the replica did is part of it.
+  db_->exec("DELETE FROM memories");
+  db_->exec("DELETE FROM tombstones");
+  setReplicaSeq(0, "");
 }
 
 int64_t StoreSql::insertMemory(const NewMemoryRow& row) {

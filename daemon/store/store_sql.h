@@ -93,7 +93,11 @@ class StoreSql {
   void setAppliedBatch(uint64_t seq);
   // A team replica's last applied journal seq (replica_state; 0 for every other scope).
   int64_t replicaSeq();
-  void setReplicaSeq(int64_t seq);
+  // The server's time of the journal row at replicaSeq() ("" before the first, or for a pre-0009 replica).
+  std::string replicaAppliedAt();
+  void setReplicaSeq(int64_t seq, const std::string& at);
+  // Empties a replica: every row and tombstone, the seq back to 0 (the local journal stays).
+  void clearReplica();
 
   // --- memories ---
   std::optional<Memory> memoryById(const std::string& id);  // with its file refs

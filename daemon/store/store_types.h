@@ -124,6 +124,12 @@ struct ReplicatedChange {
   bool purged = false;  // the server deleted the row: the replica deletes its copy, keeping any tombstone
 };
 
+// Where a replica stands in the team server's journal.
+struct ReplicaMark {
+  int64_t seq = 0;
+  std::string at;  // the server's time of the row at `seq`, as TeamEvent::at ("" when unknown)
+};
+
 struct Tombstone {
   std::string contentHash;
   std::string memoryId;

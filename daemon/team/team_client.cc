@@ -253,6 +253,16 @@ Result<std::vector<TeamEvent>> TeamClient::eventsSince(int64_t afterSeq, int lim
   return out;
 }
 
+Result<std::string> TeamClient::journalRowAt(int64_t seq) {
+  auto r = pgExec(conn_,
+                  "SELECT to_char(a.at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') FROM memq_team.audit a "
+                  "WHERE a.seq = $1::bigint",
+                  {std::to_string(seq)}, "journal row");
+  if (!r) return r.status();
+  if (PQntuples(r->get()) == 0) return std::string();
+  return pgText(r->get(), 0, 0);
+}
+
 Status TeamClient::listen() {
   auto r = pgExec(conn_, "LISTEN memq_team", {}, "listen");
   return r ? Status::ok() : r.status();

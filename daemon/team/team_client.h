@@ -109,6 +109,9 @@ class TeamClient {
   // again with the last seq returned yields each row exactly once.
   Result<std::vector<TeamEvent>> eventsSince(int64_t afterSeq, int limit);
 
+  // The time (as TeamEvent::at) of the journal row `seq`; "" when there is none.
+  Result<std::string> journalRowAt(int64_t seq);
+
   // LISTEN memq_team: each committed change then notifies this connection with its journal seq.
   Status listen();
   // Waits up to `timeout` for a notification; its seq, or nullopt when none came in time.

@@ -147,6 +147,7 @@ Status TeamSync::serve(TeamClient& client) {
     role_ = *role;
     lastError_.clear();
   }
+  MEMQ_RETURN_IF_ERROR(checkJournalContinues(client));
   MEMQ_RETURN_IF_ERROR(drainOutbox(client));
   MEMQ_RETURN_IF_ERROR(catchUp(client));
   if (!online_.exchange(true)) spdlog::info("team scope {} is online as role {}", display_, *role);
@@ -157,6 +158,22 @@ Status TeamSync::serve(TeamClient& client) {
     MEMQ_RETURN_IF_ERROR(catchUp(client));
   }
   return Status::ok();
+}
+
+Status TeamSync::checkJournalContinues(TeamClient& client) {
+  auto mark = hooks_.mark();
+  if (!mark) return mark.status();
+  if (mark->seq == 0 || mark->at.empty()) return Status::ok();  // nothing applied yet, or not recorded: unchecked
+  auto at = client.journalRowAt(mark->seq);
+  if (!at) return at.status();
+  if (*at == mark->at) return Status::ok();
+  // A server restored from an older backup, or another database under the same name: rows with seqs the replica
+  // has passed would never be applied. The server is the truth; the replica starts over from its journal.
+  spdlog::warn("team scope {}: the server's journal no longer holds row {} as applied here ({}; here {}): the "
+               "replica is rebuilt from the server's journal",
+               display_, mark->seq, at->empty() ? "no such row" : "committed at " + *at, mark->at);
+  std::lock_guard<std::mutex> lock(catchUpMutex_);
+  return hooks_.reset();
 }
 
 Status TeamSync::drainOutbox(TeamClient& client) {
@@ -188,14 +205,19 @@ Status TeamSync::catchUp(TeamClient& client) {
     if (events->empty()) return Status::ok();
     std::vector<ReplicatedChange> changes;
     int64_t last = *seq;
+    std::string lastAt;
     for (const auto& e : *events) {
-      last = std::max(last, e.seq);
+      if (e.seq > last) {
+        last = e.seq;
+        lastAt = e.at;
+      }
       if (auto c = replicatedChange(e)) changes.push_back(std::move(*c));
     }
     if (changes.empty() || changes.back().seq != last) {
       // A page's last row without a memory still moves the replica's seq on: carry it as a no-row marker.
       ReplicatedChange marker;
       marker.seq = last;
+      marker.at = lastAt;
       marker.action = "marker";
       changes.push_back(std::move(marker));
     }

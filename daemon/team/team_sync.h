@@ -1,7 +1,8 @@
 // TeamSync: one connected team scope as memqd runs it (docs/team.md, "Sync"): the server connections, the sync
 // thread that keeps the local replica up to date, and the outbox of saves made while the server was unreachable.
 //  - The sync thread holds a TeamClient of its own that LISTENs on memq_team. Connected, it first sends the outbox
-//    (in order; a record is removed once the server answered it), then applies TeamClient::eventsSince(last seq) to
+//    (in order; a record is removed once the server answered it) — after checking that the server's journal still
+//    continues the replica (else the replica starts over) — then applies TeamClient::eventsSince(last seq) to
 //    the replica page by page, then waits for a notification (or a short timeout) and catches up again. A lost
 //    connection marks the scope offline and reconnects with a capped backoff (0.1 s doubling to 5 s); each attempt
 //    is bounded by connect_timeout (added to the conninfo when it names none).
@@ -32,6 +33,10 @@ namespace memq {
 struct TeamReplicaHooks {
   // The last journal seq the replica holds.
   std::function<Result<int64_t>()> lastSeq;
+  // That seq with its row's server time (MemoryStore::replicaMark).
+  std::function<Result<ReplicaMark>()> mark;
+  // Empties the replica (MemoryStore::resetReplica), for a server whose journal does not continue it.
+  std::function<Status()> reset;
   // Writes the changes to the replica (under its scope's lock); returns those applied (seq above the replica's).
   std::function<Result<std::vector<ReplicatedChange>>(std::vector<ReplicatedChange>)> apply;
   // Told of the changes applied, after the replica's lock is released (memory/changed for subscribers).
@@ -83,6 +88,9 @@ class TeamSync {
   void run();
   // Connected: drain the outbox, catch up, then wait for notifications until the connection fails or stop.
   Status serve(TeamClient& client);
+  // The server's journal must still hold the row the replica applied last (same seq, same time); otherwise (a
+  // restored or re-created database) the replica is emptied, to catch up from the start.
+  Status checkJournalContinues(TeamClient& client);
   Status drainOutbox(TeamClient& client);
   // Applies every journal row after the replica's seq, page by page.
   Status catchUp(TeamClient& client);

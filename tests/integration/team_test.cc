@@ -364,6 +364,59 @@ TEST_F(TeamTest, ATeamSaveIsToldOfATeammatesSimilarMemoryAndWarnedNearARejectedO
   EXPECT_TRUE(warned) << paraphrase->dump();
 }
 
+TEST_F(TeamTest, AReplicaAheadOfARestoredServerStartsOverFromTheServersJournal) {
+  startTeammate(a_, "a", "alice");
+  auto c = a_.daemon->client(a_.project);
+  std::vector<std::string> before;
+  for (int i = 0; i < 3; ++i) {
+    auto saved = teamSave(c, "Before the restore, note " + std::to_string(i) + " about the flaky cache test");
+    ASSERT_TRUE(saved.isOk()) << saved.status().toString();
+    before.push_back((*saved)["id"]);
+  }
+  // The database is replaced by an older state of it (here: a new one under the same name) whose journal has rows
+  // at the seqs the replica already passed, but other rows.
+  auto dropped = test::runSql(cluster_->conninfo(), "DROP DATABASE " + db_ + " WITH (FORCE)");
+  ASSERT_TRUE(dropped.ok) << dropped.message;
+  ASSERT_EQ(cluster_->createDatabase(db_, "memq_owner"), "");
+  auto owner = TeamClient::connect(conninfo("memq_owner"));
+  ASSERT_TRUE(owner.isOk() && (*owner)->migrate().isOk());
+  auto bob = TeamClient::connect(conninfo("bob"));
+  ASSERT_TRUE(bob.isOk());
+  std::set<std::string> after;
+  for (int i = 0; i < 4; ++i) {
+    SaveInput in;
+    in.summary = "After the restore, note " + std::to_string(i) + " about the release checklist";
+    auto saved = (*bob)->save(in, "");
+    ASSERT_TRUE(saved.isOk()) << saved.status().toString();
+    after.insert(saved->id);
+  }
+
+  // Once A's memqd is back on the server, its replica holds the server's memories and nothing else.
+  auto teamIds = [&] {
+    std::set<std::string> ids;
+    auto r = c.call("memory/list", {{"scope", "team"}, {"limit", 50}});
+    if (r) {
+      for (const auto& m : (*r)["memories"]) ids.insert(m["id"].get<std::string>());
+    }
+    return ids;
+  };
+  const auto end = std::chrono::steady_clock::now() + seconds(15);
+  while (teamIds() != after && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(milliseconds(50));
+  ASSERT_EQ(teamIds(), after) << a_.daemon->log();
+  for (const auto& id : before) {
+    EXPECT_EQ(c.call("memory/get", {{"id", id}}).status().code(), ErrorCode::kNotFound) << id;
+  }
+  EXPECT_NE(a_.daemon->log().find("replica is rebuilt"), std::string::npos);
+  // And it goes on from there: a new save by A reaches the server (at once, or queued first: the request
+  // connection A had may be one the drop cut) and A's replica.
+  auto next = teamSave(c, "After the rebuild the replica follows the server again");
+  ASSERT_TRUE(next.isOk()) << next.status().toString();
+  const auto sent = std::chrono::steady_clock::now() + seconds(15);
+  while (teamIds().size() != 5u && std::chrono::steady_clock::now() < sent) std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_EQ(serverCount(), "5");
+  EXPECT_EQ(teamIds().size(), 5u);
+}
+
 TEST_F(TeamTest, AReaderRoleRecallsTeamMemoriesButItsSaveIsForbiddenAndNothingIsQueued) {
   startTeammate(a_, "a", "alice");
   startTeammate(r_, "r", "rita");
