@@ -10,7 +10,6 @@
 #include <functional>
 #include <future>
 #include <limits>
-#include <queue>
 #include <system_error>
 
 #include "daemon/embed/hashbag.h"
@@ -411,12 +410,10 @@ struct VectorIndex::ScanQuery {
   double minGate = 0;  // minScore less a hair for the float rounding of the final score
 };
 
-VectorIndex::ScanResult VectorIndex::scan(const ScanQuery& sq, size_t begin, size_t end) const {
+void VectorIndex::scan(const ScanQuery& sq, size_t begin, size_t end, ScanResult& out) const {
   // A row can be in the answer only if its upper bound reaches both minScore (less a hair for the float rounding of
   // the final score) and the k-th largest lower bound seen so far: k rows are known to score at least that much.
-  ScanResult out;
-  out.gate = sq.minGate;
-  std::priority_queue<double, std::vector<double>, std::greater<>> bestLowers;  // the k largest lower bounds
+  std::vector<double>& bestLowers = out.bestLowers;  // front: the smallest of the k largest lower bounds
   double& gate = out.gate;
   const DotsKernel dots = activeKernel();
   int32_t block[kScanBlock];
@@ -443,15 +440,25 @@ VectorIndex::ScanResult VectorIndex::scan(const ScanQuery& sq, size_t begin, siz
       if (upper < gate) continue;
       const double lower = lowers[r];
       if (bestLowers.size() < sq.k) {
-        bestLowers.push(lower);
-        if (bestLowers.size() == sq.k) gate = std::max(sq.minGate, bestLowers.top());
-      } else if (lower > bestLowers.top()) {
-        bestLowers.pop();
-        bestLowers.push(lower);
-        gate = std::max(sq.minGate, bestLowers.top());
+        bestLowers.push_back(lower);
+        std::push_heap(bestLowers.begin(), bestLowers.end(), std::greater<>());
+        if (bestLowers.size() == sq.k) gate = std::max(sq.minGate, bestLowers.front());
+      } else if (lower > bestLowers.front()) {
+        std::pop_heap(bestLowers.begin(), bestLowers.end(), std::greater<>());
+        bestLowers.back() = lower;
+        std::push_heap(bestLowers.begin(), bestLowers.end(), std::greater<>());
+        gate = std::max(sq.minGate, bestLowers.front());
       }
       out.candidates.push_back({static_cast<uint32_t>(base + r), upper});
     }
+  }
+}
+
+VectorIndex::ScanResult VectorIndex::scanChunks(const ScanQuery& sq, std::atomic<size_t>& next, size_t n) const {
+  ScanResult out;
+  out.gate = sq.minGate;
+  for (size_t begin = next.fetch_add(kScanChunk); begin < n; begin = next.fetch_add(kScanChunk)) {
+    scan(sq, begin, std::min(n, begin + kScanChunk), out);
   }
   return out;
 }
@@ -473,17 +480,19 @@ std::vector<VectorIndex::Hit> VectorIndex::topK(std::span<const float> query, si
   sq.k = k;
   sq.minGate = static_cast<double>(minScore) - std::fabs(static_cast<double>(minScore)) * 1e-6 - 1e-9;
 
-  // A large index may be scanned in two halves at once: the scan reads every row's codes (38 MiB at 100k rows), and
-  // one core does not draw all the memory bandwidth there is. Each half keeps its own gate, so together they keep
-  // every row a single scan would (and a few more); max of the two gates is still a bound k rows reach.
+  // A large index may be scanned by two threads at once: the scan reads every row's codes (38 MiB at 100k rows), and
+  // one core does not draw all the memory bandwidth there is. They take chunks of rows in turn rather than a half
+  // each, so when the other thread starts late or loses its core (two cores, shared) this one scans what is left
+  // instead of waiting for it. Each keeps its own gate over the rows it read, so together they keep every row a
+  // single scan would (and a few more); the larger of the two gates is still a bound k rows reach.
   ScanResult result;
   bool scanned = false;
   if (threads == Threads::kTwo && n >= kTwoThreadRows) {
-    const size_t half = n / 2 / kScanBlock * kScanBlock;
+    std::atomic<size_t> next{0};
     try {
-      auto upper = std::async(std::launch::async, [&] { return scan(sq, half, n); });
-      result = scan(sq, 0, half);
-      ScanResult other = upper.get();
+      auto helper = std::async(std::launch::async, [&] { return scanChunks(sq, next, n); });
+      result = scanChunks(sq, next, n);
+      ScanResult other = helper.get();
       result.gate = std::max(result.gate, other.gate);
       result.candidates.insert(result.candidates.end(), other.candidates.begin(), other.candidates.end());
       scanned = true;
@@ -491,7 +500,10 @@ std::vector<VectorIndex::Hit> VectorIndex::topK(std::span<const float> query, si
       // No thread to be had: one scan, as below.
     }
   }
-  if (!scanned) result = scan(sq, 0, n);
+  if (!scanned) {
+    result.gate = sq.minGate;
+    scan(sq, 0, n, result);
+  }
   std::vector<Candidate>& candidates = result.candidates;
   const double gate = result.gate;
 

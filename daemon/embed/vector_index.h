@@ -16,6 +16,7 @@
 // touch no hidden mutable state, so several concurrent readers are fine while nobody writes.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -95,8 +96,8 @@ class VectorIndex {
 
   void writeRow(size_t slot, std::span<const float> vec);
 
-  // The query as the scan reads it (vector_index.cc), and what one scan of a range of rows keeps: the rows whose
-  // upper bound reached the gate, and the gate it ended with.
+  // The query as the scan reads it (vector_index.cc), and what one thread's scan keeps over the rows it has read: the
+  // rows whose upper bound reached the gate, the gate, and the k largest lower bounds that set it.
   struct ScanQuery;
   struct Candidate {
     uint32_t slot;
@@ -105,8 +106,13 @@ class VectorIndex {
   struct ScanResult {
     std::vector<Candidate> candidates;
     double gate = 0;
+    std::vector<double> bestLowers;  // a min-heap (std::greater) of at most k lower bounds
   };
-  ScanResult scan(const ScanQuery& query, size_t begin, size_t end) const;
+  // Scans rows [begin, end) into `into`, whose gate and lower bounds carry over from the rows it read before.
+  void scan(const ScanQuery& query, size_t begin, size_t end, ScanResult& into) const;
+  // Scans the chunks of `n` rows that `next` hands out (kScanChunk rows each, by fetch_add) until none is left.
+  ScanResult scanChunks(const ScanQuery& query, std::atomic<size_t>& next, size_t n) const;
+  static constexpr size_t kScanChunk = 4096;
 
   size_t dim_;
   size_t stride_;  // dim_ rounded up to a multiple of 64, so the SIMD kernels need no tail loop

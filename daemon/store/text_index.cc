@@ -359,15 +359,28 @@ void TextIndex::phraseFrequencies(const Phrase& phrase, std::vector<std::pair<ui
   // are found from the driver's positions; the posting's count says when the last one has been seen.
   size_t driverAt = 0;
   while (driverAt + 1 < n && ids[driverAt] != driverId) ++driverAt;
+  // The postings whose rows hold every filter's token, first: they are the rows read, and knowing them ahead lets
+  // each row be fetched a few rows before its turn (its Doc, then its first positions once the Doc has arrived),
+  // however many postings the filters skip in between. Reading rows is waiting on memory, not computing.
+  std::vector<uint32_t> passing;  // indexes into driver
   const size_t nDriver = driver.size();
   for (size_t i = 0; i < nDriver; ++i) {
-    // Rows are read a few postings ahead of their turn, so their positions arrive while earlier rows are scanned.
-    if (i + 8 < nDriver) __builtin_prefetch(&docs_[driver[i + 8].slot]);
-    if (i + 4 < nDriver && filterScratch_[driver[i + 4].slot] == filters.size()) {
-      __builtin_prefetch(docs_[driver[i + 4].slot].terms.data());
+    if (filterScratch_[driver[i].slot] == filters.size()) passing.push_back(static_cast<uint32_t>(i));
+  }
+  constexpr size_t kDocAhead = 8;    // rows ahead whose Doc is fetched
+  constexpr size_t kTermsAhead = 4;  // rows ahead whose first positions are fetched (their Doc fetched by then)
+  constexpr size_t kTermsLines = 4;  // cache lines of positions fetched per row
+  const size_t nPassing = passing.size();
+  for (size_t k = 0; k < nPassing; ++k) {
+    if (k + kDocAhead < nPassing) __builtin_prefetch(&docs_[driver[passing[k + kDocAhead]].slot]);
+    if (k + kTermsAhead < nPassing) {
+      const std::vector<uint32_t>& ahead = docs_[driver[passing[k + kTermsAhead]].slot].terms;
+      constexpr size_t kPerLine = 64 / sizeof(uint32_t);
+      for (size_t line = 0; line < kTermsLines && line * kPerLine < ahead.size(); ++line) {
+        __builtin_prefetch(ahead.data() + line * kPerLine);
+      }
     }
-    const Posting& posting = driver[i];
-    if (filterScratch_[posting.slot] != filters.size()) continue;
+    const Posting& posting = driver[passing[k]];
     const Doc& doc = docs_[posting.slot];
     uint32_t instances = 0;
     uint32_t remaining = posting.count;
@@ -391,19 +404,6 @@ void TextIndex::phraseFrequencies(const Phrase& phrase, std::vector<std::pair<ui
   if (!filters.empty()) {
     for (const auto& p : *filters.front()) filterScratch_[p.slot] = 0;
   }
-}
-
-double TextIndex::normOf(size_t length, double avgdl) {
-  // A row's norm depends only on its length and avgdl: each length's is computed once per avgdl (the same
-  // arithmetic, so the same double), not once per posting.
-  if (avgdl != normsAvgdl_) {
-    std::fill(normByLength_.begin(), normByLength_.end(), -1.0);
-    normsAvgdl_ = avgdl;
-  }
-  if (length >= normByLength_.size()) normByLength_.resize(length + 1, -1.0);
-  double& norm = normByLength_[length];
-  if (norm < 0) norm = lengthNorm(length, avgdl);
-  return norm;
 }
 
 void TextIndex::sizeScratch() {

@@ -41,6 +41,8 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/store/text_index_bm25.h"
+
 struct sqlite3;
 struct fts5_tokenizer;
 struct Fts5Tokenizer;
@@ -210,7 +212,19 @@ class TextIndex {
                    const std::vector<const Doc*>& rows, std::vector<uint32_t>& counts);
   // The term ids a single-token phrase stands for: its term, or every term in its prefix's range.
   std::vector<uint32_t> singleTokenIds(const Phrase& phrase) const;
-  double normOf(size_t length, double avgdl);
+  // bm25's length norm of a row of `length` tokens (lengthNorm). A row's norm depends only on its length and avgdl:
+  // each length's is computed once per avgdl (the same arithmetic, so the same double), not once per posting. Inline:
+  // best() calls it for every posting it scores.
+  double normOf(size_t length, double avgdl) {
+    if (avgdl != normsAvgdl_) [[unlikely]] {
+      std::fill(normByLength_.begin(), normByLength_.end(), -1.0);
+      normsAvgdl_ = avgdl;
+    }
+    if (length >= normByLength_.size()) [[unlikely]] normByLength_.resize(length + 1, -1.0);
+    double& norm = normByLength_[length];
+    if (norm < 0) [[unlikely]] norm = text_index_detail::lengthNorm(length, avgdl);
+    return norm;
+  }
   std::optional<uint32_t> termId(std::string_view text) const;
   uint32_t internTerm(std::string_view text);
   void unlinkDoc(uint32_t slot);

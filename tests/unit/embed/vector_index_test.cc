@@ -274,6 +274,49 @@ TEST_P(VectorIndexKernels, TwoThreadsFindWhatOneFinds) {
   }
 }
 
+TEST_P(VectorIndexKernels, TwoThreadsFindWhatOneFindsWhenScoresCrowd) {
+  // Rows that share one strong direction, as hashbag vectors of one project do: the scores of a query near it crowd
+  // into a narrow band, so many rows reach the gate in every chunk the two threads take; the best rows sit in the
+  // first and the last chunk. The same hits as one scan and as brute force, for a row count that is not a multiple
+  // of the chunks.
+  std::mt19937_64 rng(31);
+  const size_t dim = 64;
+  const auto common = randomUnitVector(rng, dim);
+  const auto lift = randomUnitVector(rng, dim);
+  std::normal_distribution<float> noise(0.0f, 0.08f);
+  auto around = [&](float towardLift, bool noisy) {
+    std::vector<float> v(dim);
+    for (size_t i = 0; i < dim; ++i) v[i] = common[i] + towardLift * lift[i] + (noisy ? noise(rng) : 0.0f);
+    return v;
+  };
+  VectorIndex index(dim);
+  std::map<int64_t, std::vector<float>> rows;
+  const int64_t n = static_cast<int64_t>(VectorIndex::kTwoThreadRows) + 7001;
+  for (int64_t key = 0; key < n; ++key) {
+    auto v = around(key < 3 || key >= n - 3 ? 1.0f : 0.0f, true);  // the planted rows: closest to the first query
+    index.upsert(key, v);
+    rows[key] = std::move(v);
+  }
+  for (int trial = 0; trial < 4; ++trial) {
+    const auto query = trial == 0 ? around(1.0f, false) : around(0.0f, true);
+    const std::vector<Hit> ranked = rankAll(rows, query);
+    if (trial == 0) {
+      std::vector<int64_t> best;
+      for (size_t i = 0; i < 6; ++i) best.push_back(ranked[i].key);
+      std::sort(best.begin(), best.end());
+      EXPECT_EQ(best, (std::vector<int64_t>{0, 1, 2, n - 3, n - 2, n - 1}));
+    }
+    EXPECT_GT(ranked[ranked.size() * 9 / 10].score, 0.5f) << "the scores do not crowd: the test checks little";
+    for (const size_t k : {size_t{1}, size_t{6}, size_t{20}, size_t{300}}) {
+      for (const float minScore : {0.18f, 0.7f}) {
+        const auto two = index.topK(query, k, minScore, VectorIndex::Threads::kTwo);
+        expectSameHits(two, cut(ranked, k, minScore));
+        expectSameHits(two, index.topK(query, k, minScore, VectorIndex::Threads::kOne));
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Kernels, VectorIndexKernels,
                          ::testing::Values(VectorIndex::Kernel::kPortable, VectorIndex::Kernel::kAvx2,
                                            VectorIndex::Kernel::kAvx512Vnni),
