@@ -1,5 +1,6 @@
-// Helpers shared by the benchmark programs that read the load workload: percentiles of latency samples and
-// JSON-lines input read from a shell command (so `xz -dc` can stream the compressed memories file).
+// Helpers shared by the benchmark programs that read the load workload: percentiles of latency samples, JSON-lines
+// input read from a shell command (so `xz -dc` can stream the compressed memories file), and one workload line as a
+// save (SaveInput in process, memory/save params over the socket) or a query as memory/recall params.
 #pragma once
 
 #include <algorithm>
@@ -8,6 +9,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "daemon/model/memory_input.h"
 
 namespace memq::bench {
 
@@ -35,6 +38,45 @@ inline std::vector<nlohmann::json> readJsonl(const std::string& command, size_t 
   }
   pclose(f);
   return out;
+}
+
+// The protocol's bounds on a save's files and a recall's files: a workload line with more is cut to them.
+inline constexpr size_t kMaxSaveFiles = 16;
+inline constexpr size_t kMaxRecallFiles = 64;
+
+// A line of memories.jsonl as memory/save's params (summary, details, files by path, topics, category).
+inline nlohmann::json saveParams(const nlohmann::json& m) {
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& f : m.value("files", nlohmann::json::array())) {
+    if (files.size() >= kMaxSaveFiles) break;
+    files.push_back(f.is_object() ? f.value("path", "") : f.get<std::string>());
+  }
+  nlohmann::json p = {{"summary", m.value("summary", "")}, {"details", m.value("details", "")}, {"files", files},
+                      {"topics", m.value("topics", nlohmann::json::array())}};
+  if (m.contains("category") && m["category"].is_string()) p["category"] = m["category"];
+  return p;
+}
+
+// The same line as a SaveInput, for the programs that save in process (the store, or the team server's memq_save).
+inline SaveInput saveInput(const nlohmann::json& m) {
+  const nlohmann::json p = saveParams(m);
+  SaveInput in;
+  in.summary = p["summary"].get<std::string>();
+  in.details = p["details"].get<std::string>();
+  if (p.contains("category")) in.category = p["category"].get<std::string>();
+  in.topics = p["topics"].get<std::vector<std::string>>();
+  for (const auto& f : p["files"]) in.files.push_back(f.get<std::string>());
+  return in;
+}
+
+// A line of queries.jsonl as memory/recall's params: the query, its edited files, limit 3, threshold 0.01, and no
+// usage feedback (so the store is the same for every query, as in the in-process benchmark).
+inline nlohmann::json recallParams(const nlohmann::json& q) {
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& f : q.value("editedFiles", nlohmann::json::array())) {
+    if (files.size() < kMaxRecallFiles) files.push_back(f);
+  }
+  return {{"query", q.value("query", "")}, {"files", files}, {"limit", 3}, {"threshold", 0.01}, {"mark_used", false}};
 }
 
 }  // namespace memq::bench

@@ -42,6 +42,7 @@
 #include "daemon/server/reply_json.h"
 #include "daemon/service/service.h"
 #include "protocol/envelope.h"
+#include "tests/bench/bench_daemon.h"
 #include "tests/bench/bench_util.h"
 
 namespace fs = std::filesystem;
@@ -54,90 +55,10 @@ double micros(Clock::duration d) { return std::chrono::duration<double, std::mic
 
 using memq::bench::percentile;
 using memq::bench::readJsonl;
-
-// A memqd child process in the foreground; SIGTERM and reaped on destruction.
-class Daemon {
- public:
-  Daemon(std::string bin, fs::path dir, std::string logLevel)
-      : bin_(std::move(bin)), dir_(std::move(dir)), logLevel_(std::move(logLevel)) {}
-  ~Daemon() { stop(); }
-
-  bool start() {
-    socket_ = (dir_ / "memqd.sock").string();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      std::vector<std::string> args = {bin_, "--foreground", "--socket", socket_, "--data-dir", (dir_ / "data").string(),
-                                       "--log-file", (dir_ / "memqd.log").string(), "--log-level", logLevel_};
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(bin_.c_str(), argv.data());
-      std::_Exit(127);
-    }
-    for (int i = 0; i < 500; ++i) {
-      if (memq::RpcClient::connect(socket_, std::chrono::milliseconds(100))) return true;
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return false;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
-  }
-  void stop() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
-  const std::string& socket() const { return socket_; }
-  pid_t pid() const { return pid_; }
-
- private:
-  std::string bin_;
-  fs::path dir_;
-  std::string logLevel_;
-  std::string socket_;
-  pid_t pid_ = -1;
-};
-
-json saveParams(const json& m) {
-  json files = json::array();
-  for (const auto& f : m.value("files", json::array())) {
-    if (files.size() >= 16) break;  // the protocol's bound
-    files.push_back(f.is_object() ? f.value("path", "") : f.get<std::string>());
-  }
-  json p = {{"summary", m.value("summary", "")}, {"details", m.value("details", "")}, {"files", files},
-            {"topics", m.value("topics", json::array())}};
-  if (m.contains("category") && m["category"].is_string()) p["category"] = m["category"];
-  return p;
-}
-
-json recallParams(const json& q) {
-  json files = json::array();
-  for (const auto& f : q.value("editedFiles", json::array())) {
-    if (files.size() < 64) files.push_back(f);
-  }
-  return {{"query", q.value("query", "")}, {"files", files}, {"limit", 3}, {"threshold", 0.01}, {"mark_used", false}};
-}
-
-// CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat.
-double processCpuSeconds(pid_t pid) {
-  FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
-  if (!f) return 0;
-  char buf[4096];
-  size_t len = std::fread(buf, 1, sizeof buf - 1, f);
-  std::fclose(f);
-  buf[len] = '\0';
-  const char* p = std::strrchr(buf, ')');  // the command name may hold spaces
-  if (!p) return 0;
-  unsigned long utime = 0, stime = 0;
-  // Fields after ")": state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime.
-  if (std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2) return 0;
-  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
-}
+using memq::bench::Daemon;
+using memq::bench::processCpuSeconds;
+using memq::bench::recallParams;
+using memq::bench::saveParams;
 
 double threadCpuMs() {
   timespec ts{};

@@ -188,14 +188,7 @@ int main(int argc, char** argv) {
           tailWritten = written;
         }
         const auto& m = memories[i];
-        memq::SaveInput in;
-        in.summary = m.value("summary", "");
-        in.details = m.value("details", "");
-        if (m["category"].is_string()) in.category = m["category"].get<std::string>();
-        in.topics = m.value("topics", std::vector<std::string>{});
-        for (const auto& f : m["files"]) in.files.push_back(f["path"].get<std::string>());
-        if (in.files.size() > 16) in.files.resize(16);
-        auto norm = memq::normalizeSave(in, dir.string());
+        auto norm = memq::normalizeSave(memq::bench::saveInput(m), dir.string());
         if (!norm) continue;
         std::vector<memq::FileRef> refs;
         for (const auto& f : norm->files) refs.push_back({f, std::nullopt});
