@@ -56,6 +56,10 @@ class VectorIndex {
   enum class Threads { kOne, kTwo };
   static constexpr size_t kTwoThreadRows = 32768;
   std::vector<Hit> topK(std::span<const float> query, size_t k, float minScore, Threads threads = Threads::kOne) const;
+  // topK(queries[i], k, minScore) for every query, on one thread, with the same hits and scores. The rows are
+  // scanned a cache-sized stretch at a time against every query, so the codes come from memory once per call
+  // instead of once per query: for a caller with many queries at once (linking a page of replicated rows).
+  std::vector<std::vector<Hit>> topKMany(std::span<const std::vector<float>> queries, size_t k, float minScore) const;
   // cosine(query, row of key); nullopt when the key is absent or the query has the wrong size.
   std::optional<float> score(int64_t key, std::span<const float> query) const;
   // The stored vector, or an empty span when absent. Invalidated by any mutation.
@@ -113,6 +117,8 @@ class VectorIndex {
   // Scans the chunks of `n` rows that `next` hands out (kScanChunk rows each, by fetch_add) until none is left.
   ScanResult scanChunks(const ScanQuery& query, std::atomic<size_t>& next, size_t n) const;
   static constexpr size_t kScanChunk = 4096;
+  // The exact top k of a scan's candidates (re-scored in float).
+  std::vector<Hit> exactTopK(std::span<const float> query, size_t k, float minScore, ScanResult result) const;
 
   size_t dim_;
   size_t stride_;  // dim_ rounded up to a multiple of 64, so the SIMD kernels need no tail loop

@@ -255,6 +255,20 @@ class MemoryStore : public RecallSource, private SaveTarget {
   std::vector<VectorIndex::Hit> similarNeighbours(const std::vector<float>& vec, std::optional<int64_t> self) const;
   // Links pk to its strongest active neighbours; returns the neighbours.
   std::vector<VectorIndex::Hit> linkSimilar(int64_t pk, const std::vector<float>& vec, const std::string& at);
+  // One row of a page written without its similar edges (linkInOrder makes them): its pk, whether its state is
+  // active or it was purged (deleted, with its edges), its vector (empty when none is stored) and the time its
+  // edges are stamped with.
+  struct LinkStep {
+    int64_t pk = 0;
+    bool active = false;
+    bool purged = false;
+    std::vector<float> vec;
+    std::string at;
+  };
+  // The similar edges of `steps`, exactly as unlinking each and linking it (linkSimilar) one at a time in order,
+  // with each active one entering the active index before the next, would make them, while the active index still
+  // holds the state before the page: the active index is scanned once for all of them (VectorIndex::topKMany).
+  void linkInOrder(const std::vector<LinkStep>& steps);
   // Hints for a save: its semantic neighbours, else trigram duplicates by summary. `committedView`: read from the
   // read-only connection (and the open batch's rows kept in memory).
   std::vector<SimilarHint> similarHints(const std::string& summary, const std::vector<VectorIndex::Hit>& neighbours,
@@ -275,8 +289,9 @@ class MemoryStore : public RecallSource, private SaveTarget {
   // `at` defaults to now().
   void appendEvent(const std::string& memoryId, const std::string& action, const Actor& actor,
                    const nlohmann::json& detail, const std::optional<std::string>& at = std::nullopt);
-  // One replicated row written (applyReplicated's transaction is open); returns its pk and whether it is new.
-  std::pair<int64_t, bool> writeReplicatedRow(const ReplicatedChange& change);
+  // One replicated row written (applyReplicated's transaction is open), all but its similar edges; returns what
+  // linkInOrder needs of it.
+  LinkStep writeReplicatedRow(const ReplicatedChange& change);
   // A replicated purge (the transaction is open): the row deleted as a local purge deletes it; its pk, nullopt when
   // the replica never held it.
   std::optional<int64_t> purgeReplicatedRow(const ReplicatedChange& change);

@@ -1,5 +1,6 @@
 // MemoryStore's replica writes: a team scope's rows as the team server's journal brings them, written verbatim in
-// one transaction with the journal seq they reach (replica_state), and the mirror refreshed for the rows touched.
+// one transaction with the journal seq they reach (replica_state), the page's similar edges made in one scan of the
+// active index (linkInOrder), and the mirror refreshed for the rows touched.
 // The correction model is the server's; here a row only takes the state the server gave it. See memory_store.h.
 #include <spdlog/spdlog.h>
 
@@ -10,24 +11,27 @@
 
 namespace memq {
 
-std::pair<int64_t, bool> MemoryStore::writeReplicatedRow(const ReplicatedChange& change) {
+MemoryStore::LinkStep MemoryStore::writeReplicatedRow(const ReplicatedChange& change) {
   const Memory& in = change.memory;
   const std::optional<int64_t> known = sql_->pkOf(in.id);
-  int64_t pk = 0;
+  LinkStep step;
+  step.active = in.state == MemoryState::kActive;
+  step.at = in.updatedAt;
   if (!known) {
-    pk = sql_->insertMemory({std::nullopt, &in});
-    saves_->notePendingText(pk);  // indexed with the rest of the transaction's new rows
-    sql_->writeFileRefs(pk, in.files);
-    sql_->storeEmbedding(pk, embedModel_, embedMemory(in.summary, in.details, in.topics));
+    step.pk = sql_->insertMemory({std::nullopt, &in});
+    saves_->notePendingText(step.pk);  // indexed with the rest of the transaction's new rows
+    sql_->writeFileRefs(step.pk, in.files);
+    std::vector<float> vec = embedMemory(in.summary, in.details, in.topics);
+    sql_->storeEmbedding(step.pk, embedModel_, vec);
+    if (step.active) step.vec = std::move(vec);
   } else {
-    pk = *known;
+    step.pk = *known;
     // The server never changes a memory's text, only its state: that is all a known row takes.
-    sql_->setState(pk, in.state, in.stateReason, in.updatedAt);
-    if (in.state == MemoryState::kSuperseded && in.supersededBy) sql_->setSuperseded(pk, *in.supersededBy, in.updatedAt);
-  }
-  sql_->unlinkSimilar(pk);
-  if (in.state == MemoryState::kActive) {
-    if (auto vec = sql_->loadVector(pk, embedModel_)) linkSimilar(pk, *vec, in.updatedAt);
+    sql_->setState(step.pk, in.state, in.stateReason, in.updatedAt);
+    if (in.state == MemoryState::kSuperseded && in.supersededBy) {
+      sql_->setSuperseded(step.pk, *in.supersededBy, in.updatedAt);
+    }
+    if (step.active) step.vec = sql_->loadVector(step.pk, embedModel_).value_or(std::vector<float>{});
   }
   if (in.state == MemoryState::kRejected) {
     sql_->upsertTombstone({in.contentHash, in.id, in.stateReason.value_or(""), "team:" + change.actor, in.updatedAt});
@@ -37,7 +41,7 @@ std::pair<int64_t, bool> MemoryStore::writeReplicatedRow(const ReplicatedChange&
   nlohmann::json detail = {{"team_seq", change.seq}, {"state", stateName(in.state)}};
   sql_->appendEvent(change.at.empty() ? in.updatedAt : change.at, in.id, change.action, "team:" + change.actor,
                     detail);
-  return {pk, !known};
+  return step;
 }
 
 std::optional<int64_t> MemoryStore::purgeReplicatedRow(const ReplicatedChange& change) {
@@ -60,6 +64,7 @@ Result<std::vector<ReplicatedChange>> MemoryStore::applyReplicated(std::vector<R
     StoreSql::WriteTransaction tx(*sql_);
     int64_t last = from;
     std::string lastAt;
+    std::vector<LinkStep> steps;
     for (auto& c : changes) {
       if (c.seq <= last) continue;  // applied already (by another thread, or a replay of the same page)
       last = c.seq;
@@ -68,17 +73,20 @@ Result<std::vector<ReplicatedChange>> MemoryStore::applyReplicated(std::vector<R
       if (c.purged) {
         if (auto pk = purgeReplicatedRow(c)) {
           touched.emplace_back(*pk, std::nullopt);
+          steps.push_back(LinkStep{*pk, false, true, {}, {}});
           applied.push_back(std::move(c));
         }
         continue;
       }
       c.memory.scope = scope();
-      auto [pk, created] = writeReplicatedRow(c);
-      (void)created;
-      touched.emplace_back(pk, c.memory.state);
+      steps.push_back(writeReplicatedRow(c));
+      touched.emplace_back(steps.back().pk, c.memory.state);
       applied.push_back(std::move(c));
     }
     if (last == from) return applied;
+    // A page's similar edges in one scan of the active index: one scan per row made catching up with a large team
+    // take minutes (every row read the whole index's codes from memory).
+    linkInOrder(steps);
     sql_->setReplicaSeq(last, lastAt);
     saves_->indexPendingText();
     tx.commit();

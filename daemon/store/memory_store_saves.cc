@@ -2,6 +2,7 @@
 // rows it writes, the hints and warnings it answers with, and what it changes in the mirror. How saves reach SQLite
 // (batches, the journal, the background applier) is the SavePipeline's. See memory_store.h, invariants 1, 3 and 7.
 #include <algorithm>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "daemon/embed/hashbag.h"
@@ -285,6 +286,63 @@ std::vector<VectorIndex::Hit> MemoryStore::linkSimilar(int64_t pk, const std::ve
   auto kept = similarNeighbours(vec, pk);
   sql_->writeSimilarEdges(pk, kept, at);
   return kept;
+}
+
+void MemoryStore::linkInOrder(const std::vector<LinkStep>& steps) {
+  // Row j's neighbours one at a time would be the index's rows as the page's earlier steps left them: those the page
+  // has not touched yet (as the index holds them now), and its earlier rows that are active. The index is asked for
+  // enough more than kMaxEdges + 1 (self) that dropping the rows the page touched still leaves the top kMaxEdges.
+  std::unordered_set<int64_t> pagePks;
+  std::unordered_map<int64_t, size_t> purgedAt;  // a purged row's step: earlier steps' edges to it went with it
+  size_t touchedInIndex = 0;
+  std::vector<std::vector<float>> queries;
+  for (size_t j = 0; j < steps.size(); ++j) {
+    const LinkStep& step = steps[j];
+    if (pagePks.insert(step.pk).second && mirror_->active().contains(step.pk)) ++touchedInIndex;
+    if (step.purged) purgedAt[step.pk] = j;
+    if (step.active && !step.vec.empty()) queries.push_back(step.vec);
+  }
+  const auto fromIndex =
+      mirror_->active().topKMany(queries, kMaxEdges + 1 + touchedInIndex, static_cast<float>(kEdgeThreshold));
+  std::unordered_set<int64_t> seen;                                // rows of the steps before j
+  std::unordered_map<int64_t, const std::vector<float>*> earlier;  // and of those, the active ones
+  size_t query = 0;
+  for (size_t j = 0; j < steps.size(); ++j) {
+    const LinkStep& step = steps[j];
+    seen.insert(step.pk);
+    if (step.purged) {  // deleted in the page's first pass; a later new row may take its pk
+      earlier.erase(step.pk);
+      continue;
+    }
+    sql_->unlinkSimilar(step.pk);
+    if (step.active && !step.vec.empty()) {
+      std::vector<VectorIndex::Hit> hits;
+      for (const auto& h : fromIndex[query]) {
+        if (!seen.contains(h.key)) hits.push_back(h);  // not itself, nor a row an earlier step changed
+      }
+      ++query;
+      for (const auto& [pk, vec] : earlier) {
+        if (pk == step.pk) continue;
+        const float score = cosine(step.vec, *vec);  // what the index's exact re-scoring gives
+        if (score >= static_cast<float>(kEdgeThreshold)) hits.push_back({pk, score});
+      }
+      std::sort(hits.begin(), hits.end(), [](const VectorIndex::Hit& a, const VectorIndex::Hit& b) {
+        return a.score != b.score ? a.score > b.score : a.key < b.key;  // topK's order
+      });
+      if (hits.size() > kMaxEdges) hits.resize(kMaxEdges);
+      // An edge to a row a later step purges would have gone with it (and the row is no longer there to point at).
+      std::erase_if(hits, [&](const VectorIndex::Hit& h) {
+        auto it = purgedAt.find(h.key);
+        return it != purgedAt.end() && it->second > j;
+      });
+      sql_->writeSimilarEdges(step.pk, hits, step.at);
+    }
+    if (step.active && !step.vec.empty()) {
+      earlier[step.pk] = &step.vec;
+    } else {
+      earlier.erase(step.pk);
+    }
+  }
 }
 
 std::vector<SimilarHint> MemoryStore::similarHints(const std::string& summary,

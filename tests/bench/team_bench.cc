@@ -478,6 +478,7 @@ int main(int argc, char** argv) {
     }
   }
   spdlog::set_level(spdlog::level::warn);
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each figure as it is measured, also into a file (runs take minutes)
   memq::test::PgCluster cluster;
   if (int rc = setUpTeam(cluster, durable, clients); rc != 0) return rc;
   return recall.n > 0 ? teamRecall(cluster, recall) : serverPath(cluster, clients, saves, notifications);

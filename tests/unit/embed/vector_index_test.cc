@@ -317,6 +317,41 @@ TEST_P(VectorIndexKernels, TwoThreadsFindWhatOneFindsWhenScoresCrowd) {
   }
 }
 
+TEST_P(VectorIndexKernels, ManyQueriesFindWhatEachFindsAlone) {
+  // topKMany over an index of several of its stretches (and a part one): for every query the hits, order and scores
+  // of topK and of brute force, including hashbag-like near duplicates of stored rows and queries topK refuses.
+  std::mt19937_64 rng(23);
+  const size_t dim = 64;
+  VectorIndex index(dim);
+  std::map<int64_t, std::vector<float>> rows;
+  for (int64_t key = 0; key < 5000; ++key) {
+    auto v = randomUnitVector(rng, dim);
+    index.upsert(key * 3, v);
+    rows[key * 3] = std::move(v);
+  }
+  std::vector<std::vector<float>> queries;
+  for (int i = 0; i < 40; ++i) queries.push_back(randomUnitVector(rng, dim));
+  for (int64_t key : {int64_t{0}, int64_t{4500}, int64_t{14997}}) {
+    auto near = rows[key];
+    near[0] += 1e-4f;  // scores crowd at the top: the gate is carried from stretch to stretch
+    queries.push_back(near);
+  }
+  queries.push_back(std::vector<float>(dim - 1, 0.1f));  // the wrong size: no hits, as topK
+  for (const size_t k : {size_t{1}, size_t{9}, size_t{300}}) {
+    for (const float minScore : {-1.0f, 0.2f, 0.4f}) {
+      const auto many = index.topKMany(queries, k, minScore);
+      ASSERT_EQ(many.size(), queries.size());
+      for (size_t i = 0; i < queries.size(); ++i) {
+        SCOPED_TRACE("query " + std::to_string(i) + " k " + std::to_string(k));
+        expectSameHits(many[i], index.topK(queries[i], k, minScore));
+        if (queries[i].size() == dim) expectSameHits(many[i], bruteForce(rows, queries[i], k, minScore));
+      }
+    }
+  }
+  EXPECT_TRUE(index.topKMany(queries, 0, -1.0f).front().empty());
+  EXPECT_TRUE(VectorIndex(dim).topKMany(queries, 3, -1.0f).front().empty());
+}
+
 INSTANTIATE_TEST_SUITE_P(Kernels, VectorIndexKernels,
                          ::testing::Values(VectorIndex::Kernel::kPortable, VectorIndex::Kernel::kAvx2,
                                            VectorIndex::Kernel::kAvx512Vnni),
