@@ -262,37 +262,34 @@ Result<TeamSaveResult> TeamSync::save(const SaveInput& input, const std::string&
   return out;
 }
 
-Status TeamSync::setState(const std::string& id, const std::string& action, const std::optional<std::string>& reason,
-                          const std::optional<std::string>& supersededBy) {
+Status TeamSync::change(const std::string& what, const std::function<Status(TeamClient&)>& call) {
   MutexLock lock(requestMutex_);
   auto client = requestClient();
   if (!client) return client.status();
-  auto out = (*client)->setState(id, action, reason, supersededBy);
-  if (!out) {
-    if (isConnectionError(out.status())) requestClient_.reset();
-    return out.status();
+  if (Status st = call(**client); !st) {
+    if (isConnectionError(st)) requestClient_.reset();
+    return st;
   }
   if (Status st = catchUp(**client); !st) {
-    spdlog::warn("team scope {}: replica not caught up after {}: {}", display_, action, st.message());
+    spdlog::warn("team scope {}: replica not caught up after {}: {}", display_, what, st.message());
     if (isConnectionError(st)) requestClient_.reset();
   }
   return Status::ok();
 }
 
+Status TeamSync::setState(const std::string& id, const std::string& action, const std::optional<std::string>& reason,
+                          const std::optional<std::string>& supersededBy) {
+  return change(action, [&](TeamClient& client) {
+    auto out = client.setState(id, action, reason, supersededBy);
+    return out ? Status::ok() : out.status();
+  });
+}
+
 Status TeamSync::purge(const std::string& id) {
-  MutexLock lock(requestMutex_);
-  auto client = requestClient();
-  if (!client) return client.status();
-  auto out = (*client)->purge(id);
-  if (!out) {
-    if (isConnectionError(out.status())) requestClient_.reset();
-    return out.status();
-  }
-  if (Status st = catchUp(**client); !st) {
-    spdlog::warn("team scope {}: replica not caught up after purge: {}", display_, st.message());
-    if (isConnectionError(st)) requestClient_.reset();
-  }
-  return Status::ok();
+  return change("purge", [&](TeamClient& client) {
+    auto out = client.purge(id);
+    return out ? Status::ok() : out.status();
+  });
 }
 
 Status TeamSync::queue(const OutboxRecord& record) {

@@ -94,6 +94,8 @@ class TeamSync {
   Status drainOutbox(TeamClient& client);
   // Applies every journal row after the replica's seq, page by page.
   Status catchUp(TeamClient& client);
+  // A change through the request client (`call`), then the replica caught up, so the caller reads its own write.
+  Status change(const std::string& what, const std::function<Status(TeamClient&)>& call) EXCLUDES(requestMutex_);
   // The request client, connected if need be (nullptr, with the status, when the server cannot be reached).
   Result<TeamClient*> requestClient() REQUIRES(requestMutex_);
   void noteLost(const Status& st);
