@@ -24,24 +24,6 @@ Result<SaveStatus> saveStatusOf(const SaveOutcome& outcome) {
   return *status;
 }
 
-// What to do about a save that stored nothing (exists_hidden, exists_superseded, rejected).
-std::optional<std::string> saveHint(SaveStatus status, const SaveOutcome& outcome) {
-  switch (status) {
-    case SaveStatus::kExistsHidden:
-      return "memory " + outcome.id + " holds this text but is hidden; restore it with memory/restore";
-    case SaveStatus::kExistsSuperseded:
-      return "memory " + outcome.id + " holds this text but was superseded by " + outcome.supersededBy.value_or("?");
-    case SaveStatus::kRejected:
-      return "this text was rejected (" + outcome.reason.value_or("") + "); it will not be stored";
-    case SaveStatus::kQueued:
-      return "the team server cannot be reached: the save is queued and sent when it is back";
-    case SaveStatus::kCreated:
-    case SaveStatus::kDeduped:
-      break;
-  }
-  return std::nullopt;
-}
-
 // Where a scope's anchored lines are read from: its work tree and repository (none for the global scope).
 AnchorSource anchorSource(const Scope& scope) {
   if (scope.kind != ScopeKind::kProject) return {};
@@ -99,9 +81,9 @@ Result<SaveResult> Service::save(const CallContext& ctx, const SaveInput& rawInp
   result.anchored = std::move(tabAnchors.anchored);
   result.redactions = scrub.takeRedactions();
   result.memory = std::move(outcome->memory);
-  result.hint = saveHint(*status, *outcome);
   result.reason = std::move(outcome->reason);
   result.supersededBy = std::move(outcome->supersededBy);
+  result.hint = saveHint(result);
   result.topicsMerged = outcome->topicsMerged;
   return result;
 }
@@ -242,6 +224,26 @@ Result<RecallHits> Service::search(const CallContext& ctx, const SearchRequest& 
   auto hits = recall(ctx, params);
   if (hits) markActed(ctx.client);
   return hits;
+}
+
+std::optional<std::string> Service::saveHint(const SaveResult& r) {
+  const bool team = r.scope == ScopeKind::kTeam;
+  const std::string memory = team ? "team memory " : "memory ";
+  switch (r.status) {
+    case SaveStatus::kExistsHidden:
+      return memory + r.id + " holds this text but is hidden; restore it with memory/restore";
+    case SaveStatus::kExistsSuperseded:
+      return memory + r.id + " holds this text but was superseded by " + r.supersededBy.value_or("?");
+    case SaveStatus::kRejected:
+      return std::string("this text was rejected") + (team ? " in the team scope" : "") + " (" +
+             r.reason.value_or("") + "); it will not be stored";
+    case SaveStatus::kQueued:
+      return "the team server cannot be reached: the save is queued and sent when it is back";
+    case SaveStatus::kCreated:
+    case SaveStatus::kDeduped:
+      break;
+  }
+  return std::nullopt;
 }
 
 Result<RecallHits> Service::recall(const CallContext& ctx, const RecallParams& params) {

@@ -135,6 +135,9 @@ class Service {
   Result<Memory> teamChange(const CallContext& ctx, Scope& scope, const std::string& id, const std::string& action,
                             const std::optional<std::string>& reason, const std::optional<std::string>& by = {});
   static Status teamUnsupported(const std::string& method);
+  // What to do about a save that stored nothing (exists_hidden, exists_superseded, rejected), for a local or a team
+  // save alike (memory_operations.cc); nullopt when it stored something.
+  static std::optional<std::string> saveHint(const SaveResult& result);
   // What a read answered from a team replica says while its server cannot be reached.
   static std::string teamOfflineWarning(Scope& scope);
   Result<TeamStatusResult> teamStatusOf(const ProjectLocation& location);

@@ -18,19 +18,6 @@ namespace {
 // did not connect in time or its first attempt failed: the thread keeps trying).
 constexpr std::chrono::milliseconds kConnectWait{3000};
 
-std::optional<std::string> teamSaveHint(const TeamSaveResult& r) {
-  switch (r.status) {
-    case SaveStatus::kExistsHidden:
-      return "team memory " + r.id + " holds this text but is hidden; restore it with memory/restore";
-    case SaveStatus::kExistsSuperseded:
-      return "team memory " + r.id + " holds this text but was superseded by " + r.supersededBy.value_or("?");
-    case SaveStatus::kRejected:
-      return "this text was rejected in the team scope (" + r.reason.value_or("") + "); it will not be stored";
-    default:
-      return std::nullopt;
-  }
-}
-
 }  // namespace
 
 Status Service::teamUnsupported(const std::string& method) {
@@ -104,7 +91,7 @@ Result<SaveResult> Service::teamSave(const CallContext& ctx, Scope& scope, SaveI
   result.reason = saved->reason;
   result.supersededBy = saved->supersededBy;
   result.warnings = saved->warnings;
-  result.hint = teamSaveHint(*saved);
+  result.hint = saveHint(result);
   if (saved->status == SaveStatus::kCreated || saved->status == SaveStatus::kDeduped) {
     CommittedLock lock(*scope.db);
     if (auto m = scope.db->store().get(saved->id)) result.memory = std::move(*m);

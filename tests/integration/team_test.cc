@@ -156,6 +156,17 @@ class TeamTest : public ::testing::Test {
     return ids;
   }
 
+  // Polls `done` until it holds (true) or `deadline` passes (false): waits on a condition, never a fixed sleep.
+  static bool eventually(const std::function<bool()>& done, milliseconds deadline,
+                         milliseconds poll = milliseconds(20)) {
+    const auto end = std::chrono::steady_clock::now() + deadline;
+    while (!done()) {
+      if (std::chrono::steady_clock::now() >= end) return false;
+      std::this_thread::sleep_for(poll);
+    }
+    return true;
+  }
+
   // Polls `t`'s recall until it returns `id` (true) or `deadline` passes.
   static bool recallReturnsWithin(Teammate& t, const std::string& query, const std::string& id, milliseconds deadline) {
     const auto end = std::chrono::steady_clock::now() + deadline;
@@ -301,10 +312,7 @@ TEST_F(TeamTest, AMaintainersPurgeRemovesTheMemoryFromEveryReplicaAndItsRejected
 
   // mona's memqd may not know the id yet: it resolves ids in its replica, so wait for it there.
   auto mc = m_.daemon->client(m_.project);
-  const auto end = std::chrono::steady_clock::now() + seconds(3);
-  while (!mc.call("memory/get", {{"id", id}}).isOk() && std::chrono::steady_clock::now() < end) {
-    std::this_thread::sleep_for(milliseconds(20));
-  }
+  (void)eventually([&] { return mc.call("memory/get", {{"id", id}}).isOk(); }, seconds(3));
   auto purged = m_.daemon->memq("purge " + id + " --yes", m_.project);
   ASSERT_EQ(purged.exitCode, 0) << purged.out << purged.err;
   EXPECT_NE(purged.out.find("purged"), std::string::npos) << purged.out;
@@ -340,12 +348,9 @@ TEST_F(TeamTest, ATeamSaveIsToldOfATeammatesSimilarMemoryAndWarnedNearARejectedO
   ASSERT_TRUE(bun.isOk() && npm.isOk());
   ASSERT_TRUE(c.call("memory/reject", {{"id", (*npm)["id"]}, {"reason", "we use pnpm"}}).isOk());
   ASSERT_TRUE(recallReturnsWithin(b_, "bun installing packages", (*bun)["id"], seconds(3)));
-  const auto end = std::chrono::steady_clock::now() + seconds(3);
   auto bc = b_.daemon->client(b_.project);
-  while (bc.call("memory/get", {{"id", (*npm)["id"]}})->value("state", "") != "rejected" &&
-         std::chrono::steady_clock::now() < end) {
-    std::this_thread::sleep_for(milliseconds(20));
-  }
+  (void)eventually([&] { return bc.call("memory/get", {{"id", (*npm)["id"]}})->value("state", "") == "rejected"; },
+                   seconds(3));
 
   // B's near-duplicate is written, and its reply names A's memory, as a local save's would.
   auto near = teamSave(bc, "Use bun for installing the packages in this repo");
@@ -400,8 +405,7 @@ TEST_F(TeamTest, AReplicaAheadOfARestoredServerStartsOverFromTheServersJournal) 
     }
     return ids;
   };
-  const auto end = std::chrono::steady_clock::now() + seconds(15);
-  while (teamIds() != after && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(milliseconds(50));
+  (void)eventually([&] { return teamIds() == after; }, seconds(15), milliseconds(50));
   ASSERT_EQ(teamIds(), after) << a_.daemon->log();
   for (const auto& id : before) {
     EXPECT_EQ(c.call("memory/get", {{"id", id}}).status().code(), ErrorCode::kNotFound) << id;
@@ -411,8 +415,7 @@ TEST_F(TeamTest, AReplicaAheadOfARestoredServerStartsOverFromTheServersJournal) 
   // connection A had may be one the drop cut) and A's replica.
   auto next = teamSave(c, "After the rebuild the replica follows the server again");
   ASSERT_TRUE(next.isOk()) << next.status().toString();
-  const auto sent = std::chrono::steady_clock::now() + seconds(15);
-  while (teamIds().size() != 5u && std::chrono::steady_clock::now() < sent) std::this_thread::sleep_for(milliseconds(50));
+  (void)eventually([&] { return teamIds().size() == 5u; }, seconds(15), milliseconds(50));
   EXPECT_EQ(serverCount(), "5");
   EXPECT_EQ(teamIds().size(), 5u);
 }
@@ -502,8 +505,7 @@ TEST_F(TeamTest, ASaveQueuedBeforeAKill9OfMemqdIsSentAfterItRestarts) {
   ASSERT_EQ(cluster_->restart(), "");
   ASSERT_TRUE(a_.daemon->start()) << a_.daemon->log();
   // No request names the project: memqd opens the scope of a non-empty outbox at start and sends it.
-  const auto end = std::chrono::steady_clock::now() + seconds(10);
-  while (serverCount() != "1" && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(milliseconds(50));
+  (void)eventually([&] { return serverCount() == "1"; }, seconds(10), milliseconds(50));
   ASSERT_EQ(serverCount(), "1") << a_.daemon->log();
   auto found = test::runSql(conninfo("memq_admin"), "SELECT id FROM memq_team.memories");
   ASSERT_TRUE(found.ok);
@@ -714,15 +716,10 @@ TEST_F(TeamDurableServerTest, KillingTheServerMidSaveLosesNoAcknowledgedSaveAndL
       if (wasDown && ++answeredWhileDown >= 20) break;
     }
   });
-  auto waitFor = [](const std::function<bool()>& done, seconds deadline) {
-    const auto end = std::chrono::steady_clock::now() + deadline;
-    while (!done() && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(milliseconds(5));
-    return done();
-  };
-  const bool streaming = waitFor([&] { return created.load() >= 40; }, seconds(30));
+  const bool streaming = eventually([&] { return created.load() >= 40; }, seconds(30), milliseconds(5));
   cluster_->kill();
   down = true;
-  const bool answeredOffline = waitFor([&] { return answeredWhileDown.load() >= 20; }, seconds(30));
+  const bool answeredOffline = eventually([&] { return answeredWhileDown.load() >= 20; }, seconds(30), milliseconds(5));
   writer.join();
 
   // memqd keeps serving the local scopes while the server is gone.
@@ -734,7 +731,7 @@ TEST_F(TeamDurableServerTest, KillingTheServerMidSaveLosesNoAcknowledgedSaveAndL
   ASSERT_EQ(cluster_->restart(), "");
   down = false;
   // The outbox drains after the reconnect (backoff at most 5 s).
-  const bool drained = waitFor(
+  const bool drained = eventually(
       [&] {
         auto s = c.call("team/status", json::object());
         return s && (*s)["online"].get<bool>() && (*s)["queued"] == 0;

@@ -52,6 +52,20 @@ void expectSameHits(const std::vector<Hit>& got, const std::vector<Hit>& want) {
   }
 }
 
+// For each k and minScore: the two-thread scan finds what brute force (`ranked`, every row by score) and the
+// one-thread scan find.
+void expectBothScansFindTheBest(const VectorIndex& index, const std::vector<float>& query,
+                                const std::vector<Hit>& ranked, std::initializer_list<size_t> ks,
+                                std::initializer_list<float> minScores) {
+  for (const size_t k : ks) {
+    for (const float minScore : minScores) {
+      const auto two = index.topK(query, k, minScore, VectorIndex::Threads::kTwo);
+      expectSameHits(two, cut(ranked, k, minScore));
+      expectSameHits(two, index.topK(query, k, minScore, VectorIndex::Threads::kOne));
+    }
+  }
+}
+
 class VectorIndexKernels : public ::testing::TestWithParam<VectorIndex::Kernel> {
  protected:
   void SetUp() override {
@@ -264,13 +278,7 @@ TEST_P(VectorIndexKernels, TwoThreadsFindWhatOneFinds) {
   for (int trial = 0; trial < 6; ++trial) {
     const auto q = randomUnitVector(rng, dim);
     const std::vector<Hit> ranked = rankAll(rows, q);
-    for (const size_t k : {size_t{1}, size_t{10}, size_t{200}}) {
-      for (const float minScore : {-1.0f, 0.3f, 0.6f}) {
-        const auto two = index.topK(q, k, minScore, VectorIndex::Threads::kTwo);
-        expectSameHits(two, cut(ranked, k, minScore));
-        expectSameHits(two, index.topK(q, k, minScore, VectorIndex::Threads::kOne));
-      }
-    }
+    expectBothScansFindTheBest(index, q, ranked, {1, 10, 200}, {-1.0f, 0.3f, 0.6f});
   }
 }
 
@@ -307,13 +315,7 @@ TEST_P(VectorIndexKernels, TwoThreadsFindWhatOneFindsWhenScoresCrowd) {
       EXPECT_EQ(best, (std::vector<int64_t>{0, 1, 2, n - 3, n - 2, n - 1}));
     }
     EXPECT_GT(ranked[ranked.size() * 9 / 10].score, 0.5f) << "the scores do not crowd: the test checks little";
-    for (const size_t k : {size_t{1}, size_t{6}, size_t{20}, size_t{300}}) {
-      for (const float minScore : {0.18f, 0.7f}) {
-        const auto two = index.topK(query, k, minScore, VectorIndex::Threads::kTwo);
-        expectSameHits(two, cut(ranked, k, minScore));
-        expectSameHits(two, index.topK(query, k, minScore, VectorIndex::Threads::kOne));
-      }
-    }
+    expectBothScansFindTheBest(index, query, ranked, {1, 6, 20, 300}, {0.18f, 0.7f});
   }
 }
 
