@@ -101,7 +101,7 @@ struct RecallTimings {
   double unicodeMs = 0;
   double trigramMs = 0;  // the trigram lane and, when it ran, the bigram fallback
   double filesMs = 0;    // file and co-change affinity
-  double semanticMs = 0;
+  double semanticMs = 0;  // the wait for the semantic lane once the others are done (it runs beside them)
   double loadMs = 0;     // signal assembly from the mirror (and, in a benchmark, loading the hits' rows)
   int trigramRuns = 0;   // how many gatherCandidates calls queried the trigram lane
 };

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <future>
 #include <optional>
 #include <span>
 #include <string>
@@ -67,9 +68,11 @@ class RecallSource {
   // findByPaths({path}, limit) for each path, in one call.
   virtual Result<std::vector<std::vector<FileHit>>> findByEachPath(const std::vector<std::string>& paths,
                                                                    int limit) = 0;
-  // The `k` active rows nearest `query` by cosine (≥ minScore), best first.
-  virtual std::vector<VectorIndex::Hit> nearestActive(std::span<const float> query, size_t k, float minScore,
-                                                      VectorIndex::Threads threads) const = 0;
+  // The `k` active rows nearest `query` by cosine (≥ minScore), best first: begun now, answered by the future's
+  // get(). The source may scan on another thread meanwhile, so the caller can run the other lanes; until it has the
+  // answer it changes nothing in the source (recall holds the scope's lock through all of its lanes).
+  virtual std::future<std::vector<VectorIndex::Hit>> beginNearestActive(std::vector<float> query, size_t k,
+                                                                        float minScore) = 0;
   // The row figures of each pk (null for a row that is gone), or nullopt when the source keeps none (the caller
   // then loads the rows with loadMany). The pointers are valid until the next call on this source.
   virtual std::optional<std::vector<const MirroredRow*>> mirroredRows(const std::vector<int64_t>& pks) = 0;

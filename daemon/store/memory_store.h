@@ -208,8 +208,9 @@ class MemoryStore : public RecallSource, private SaveTarget {
   Result<std::vector<std::tuple<std::string, std::string, double>>> similarEdges(double minWeight);
   // The default model's vectors of the active rows.
   const VectorIndex& activeIndex() const;
-  std::vector<VectorIndex::Hit> nearestActive(std::span<const float> query, size_t k, float minScore,
-                                              VectorIndex::Threads threads) const override;
+  // Scans on a thread of its own (two on a large index) when one can be had, else on the caller's at get().
+  std::future<std::vector<VectorIndex::Hit>> beginNearestActive(std::vector<float> query, size_t k,
+                                                                float minScore) override;
   std::optional<int64_t> pkOf(const std::string& id);
   std::optional<std::string> idOf(int64_t pk);
 

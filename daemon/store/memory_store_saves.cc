@@ -2,6 +2,8 @@
 // rows it writes, the hints and warnings it answers with, and what it changes in the mirror. How saves reach SQLite
 // (batches, the journal, the background applier) is the SavePipeline's. See memory_store.h, invariants 1, 3 and 7.
 #include <algorithm>
+#include <future>
+#include <system_error>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -55,9 +57,21 @@ std::vector<float> MemoryStore::embedMemory(const std::string& summary, const st
 
 const VectorIndex& MemoryStore::activeIndex() const { return mirror_->active(); }
 
-std::vector<VectorIndex::Hit> MemoryStore::nearestActive(std::span<const float> query, size_t k, float minScore,
-                                                         VectorIndex::Threads threads) const {
-  return mirror_->active().topK(query, k, minScore, threads);
+std::future<std::vector<VectorIndex::Hit>> MemoryStore::beginNearestActive(std::vector<float> query, size_t k,
+                                                                          float minScore) {
+  // A rebuild replaces the index, so one that is due happens now, before another thread reads it (the caller makes
+  // no write until it has the answer, and nothing else rebuilds the index).
+  (void)mirror_->reloadIfStale();
+  const VectorIndex& index = mirror_->active();
+  auto scan = [&index, query = std::move(query), k, minScore] {
+    // Two threads on a large index: the scan is bound by memory bandwidth, and the caller waits on it.
+    return index.topK(query, k, minScore, VectorIndex::Threads::kTwo);
+  };
+  try {
+    return std::async(std::launch::async, scan);
+  } catch (const std::system_error&) {
+    return std::async(std::launch::deferred, scan);  // no thread to be had: the caller's, when it asks
+  }
 }
 
 Result<SaveOutcome> MemoryStore::save(const NormalizedSave& input, const std::vector<FileRef>& files,

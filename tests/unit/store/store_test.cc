@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <future>
 #include <random>
 
 #include "daemon/embed/hashbag.h"
@@ -712,6 +713,32 @@ TEST_F(TextLaneTest, EveryWriteKeepsTheLaneIdenticalToFts5) {
   expectSameLane("last use in other shapes");
   open();
   expectSameLane("reopened");
+}
+
+TEST_F(StoreTest, TheSemanticLaneBegunAheadAnswersAsTheIndexDoesAndNeverWithAHiddenRow) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 40; ++i) {
+    ids.push_back(save("deploy step " + std::to_string(i) + " needs the staging cache cleared",
+                       "topic " + std::to_string(i % 7) + " of the release checklist").id);
+  }
+  ASSERT_TRUE(store_->hide(ids[3], std::string("not now"), user_).isOk());
+  const std::vector<std::string> queries = {"staging cache", "release checklist topic 3", "deploy step 3",
+                                            "nothing like any of them"};
+  // Every scan begun before any is asked for: they run at once, beside this thread.
+  std::vector<std::future<std::vector<VectorIndex::Hit>>> begun;
+  for (const auto& q : queries) begun.push_back(store_->beginNearestActive(embedder_.embed(q), 20, 0.18f));
+  const int64_t hiddenPk = *store_->pkOf(ids[3]);
+  for (size_t i = 0; i < queries.size(); ++i) {
+    const auto hits = begun[i].get();
+    const auto expected = store_->activeIndex().topK(embedder_.embed(queries[i]), 20, 0.18f);
+    ASSERT_EQ(hits.size(), expected.size()) << queries[i];
+    for (size_t h = 0; h < hits.size(); ++h) {
+      EXPECT_EQ(hits[h].key, expected[h].key) << queries[i];
+      EXPECT_EQ(hits[h].score, expected[h].score) << queries[i];
+      EXPECT_NE(hits[h].key, hiddenPk) << queries[i];
+    }
+  }
+  EXPECT_FALSE(store_->beginNearestActive(embedder_.embed("staging cache"), 20, 0.18f).get().empty());
 }
 
 }  // namespace
