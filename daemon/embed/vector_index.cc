@@ -466,47 +466,100 @@ VectorIndex::ScanResult VectorIndex::scanChunks(const ScanQuery& sq, std::atomic
   return out;
 }
 
+struct VectorIndex::PreparedScan {
+  PreparedScan() = default;
+  PreparedScan(const PreparedScan&) = delete;  // sq points into it
+  PreparedScan& operator=(const PreparedScan&) = delete;
+  Quantised quantised;
+  std::vector<int8_t> codes;      // stride_ codes of the query
+  std::vector<uint8_t> absCodes;  // their absolute values
+  ScanQuery sq;
+};
+
+void VectorIndex::prepareScan(std::span<const float> query, size_t stride, size_t k, float minScore,
+                              PreparedScan& out) {
+  out.codes.assign(stride, 0);
+  out.quantised = quantise(query, stride, out.codes.data());
+  out.absCodes.resize(stride);
+  for (size_t i = 0; i < stride; ++i) out.absCodes[i] = static_cast<uint8_t>(std::abs(int{out.codes[i]}));
+  out.sq.quantised = &out.quantised;
+  out.sq.codes = out.codes.data();
+  out.sq.absCodes = out.absCodes.data();
+  out.sq.k = k;
+  out.sq.minGate = static_cast<double>(minScore) - std::fabs(static_cast<double>(minScore)) * 1e-6 - 1e-9;
+}
+
+// Two threads scan at once by taking chunks of rows in turn rather than a half each, so when the helper starts late
+// or loses its core (two cores, shared) the caller scans what is left instead of waiting for it. Each keeps its own
+// gate over the rows it read, so together they keep every row a single scan would (and a few more); the larger of the
+// two gates is still a bound k rows reach.
+struct VectorIndex::PendingTopK::State {
+  State(const VectorIndex& scanned, std::vector<float> q, size_t best, float floor)
+      : index(scanned), query(std::move(q)), k(best), minScore(floor) {}
+  const VectorIndex& index;
+  std::vector<float> query;
+  size_t k;
+  float minScore;
+  bool usable = false;  // topK would scan (k > 0, rows, a query of the right size and finite)
+  PreparedScan prepared;
+  std::atomic<size_t> next{0};
+  std::future<ScanResult> helper;  // invalid: no helper (a small index, or no thread to be had)
+  bool done = false;
+};
+
+VectorIndex::PendingTopK::PendingTopK(const VectorIndex& index, std::vector<float> query, size_t k, float minScore)
+    : state_(std::make_unique<State>(index, std::move(query), k, minScore)) {
+  State& st = *state_;
+  const size_t n = index.keys_.size();
+  st.usable = k != 0 && n != 0 && st.query.size() == index.dim_ && allFinite(st.query);
+  if (!st.usable) return;
+  prepareScan(st.query, index.stride_, k, minScore, st.prepared);
+  if (n < kScanChunk) return;
+  try {
+    st.helper = std::async(std::launch::async, [&st, n] { return st.index.scanChunks(st.prepared.sq, st.next, n); });
+  } catch (const std::system_error&) {
+    // No thread to be had: the caller scans every chunk at get().
+  }
+}
+
+VectorIndex::PendingTopK::~PendingTopK() {
+  // The helper reads the state: it is not freed before the helper is done with it.
+  if (state_ && state_->helper.valid()) state_->helper.wait();
+}
+
+std::vector<VectorIndex::Hit> VectorIndex::PendingTopK::get() {
+  State& st = *state_;
+  if (!st.usable || st.done) return {};
+  st.done = true;
+  const size_t n = st.index.keys_.size();
+  ScanResult result = st.index.scanChunks(st.prepared.sq, st.next, n);
+  if (st.helper.valid()) {
+    ScanResult other = st.helper.get();
+    result.gate = std::max(result.gate, other.gate);
+    result.candidates.insert(result.candidates.end(), other.candidates.begin(), other.candidates.end());
+  }
+  return st.index.exactTopK(st.query, st.k, st.minScore, std::move(result));
+}
+
+std::unique_ptr<VectorIndex::PendingTopK> VectorIndex::beginTopK(std::vector<float> query, size_t k,
+                                                                 float minScore) const {
+  return std::unique_ptr<PendingTopK>(new PendingTopK(*this, std::move(query), k, minScore));
+}
+
 std::vector<VectorIndex::Hit> VectorIndex::topK(std::span<const float> query, size_t k, float minScore,
                                                 Threads threads) const {
-  std::vector<Hit> hits;
   const size_t n = keys_.size();
-  if (k == 0 || n == 0 || query.size() != dim_ || !allFinite(query)) return hits;
-
-  std::vector<int8_t> qCodes(stride_);
-  const Quantised q = quantise(query, stride_, qCodes.data());
-  std::vector<uint8_t> qAbs(stride_);
-  for (size_t i = 0; i < stride_; ++i) qAbs[i] = static_cast<uint8_t>(std::abs(int{qCodes[i]}));
-  ScanQuery sq;
-  sq.quantised = &q;
-  sq.codes = qCodes.data();
-  sq.absCodes = qAbs.data();
-  sq.k = k;
-  sq.minGate = static_cast<double>(minScore) - std::fabs(static_cast<double>(minScore)) * 1e-6 - 1e-9;
-
+  if (k == 0 || n == 0 || query.size() != dim_ || !allFinite(query)) return {};
   // A large index may be scanned by two threads at once: the scan reads every row's codes (38 MiB at 100k rows), and
-  // one core does not draw all the memory bandwidth there is. They take chunks of rows in turn rather than a half
-  // each, so when the other thread starts late or loses its core (two cores, shared) this one scans what is left
-  // instead of waiting for it. Each keeps its own gate over the rows it read, so together they keep every row a
-  // single scan would (and a few more); the larger of the two gates is still a bound k rows reach.
-  ScanResult result;
-  bool scanned = false;
+  // one core does not draw all the memory bandwidth there is.
   if (threads == Threads::kTwo && n >= kTwoThreadRows) {
-    std::atomic<size_t> next{0};
-    try {
-      auto helper = std::async(std::launch::async, [&] { return scanChunks(sq, next, n); });
-      result = scanChunks(sq, next, n);
-      ScanResult other = helper.get();
-      result.gate = std::max(result.gate, other.gate);
-      result.candidates.insert(result.candidates.end(), other.candidates.begin(), other.candidates.end());
-      scanned = true;
-    } catch (const std::system_error&) {
-      // No thread to be had: one scan, as below.
-    }
+    return beginTopK(std::vector<float>(query.begin(), query.end()), k, minScore)->get();
   }
-  if (!scanned) {
-    result.gate = sq.minGate;
-    scan(sq, 0, n, result);
-  }
+  PreparedScan prepared;
+  prepareScan(query, stride_, k, minScore, prepared);
+  ScanResult result;
+  result.gate = prepared.sq.minGate;
+  scan(prepared.sq, 0, n, result);
   return exactTopK(query, k, minScore, std::move(result));
 }
 
@@ -519,30 +572,18 @@ std::vector<std::vector<VectorIndex::Hit>> VectorIndex::topKMany(std::span<const
   for (size_t i = 0; i < queries.size(); ++i) {
     if (queries[i].size() == dim_ && allFinite(queries[i])) asked.push_back(i);
   }
-  // Each query's codes, as topK quantises them; sized once, so the ScanQuery pointers into them stay valid.
-  std::vector<Quantised> quantised(asked.size());
-  std::vector<int8_t> codes(asked.size() * stride_);
-  std::vector<uint8_t> absCodes(asked.size() * stride_);
-  std::vector<ScanQuery> scanQueries(asked.size());
+  // Each query as topK prepares it (sized once: the ScanQuery pointers into them stay valid).
+  std::vector<PreparedScan> prepared(asked.size());
   std::vector<ScanResult> results(asked.size());
   for (size_t j = 0; j < asked.size(); ++j) {
-    int8_t* c = codes.data() + j * stride_;
-    uint8_t* a = absCodes.data() + j * stride_;
-    quantised[j] = quantise(queries[asked[j]], stride_, c);
-    for (size_t i = 0; i < stride_; ++i) a[i] = static_cast<uint8_t>(std::abs(int{c[i]}));
-    ScanQuery& sq = scanQueries[j];
-    sq.quantised = &quantised[j];
-    sq.codes = c;
-    sq.absCodes = a;
-    sq.k = k;
-    sq.minGate = static_cast<double>(minScore) - std::fabs(static_cast<double>(minScore)) * 1e-6 - 1e-9;
-    results[j].gate = sq.minGate;
+    prepareScan(queries[asked[j]], stride_, k, minScore, prepared[j]);
+    results[j].gate = prepared[j].sq.minGate;
   }
   // Each stretch of rows in order, against every query: each query's scan carries its gate and lower bounds from
   // stretch to stretch, so it keeps exactly the candidates one scan of all the rows keeps.
   for (size_t begin = 0; begin < n; begin += kManyRows) {
     const size_t end = std::min(n, begin + kManyRows);
-    for (size_t j = 0; j < asked.size(); ++j) scan(scanQueries[j], begin, end, results[j]);
+    for (size_t j = 0; j < asked.size(); ++j) scan(prepared[j].sq, begin, end, results[j]);
   }
   for (size_t j = 0; j < asked.size(); ++j) {
     out[asked[j]] = exactTopK(queries[asked[j]], k, minScore, std::move(results[j]));

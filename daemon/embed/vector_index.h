@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -56,6 +57,13 @@ class VectorIndex {
   enum class Threads { kOne, kTwo };
   static constexpr size_t kTwoThreadRows = 32768;
   std::vector<Hit> topK(std::span<const float> query, size_t k, float minScore, Threads threads = Threads::kOne) const;
+  // topK(query, k, minScore), begun now on a second thread and finished by the caller's get(): the caller does other
+  // work meanwhile (recall's text and file lanes), then scans whatever rows the helper has not reached yet, so a
+  // recall waits for neither a late helper nor an idle core. The index must not change until get() returns or the
+  // scan is destroyed (which waits for the helper). An index of less than a chunk of rows is scanned at get(), on
+  // the caller's thread: a thread costs more than such a scan.
+  class PendingTopK;
+  std::unique_ptr<PendingTopK> beginTopK(std::vector<float> query, size_t k, float minScore) const;
   // topK(queries[i], k, minScore) for every query, on one thread, with the same hits and scores. The rows are
   // scanned a cache-sized stretch at a time against every query, so the codes come from memory once per call
   // instead of once per query: for a caller with many queries at once (linking a page of replicated rows).
@@ -114,6 +122,9 @@ class VectorIndex {
   };
   // Scans rows [begin, end) into `into`, whose gate and lower bounds carry over from the rows it read before.
   void scan(const ScanQuery& query, size_t begin, size_t end, ScanResult& into) const;
+  // The query quantised for a scan (its codes live here, so a ScanQuery may point into it).
+  struct PreparedScan;
+  static void prepareScan(std::span<const float> query, size_t stride, size_t k, float minScore, PreparedScan& out);
   // Scans the chunks of `n` rows that `next` hands out (kScanChunk rows each, by fetch_add) until none is left.
   ScanResult scanChunks(const ScanQuery& query, std::atomic<size_t>& next, size_t n) const;
   static constexpr size_t kScanChunk = 4096;
@@ -127,6 +138,21 @@ class VectorIndex {
   std::vector<int8_t> codes_;   // size() * stride_, zero padded
   std::vector<RowMeta> meta_;   // size()
   std::unordered_map<int64_t, uint32_t> slots_;
+};
+
+class VectorIndex::PendingTopK {
+ public:
+  ~PendingTopK();
+  PendingTopK(const PendingTopK&) = delete;
+  PendingTopK& operator=(const PendingTopK&) = delete;
+  // The hits topK would give. Once only.
+  std::vector<Hit> get();
+
+ private:
+  friend class VectorIndex;
+  PendingTopK(const VectorIndex& index, std::vector<float> query, size_t k, float minScore);
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace memq

@@ -208,7 +208,7 @@ class MemoryStore : public RecallSource, private SaveTarget {
   Result<std::vector<std::tuple<std::string, std::string, double>>> similarEdges(double minWeight);
   // The default model's vectors of the active rows.
   const VectorIndex& activeIndex() const;
-  // Scans on a thread of its own (two on a large index) when one can be had, else on the caller's at get().
+  // Scans on a helper thread now and on the caller's at get() (VectorIndex::beginTopK).
   std::future<std::vector<VectorIndex::Hit>> beginNearestActive(std::vector<float> query, size_t k,
                                                                 float minScore) override;
   std::optional<int64_t> pkOf(const std::string& id);

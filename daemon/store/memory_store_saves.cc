@@ -3,7 +3,6 @@
 // (batches, the journal, the background applier) is the SavePipeline's. See memory_store.h, invariants 1, 3 and 7.
 #include <algorithm>
 #include <future>
-#include <system_error>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -62,16 +61,9 @@ std::future<std::vector<VectorIndex::Hit>> MemoryStore::beginNearestActive(std::
   // A rebuild replaces the index, so one that is due happens now, before another thread reads it (the caller makes
   // no write until it has the answer, and nothing else rebuilds the index).
   (void)mirror_->reloadIfStale();
-  const VectorIndex& index = mirror_->active();
-  auto scan = [&index, query = std::move(query), k, minScore] {
-    // Two threads on a large index: the scan is bound by memory bandwidth, and the caller waits on it.
-    return index.topK(query, k, minScore, VectorIndex::Threads::kTwo);
-  };
-  try {
-    return std::async(std::launch::async, scan);
-  } catch (const std::system_error&) {
-    return std::async(std::launch::deferred, scan);  // no thread to be had: the caller's, when it asks
-  }
+  // Begun on a helper thread now; the caller's get() scans what the helper has not reached and merges.
+  std::shared_ptr<VectorIndex::PendingTopK> pending = mirror_->active().beginTopK(std::move(query), k, minScore);
+  return std::async(std::launch::deferred, [pending] { return pending->get(); });
 }
 
 Result<SaveOutcome> MemoryStore::save(const NormalizedSave& input, const std::vector<FileRef>& files,

@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <random>
+#include <thread>
 
 #include "daemon/embed/hashbag.h"
 #include "tests/common/random_unit_vector.h"
@@ -316,6 +319,40 @@ TEST_P(VectorIndexKernels, TwoThreadsFindWhatOneFindsWhenScoresCrowd) {
     }
     EXPECT_GT(ranked[ranked.size() * 9 / 10].score, 0.5f) << "the scores do not crowd: the test checks little";
     expectBothScansFindTheBest(index, query, ranked, {1, 6, 20, 300}, {0.18f, 0.7f});
+  }
+}
+
+TEST_P(VectorIndexKernels, AScanBegunAheadFindsWhatTopKFindsHoweverLateItIsAskedFor) {
+  // beginTopK on indexes below one chunk (scanned at get) and of several chunks (a helper scans meanwhile): several
+  // scans in flight at once, asked for in reverse order, some only after their helper is surely done, one never
+  // asked for (destroyed while its helper may still run); each gives topK's hits, order and scores.
+  std::mt19937_64 rng(41);
+  const size_t dim = 64;
+  for (const int64_t n : {int64_t{900}, int64_t{3 * 4096 + 17}}) {
+    VectorIndex index(dim);
+    std::map<int64_t, std::vector<float>> rows;
+    for (int64_t key = 0; key < n; ++key) {
+      auto v = randomUnitVector(rng, dim);
+      index.upsert(key, v);
+      rows[key] = std::move(v);
+    }
+    std::vector<std::vector<float>> queries;
+    std::vector<std::unique_ptr<VectorIndex::PendingTopK>> begun;
+    for (int q = 0; q < 5; ++q) {
+      queries.push_back(randomUnitVector(rng, dim));
+      begun.push_back(index.beginTopK(queries.back(), 20, 0.1f));
+    }
+    auto unasked = index.beginTopK(randomUnitVector(rng, dim), 20, 0.1f);
+    if (n > 1000) std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let the helpers finish first
+    for (size_t q = queries.size(); q-- > 0;) {
+      const auto hits = begun[q]->get();
+      EXPECT_FALSE(hits.empty()) << n;
+      expectSameHits(hits, index.topK(queries[q], 20, 0.1f, VectorIndex::Threads::kOne));
+      expectSameHits(hits, bruteForce(rows, queries[q], 20, 0.1f));
+      EXPECT_TRUE(begun[q]->get().empty()) << "a scan answers once";
+    }
+    EXPECT_TRUE(index.beginTopK(std::vector<float>(dim + 1, 0.1f), 20, 0.1f)->get().empty()) << "wrong size";
+    EXPECT_TRUE(index.beginTopK(queries[0], 0, 0.1f)->get().empty()) << "k = 0";
   }
 }
 
