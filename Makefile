@@ -76,7 +76,7 @@ test-asan: deps
 
 # ThreadSanitizer on everything that runs threads: the concurrency tests, the co-change cache, the client library and
 # every integration test that drives a real (instrumented) memqd. Serial, because TSan slows each test several-fold.
-TSAN_TESTS ?= BackgroundSave|TeamTest|Concurren|Clients|Thread|CoChange|RpcClient|DaemonTest|HostileTest|HostileServerTest|CrashTest|HookTest|HookWithoutDaemonTest|CliTest|UnreachableTest|HostileInputTest|ColdStartTest|HostileFilesTest
+TSAN_TESTS ?= BackgroundSave|BegunAhead|TeamTest|Concurren|Clients|Thread|CoChange|RpcClient|DaemonTest|HostileTest|HostileServerTest|CrashTest|HookTest|HookWithoutDaemonTest|CliTest|UnreachableTest|HostileInputTest|ColdStartTest|HostileFilesTest
 test-tsan: deps
 	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMEMQ_TSAN=ON
 	cmake --build build-tsan -j $(JOBS)
