@@ -53,7 +53,8 @@ class VectorIndex {
   // cosine(query, row) exactly (see hashbag.h). Empty when k == 0 or the query has the wrong size or a non-finite
   // component.
   // kTwo: an index of kTwoThreadRows rows or more is scanned by this thread and one more at once (the hits are the
-  // same). For a caller that waits on the answer (recall), not for one whose other core is already busy.
+  // same). For a caller that waits on the answer, not for one whose other core is already busy. Recall uses
+  // beginTopK instead, which also has the scan run beside its other lanes.
   enum class Threads { kOne, kTwo };
   static constexpr size_t kTwoThreadRows = 32768;
   std::vector<Hit> topK(std::span<const float> query, size_t k, float minScore, Threads threads = Threads::kOne) const;
