@@ -511,7 +511,7 @@ VectorIndex::PendingTopK::PendingTopK(const VectorIndex& index, std::vector<floa
     : state_(std::make_unique<State>(index, std::move(query), k, minScore)) {
   State& st = *state_;
   const size_t n = index.keys_.size();
-  st.usable = k != 0 && n != 0 && st.query.size() == index.dim_ && allFinite(st.query);
+  st.usable = index.scans(st.query, k);
   if (!st.usable) return;
   prepareScan(st.query, index.stride_, k, minScore, st.prepared);
   if (n < kScanChunk) return;
@@ -546,20 +546,17 @@ std::unique_ptr<VectorIndex::PendingTopK> VectorIndex::beginTopK(std::vector<flo
   return std::unique_ptr<PendingTopK>(new PendingTopK(*this, std::move(query), k, minScore));
 }
 
-std::vector<VectorIndex::Hit> VectorIndex::topK(std::span<const float> query, size_t k, float minScore,
-                                                Threads threads) const {
-  const size_t n = keys_.size();
-  if (k == 0 || n == 0 || query.size() != dim_ || !allFinite(query)) return {};
-  // A large index may be scanned by two threads at once: the scan reads every row's codes (38 MiB at 100k rows), and
-  // one core does not draw all the memory bandwidth there is.
-  if (threads == Threads::kTwo && n >= kTwoThreadRows) {
-    return beginTopK(std::vector<float>(query.begin(), query.end()), k, minScore)->get();
-  }
+bool VectorIndex::scans(std::span<const float> query, size_t k) const {
+  return k != 0 && !keys_.empty() && query.size() == dim_ && allFinite(query);
+}
+
+std::vector<VectorIndex::Hit> VectorIndex::topK(std::span<const float> query, size_t k, float minScore) const {
+  if (!scans(query, k)) return {};
   PreparedScan prepared;
   prepareScan(query, stride_, k, minScore, prepared);
   ScanResult result;
   result.gate = prepared.sq.minGate;
-  scan(prepared.sq, 0, n, result);
+  scan(prepared.sq, 0, keys_.size(), result);
   return exactTopK(query, k, minScore, std::move(result));
 }
 
@@ -570,7 +567,7 @@ std::vector<std::vector<VectorIndex::Hit>> VectorIndex::topKMany(std::span<const
   if (k == 0 || n == 0) return out;
   std::vector<size_t> asked;  // the queries topK would answer (the right size, finite)
   for (size_t i = 0; i < queries.size(); ++i) {
-    if (queries[i].size() == dim_ && allFinite(queries[i])) asked.push_back(i);
+    if (scans(queries[i], k)) asked.push_back(i);
   }
   // Each query as topK prepares it (sized once: the ScanQuery pointers into them stay valid).
   std::vector<PreparedScan> prepared(asked.size());

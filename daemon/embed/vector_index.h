@@ -52,15 +52,12 @@ class VectorIndex {
   // The k best rows with score >= minScore, by descending score, ties by ascending key. Scores are
   // cosine(query, row) exactly (see hashbag.h). Empty when k == 0 or the query has the wrong size or a non-finite
   // component.
-  // kTwo: an index of kTwoThreadRows rows or more is scanned by this thread and one more at once (the hits are the
-  // same). For a caller that waits on the answer, not for one whose other core is already busy. Recall uses
-  // beginTopK instead, which also has the scan run beside its other lanes.
-  enum class Threads { kOne, kTwo };
-  static constexpr size_t kTwoThreadRows = 32768;
-  std::vector<Hit> topK(std::span<const float> query, size_t k, float minScore, Threads threads = Threads::kOne) const;
+  // Scanned on the calling thread only (saves, whose other core is the applier's).
+  std::vector<Hit> topK(std::span<const float> query, size_t k, float minScore) const;
   // topK(query, k, minScore), begun now on a second thread and finished by the caller's get(): the caller does other
   // work meanwhile (recall's text and file lanes), then scans whatever rows the helper has not reached yet, so a
-  // recall waits for neither a late helper nor an idle core. The index must not change until get() returns or the
+  // recall waits for neither a late helper nor an idle core. Calling get() at once is a scan by two threads (the
+  // scan reads every row's codes, 38 MiB at 100k rows, and one core does not draw all the memory bandwidth there is). The index must not change until get() returns or the
   // scan is destroyed (which waits for the helper). An index of less than a chunk of rows is scanned at get(), on
   // the caller's thread: a thread costs more than such a scan.
   class PendingTopK;
@@ -121,6 +118,8 @@ class VectorIndex {
     double gate = 0;
     std::vector<double> bestLowers;  // a min-heap (std::greater) of at most k lower bounds
   };
+  // Whether topK scans for this query at all: k > 0, some rows, and a query of dim() finite components.
+  bool scans(std::span<const float> query, size_t k) const;
   // Scans rows [begin, end) into `into`, whose gate and lower bounds carry over from the rows it read before.
   void scan(const ScanQuery& query, size_t begin, size_t end, ScanResult& into) const;
   // The query quantised for a scan (its codes live here, so a ScanQuery may point into it).

@@ -237,8 +237,7 @@ std::optional<std::string> Service::saveHint(const SaveResult& r) {
     case SaveStatus::kRejected:
       return std::string("this text was rejected") + (team ? " in the team scope" : "") + " (" +
              r.reason.value_or("") + "); it will not be stored";
-    case SaveStatus::kQueued:
-      return "the team server cannot be reached: the save is queued and sent when it is back";
+    case SaveStatus::kQueued:  // teamSave writes its own, naming why the server could not be reached
     case SaveStatus::kCreated:
     case SaveStatus::kDeduped:
       break;

@@ -136,7 +136,7 @@ class Service {
                             const std::optional<std::string>& reason, const std::optional<std::string>& by = {});
   static Status teamUnsupported(const std::string& method);
   // What to do about a save that stored nothing (exists_hidden, exists_superseded, rejected), for a local or a team
-  // save alike (memory_operations.cc); nullopt when it stored something.
+  // save alike (memory_operations.cc); nullopt when it stored something, or was queued (teamSave's own hint).
   static std::optional<std::string> saveHint(const SaveResult& result);
   // What a read answered from a team replica says while its server cannot be reached.
   static std::string teamOfflineWarning(Scope& scope);

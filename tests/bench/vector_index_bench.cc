@@ -1,5 +1,5 @@
 // Benchmark (not a test): p50/p95 VectorIndex::topK latency over 10k and 100k random unit vectors of 384 floats, one
-// thread and two (Threads::kTwo, which only splits an index of kTwoThreadRows rows or more), and
+// thread (topK) and two (beginTopK and at once get(), which splits an index of a chunk of rows or more), and
 // hashbag-v2 embed throughput on a ~300-character memory. Figures feed docs/performance.md.
 // Usage: memq_bench_vector_index [queries-per-size] [--kernel scalar|avx2|avx512]   (default: the best the CPU
 // runs)
@@ -25,7 +25,7 @@ double percentile(std::vector<double> samples, double p) {
   return samples[static_cast<size_t>(p * static_cast<double>(samples.size() - 1))];
 }
 
-void benchTopK(size_t rows, int queries, memq::VectorIndex::Threads threads) {
+void benchTopK(size_t rows, int queries, bool twoThreads) {
   std::mt19937_64 rng(rows);
   memq::VectorIndex index(memq::kHashbagDim);
   index.reserve(rows);
@@ -36,12 +36,12 @@ void benchTopK(size_t rows, int queries, memq::VectorIndex::Threads threads) {
     for (int q = 0; q < queries; ++q) {
       const auto query = randomUnitVector(rng, memq::kHashbagDim);
       const auto t0 = Clock::now();
-      const auto hits = index.topK(query, 10, minScore, threads);
+      const auto hits = twoThreads ? index.beginTopK(query, 10, minScore)->get() : index.topK(query, 10, minScore);
       micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
       returned += hits.size();
     }
     std::printf("topK k=10 minScore=%.2f rows=%zu threads=%d: p50 %.0f us, p95 %.0f us (avg hits %.1f)\n", minScore,
-                rows, threads == memq::VectorIndex::Threads::kTwo ? 2 : 1, percentile(micros, 0.5),
+                rows, twoThreads ? 2 : 1, percentile(micros, 0.5),
                 percentile(micros, 0.95), double(returned) / queries);
   }
 }
@@ -79,9 +79,9 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("scan kernel: %s\n", memq::VectorIndex::kernelName());
-  for (const auto threads : {memq::VectorIndex::Threads::kOne, memq::VectorIndex::Threads::kTwo}) {
-    benchTopK(10000, queries, threads);
-    benchTopK(100000, queries, threads);
+  for (const bool twoThreads : {false, true}) {
+    benchTopK(10000, queries, twoThreads);
+    benchTopK(100000, queries, twoThreads);
   }
   benchEmbed();
   return 0;

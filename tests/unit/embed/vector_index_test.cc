@@ -55,6 +55,9 @@ void expectSameHits(const std::vector<Hit>& got, const std::vector<Hit>& want) {
   }
 }
 
+// Enough rows for the two threads of beginTopK to take many chunks each.
+constexpr int64_t kManyChunkRows = 32768;
+
 // For each k and minScore: the two-thread scan finds what brute force (`ranked`, every row by score) and the
 // one-thread scan find.
 void expectBothScansFindTheBest(const VectorIndex& index, const std::vector<float>& query,
@@ -62,9 +65,9 @@ void expectBothScansFindTheBest(const VectorIndex& index, const std::vector<floa
                                 std::initializer_list<float> minScores) {
   for (const size_t k : ks) {
     for (const float minScore : minScores) {
-      const auto two = index.topK(query, k, minScore, VectorIndex::Threads::kTwo);
+      const auto two = index.beginTopK(query, k, minScore)->get();
       expectSameHits(two, cut(ranked, k, minScore));
-      expectSameHits(two, index.topK(query, k, minScore, VectorIndex::Threads::kOne));
+      expectSameHits(two, index.topK(query, k, minScore));
     }
   }
 }
@@ -273,7 +276,7 @@ TEST_P(VectorIndexKernels, TwoThreadsFindWhatOneFinds) {
   const size_t dim = 48;
   VectorIndex index(dim);
   std::map<int64_t, std::vector<float>> rows;
-  for (int64_t key = 0; key < static_cast<int64_t>(VectorIndex::kTwoThreadRows) + 5000; ++key) {
+  for (int64_t key = 0; key < kManyChunkRows + 5000; ++key) {
     auto v = randomUnitVector(rng, dim);
     index.upsert(key, v);
     rows[key] = std::move(v);
@@ -302,7 +305,7 @@ TEST_P(VectorIndexKernels, TwoThreadsFindWhatOneFindsWhenScoresCrowd) {
   };
   VectorIndex index(dim);
   std::map<int64_t, std::vector<float>> rows;
-  const int64_t n = static_cast<int64_t>(VectorIndex::kTwoThreadRows) + 7001;
+  const int64_t n = kManyChunkRows + 7001;
   for (int64_t key = 0; key < n; ++key) {
     auto v = around(key < 3 || key >= n - 3 ? 1.0f : 0.0f, true);  // the planted rows: closest to the first query
     index.upsert(key, v);
@@ -347,7 +350,7 @@ TEST_P(VectorIndexKernels, AScanBegunAheadFindsWhatTopKFindsHoweverLateItIsAsked
     for (size_t q = queries.size(); q-- > 0;) {
       const auto hits = begun[q]->get();
       EXPECT_FALSE(hits.empty()) << n;
-      expectSameHits(hits, index.topK(queries[q], 20, 0.1f, VectorIndex::Threads::kOne));
+      expectSameHits(hits, index.topK(queries[q], 20, 0.1f));
       expectSameHits(hits, bruteForce(rows, queries[q], 20, 0.1f));
       EXPECT_TRUE(begun[q]->get().empty()) << "a scan answers once";
     }
