@@ -34,7 +34,7 @@ constexpr const char* kUsage =
     "usage: memqd [--socket PATH] [--data-dir DIR] [--foreground] [--log-file PATH] [--log-level LEVEL]\n"
     "             [--max-message-bytes N] [--idle-exit SECONDS] [--secrets redact|refuse] [--version]\n"
     "             [--partial-timeout-ms N] [--silent-timeout-ms N] [--max-connections N]\n"
-    "             [--max-queued-reply-bytes N] [--max-staged-import-bytes N]\n";
+    "             [--max-queued-reply-bytes N] [--max-staged-import-bytes N] [--hot-poll-us N]\n";
 
 std::string defaultDataDir() {
   if (const char* d = std::getenv("MEMQ_DATA_DIR"); d && *d) return d;
@@ -57,6 +57,7 @@ struct Flags {
   size_t maxConnections = memq::kDefaultMaxConnections;
   size_t maxQueuedReplyBytes = memq::kDefaultMaxQueuedReplyBytes;
   size_t maxStagedImportBytes = memq::ServiceOptions{}.maxStagedImportBytes;
+  long hotPollUs = memq::kDefaultHotPoll.count();
 };
 
 // A decimal number of at least `minimum`, the whole of `text`.
@@ -138,6 +139,15 @@ bool parseFlags(int argc, char** argv, Flags& f, std::string& error) {
         error = "--max-queued-reply-bytes must be a number of at least 1048576";
         return false;
       }
+    } else if (a == "--hot-poll-us") {
+      if (!(v = value("--hot-poll-us"))) return false;
+      char* end = nullptr;
+      long n = std::strtol(v, &end, 10);
+      if (*end != '\0' || n < 0 || n > 100000) {
+        error = "--hot-poll-us must be a number of microseconds from 0 to 100000";
+        return false;
+      }
+      f.hotPollUs = n;
     } else if (a == "--max-staged-import-bytes") {
       if (!(v = value("--max-staged-import-bytes"))) return false;
       if (!parseCount(v, 1 << 20, f.maxStagedImportBytes)) {
@@ -337,6 +347,7 @@ int main(int argc, char** argv) {
     opts.silentConnectionTimeout = std::chrono::milliseconds(flags.silentTimeoutMs);
     opts.maxConnections = maxConnections;
     opts.maxQueuedReplyBytes = flags.maxQueuedReplyBytes;
+    opts.hotPoll = std::chrono::microseconds(flags.hotPollUs);
     memq::Server server(opts, service);
     if (auto st = server.listen(); !st) {
       spdlog::error("{}", st.message());

@@ -76,9 +76,38 @@ void Server::run() {
   });
   accept();
   armHousekeeping();
-  io_.run();
+  runLoop();
   workers_.join();
   spdlog::info("memqd stopped after serving {} requests", requestsServed_.load());
+}
+
+void Server::stayHot() {
+  if (options_.hotPoll.count() <= 0) return;
+  hotUntil_ = (std::chrono::steady_clock::now() + options_.hotPoll).time_since_epoch().count();
+}
+
+void Server::runLoop() {
+  // Why poll: a client that sends its next request soon after a reply (an agent's hook, then its tool call; a
+  // benchmark) would otherwise find the thread asleep. Waking it costs a futex and a context switch, and on a
+  // virtual machine the idle vCPU has halted and its caches gone cold: recalls after a 1 ms sleep ran 30-80% slower
+  // than back to back (docs/performance.md). Polling never runs while a worker or a background job could use the
+  // core, and ends after hotPoll, so an idle memqd sleeps as before.
+  if (options_.hotPoll.count() <= 0) {
+    io_.run();
+    return;
+  }
+  while (!io_.stopped()) {
+    if (io_.poll() > 0) continue;
+    if (io_.stopped()) break;
+    const bool hot = std::chrono::steady_clock::now().time_since_epoch().count() < hotUntil_;
+    if (hot && inFlight_.load() == 0 && queuedJobs_.load() == 0 && backgroundJobs_.load() == 0) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+      continue;
+    }
+    if (io_.run_one() == 0) break;
+  }
 }
 
 namespace {
@@ -210,6 +239,7 @@ void Server::submit(std::shared_ptr<Session> session, std::string message) {
   if (answersInline(message)) {
     ++answeredInline_;
     handle(session, message);
+    stayHot();
     return;
   }
   ++queuedJobs_;

@@ -29,6 +29,9 @@ inline constexpr size_t kDefaultMaxConnections = 4096;
 // bytes is closed, and the next, until the total is back under it.
 inline constexpr size_t kDefaultMaxQueuedReplyBytes = size_t{64} << 20;
 
+// How long the I/O thread stays awake after answering a request itself (ServerOptions::hotPoll).
+inline constexpr std::chrono::microseconds kDefaultHotPoll{1000};
+
 struct ServerOptions {
   std::string socketPath;
   size_t maxMessageBytes = 1u << 20;
@@ -40,6 +43,8 @@ struct ServerOptions {
   std::chrono::milliseconds silentConnectionTimeout{60000};
   size_t maxConnections = kDefaultMaxConnections;
   size_t maxQueuedReplyBytes = kDefaultMaxQueuedReplyBytes;
+  // After answering a request on the I/O thread, poll for the next one this long before sleeping (0: sleep at once).
+  std::chrono::microseconds hotPoll = kDefaultHotPoll;
 };
 
 class Server {
@@ -87,6 +92,10 @@ class Server {
   // Runs one message (on a worker or, answersInline, on the I/O thread), writes its reply and ends it.
   void handle(const std::shared_ptr<Session>& session, const std::string& message);
   nlohmann::json status();
+  // io_.run(), except that until hotUntil_, while nothing else runs, the thread polls instead of sleeping.
+  void runLoop();
+  // I/O thread, after answering a message itself: keeps the thread polling for options_.hotPoll.
+  void stayHot();
 
   ServerOptions options_;
   Service& service_;
@@ -124,6 +133,8 @@ class Server {
   std::atomic<bool> draining_{false};
   std::chrono::steady_clock::time_point started_;
   std::chrono::steady_clock::time_point lastActivity_;
+  // Until then the I/O thread polls instead of sleeping (runLoop); steady_clock ticks. I/O thread only.
+  int64_t hotUntil_ = 0;
   bool fromSystemd_ = false;
 };
 

@@ -5,11 +5,14 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <fstream>
 #include <map>
+#include <iterator>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "daemon/server/listener.h"
@@ -682,6 +685,74 @@ TEST_F(DaemonTest, ALoneClientsQuickRequestsAreAnsweredOnTheIoThreadAndOthersOnA
   const int64_t beforeList = answeredInline();
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(c.call("memory/list", json::object()).isOk());
   EXPECT_LE(answeredInline() - beforeList, 1) << "memory/list pages can run long: a worker answers them";
+}
+
+// The I/O thread's count of times it went to sleep (the main thread: it runs the I/O loop), and the CPU the whole
+// process has used, in clock ticks, both from /proc.
+int64_t ioThreadSleeps(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("voluntary_ctxt_switches:", 0) == 0) return std::stoll(line.substr(line.find(':') + 1));
+  }
+  return -1;
+}
+
+int64_t cpuTicks(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::istringstream fields(text.substr(text.rfind(')') + 2));  // after "pid (comm) "
+  std::vector<std::string> f{std::istream_iterator<std::string>(fields), std::istream_iterator<std::string>()};
+  return f.size() > 12 ? std::stoll(f[11]) + std::stoll(f[12]) : -1;  // utime, stime (fields 14 and 15)
+}
+
+TEST(MemqdHotPoll, AClientThatPausesBetweenRequestsFindsTheIoThreadAwakeAndAnIdleMemqdSleeps) {
+  fs::path dir = makeTempDir("hot");
+  const fs::path project = dir / "proj";
+  fs::create_directories(project);
+  auto sleepsOver200Gets = [&](std::vector<std::string> args) {
+    Memqd daemon(dir, std::move(args));
+    EXPECT_TRUE(daemon.start()) << daemon.log();
+    auto c = daemon.client(project.string());
+    auto saved = c.call("memory/save", {{"summary", "asked for again and again"}});
+    EXPECT_TRUE(saved.isOk()) << saved.status().toString();
+    const std::string id = saved ? (*saved)["id"].get<std::string>() : "";
+    const int64_t before = ioThreadSleeps(daemon.pid());
+    for (int i = 0; i < 200; ++i) {
+      // A client that works a little between requests, as an agent's hook or a benchmark's loop does.
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      EXPECT_TRUE(c.call("memory/get", {{"id", id}}).isOk());
+    }
+    const int64_t sleeps = ioThreadSleeps(daemon.pid()) - before;
+    // Idle: once the window after the last reply has passed, memqd uses (next to) no CPU. A thread that kept
+    // polling would use all of the 1.5 s.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const int64_t ticks = cpuTicks(daemon.pid());
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    EXPECT_LT(cpuTicks(daemon.pid()) - ticks, sysconf(_SC_CLK_TCK) / 5) << "an idle memqd must sleep";
+    EXPECT_EQ(daemon.stop(), 0);
+    return sleeps;
+  };
+  // With the default window, the next request arrives while the thread still polls: it rarely sleeps (a client
+  // descheduled for longer than the window makes it sleep once). With polling off it sleeps before most requests.
+  const int64_t hot = sleepsOver200Gets({});
+  const int64_t cold = sleepsOver200Gets({"--hot-poll-us", "0"});
+  EXPECT_LT(hot, 80);
+  EXPECT_GT(cold, 150);
+  fs::remove_all(dir);
+}
+
+TEST(MemqdFlags, AHotPollOutsideItsRangeIsAUsageErrorNamingTheOption) {
+  fs::path dir = makeTempDir("hotflag");
+  const std::string socket = (dir / "memqd.sock").string();
+  for (const char* value : {"-1", "100001", "soon"}) {
+    auto r = runCommand("'" + binDir() + "/memqd' --foreground --hot-poll-us " + value + " --socket '" + socket +
+                        "' --data-dir '" + (dir / "data").string() + "'");
+    EXPECT_EQ(r.exitCode, 2) << value << ": " << r.err;
+    EXPECT_NE(r.err.find("--hot-poll-us"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(socket));
+  }
+  fs::remove_all(dir);
 }
 
 TEST_F(DaemonTest, ShutdownDrainsAndExitsZero) {
