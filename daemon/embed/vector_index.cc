@@ -23,12 +23,13 @@ namespace memq {
 
 namespace {
 
-constexpr size_t kLaneBytes = 64;    // one AVX-512 register of int8 codes (two AVX2 registers)
-constexpr size_t kScanBlock = 256;   // rows per kernel call; the int32 results stay in L1
+constexpr size_t kLaneBytes = 64;    // codes are padded to a multiple of this (stride_)
+constexpr size_t kBlockRows = VectorIndex::kBlockRows;
+constexpr size_t kScanBlock = 256;   // rows per kernel call (a multiple of kBlockRows); the results stay in L1
 // topKMany's stretch of rows scanned against every query before the next: 2,048 rows of 384 codes (768 KiB) stay in
-// a core's L2 while every query reads them. A multiple of kScanBlock, so the kernel calls fall as one scan's do.
+// a core's L2 while every query reads its columns of them. A multiple of kScanBlock, so the kernel calls fall as one scan's do.
 constexpr size_t kManyRows = 8 * kScanBlock;
-constexpr int kMaxCode = 127;        // symmetric range: maddubs pair sums stay below INT16_MAX (2*127*127)
+constexpr int kMaxCode = 127;        // symmetric range
 // Covers the float rounding of cosine()'s result and of the scales relative to the real-valued bound.
 constexpr double kRelativeSlack = 1e-5;
 
@@ -75,114 +76,133 @@ Quantised quantise(std::span<const float> v, size_t stride, int8_t* codes) {
   return q;
 }
 
-// out[r] = sum_i row_r[i] * query[i] over `stride` int8 codes, for `rows` consecutive rows.
-using DotsKernel = void (*)(const int8_t* codes, size_t stride, size_t rows, const int8_t* query,
-                            const uint8_t* queryAbs, int32_t* out);
+// The query as the kernels read it: only its nonzero codes, as (dimension, code) pairs, padded to an even count with
+// a code of 0 (the kernels take dimensions two at a time). A hashbag query has about a fifth of its 384 codes
+// nonzero, so reading only those columns of a block reads a fifth of the bytes a row-by-row scan reads, and a zero
+// code adds nothing to a dot product: the integers are the ones all 384 codes give.
+struct SparseQuery {
+  std::vector<uint16_t> dims;
+  std::vector<int8_t> codes;
+};
 
-// Portable kernel; written as a plain widening loop so compilers can vectorise it where they are allowed to.
-void dotsPortable(const int8_t* codes, size_t stride, size_t rows, const int8_t* query, const uint8_t* /*queryAbs*/,
-                  int32_t* out) {
-  for (size_t r = 0; r < rows; ++r) {
-    const int8_t* row = codes + r * stride;
-    int32_t sum = 0;
-    for (size_t i = 0; i < stride; ++i) sum += int32_t{row[i]} * int32_t{query[i]};
-    out[r] = sum;
+SparseQuery sparseOf(const int8_t* codes, size_t stride) {
+  SparseQuery q;
+  for (size_t i = 0; i < stride; ++i) {
+    if (codes[i] == 0) continue;
+    q.dims.push_back(static_cast<uint16_t>(i));
+    q.codes.push_back(codes[i]);
+  }
+  if (q.dims.size() % 2 != 0) {
+    q.dims.push_back(q.dims.back());
+    q.codes.push_back(0);
+  }
+  return q;
+}
+
+// The query's columns of a block are lines scattered over its 24 KiB, which the hardware prefetcher does not
+// foresee: each kernel asks for the columns of the block kPrefetchBlocks ahead while it reads this one. (A prefetch
+// never faults, so the blocks past the last need no check.)
+constexpr size_t kPrefetchBlocks = 4;
+
+inline void prefetchColumns(const int8_t* block, const SparseQuery& query) {
+  for (const uint16_t d : query.dims) __builtin_prefetch(block + size_t{d} * kBlockRows);
+}
+
+// out[b * kBlockRows + r] = the dot product of the query with row r of block b, for `blocks` consecutive blocks of
+// the column layout (vector_index.h: codes_), each `blockBytes` long.
+using DotsKernel = void (*)(const int8_t* blocks, size_t blockBytes, size_t nBlocks, const SparseQuery& query,
+                            int32_t* out);
+
+// Portable kernel; a plain widening loop over one column at a time, which compilers vectorise where they may.
+void dotsPortable(const int8_t* blocks, size_t blockBytes, size_t nBlocks, const SparseQuery& query, int32_t* out) {
+  for (size_t b = 0; b < nBlocks; ++b) {
+    const int8_t* block = blocks + b * blockBytes;
+    prefetchColumns(block + kPrefetchBlocks * blockBytes, query);
+    int32_t* acc = out + b * kBlockRows;
+    std::fill(acc, acc + kBlockRows, 0);
+    for (size_t j = 0; j < query.dims.size(); ++j) {
+      const int8_t* column = block + size_t{query.dims[j]} * kBlockRows;
+      const int32_t code = query.codes[j];
+      for (size_t r = 0; r < kBlockRows; ++r) acc[r] += code * int32_t{column[r]};
+    }
   }
 }
 
 #ifdef MEMQ_VECTOR_INDEX_X86
-// The four int32 sums of four AVX2 accumulators, as {sum(a), sum(b), sum(c), sum(d)}.
-__attribute__((target("avx2"))) inline __m128i sumLanes4(__m256i a, __m256i b, __m256i c, __m256i d) {
-  const __m256i ab = _mm256_hadd_epi32(a, b);  // per 128-bit half: a01 a23 b01 b23
-  const __m256i cd = _mm256_hadd_epi32(c, d);
-  const __m256i abcd = _mm256_hadd_epi32(ab, cd);  // per half: a b c d (partial)
-  return _mm_add_epi32(_mm256_castsi256_si128(abcd), _mm256_extracti128_si256(abcd, 1));
+// Two query codes as the int16 pair madd multiplies with an interleaved pair of columns (first in the low half).
+inline int32_t codePair(int8_t first, int8_t second) {
+  return static_cast<int32_t>(static_cast<uint16_t>(int16_t{first}) |
+                              (static_cast<uint32_t>(static_cast<uint16_t>(int16_t{second})) << 16));
 }
 
-// One 32-code step of one row: maddubs multiplies unsigned by signed bytes, so it gets |q| and row * sign(q), whose
-// products equal q * row (sign also zeroes the row's code where q is 0). Codes are in [-127, 127] (quantise() clamps
-// to kMaxCode), so each product is at most 127 * 127 in magnitude and each pair sum at most 32,258 < INT16_MAX: the
-// saturating add never saturates. madd by ones widens the pairs to int32; an int32 lane sums stride / 8 pairs, far
-// from overflow for any stride here.
-__attribute__((target("avx2"))) inline __m256i stepAvx2(__m256i acc, const int8_t* row, __m256i qv, __m256i av,
-                                                        __m256i ones) {
-  const __m256i rv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row));
-  const __m256i pairs = _mm256_maddubs_epi16(av, _mm256_sign_epi8(rv, qv));
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, ones));
-}
-
-// AVX2, four rows at a time: the query's two operands are loaded once per step for four rows instead of once per
-// row (the loads, not the arithmetic, limited the one-row loop), and the four sums are reduced together. The rows
-// left over (rows % 4) go one at a time.
-__attribute__((target("avx2"))) void dotsAvx2(const int8_t* codes, size_t stride, size_t rows, const int8_t* query,
-                                               const uint8_t* queryAbs, int32_t* out) {
-  const __m256i ones = _mm256_set1_epi16(1);
-  size_t r = 0;
-  for (; r + 4 <= rows; r += 4) {
-    const int8_t* row0 = codes + r * stride;
-    const int8_t* row1 = row0 + stride;
-    const int8_t* row2 = row1 + stride;
-    const int8_t* row3 = row2 + stride;
-    __m256i acc0 = _mm256_setzero_si256();
-    __m256i acc1 = _mm256_setzero_si256();
-    __m256i acc2 = _mm256_setzero_si256();
-    __m256i acc3 = _mm256_setzero_si256();
-    for (size_t i = 0; i < stride; i += sizeof(__m256i)) {
-      const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(query + i));
-      const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(queryAbs + i));
-      acc0 = stepAvx2(acc0, row0 + i, qv, av, ones);
-      acc1 = stepAvx2(acc1, row1 + i, qv, av, ones);
-      acc2 = stepAvx2(acc2, row2 + i, qv, av, ones);
-      acc3 = stepAvx2(acc3, row3 + i, qv, av, ones);
+// AVX2: two columns at a time. Sixteen codes of each column are widened to int16 and interleaved, so madd multiplies
+// each row's pair by the query's pair and adds the two into the row's int32 lane: one multiply-add for two codes of
+// eight rows. A product is at most 127 * 127, a lane sums at most 384 of them: no overflow anywhere. The unpacks work
+// within 128-bit halves, so the accumulators hold rows in a fixed shuffled order, put right once per block.
+__attribute__((target("avx2"))) void dotsAvx2(const int8_t* blocks, size_t blockBytes, size_t nBlocks,
+                                              const SparseQuery& query, int32_t* out) {
+  const size_t pairs = query.dims.size() / 2;
+  for (size_t b = 0; b < nBlocks; ++b) {
+    const int8_t* block = blocks + b * blockBytes;
+    prefetchColumns(block + kPrefetchBlocks * blockBytes, query);
+    __m256i lo[4], hi[4];
+#pragma GCC unroll 4
+    for (int h = 0; h < 4; ++h) lo[h] = hi[h] = _mm256_setzero_si256();
+    for (size_t p = 0; p < pairs; ++p) {
+      const int8_t* first = block + size_t{query.dims[2 * p]} * kBlockRows;
+      const int8_t* second = block + size_t{query.dims[2 * p + 1]} * kBlockRows;
+      const __m256i weights = _mm256_set1_epi32(codePair(query.codes[2 * p], query.codes[2 * p + 1]));
+      // Unrolled, so the eight accumulators stay in registers.
+#pragma GCC unroll 4
+      for (int h = 0; h < 4; ++h) {
+        const __m256i a = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(first + 16 * h)));
+        const __m256i c = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(second + 16 * h)));
+        // lo: rows 0-3 | 8-11 of these sixteen; hi: rows 4-7 | 12-15.
+        lo[h] = _mm256_add_epi32(lo[h], _mm256_madd_epi16(_mm256_unpacklo_epi16(a, c), weights));
+        hi[h] = _mm256_add_epi32(hi[h], _mm256_madd_epi16(_mm256_unpackhi_epi16(a, c), weights));
+      }
     }
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + r), sumLanes4(acc0, acc1, acc2, acc3));
-  }
-  for (; r < rows; ++r) {
-    const int8_t* row = codes + r * stride;
-    __m256i acc = _mm256_setzero_si256();
-    for (size_t i = 0; i < stride; i += sizeof(__m256i)) {
-      const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(query + i));
-      const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(queryAbs + i));
-      acc = stepAvx2(acc, row + i, qv, av, ones);
+    int32_t* acc = out + b * kBlockRows;
+#pragma GCC unroll 4
+    for (int h = 0; h < 4; ++h) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + 16 * h), _mm256_permute2x128_si256(lo[h], hi[h], 0x20));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + 16 * h + 8), _mm256_permute2x128_si256(lo[h], hi[h], 0x31));
     }
-    const __m256i zero = _mm256_setzero_si256();
-    out[r] = _mm_cvtsi128_si32(sumLanes4(acc, zero, zero, zero));
   }
 }
 
-// The sum of an AVX-512 register's sixteen int32 lanes.
-// (The zero-masked extracts: GCC 12's unmasked ones pass an undefined register through and warn about it.)
-__attribute__((target("avx512f"))) inline int32_t sumLanes(__m512i v) {
-  const __m256i s8 =
-      _mm256_add_epi32(_mm512_maskz_extracti64x4_epi64(0xFF, v, 0), _mm512_maskz_extracti64x4_epi64(0xFF, v, 1));
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
-  return _mm_cvtsi128_si32(s);
-}
-
-// AVX-512 VNNI: vpdpbusd multiplies unsigned by signed bytes and adds each four products into an int32 lane, one
-// instruction for what AVX2 needs three. The row's codes, flipped to unsigned (code + 128, an xor with 0x80), times
-// the query's give the dot product plus 128 * sum(query), which is taken off again: the same integer as the other
-// kernels. Each int32 lane sums stride / 16 products of at most 255 * 127, and the offset is at most 128 * 127 *
-// stride: both fit for any stride below 66,000 codes (384 here). (Four rows interleaved measured slower than one at a
-// time on Zen 4.)
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) void dotsAvx512Vnni(const int8_t* codes, size_t stride,
-                                                                            size_t rows, const int8_t* query,
-                                                                            const uint8_t* /*queryAbs*/,
+// AVX-512 VNNI: the AVX2 kernel's scheme at twice the width, with vpdpwssd doing madd and add in one instruction.
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void dotsAvx512Vnni(const int8_t* blocks, size_t blockBytes,
+                                                                            size_t nBlocks, const SparseQuery& query,
                                                                             int32_t* out) {
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  int32_t querySum = 0;
-  for (size_t i = 0; i < stride; ++i) querySum += query[i];
-  const int32_t offset = 128 * querySum;
-  for (size_t r = 0; r < rows; ++r) {
-    const int8_t* row = codes + r * stride;
-    __m512i acc = _mm512_setzero_si512();
-    for (size_t i = 0; i < stride; i += kLaneBytes) {
-      const __m512i unsignedRow = _mm512_xor_si512(_mm512_loadu_si512(row + i), flip);
-      acc = _mm512_dpbusd_epi32(acc, unsignedRow, _mm512_loadu_si512(query + i));
+  const size_t pairs = query.dims.size() / 2;
+  // lo holds, per 128-bit lane k, rows 8k..8k+3 of its 32 rows; hi rows 8k+4..8k+7. These put them in order.
+  const __m512i firstHalf = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+  const __m512i secondHalf = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+  for (size_t b = 0; b < nBlocks; ++b) {
+    const int8_t* block = blocks + b * blockBytes;
+    prefetchColumns(block + kPrefetchBlocks * blockBytes, query);
+    __m512i lo[2], hi[2];
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) lo[h] = hi[h] = _mm512_setzero_si512();
+    for (size_t p = 0; p < pairs; ++p) {
+      const int8_t* first = block + size_t{query.dims[2 * p]} * kBlockRows;
+      const int8_t* second = block + size_t{query.dims[2 * p + 1]} * kBlockRows;
+      const __m512i weights = _mm512_set1_epi32(codePair(query.codes[2 * p], query.codes[2 * p + 1]));
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        const __m512i a = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(first + 32 * h)));
+        const __m512i c = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(second + 32 * h)));
+        lo[h] = _mm512_dpwssd_epi32(lo[h], _mm512_unpacklo_epi16(a, c), weights);
+        hi[h] = _mm512_dpwssd_epi32(hi[h], _mm512_unpackhi_epi16(a, c), weights);
+      }
     }
-    out[r] = sumLanes(acc) - offset;
+    int32_t* acc = out + b * kBlockRows;
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      _mm512_storeu_si512(acc + 32 * h, _mm512_permutex2var_epi32(lo[h], firstHalf, hi[h]));
+      _mm512_storeu_si512(acc + 32 * h + 16, _mm512_permutex2var_epi32(lo[h], secondHalf, hi[h]));
+    }
   }
 }
 #endif
@@ -323,19 +343,30 @@ std::optional<std::vector<int32_t>> VectorIndex::dotsForTesting(Kernel kernel, s
   if (dots == nullptr || query.empty() || query.size() % kLaneBytes != 0 || codes.size() % query.size() != 0) {
     return std::nullopt;
   }
-  std::vector<uint8_t> queryAbs(query.size());
-  for (size_t i = 0; i < query.size(); ++i) queryAbs[i] = static_cast<uint8_t>(std::abs(int{query[i]}));
-  std::vector<int32_t> out(codes.size() / query.size());
-  dots(codes.data(), query.size(), out.size(), query.data(), queryAbs.data(), out.data());
+  // The rows laid out in blocks of columns, as codes_ holds them.
+  const size_t stride = query.size();
+  const size_t rows = codes.size() / stride;
+  const size_t nBlocks = (rows + kBlockRows - 1) / kBlockRows;
+  std::vector<int8_t> blocks(nBlocks * stride * kBlockRows, 0);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t i = 0; i < stride; ++i) blocks[codeOffset(r, i, stride)] = codes[r * stride + i];
+  }
+  std::vector<int32_t> out(nBlocks * kBlockRows);
+  dots(blocks.data(), stride * kBlockRows, nBlocks, sparseOf(query.data(), stride), out.data());
+  out.resize(rows);
   return out;
 }
 
 VectorIndex::VectorIndex(size_t dim) : dim_(dim), stride_(roundUpToLane(dim)) {}
 
+size_t VectorIndex::codeBytesFor(size_t rows) const {
+  return (rows + kBlockRows - 1) / kBlockRows * kBlockRows * stride_;
+}
+
 void VectorIndex::reserve(size_t rows) {
   keys_.reserve(rows);
   rows_.reserve(rows * dim_);
-  codes_.reserve(rows * stride_);
+  codes_.reserve(codeBytesFor(rows));
   meta_.reserve(rows);
   slots_.reserve(rows);
 }
@@ -350,7 +381,9 @@ void VectorIndex::clear() {
 
 void VectorIndex::writeRow(size_t slot, std::span<const float> vec) {
   std::copy(vec.begin(), vec.end(), rows_.begin() + static_cast<ptrdiff_t>(slot * dim_));
-  const Quantised q = quantise(vec, stride_, codes_.data() + slot * stride_);
+  std::vector<int8_t> codes(stride_);
+  const Quantised q = quantise(vec, stride_, codes.data());
+  for (size_t i = 0; i < stride_; ++i) codes_[codeOffset(slot, i, stride_)] = codes[i];
   meta_[slot] = RowMeta{static_cast<float>(q.scale), floatAtLeast(q.residual), floatAtLeast(q.norm)};
 }
 
@@ -364,7 +397,7 @@ bool VectorIndex::upsert(int64_t key, std::span<const float> vec) {
   const size_t slot = keys_.size();
   keys_.push_back(key);
   rows_.resize(rows_.size() + dim_);
-  codes_.resize(codes_.size() + stride_);
+  codes_.resize(codeBytesFor(slot + 1), 0);
   meta_.push_back({});
   slots_.emplace(key, static_cast<uint32_t>(slot));
   writeRow(slot, vec);
@@ -381,14 +414,15 @@ bool VectorIndex::remove(int64_t key) {
     keys_[slot] = keys_[last];
     std::copy_n(rows_.begin() + static_cast<ptrdiff_t>(last * dim_), dim_,
                 rows_.begin() + static_cast<ptrdiff_t>(slot * dim_));
-    std::copy_n(codes_.begin() + static_cast<ptrdiff_t>(last * stride_), stride_,
-                codes_.begin() + static_cast<ptrdiff_t>(slot * stride_));
+    for (size_t i = 0; i < stride_; ++i) codes_[codeOffset(slot, i, stride_)] = codes_[codeOffset(last, i, stride_)];
     meta_[slot] = meta_[last];
     slots_[keys_[slot]] = static_cast<uint32_t>(slot);
   }
   keys_.pop_back();
   rows_.resize(last * dim_);
-  codes_.resize(last * stride_);
+  // The last row's codes are zeroed where its block stays: the kernels read every row of a block.
+  for (size_t i = 0; i < stride_; ++i) codes_[codeOffset(last, i, stride_)] = 0;
+  codes_.resize(codeBytesFor(last));
   meta_.pop_back();
   return true;
 }
@@ -407,8 +441,7 @@ std::optional<float> VectorIndex::score(int64_t key, std::span<const float> quer
 
 struct VectorIndex::ScanQuery {
   const Quantised* quantised = nullptr;
-  const int8_t* codes = nullptr;     // stride_ codes of the query
-  const uint8_t* absCodes = nullptr;  // their absolute values (the AVX2 kernel's operand)
+  const SparseQuery* sparse = nullptr;  // the query's nonzero codes
   size_t k = 0;
   double minGate = 0;  // minScore less a hair for the float rounding of the final score
 };
@@ -428,7 +461,9 @@ void VectorIndex::scan(const ScanQuery& sq, size_t begin, size_t end, ScanResult
   const double perNorm = q.residual + kRelativeSlack * q.norm;
   for (size_t base = begin; base < end; base += kScanBlock) {
     const size_t rows = std::min(kScanBlock, end - base);
-    dots(codes_.data() + base * stride_, stride_, rows, sq.codes, sq.absCodes, block);
+    // base is a multiple of kBlockRows (scans start at 0 or at a multiple of kScanChunk or kManyRows); the kernel reads
+    // whole blocks, past `rows` into the last block's zero padding.
+    dots(codes_.data() + base * stride_, kBlockRows * stride_, (rows + kBlockRows - 1) / kBlockRows, *sq.sparse, block);
     // Both bounds of every row first, in a loop without branches that the compiler vectorises; then the few rows
     // that reach the gate.
     const RowMeta* meta = meta_.data() + base;
@@ -471,20 +506,17 @@ struct VectorIndex::PreparedScan {
   PreparedScan(const PreparedScan&) = delete;  // sq points into it
   PreparedScan& operator=(const PreparedScan&) = delete;
   Quantised quantised;
-  std::vector<int8_t> codes;      // stride_ codes of the query
-  std::vector<uint8_t> absCodes;  // their absolute values
+  SparseQuery sparse;
   ScanQuery sq;
 };
 
 void VectorIndex::prepareScan(std::span<const float> query, size_t stride, size_t k, float minScore,
                               PreparedScan& out) {
-  out.codes.assign(stride, 0);
-  out.quantised = quantise(query, stride, out.codes.data());
-  out.absCodes.resize(stride);
-  for (size_t i = 0; i < stride; ++i) out.absCodes[i] = static_cast<uint8_t>(std::abs(int{out.codes[i]}));
+  std::vector<int8_t> codes(stride, 0);
+  out.quantised = quantise(query, stride, codes.data());
+  out.sparse = sparseOf(codes.data(), stride);
   out.sq.quantised = &out.quantised;
-  out.sq.codes = out.codes.data();
-  out.sq.absCodes = out.absCodes.data();
+  out.sq.sparse = &out.sparse;
   out.sq.k = k;
   out.sq.minGate = static_cast<double>(minScore) - std::fabs(static_cast<double>(minScore)) * 1e-6 - 1e-9;
 }

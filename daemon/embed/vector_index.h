@@ -1,9 +1,9 @@
 // VectorIndex: the in-memory vectors of one scope for one embedder model (docs/design.md §5: "contiguous, kept in sync on
 // every write"), so recall and similar-on-write never re-read and re-decode every BLOB.
 //
-// Search is exact, but cheap: every row is also kept int8-quantised (per-row scale), a query is scanned against the
-// int8 rows with SIMD, and each approximate score comes with a rigorous error bound (Cauchy-Schwarz on the
-// quantisation residuals, which are measured per row at insert time). Only rows whose upper bound can still reach the
+// Search is exact, but cheap: every row is also kept int8-quantised (per-row scale), laid out column by column in
+// blocks of rows, so a SIMD scan reads only the columns where the query's codes are not zero. Each approximate score
+// comes with a rigorous error bound (Cauchy-Schwarz on the quantisation residuals, measured per row at insert time). Only rows whose upper bound can still reach the
 // k-th best lower bound (and minScore) are re-scored with the float32 rows, using the same double-precision dot
 // product as cosine() in hashbag.h. So the hits and scores are exactly what a brute-force cosine() scan would give,
 // not an approximation. On random unit vectors (the worst case: scores crowd together) the re-scored set stays in
@@ -57,7 +57,7 @@ class VectorIndex {
   // topK(query, k, minScore), begun now on a second thread and finished by the caller's get(): the caller does other
   // work meanwhile (recall's text and file lanes), then scans whatever rows the helper has not reached yet, so a
   // recall waits for neither a late helper nor an idle core. Calling get() at once is a scan by two threads (the
-  // scan reads every row's codes, 38 MiB at 100k rows, and one core does not draw all the memory bandwidth there is). The index must not change until get() returns or the
+  // scan reads the query's columns of every block, megabytes at 100k rows, and one core does not draw all the memory bandwidth there is). The index must not change until get() returns or the
   // scan is destroyed (which waits for the helper). An index of less than a chunk of rows is scanned at get(), on
   // the caller's thread: a thread costs more than such a scan.
   class PendingTopK;
@@ -78,6 +78,8 @@ class VectorIndex {
   // first scan) names another: `scalar`, `avx2` or `avx512`. A value that is unknown or names a kernel this CPU
   // cannot run is ignored, with one line on stderr.
   enum class Kernel { kPortable, kAvx2, kAvx512Vnni };
+  // Rows per block of the code layout (codes_).
+  static constexpr size_t kBlockRows = 64;
   // The kernel scans use now, and its name ("scalar", "avx2", "avx512": the values MEMQ_SCAN_KERNEL takes).
   static Kernel kernel();
   static const char* kernelName(Kernel kernel);
@@ -105,6 +107,11 @@ class VectorIndex {
   };
 
   void writeRow(size_t slot, std::span<const float> vec);
+  static size_t codeOffset(size_t row, size_t i, size_t stride) {
+    return row / kBlockRows * kBlockRows * stride + i * kBlockRows + row % kBlockRows;
+  }
+  // codes_'s size for `rows` rows: whole blocks.
+  size_t codeBytesFor(size_t rows) const;
 
   // The query as the scan reads it (vector_index.cc), and what one thread's scan keeps over the rows it has read: the
   // rows whose upper bound reached the gate, the gate, and the k largest lower bounds that set it.
@@ -135,7 +142,10 @@ class VectorIndex {
   size_t stride_;  // dim_ rounded up to a multiple of 64, so the SIMD kernels need no tail loop
   std::vector<int64_t> keys_;
   std::vector<float> rows_;     // size() * dim_
-  std::vector<int8_t> codes_;   // size() * stride_, zero padded
+  // The int8 codes in blocks of kBlockRows rows, each block column by column: code i of row r at
+  // codeOffset(r, i, stride_), so one code of the block's rows is one cache line and a scan reads only the columns
+  // where the query's codes are not zero. Rows past size() in the last block, and codes past dim_, are zero.
+  std::vector<int8_t> codes_;
   std::vector<RowMeta> meta_;   // size()
   std::unordered_map<int64_t, uint32_t> slots_;
 };

@@ -1,8 +1,10 @@
 // Benchmark (not a test): p50/p95 VectorIndex::topK latency over 10k and 100k random unit vectors of 384 floats, one
 // thread (topK) and two (beginTopK and at once get(), which splits an index of a chunk of rows or more), and
-// hashbag-v2 embed throughput on a ~300-character memory. Figures feed docs/performance.md.
-// Usage: memq_bench_vector_index [queries-per-size] [--kernel scalar|avx2|avx512]   (default: the best the CPU
-// runs)
+// hashbag-v2 embed throughput on a ~300-character memory. With --load DIR, also over the load workload's memories
+// embedded as recall embeds them and its queries (hashbag vectors: about a fifth of a query's codes are nonzero,
+// where a random vector has all 384). Figures feed docs/performance.md.
+// Usage: memq_bench_vector_index [queries-per-size] [--kernel scalar|avx2|avx512] [--load DIR]   (kernel default: the
+// best the CPU runs)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,6 +15,7 @@
 
 #include "daemon/embed/hashbag.h"
 #include "daemon/embed/vector_index.h"
+#include "tests/bench/bench_util.h"
 #include "tests/common/random_unit_vector.h"
 
 namespace {
@@ -20,10 +23,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using memq::testing::randomUnitVector;
 
-double percentile(std::vector<double> samples, double p) {
-  std::sort(samples.begin(), samples.end());
-  return samples[static_cast<size_t>(p * static_cast<double>(samples.size() - 1))];
-}
+using memq::bench::percentile;
 
 void benchTopK(size_t rows, int queries, bool twoThreads) {
   std::mt19937_64 rng(rows);
@@ -44,6 +44,42 @@ void benchTopK(size_t rows, int queries, bool twoThreads) {
                 rows, twoThreads ? 2 : 1, percentile(micros, 0.5),
                 percentile(micros, 0.95), double(returned) / queries);
   }
+}
+
+// topK over the first `rows` memories of the load workload under `dir`, embedded as a save embeds them, against its
+// queries embedded as recall embeds them (each query once per pass, `passes` passes), with recall's k and minScore.
+void benchLoad(const std::string& dir, size_t rows, int passes, bool twoThreads) {
+  const memq::HashbagEmbedder embedder;
+  memq::VectorIndex index(memq::kHashbagDim);
+  index.reserve(rows);
+  size_t i = 0;
+  for (const auto& m : memq::bench::readJsonl("xz -dc '" + dir + "/memories.jsonl.xz'", rows)) {
+    std::vector<std::string> topics;
+    for (const auto& t : m.value("topics", nlohmann::json::array())) topics.push_back(t.get<std::string>());
+    index.upsert(static_cast<int64_t>(i++),
+                 embedder.embed(memq::memoryEmbedSource(m.value("summary", ""), m.value("details", ""), topics)));
+  }
+  std::vector<std::vector<float>> queries;
+  for (const auto& q : memq::bench::readJsonl("cat '" + dir + "/queries.jsonl'", 100000)) {
+    queries.push_back(embedder.embed(memq::memoryEmbedSource(q.value("query", ""), "", {})));
+  }
+  if (index.size() < rows || queries.empty()) {
+    std::fprintf(stderr, "%s: fewer than %zu memories, or no queries\n", dir.c_str(), rows);
+    std::exit(1);
+  }
+  std::vector<double> micros;
+  size_t returned = 0;
+  for (int pass = 0; pass < passes; ++pass) {
+    for (const auto& query : queries) {
+      const auto t0 = Clock::now();
+      const auto hits = twoThreads ? index.beginTopK(query, 30, 0.1f)->get() : index.topK(query, 30, 0.1f);
+      micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+      returned += hits.size();
+    }
+  }
+  std::printf("load workload topK k=30 minScore=0.10 rows=%zu threads=%d: p50 %.0f us, p95 %.0f us (avg hits %.1f)\n",
+              rows, twoThreads ? 2 : 1, percentile(micros, 0.5), percentile(micros, 0.95),
+              double(returned) / static_cast<double>(micros.size()));
 }
 
 void benchEmbed() {
@@ -70,11 +106,20 @@ void benchEmbed() {
 
 int main(int argc, char** argv) {
   const int queries = argc > 1 ? std::max(1, std::atoi(argv[1])) : 200;
-  if (argc > 3 && std::string(argv[2]) == "--kernel") {
-    const std::string name = argv[3];
-    const auto kernel = memq::VectorIndex::parseKernel(name);
-    if (!kernel || !memq::VectorIndex::useKernelForTesting(*kernel)) {
-      std::fprintf(stderr, "kernel %s: unknown, or this CPU cannot run it\n", name.c_str());
+  std::string load;
+  for (int a = 2; a + 1 < argc; a += 2) {
+    const std::string flag = argv[a];
+    if (flag == "--kernel") {
+      const std::string name = argv[a + 1];
+      const auto kernel = memq::VectorIndex::parseKernel(name);
+      if (!kernel || !memq::VectorIndex::useKernelForTesting(*kernel)) {
+        std::fprintf(stderr, "kernel %s: unknown, or this CPU cannot run it\n", name.c_str());
+        return 2;
+      }
+    } else if (flag == "--load") {
+      load = argv[a + 1];
+    } else {
+      std::fprintf(stderr, "unknown option %s\n", flag.c_str());
       return 2;
     }
   }
@@ -82,6 +127,12 @@ int main(int argc, char** argv) {
   for (const bool twoThreads : {false, true}) {
     benchTopK(10000, queries, twoThreads);
     benchTopK(100000, queries, twoThreads);
+  }
+  if (!load.empty()) {
+    for (const bool twoThreads : {false, true}) {
+      benchLoad(load, 10000, 3, twoThreads);
+      benchLoad(load, 100000, 3, twoThreads);
+    }
   }
   benchEmbed();
   return 0;

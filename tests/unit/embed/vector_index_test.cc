@@ -175,17 +175,18 @@ TEST_P(VectorIndexKernels, NonUnitVectors) {
   }
 }
 
-TEST_P(VectorIndexKernels, DotProductsEqualThePortableKernelsExactly) {
-  // The kernel's integers against the portable loop's: random codes, and the extremes (every code +-127, where
-  // maddubs's pair sums come closest to int16's limit, and alternating signs), for row counts that leave every
-  // remainder of the AVX2 kernel's four-row blocks and for several strides.
+TEST_P(VectorIndexKernels, DotProductsEqualThePlainSumsExactly) {
+  // The kernel's integers against a plain sum over each row: random codes, the extremes (every code +-127, and
+  // alternating signs), queries with most codes zero, with an odd number of nonzero codes (the kernels take
+  // columns two at a time), with one or none; for row counts that leave every kind of part-filled last block of the
+  // column layout, and for several strides.
   std::mt19937_64 rng(23);
   std::uniform_int_distribution<int> code(-127, 127);
   for (const size_t stride : {size_t{64}, size_t{128}, size_t{384}, size_t{448}}) {
-    for (const size_t rows : {size_t{1}, size_t{2}, size_t{3}, size_t{4}, size_t{5}, size_t{7}, size_t{9}, size_t{257}}) {
+    for (const size_t rows : {size_t{1}, size_t{2}, size_t{3}, size_t{5}, size_t{63}, size_t{64}, size_t{65}, size_t{257}}) {
       std::vector<int8_t> codes(rows * stride);
       std::vector<int8_t> query(stride);
-      for (int pattern = 0; pattern < 6; ++pattern) {
+      for (int pattern = 0; pattern < 9; ++pattern) {
         for (size_t i = 0; i < codes.size(); ++i) {
           switch (pattern) {
             case 0: codes[i] = static_cast<int8_t>(code(rng)); break;
@@ -203,13 +204,19 @@ TEST_P(VectorIndexKernels, DotProductsEqualThePortableKernelsExactly) {
             case 2: query[i] = 127; break;
             case 3: query[i] = static_cast<int8_t>(i % 2 == 0 ? -127 : 127); break;
             case 4: query[i] = static_cast<int8_t>(code(rng) > 0 ? 127 : -127); break;
-            default: query[i] = static_cast<int8_t>(i % 5 == 0 ? 0 : code(rng)); break;
+            case 5: query[i] = static_cast<int8_t>(i % 5 == 0 ? 0 : code(rng)); break;
+            case 6: query[i] = static_cast<int8_t>(i % 7 == 3 ? code(rng) : 0); break;        // sparse, as hashbag's
+            case 7: query[i] = static_cast<int8_t>(i == 1 || i == 5 || i == stride - 1 ? -127 : 0); break;  // three
+            default: query[i] = 0; break;
           }
         }
-        const auto want = VectorIndex::dotsForTesting(VectorIndex::Kernel::kPortable, codes, query);
+        std::vector<int32_t> want(rows, 0);
+        for (size_t r = 0; r < rows; ++r) {
+          for (size_t i = 0; i < stride; ++i) want[r] += int32_t{codes[r * stride + i]} * int32_t{query[i]};
+        }
         const auto got = VectorIndex::dotsForTesting(GetParam(), codes, query);
-        ASSERT_TRUE(want && got);
-        ASSERT_EQ(*got, *want) << "stride " << stride << ", rows " << rows << ", pattern " << pattern;
+        ASSERT_TRUE(got);
+        ASSERT_EQ(*got, want) << "stride " << stride << ", rows " << rows << ", pattern " << pattern;
         if (pattern == 1) {
           EXPECT_EQ((*got)[0], static_cast<int32_t>(127 * 127 * stride));
         }
