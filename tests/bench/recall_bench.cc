@@ -3,7 +3,7 @@
 // p50/p95/p99, with per-phase timings and the time to reopen the filled store (loading its in-memory indexes). Usage:
 //   memq_bench_recall [--n 1000,10000] [--load DIR] [--ranker default|reference] [--no-semantic]
 //                     [--repeat R] [--db-dir DIR] [--checkpoint-every-ms MS] [--dump FILE] [--saves-only]
-//                     [--save-batch B] [--no-background] [--pause-us US]
+//                     [--save-batch B] [--no-background] [--pause-us US [--pause-spin]]
 // The first line names the vector scan's kernel (MEMQ_SCAN_KERNEL=scalar|avx2|avx512 forces one; see vector_index.h).
 // --repeat R runs the measured queries R times (latencies pooled). --db-dir keeps each size's database in DIR/N and
 // reuses it when it already holds N memories (recall-only iterations). The save loop calls
@@ -15,7 +15,8 @@
 // last batch counts against the saves. --no-background turns off StoreOptions::applySavesInBackground (on, as in
 // memqd): every save is then written to SQLite before it returns. --pause-us US sleeps US microseconds before each
 // recall (not timed), as memqd sits idle between one client's requests: its caches cool and the helper thread's core
-// has to be woken.
+// has to be woken. With --pause-spin the pause is a busy wait instead, as memqd's I/O thread polls between requests
+// (memqd --hot-poll-us): only the helper's core idles.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -98,6 +99,7 @@ int main(int argc, char** argv) {
   int saveBatch = 256;
   bool background = true;
   int pauseUs = 0;
+  bool pauseSpin = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--n" && i + 1 < argc) {
@@ -123,6 +125,8 @@ int main(int argc, char** argv) {
       saveBatch = std::max(1, std::stoi(argv[++i]));
     } else if (a == "--saves-only") {
       savesOnly = true;
+    } else if (a == "--pause-spin") {
+      pauseSpin = true;
     } else if (a == "--pause-us" && i + 1 < argc) {
       pauseUs = std::max(0, std::stoi(argv[++i]));
     } else if (a == "--checkpoint-every-ms" && i + 1 < argc) {
@@ -142,9 +146,10 @@ int main(int argc, char** argv) {
   auto queries = readJsonl("cat '" + loadDir + "/queries.jsonl'", 1000);
   memq::HashbagEmbedder embedder;
   std::printf(
-      "ranker=%s semantic=%s repeat=%d checkpoint-every-ms=%d save-batch=%d background=%s scan-kernel=%s pause-us=%d\n",
+      "ranker=%s semantic=%s repeat=%d checkpoint-every-ms=%d save-batch=%d background=%s scan-kernel=%s pause-us=%d%s\n",
       std::string(memq::rankerName(ranker)).c_str(), semantic ? "on" : "off", repeat, checkpointEveryMs, saveBatch,
-      background ? "on" : "off", memq::VectorIndex::kernelName(), pauseUs);
+      background ? "on" : "off", memq::VectorIndex::kernelName(), pauseUs,
+      pauseSpin ? " (spin)" : "");
   std::vector<Row> rows;
   std::ofstream dump;
   if (!dumpPath.empty()) dump.open(dumpPath);
@@ -256,7 +261,13 @@ int main(int argc, char** argv) {
         r.ranker = ranker;
         r.useSemantic = semantic;
         memq::RecallTimings phases;
-        if (pauseUs > 0) std::this_thread::sleep_for(std::chrono::microseconds(pauseUs));
+        if (pauseUs > 0 && pauseSpin) {
+          const auto until = Clock::now() + std::chrono::microseconds(pauseUs);
+          while (Clock::now() < until) {
+          }
+        } else if (pauseUs > 0) {
+          std::this_thread::sleep_for(std::chrono::microseconds(pauseUs));
+        }
         double cpu0 = threadCpuMs();
         auto t0 = Clock::now();
         auto prepared = memq::prepareQuery(r, embedder, nullptr);
