@@ -258,6 +258,7 @@ void report(int readyFd, bool ok, const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  memq::Server::tuneAllocator();
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
       std::cout << kUsage;

@@ -101,11 +101,13 @@ SparseQuery sparseOf(const int8_t* codes, size_t stride) {
 
 // The query's columns of a block are lines scattered over its 24 KiB, which the hardware prefetcher does not
 // foresee: each kernel asks for the columns of the block kPrefetchBlocks ahead while it reads this one. (A prefetch
-// never faults, so the blocks past the last need no check.)
+// never faults, so the blocks past the last need no check; the address is computed as an integer, since a pointer
+// past the end of the codes would not be a valid one.)
 constexpr size_t kPrefetchBlocks = 4;
 
-inline void prefetchColumns(const int8_t* block, const SparseQuery& query) {
-  for (const uint16_t d : query.dims) __builtin_prefetch(block + size_t{d} * kBlockRows);
+inline void prefetchColumns(const int8_t* block, size_t blockBytes, const SparseQuery& query) {
+  const uintptr_t ahead = reinterpret_cast<uintptr_t>(block) + kPrefetchBlocks * blockBytes;
+  for (const uint16_t d : query.dims) __builtin_prefetch(reinterpret_cast<const void*>(ahead + size_t{d} * kBlockRows));
 }
 
 // out[b * kBlockRows + r] = the dot product of the query with row r of block b, for `blocks` consecutive blocks of
@@ -117,7 +119,7 @@ using DotsKernel = void (*)(const int8_t* blocks, size_t blockBytes, size_t nBlo
 void dotsPortable(const int8_t* blocks, size_t blockBytes, size_t nBlocks, const SparseQuery& query, int32_t* out) {
   for (size_t b = 0; b < nBlocks; ++b) {
     const int8_t* block = blocks + b * blockBytes;
-    prefetchColumns(block + kPrefetchBlocks * blockBytes, query);
+    prefetchColumns(block, blockBytes, query);
     int32_t* acc = out + b * kBlockRows;
     std::fill(acc, acc + kBlockRows, 0);
     for (size_t j = 0; j < query.dims.size(); ++j) {
@@ -144,7 +146,7 @@ __attribute__((target("avx2"))) void dotsAvx2(const int8_t* blocks, size_t block
   const size_t pairs = query.dims.size() / 2;
   for (size_t b = 0; b < nBlocks; ++b) {
     const int8_t* block = blocks + b * blockBytes;
-    prefetchColumns(block + kPrefetchBlocks * blockBytes, query);
+    prefetchColumns(block, blockBytes, query);
     __m256i lo[4], hi[4];
 #pragma GCC unroll 4
     for (int h = 0; h < 4; ++h) lo[h] = hi[h] = _mm256_setzero_si256();
@@ -181,7 +183,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void dotsAvx512Vnni(const
   const __m512i secondHalf = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
   for (size_t b = 0; b < nBlocks; ++b) {
     const int8_t* block = blocks + b * blockBytes;
-    prefetchColumns(block + kPrefetchBlocks * blockBytes, query);
+    prefetchColumns(block, blockBytes, query);
     __m512i lo[2], hi[2];
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) lo[h] = hi[h] = _mm512_setzero_si512();

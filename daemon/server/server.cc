@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <iterator>
 #include <string_view>
+#include <thread>
 
 #include "daemon/server/session.h"
 #include "daemon/server/version.h"
@@ -29,7 +30,6 @@ Server::Server(ServerOptions options, Service& service)
       dispatcher_(service, ServerHooks{[this] { return status(); }, [this] { requestShutdown(); }}),
       acceptBackoff_(io_) {
   started_ = lastActivity_ = std::chrono::steady_clock::now();
-  keepFreedMemoryInArenas();
   spareFd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   service_.setChangeListener([this](const ChangeEvent& e) {
     ++pendingBroadcasts_;
@@ -40,13 +40,17 @@ Server::Server(ServerOptions options, Service& service)
   });
 }
 
-void Server::keepFreedMemoryInArenas() {
+void Server::tuneAllocator() {
   // Each worker thread allocates from its own glibc arena. With the default, adaptive trim threshold, what a recall
   // frees at the top of its arena goes back to the kernel, and the next request faults the same pages in again
   // (sysmalloc and page faults were ~15% of memqd's samples under a recall load). Keeping up to 32 MiB free per
   // arena took ~1.5 ms of memqd CPU off each recall at 1k memories (memq_bench_daemon, docs/performance.md).
-  // Process-wide, so set here where the worker pool is made, before any request runs.
   ::mallopt(M_TRIM_THRESHOLD, 32 << 20);
+  // And one arena per core instead of glibc's eight: every thread memqd starts (workers, the applier, a recall's scan
+  // helper) would otherwise take an arena of its own, each keeping up to the threshold above free. No more threads
+  // than cores run at once, so they seldom wait for each other's arena. memqd's peak RSS at 100k memories swings by
+  // tens of MiB from run to run; with the limit its runs came out lower (docs/performance.md, host D).
+  ::mallopt(M_ARENA_MAX, static_cast<int>(std::max(2u, std::thread::hardware_concurrency())));
 }
 
 Server::~Server() {

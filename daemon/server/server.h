@@ -58,6 +58,9 @@ class Server {
   void run();
   void requestShutdown();
   bool fromSystemd() const { return fromSystemd_; }
+  // glibc's malloc as memqd wants it (server.cc says why). Process-wide, and an arena limit binds only threads that
+  // have none yet: memqd's main calls it first, before any thread starts.
+  static void tuneAllocator();
 
   // --- for sessions (I/O thread) ---
   asio::io_context& io() { return io_; }
@@ -75,7 +78,6 @@ class Server {
   void enforceReplyBudgetSoon();
 
  private:
-  static void keepFreedMemoryInArenas();
   void accept();
   // After accept failed for want of descriptors: refuses one waiting connection with the spare descriptor, then
   // waits kAcceptBackoff before accepting again, so the loop never spins at the limit.
