@@ -57,7 +57,7 @@ struct Flags {
   size_t maxConnections = memq::kDefaultMaxConnections;
   size_t maxQueuedReplyBytes = memq::kDefaultMaxQueuedReplyBytes;
   size_t maxStagedImportBytes = memq::ServiceOptions{}.maxStagedImportBytes;
-  long hotPollUs = memq::kDefaultHotPoll.count();
+  size_t hotPollUs = memq::kDefaultHotPoll.count();
 };
 
 // A decimal number of at least `minimum`, the whole of `text`.
@@ -141,13 +141,10 @@ bool parseFlags(int argc, char** argv, Flags& f, std::string& error) {
       }
     } else if (a == "--hot-poll-us") {
       if (!(v = value("--hot-poll-us"))) return false;
-      char* end = nullptr;
-      long n = std::strtol(v, &end, 10);
-      if (*end != '\0' || n < 0 || n > 100000) {
+      if (!parseCount(v, 0, f.hotPollUs) || f.hotPollUs > 100000) {
         error = "--hot-poll-us must be a number of microseconds from 0 to 100000";
         return false;
       }
-      f.hotPollUs = n;
     } else if (a == "--max-staged-import-bytes") {
       if (!(v = value("--max-staged-import-bytes"))) return false;
       if (!parseCount(v, 1 << 20, f.maxStagedImportBytes)) {

@@ -27,8 +27,10 @@ constexpr size_t kLaneBytes = 64;    // codes are padded to a multiple of this (
 constexpr size_t kBlockRows = VectorIndex::kBlockRows;
 constexpr size_t kScanBlock = 256;   // rows per kernel call (a multiple of kBlockRows); the results stay in L1
 // topKMany's stretch of rows scanned against every query before the next: 2,048 rows of 384 codes (768 KiB) stay in
-// a core's L2 while every query reads its columns of them. A multiple of kScanBlock, so the kernel calls fall as one scan's do.
+// a core's L2 while every query reads its columns of them. A multiple of kScanBlock, so the kernel calls fall as one
+// scan's do.
 constexpr size_t kManyRows = 8 * kScanBlock;
+
 constexpr int kMaxCode = 127;        // symmetric range
 // Covers the float rounding of cosine()'s result and of the scales relative to the real-valued bound.
 constexpr double kRelativeSlack = 1e-5;
@@ -422,8 +424,6 @@ bool VectorIndex::remove(int64_t key) {
   }
   keys_.pop_back();
   rows_.resize(last * dim_);
-  // The last row's codes are zeroed where its block stays: the kernels read every row of a block.
-  for (size_t i = 0; i < stride_; ++i) codes_[codeOffset(last, i, stride_)] = 0;
   codes_.resize(codeBytesFor(last));
   meta_.pop_back();
   return true;
@@ -449,6 +449,8 @@ struct VectorIndex::ScanQuery {
 };
 
 void VectorIndex::scan(const ScanQuery& sq, size_t begin, size_t end, ScanResult& out) const {
+  // Every scan starts at a whole block: at 0, or where a chunk (scanChunks) or a stretch (topKMany) begins.
+  static_assert(kScanBlock % kBlockRows == 0 && kManyRows % kScanBlock == 0 && kScanChunk % kScanBlock == 0);
   // A row can be in the answer only if its upper bound reaches both minScore (less a hair for the float rounding of
   // the final score) and the k-th largest lower bound seen so far: k rows are known to score at least that much.
   std::vector<double>& bestLowers = out.bestLowers;  // front: the smallest of the k largest lower bounds
@@ -463,8 +465,8 @@ void VectorIndex::scan(const ScanQuery& sq, size_t begin, size_t end, ScanResult
   const double perNorm = q.residual + kRelativeSlack * q.norm;
   for (size_t base = begin; base < end; base += kScanBlock) {
     const size_t rows = std::min(kScanBlock, end - base);
-    // base is a multiple of kBlockRows (scans start at 0 or at a multiple of kScanChunk or kManyRows); the kernel reads
-    // whole blocks, past `rows` into the last block's zero padding.
+    // base is a multiple of kBlockRows; the kernel reads whole blocks, so past `rows` in the last one, whose dot
+    // products are not read.
     dots(codes_.data() + base * stride_, kBlockRows * stride_, (rows + kBlockRows - 1) / kBlockRows, *sq.sparse, block);
     // Both bounds of every row first, in a loop without branches that the compiler vectorises; then the few rows
     // that reach the gate.

@@ -3,11 +3,11 @@
 //
 // Search is exact, but cheap: every row is also kept int8-quantised (per-row scale), laid out column by column in
 // blocks of rows, so a SIMD scan reads only the columns where the query's codes are not zero. Each approximate score
-// comes with a rigorous error bound (Cauchy-Schwarz on the quantisation residuals, measured per row at insert time). Only rows whose upper bound can still reach the
-// k-th best lower bound (and minScore) are re-scored with the float32 rows, using the same double-precision dot
-// product as cosine() in hashbag.h. So the hits and scores are exactly what a brute-force cosine() scan would give,
-// not an approximation. On random unit vectors (the worst case: scores crowd together) the re-scored set stays in
-// the tens to hundreds of rows.
+// comes with a rigorous error bound (Cauchy-Schwarz on the quantisation residuals, measured per row at insert time).
+// Only rows whose upper bound can still reach the k-th best lower bound (and minScore) are re-scored with the float32
+// rows, using the same double-precision dot product as cosine() in hashbag.h. So the hits and scores are exactly what a
+// brute-force cosine() scan would give, not an approximation. On random unit vectors (the worst case: scores crowd
+// together) the re-scored set stays in the tens to hundreds of rows.
 //
 // Invariants: (1) keys_, rows_, codes_ and meta_ hold size() rows in the same slot order; (2) slots_ maps every key
 // to its slot and nothing else; (3) every stored vector has dim() finite components.
@@ -57,9 +57,10 @@ class VectorIndex {
   // topK(query, k, minScore), begun now on a second thread and finished by the caller's get(): the caller does other
   // work meanwhile (recall's text and file lanes), then scans whatever rows the helper has not reached yet, so a
   // recall waits for neither a late helper nor an idle core. Calling get() at once is a scan by two threads (the
-  // scan reads the query's columns of every block, megabytes at 100k rows, and one core does not draw all the memory bandwidth there is). The index must not change until get() returns or the
-  // scan is destroyed (which waits for the helper). An index of less than a chunk of rows is scanned at get(), on
-  // the caller's thread: a thread costs more than such a scan.
+  // scan reads the query's columns of every block, megabytes at 100k rows, and one core does not draw all the memory
+  // bandwidth there is). The index must not change until get() returns or the scan is destroyed (which waits for
+  // the helper). An index of less than a chunk of rows is scanned at get(), on the caller's thread: a thread costs
+  // more than such a scan.
   class PendingTopK;
   std::unique_ptr<PendingTopK> beginTopK(std::vector<float> query, size_t k, float minScore) const;
   // topK(queries[i], k, minScore) for every query, on one thread, with the same hits and scores. The rows are
@@ -144,7 +145,8 @@ class VectorIndex {
   std::vector<float> rows_;     // size() * dim_
   // The int8 codes in blocks of kBlockRows rows, each block column by column: code i of row r at
   // codeOffset(r, i, stride_), so one code of the block's rows is one cache line and a scan reads only the columns
-  // where the query's codes are not zero. Rows past size() in the last block, and codes past dim_, are zero.
+  // where the query's codes are not zero. Codes past dim_ are zero; the last block's rows past size() hold whatever
+  // a removed row left there, which a scan reads but never counts.
   std::vector<int8_t> codes_;
   std::vector<RowMeta> meta_;   // size()
   std::unordered_map<int64_t, uint32_t> slots_;

@@ -104,7 +104,7 @@ void Server::runLoop() {
     if (io_.poll() > 0) continue;
     if (io_.stopped()) break;
     const bool hot = std::chrono::steady_clock::now().time_since_epoch().count() < hotUntil_;
-    if (hot && inFlight_.load() == 0 && queuedJobs_.load() == 0 && backgroundJobs_.load() == 0) {
+    if (hot && nothingElseRuns(0)) {
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
 #endif
@@ -284,8 +284,12 @@ bool Server::answersInline(std::string_view message) const {
   // the I/O thread itself, but only while nothing else runs: it is the only message in flight (counted in submit),
   // no job or broadcast waits, and no housekeeping job holds a scope. Then no other connection is waiting for the
   // I/O thread, and the request cannot wait behind a scope lock another request holds.
-  return inFlight_.load() == 1 && queuedJobs_.load() == 0 && backgroundJobs_.load() == 0 &&
-         pendingBroadcasts_.load() == 0 && !draining_.load() && isQuickMethod(methodNamed(message));
+  return nothingElseRuns(1) && isQuickMethod(methodNamed(message));
+}
+
+bool Server::nothingElseRuns(size_t messagesInFlight) const {
+  return inFlight_.load() == messagesInFlight && queuedJobs_.load() == 0 && backgroundJobs_.load() == 0 &&
+         pendingBroadcasts_.load() == 0 && !draining_.load();
 }
 
 void Server::handle(const std::shared_ptr<Session>& session, const std::string& message) {

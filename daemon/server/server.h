@@ -91,6 +91,9 @@ class Server {
   void postBackgroundJob(std::function<void()> job);
   // Whether `message` (counted in inFlight_ already) is answered on the I/O thread instead of a worker.
   bool answersInline(std::string_view message) const;
+  // Whether memqd has nothing to do but the `messagesInFlight` messages it counts: no job queued or running, no
+  // broadcast pending, no shutdown draining. Then the I/O thread may answer a request itself, or poll for the next.
+  bool nothingElseRuns(size_t messagesInFlight) const;
   // Runs one message (on a worker or, answersInline, on the I/O thread), writes its reply and ends it.
   void handle(const std::shared_ptr<Session>& session, const std::string& message);
   nlohmann::json status();

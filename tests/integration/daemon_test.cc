@@ -690,17 +690,12 @@ TEST_F(DaemonTest, ALoneClientsQuickRequestsAreAnsweredOnTheIoThreadAndOthersOnA
 // The I/O thread's count of times it went to sleep (the main thread: it runs the I/O loop), and the CPU the whole
 // process has used, in clock ticks, both from /proc.
 int64_t ioThreadSleeps(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("voluntary_ctxt_switches:", 0) == 0) return std::stoll(line.substr(line.find(':') + 1));
-  }
-  return -1;
+  return procStatusField("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/status",
+                         "voluntary_ctxt_switches");
 }
 
 int64_t cpuTicks(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = readTextFile("/proc/" + std::to_string(pid) + "/stat");
   std::istringstream fields(text.substr(text.rfind(')') + 2));  // after "pid (comm) "
   std::vector<std::string> f{std::istream_iterator<std::string>(fields), std::istream_iterator<std::string>()};
   return f.size() > 12 ? std::stoll(f[11]) + std::stoll(f[12]) : -1;  // utime, stime (fields 14 and 15)

@@ -54,14 +54,20 @@ inline void writeTextFile(const fs::path& p, const std::string& text) {
   std::ofstream(p) << text;
 }
 
-// One field of /proc/<pid>/status in KiB (VmRSS, RssAnon, ...); -1 when absent.
-inline long procStatusKib(pid_t pid, const std::string& field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+// The number that one field of a /proc status file starts with (VmRSS, voluntary_ctxt_switches, ...); -1 when
+// absent.
+inline long procStatusField(const fs::path& statusFile, const std::string& field) {
+  std::ifstream in(statusFile);
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
   }
   return -1;
+}
+
+// One field of /proc/<pid>/status in KiB (VmRSS, RssAnon, ...); -1 when absent.
+inline long procStatusKib(pid_t pid, const std::string& field) {
+  return procStatusField("/proc/" + std::to_string(pid) + "/status", field);
 }
 
 // Every byte of `p`, or "" when it cannot be read.
