@@ -22,13 +22,61 @@ namespace {
 
 bool blankChar(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
 
+// One scope's candidates in the order the lanes first named them (ranking's tie order), each with its signals,
+// found by pk through an open-addressing index: a recall names a few hundred, and a hash node per candidate cost
+// more than some of the lanes.
+class CandidateTable {
+ public:
+  explicit CandidateTable(size_t expected) {
+    order_.reserve(expected);
+    signals_.reserve(expected);
+    size_t capacity = 16;
+    while (capacity < expected * 2) capacity *= 2;
+    slots_.assign(capacity, 0);
+  }
+  // The candidate's signals, added (empty) when the pk is new. Valid until the next add.
+  Signals& at(int64_t pk) {
+    uint32_t& slot = slotOf(pk);
+    if (slot != 0) return signals_[slot - 1];
+    order_.push_back(pk);
+    signals_.emplace_back();
+    slot = static_cast<uint32_t>(order_.size());
+    if (order_.size() * 2 > slots_.size()) grow();
+    return signals_.back();
+  }
+  // The candidate's signals, or null when no lane named it.
+  const Signals* find(int64_t pk) const {
+    const uint32_t slot = slots_[probe(pk)];
+    return slot == 0 ? nullptr : &signals_[slot - 1];
+  }
+  const std::vector<int64_t>& order() const { return order_; }
+  // Parallel to order().
+  std::vector<Signals>& signals() { return signals_; }
+
+ private:
+  size_t probe(int64_t pk) const {
+    const size_t mask = slots_.size() - 1;
+    size_t i = static_cast<size_t>((static_cast<uint64_t>(pk) * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+    while (slots_[i] != 0 && order_[slots_[i] - 1] != pk) i = (i + 1) & mask;
+    return i;
+  }
+  uint32_t& slotOf(int64_t pk) { return slots_[probe(pk)]; }
+  void grow() {
+    slots_.assign(slots_.size() * 2, 0);
+    for (size_t i = 0; i < order_.size(); ++i) slots_[probe(order_[i])] = static_cast<uint32_t>(i + 1);
+  }
+  std::vector<int64_t> order_;
+  std::vector<Signals> signals_;
+  std::vector<uint32_t> slots_;  // 1 + an index into order_, 0 for an empty slot; a power of two in size
+};
+
 // Sets `slot` to the expression's bm25 (with the whole lane's statistics) for each candidate that matches it.
-Status rescore(RecallSource& store, const std::string& matchExpression, const std::vector<int64_t>& order,
-               std::unordered_map<int64_t, Signals>& signals, std::optional<double> Signals::*slot) {
-  auto bm25 = store.textBm25(matchExpression, order);
+Status rescore(RecallSource& store, const std::string& matchExpression, CandidateTable& table,
+               std::optional<double> Signals::*slot) {
+  auto bm25 = store.textBm25(matchExpression, table.order());
   if (!bm25) return bm25.status();
-  for (size_t i = 0; i < order.size(); ++i) {
-    if ((*bm25)[i]) signals[order[i]].*slot = *(*bm25)[i];
+  for (size_t i = 0; i < table.order().size(); ++i) {
+    if ((*bm25)[i]) table.signals()[i].*slot = *(*bm25)[i];
   }
   return Status::ok();
 }
@@ -111,13 +159,13 @@ Result<std::vector<Candidate>> gatherCandidates(RecallSource& store, const Recal
     timings->*slot += std::chrono::duration<double, std::milli>(t - mark).count();
     mark = t;
   };
-  std::unordered_map<int64_t, Signals> signals;
-  std::vector<int64_t> order;
-  auto at = [&](int64_t pk) -> Signals& {
-    auto [it, inserted] = signals.try_emplace(pk);
-    if (inserted) order.push_back(pk);
-    return it->second;
-  };
+  // Every lane reads the scope's rows: a scope without any (an empty global scope) has no candidates.
+  if (store.holdsNoRows()) return std::vector<Candidate>{};
+  const bool isDefault = request.ranker == Ranker::kDefault;
+  const int ftsLimit = isDefault ? kDefaultFtsCandidateLimit : kFtsCandidateLimit;
+  const int fileLimit = isDefault ? kDefaultFileCandidateLimit : kFileCandidateLimit;
+  CandidateTable table(static_cast<size_t>(2 * ftsLimit + fileLimit + kSemanticTopK));
+  auto at = [&](int64_t pk) -> Signals& { return table.at(pk); };
 
   // The semantic lane reads nothing the other lanes touch, so it is begun first and scanned beside them: on two
   // cores a recall waits for the longer of the two instead of their sum.
@@ -125,9 +173,6 @@ Result<std::vector<Candidate>> gatherCandidates(RecallSource& store, const Recal
   std::future<std::vector<VectorIndex::Hit>> nearest;
   if (semantic) nearest = store.beginNearestActive(query.vector, kSemanticTopK, kSemanticMinCosine);
 
-  const bool isDefault = request.ranker == Ranker::kDefault;
-  const int ftsLimit = isDefault ? kDefaultFtsCandidateLimit : kFtsCandidateLimit;
-  const int fileLimit = isDefault ? kDefaultFileCandidateLimit : kFileCandidateLimit;
   if (!query.unicodeMatch.empty() || !query.trigramMatch.empty()) {
     auto unicode = store.searchFts(FtsLane::kUnicode, query.unicodeMatch, ftsLimit);
     if (!unicode) return unicode.status();
@@ -170,14 +215,12 @@ Result<std::vector<Candidate>> gatherCandidates(RecallSource& store, const Recal
     for (const auto& r : query.renamed) paths.insert(paths.end(), r.earlier.begin(), r.earlier.end());
     auto direct = store.findByPaths(paths, fileLimit);
     if (!direct) return direct.status();
-    std::unordered_set<int64_t> directPks;
     int fileRank = 0;
     for (const auto& h : *direct) {
       auto& s = at(h.pk);
       s.fileAffinity = true;
       s.matchedFiles = h.matchedFiles;
       s.fileRank = ++fileRank;
-      directPks.insert(h.pk);
     }
     std::vector<std::string> neighbourPaths;
     for (const auto& n : query.cochange) neighbourPaths.push_back(n.path);
@@ -185,7 +228,8 @@ Result<std::vector<Candidate>> gatherCandidates(RecallSource& store, const Recal
     if (!neighbourHits) return neighbourHits.status();
     for (size_t i = 0; i < query.cochange.size(); ++i) {
       for (const auto& h : (*neighbourHits)[i]) {
-        if (directPks.count(h.pk)) continue;
+        // Only the direct hits above have file affinity: a direct hit is not a neighbour's too.
+        if (const Signals* known = table.find(h.pk); known != nullptr && known->fileAffinity) continue;
         auto& s = at(h.pk);
         s.cochangeAffinity = true;
         s.cochangeStrength = std::max(s.cochangeStrength, query.cochange[i].strength);
@@ -208,14 +252,12 @@ Result<std::vector<Candidate>> gatherCandidates(RecallSource& store, const Recal
   if (isDefault && !query.unicodeMatch.empty()) {
     // Text relevance for every candidate, whichever lane found it (a file or co-change candidate outside the FTS
     // top-N still gets its bm25): the default ranker orders affinity candidates by it.
-    if (auto rescored = rescore(store, query.unicodeMatch, order, signals, &Signals::textBm25); !rescored) {
-      return rescored;
-    }
+    if (auto rescored = rescore(store, query.unicodeMatch, table, &Signals::textBm25); !rescored) return rescored;
     if (!query.subjectMatch.empty()) {
       // A failed subject evaluation leaves the signal unset: it degrades ranking, never the request.
-      (void)rescore(store, query.subjectMatch, order, signals, &Signals::subjectBm25);
+      (void)rescore(store, query.subjectMatch, table, &Signals::subjectBm25);
     } else {
-      for (auto& [pk, s] : signals) s.subjectBm25 = s.textBm25;
+      for (auto& s : table.signals()) s.subjectBm25 = s.textBm25;
     }
     lap(&RecallTimings::unicodeMs);
   }
@@ -223,13 +265,14 @@ Result<std::vector<Candidate>> gatherCandidates(RecallSource& store, const Recal
   const int64_t nowMs =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count();
+  const std::vector<int64_t>& order = table.order();
   std::vector<Candidate> out;
   out.reserve(order.size());
   std::unordered_map<std::string, int> blastCache;
   // Builds one candidate from what ranking reads of its row (both sources below give the same figures).
-  auto add = [&](int64_t pk, int64_t useCount, bool pinned, const std::string& lastUsedAt, size_t cost,
+  auto add = [&](int64_t pk, const Signals& found, int64_t useCount, bool pinned, const std::string& lastUsedAt, size_t cost,
                  const auto& paths, const auto& pathOf) {
-    Signals s = signals[pk];
+    Signals s = found;
     s.useCount = useCount;
     s.pinned = pinned;
     int64_t used = parseIsoUtcMillis(lastUsedAt);
@@ -248,7 +291,7 @@ Result<std::vector<Candidate>> gatherCandidates(RecallSource& store, const Recal
     for (size_t i = 0; i < order.size(); ++i) {
       const auto* row = (*rows)[i];
       if (row == nullptr || !row->active) continue;  // defensive: every lane already reads active rows only
-      add(order[i], row->useCount, row->pinned, row->lastUsedAt, row->textCost, row->paths,
+      add(order[i], table.signals()[i], row->useCount, row->pinned, row->lastUsedAt, row->textCost, row->paths,
           [](const std::string& p) -> const std::string& { return p; });
     }
   } else {
@@ -257,7 +300,9 @@ Result<std::vector<Candidate>> gatherCandidates(RecallSource& store, const Recal
     if (!memories) return memories.status();
     for (const auto& m : *memories) {
       if (m.state != MemoryState::kActive) continue;
-      add(m.pk, m.useCount, m.pinned, m.lastUsedAt, utf16Length(m.summary) + utf16Length(m.details), m.files,
+      const Signals* found = table.find(m.pk);
+      if (found == nullptr) continue;  // defensive: loadMany returns only the pks asked for
+      add(m.pk, *found, m.useCount, m.pinned, m.lastUsedAt, utf16Length(m.summary) + utf16Length(m.details), m.files,
           [](const FileRef& f) -> const std::string& { return f.path; });
     }
   }

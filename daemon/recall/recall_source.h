@@ -58,6 +58,9 @@ class RecallSource {
 
   // The scope stamped on every row this source returns.
   virtual const std::string& scope() const = 0;
+  // True only when the source is known to hold no rows at all, so every lane would answer nothing and recall skips
+  // it (an empty global scope costs a recall nothing); false when it may hold some.
+  virtual bool holdsNoRows() { return false; }
   // The `limit` best active rows for an FTS5 MATCH expression on one lane, by bm25.
   virtual Result<std::vector<FtsHit>> searchFts(FtsLane lane, const std::string& matchExpression, int limit) = 0;
   // The unicode lane's bm25 of each of `pks` for the expression (nullopt: the row does not match).

@@ -190,6 +190,8 @@ class MemoryStore : public RecallSource, private SaveTarget {
   Result<std::vector<std::optional<double>>> textBm25(const std::string& matchExpression,
                                                       const std::vector<int64_t>& pks) override;
   Result<std::vector<FileHit>> findByPaths(const std::vector<std::string>& paths, int limit) override;
+  // From the mirror, which holds every row (a save's as soon as it is answered): false without one.
+  bool holdsNoRows() override;
   // findByPaths({path}, limit) for each path (recall's co-change neighbours), in one call.
   Result<std::vector<std::vector<FileHit>>> findByEachPath(const std::vector<std::string>& paths, int limit) override;
   Result<std::vector<Memory>> loadMany(const std::vector<int64_t>& pks) override;

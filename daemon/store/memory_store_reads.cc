@@ -226,6 +226,11 @@ Result<std::vector<Memory>> MemoryStore::loadMany(const std::vector<int64_t>& pk
   }
 }
 
+bool MemoryStore::holdsNoRows() {
+  takeDatabase();  // saves handed to the background applier are written first
+  return mirror_->ready() && mirror_->rowCount() == 0;
+}
+
 std::optional<std::vector<const MirroredRow*>> MemoryStore::mirroredRows(const std::vector<int64_t>& pks) {
   takeDatabase();  // saves handed to the background applier are written first
   if (!mirror_->ready()) return std::nullopt;

@@ -74,6 +74,8 @@ class RecallMirror {
   // the save wrote them: an anchor whose content came with its ref is in a version memq keeps.
   void addCreatedRow(int64_t pk, const Memory& created, const std::vector<FileRef>& written);
   bool hasRow(int64_t pk) const { return rows_.count(pk) != 0; }
+  // How many rows (in any state) the mirror holds. ready() first.
+  size_t rowCount() const { return rows_.size(); }
   // use_count + 1 and last use `at` for each pk (a pk listed twice counts twice), as markUsed wrote them.
   void markUsed(const std::vector<int64_t>& pks, const std::string& at);
 
