@@ -8,11 +8,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <future>
+#include <exception>
 #include <limits>
 #include <system_error>
 
 #include "daemon/embed/hashbag.h"
+#include "daemon/embed/scan_helper.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -539,7 +540,11 @@ struct VectorIndex::PendingTopK::State {
   bool usable = false;  // topK would scan (k > 0, rows, a query of the right size and finite)
   PreparedScan prepared;
   std::atomic<size_t> next{0};
-  std::future<ScanResult> helper;  // invalid: no helper (a small index, or no thread to be had)
+  // The helper's part: null when there is none (a small index). Its result and error are read only once the job
+  // is done (ScanHelpers::Job::wait) or was cancelled.
+  std::shared_ptr<ScanHelpers::Job> helper;
+  ScanResult helperResult;
+  std::exception_ptr helperError;
   bool done = false;
 };
 
@@ -551,16 +556,21 @@ VectorIndex::PendingTopK::PendingTopK(const VectorIndex& index, std::vector<floa
   if (!st.usable) return;
   prepareScan(st.query, index.stride_, k, minScore, st.prepared);
   if (n < kScanChunk) return;
-  try {
-    st.helper = std::async(std::launch::async, [&st, n] { return st.index.scanChunks(st.prepared.sq, st.next, n); });
-  } catch (const std::system_error&) {
-    // No thread to be had: the caller scans every chunk at get().
-  }
+  st.helperResult.gate = st.prepared.sq.minGate;
+  st.helper = std::make_shared<ScanHelpers::Job>([&st, n] {
+    try {
+      st.helperResult = st.index.scanChunks(st.prepared.sq, st.next, n);
+    } catch (...) {
+      st.helperError = std::current_exception();
+    }
+  });
+  // Refused (no helper thread to be had): the caller scans every chunk at get().
+  if (!ScanHelpers::instance().submit(st.helper)) st.helper.reset();
 }
 
 VectorIndex::PendingTopK::~PendingTopK() {
-  // The helper reads the state: it is not freed before the helper is done with it.
-  if (state_ && state_->helper.valid()) state_->helper.wait();
+  // The helper reads the state: it is not freed before the helper is done with it, or can no longer start.
+  if (state_ && state_->helper && !state_->helper->cancel()) state_->helper->wait();
 }
 
 std::vector<VectorIndex::Hit> VectorIndex::PendingTopK::get() {
@@ -569,11 +579,16 @@ std::vector<VectorIndex::Hit> VectorIndex::PendingTopK::get() {
   st.done = true;
   const size_t n = st.index.keys_.size();
   ScanResult result = st.index.scanChunks(st.prepared.sq, st.next, n);
-  if (st.helper.valid()) {
-    ScanResult other = st.helper.get();
-    result.gate = std::max(result.gate, other.gate);
-    result.candidates.insert(result.candidates.end(), other.candidates.begin(), other.candidates.end());
+  // Every chunk is taken by now: a helper that has not started the job never will, and one that has is finishing
+  // its last chunk.
+  if (st.helper && !st.helper->cancel()) {
+    st.helper->wait();
+    if (st.helperError) std::rethrow_exception(st.helperError);
+    result.gate = std::max(result.gate, st.helperResult.gate);
+    result.candidates.insert(result.candidates.end(), st.helperResult.candidates.begin(),
+                             st.helperResult.candidates.end());
   }
+  st.helper.reset();
   return st.index.exactTopK(st.query, st.k, st.minScore, std::move(result));
 }
 

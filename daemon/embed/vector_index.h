@@ -54,13 +54,14 @@ class VectorIndex {
   // component.
   // Scanned on the calling thread only (saves, whose other core is the applier's).
   std::vector<Hit> topK(std::span<const float> query, size_t k, float minScore) const;
-  // topK(query, k, minScore), begun now on a second thread and finished by the caller's get(): the caller does other
-  // work meanwhile (recall's text and file lanes), then scans whatever rows the helper has not reached yet, so a
-  // recall waits for neither a late helper nor an idle core. Calling get() at once is a scan by two threads (the
+  // topK(query, k, minScore), begun now on a helper thread (ScanHelpers) and finished by the caller's get(): the
+  // caller does other work meanwhile (recall's text and file lanes), then scans whatever rows the helper has not
+  // reached yet, so a recall waits for neither a late helper nor an idle core (nor for a helper busy with another
+  // recall's scan: a job no helper has started is the caller's). Calling get() at once is a scan by two threads (the
   // scan reads the query's columns of every block, megabytes at 100k rows, and one core does not draw all the memory
   // bandwidth there is). The index must not change until get() returns or the scan is destroyed (which waits for
-  // the helper). An index of less than a chunk of rows is scanned at get(), on the caller's thread: a thread costs
-  // more than such a scan.
+  // the helper). An index of less than a chunk of rows is scanned at get(), on the caller's thread: handing it over
+  // costs more than such a scan.
   class PendingTopK;
   std::unique_ptr<PendingTopK> beginTopK(std::vector<float> query, size_t k, float minScore) const;
   // topK(queries[i], k, minScore) for every query, on one thread, with the same hits and scores. The rows are

@@ -1,0 +1,79 @@
+// The persistent helper threads of vector scans (see scan_helper.h).
+#include "daemon/embed/scan_helper.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <system_error>
+
+namespace memq {
+
+bool ScanHelpers::Job::cancel() {
+  int expected = kQueued;
+  if (state_.compare_exchange_strong(expected, kCancelled, std::memory_order_acq_rel)) return true;
+  return expected == kCancelled;
+}
+
+void ScanHelpers::Job::wait() {
+  for (int s = state_.load(std::memory_order_acquire); s == kRunning; s = state_.load(std::memory_order_acquire)) {
+    state_.wait(kRunning, std::memory_order_acquire);
+  }
+}
+
+ScanHelpers& ScanHelpers::instance() {
+  static ScanHelpers helpers(std::clamp<size_t>(std::thread::hardware_concurrency(), 2, 5) - 1);
+  return helpers;
+}
+
+ScanHelpers::ScanHelpers(size_t threads) {
+  for (size_t i = 0; i < threads; ++i) {
+    try {
+      threads_.emplace_back([this] { run(); });
+    } catch (const std::system_error&) {
+      break;  // fewer helpers (or none: submit() then refuses every job)
+    }
+    ::pthread_setname_np(threads_.back().native_handle(), "memq-scan");
+  }
+}
+
+ScanHelpers::~ScanHelpers() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+bool ScanHelpers::submit(const std::shared_ptr<Job>& job) {
+  if (threads_.empty()) {
+    job->cancel();
+    return false;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(job);
+  }
+  wake_.notify_one();
+  return true;
+}
+
+void ScanHelpers::run() {
+  for (;;) {
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and nothing left that an owner may be waiting for
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    int expected = Job::kQueued;
+    if (!job->state_.compare_exchange_strong(expected, Job::kRunning, std::memory_order_acq_rel)) continue;
+    job->work_();
+    job->state_.store(Job::kDone, std::memory_order_release);
+    job->state_.notify_all();
+  }
+}
+
+}  // namespace memq
