@@ -38,10 +38,10 @@ ScanHelpers::ScanHelpers(size_t threads) {
 
 ScanHelpers::~ScanHelpers() {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     stopping_ = true;
   }
-  wake_.notify_all();
+  wake_.notifyAll();
   for (auto& t : threads_) t.join();
 }
 
@@ -51,10 +51,10 @@ bool ScanHelpers::submit(const std::shared_ptr<Job>& job) {
     return false;
   }
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     queue_.push_back(job);
   }
-  wake_.notify_one();
+  wake_.notifyOne();
   return true;
 }
 
@@ -62,8 +62,8 @@ void ScanHelpers::run() {
   for (;;) {
     std::shared_ptr<Job> job;
     {
-      std::unique_lock lock(mutex_);
-      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      MutexLock lock(mutex_);
+      while (!stopping_ && queue_.empty()) wake_.wait(mutex_);
       if (queue_.empty()) return;  // stopping, and nothing left that an owner may be waiting for
       job = std::move(queue_.front());
       queue_.pop_front();

@@ -10,14 +10,14 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "daemon/util/thread_annotations.h"
 
 namespace memq {
 
@@ -56,11 +56,11 @@ class ScanHelpers {
   explicit ScanHelpers(size_t threads);
   void run();
 
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<std::shared_ptr<Job>> queue_;  // guarded by mutex_
-  bool stopping_ = false;                   // guarded by mutex_
-  std::vector<std::thread> threads_;
+  Mutex mutex_;
+  CondVar wake_;
+  std::deque<std::shared_ptr<Job>> queue_ GUARDED_BY(mutex_);
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  std::vector<std::thread> threads_;  // set in the constructor, read-only after
 };
 
 }  // namespace memq
