@@ -23,8 +23,9 @@ namespace memq::bench {
 
 class Daemon {
  public:
-  Daemon(std::string bin, std::filesystem::path dir, std::string logLevel)
-      : bin_(std::move(bin)), dir_(std::move(dir)), logLevel_(std::move(logLevel)) {}
+  // `extraArgs` follow memqd's own (a setting under study, such as --hot-poll-us 0).
+  Daemon(std::string bin, std::filesystem::path dir, std::string logLevel, std::vector<std::string> extraArgs = {})
+      : bin_(std::move(bin)), dir_(std::move(dir)), logLevel_(std::move(logLevel)), extraArgs_(std::move(extraArgs)) {}
   ~Daemon() { stop(); }
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
@@ -36,6 +37,7 @@ class Daemon {
     if (pid_ == 0) {
       std::vector<std::string> args = {bin_, "--foreground", "--socket", socket_, "--data-dir", dataDir().string(),
                                        "--log-file", (dir_ / "memqd.log").string(), "--log-level", logLevel_};
+      args.insert(args.end(), extraArgs_.begin(), extraArgs_.end());
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -68,6 +70,7 @@ class Daemon {
   std::string bin_;
   std::filesystem::path dir_;
   std::string logLevel_;
+  std::vector<std::string> extraArgs_;
   std::string socket_;
   pid_t pid_ = -1;
 };

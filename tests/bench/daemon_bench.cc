@@ -3,12 +3,15 @@
 // and prints figures; asserts nothing (docs/performance.md records them). Usage:
 //   memq_bench_daemon [--memqd PATH] [--load DIR] [--n 1000] [--gets 20000] [--clients 32] [--seconds 10]
 //                     [--mix get:90,hints:10]... [--log-level info] [--phases abc] [--recall-passes 4]
+//                     [--memqd-arg ARG]...
 // Phases:
 //   (a) memory/get round trips on one connection, one request in flight (p50/p95/p99 µs);
 //   (b) memory/recall over the socket and the same recall through an in-process Service opened on the same database
 //       (SQLite WAL lets a second process read), query by query, interleaved so machine load hits both alike, each
 //       query --recall-passes times with the side that goes first alternating (from query to query and from pass to
-//       pass, so each side goes first equally often); the per-query difference's percentiles are printed;
+//       pass, so each side goes first equally often); the per-query difference's percentiles are printed. memqd's
+//       I/O thread polls for a while after each reply (--hot-poll-us), on the core the in-process side would use:
+//       `--memqd-arg --hot-poll-us --memqd-arg 0` compares the two without it;
 //       It also prints what the reply's JSON costs apart, over the same queries' in-process hits: memqd's text writer
 //       against the nlohmann tree it replaced, and the client's parse against nlohmann's parser;
 //   (c) --clients connections, each a thread with one request in flight, running --mix for --seconds; requests/s and
@@ -119,6 +122,7 @@ int main(int argc, char** argv) {
   std::string logLevel = "info";
   std::string phases = "abc";  // which of (a), (b), (c) to run
   int recallPasses = 4;
+  std::vector<std::string> memqdArgs;  // appended to memqd's command line
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -138,6 +142,7 @@ int main(int argc, char** argv) {
     else if (a == "--log-level") logLevel = next();
     else if (a == "--phases") phases = next();
     else if (a == "--recall-passes") recallPasses = std::max(1, std::stoi(next()));
+    else if (a == "--memqd-arg") memqdArgs.push_back(next());
     else {
       std::cerr << "unknown option " << a << "\n";
       return 2;
@@ -181,7 +186,7 @@ int main(int argc, char** argv) {
   const std::string root = fs::canonical(work / "project").string();
   int rc = 0;
   {
-    Daemon daemon(memqd, work, logLevel);
+    Daemon daemon(memqd, work, logLevel, memqdArgs);
     if (!daemon.start()) {
       std::cerr << "memqd did not start (see " << (work / "memqd.log").string() << ")\n";
       return 1;
