@@ -8,16 +8,16 @@
 
 namespace memq {
 
-bool ScanHelpers::Job::cancel() {
-  int expected = kQueued;
-  if (state_.compare_exchange_strong(expected, kCancelled, std::memory_order_acq_rel)) return true;
-  return expected == kCancelled;
-}
-
-void ScanHelpers::Job::wait() {
-  for (int s = state_.load(std::memory_order_acquire); s == kRunning; s = state_.load(std::memory_order_acquire)) {
+bool ScanHelpers::Job::takeBackOrWait() {
+  int state = kQueued;
+  if (state_.compare_exchange_strong(state, kTakenBack, std::memory_order_acq_rel)) return true;
+  if (state == kTakenBack) return true;
+  // A helper has started it: wait for kDone, whose release store publishes the job's writes.
+  while (state == kRunning) {
     state_.wait(kRunning, std::memory_order_acquire);
+    state = state_.load(std::memory_order_acquire);
   }
+  return false;
 }
 
 ScanHelpers& ScanHelpers::instance() {
@@ -47,7 +47,7 @@ ScanHelpers::~ScanHelpers() {
 
 bool ScanHelpers::submit(const std::shared_ptr<Job>& job) {
   if (threads_.empty()) {
-    job->cancel();
+    job->takeBackOrWait();
     return false;
   }
   {

@@ -2,11 +2,11 @@
 // life of the process. A thread started and ended for every scan cost the recall's own thread a clone(2) and the
 // ending thread an madvise(2) of its stack: together about as much CPU as the scan it helped with at 10k rows.
 //
-// A job is claimed exactly once: by a helper, which runs it, or by its owner, which cancels it before any helper
+// A job is claimed exactly once: by a helper, which runs it, or by its owner, which takes it back before any helper
 // has started it (the owner then does the work itself). So an owner never waits for a helper that is busy with
 // another job: it waits only for a job a helper has already started.
 //
-// Thread-safety: submit() may be called from any thread; a Job's cancel() and wait() by its owner only.
+// Thread-safety: submit() may be called from any thread; a Job's takeBackOrWait() by its owner only.
 #pragma once
 
 #include <atomic>
@@ -26,27 +26,27 @@ class ScanHelpers {
   class Job {
    public:
     explicit Job(std::function<void()> work) : work_(std::move(work)) {}
-    // True when no helper started the job and none ever will (the owner does its work); false when one has started
-    // it: wait() then returns once it is done.
-    bool cancel();
-    // Returns once a helper that started the job has finished it. At once for a job that was cancelled or never
-    // submitted.
-    void wait();
+    // Ends the owner's wait for the job: true when no helper had started it, and none ever will (the owner does its
+    // work); false once a helper that had started it has finished it (its writes are visible then). After either,
+    // nothing the job's work reads is touched by a helper again, so the owner may free it.
+    bool takeBackOrWait();
 
    private:
     friend class ScanHelpers;
-    enum State : int { kQueued, kRunning, kDone, kCancelled };
+    enum State : int { kQueued, kRunning, kDone, kTakenBack };
     std::function<void()> work_;
     std::atomic<int> state_{kQueued};
   };
 
   // The process's helpers: one thread per core beyond the first (at least one, at most four), started at the first
-  // call. They sleep until a job comes.
+  // call and kept (a thread that could not be started then is not tried again). They sleep until a job comes.
   static ScanHelpers& instance();
 
-  // Hands `job` to a helper. False, and the job cancelled, when no helper thread could be started: the owner does
+  // Hands `job` to a helper. False, and the job taken back, when no helper thread could be started: the owner does
   // the work itself.
   bool submit(const std::shared_ptr<Job>& job);
+  // How many helper threads run.
+  size_t threads() const { return threads_.size(); }
 
   ~ScanHelpers();
   ScanHelpers(const ScanHelpers&) = delete;

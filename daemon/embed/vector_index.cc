@@ -540,8 +540,8 @@ struct VectorIndex::PendingTopK::State {
   bool usable = false;  // topK would scan (k > 0, rows, a query of the right size and finite)
   PreparedScan prepared;
   std::atomic<size_t> next{0};
-  // The helper's part: null when there is none (a small index). Its result and error are read only once the job
-  // is done (ScanHelpers::Job::wait) or was cancelled.
+  // The helper's part: null when there is none (a small index). Its result and error are read only when a helper
+  // ran the job (ScanHelpers::Job::takeBackOrWait returned false).
   std::shared_ptr<ScanHelpers::Job> helper;
   ScanResult helperResult;
   std::exception_ptr helperError;
@@ -570,7 +570,7 @@ VectorIndex::PendingTopK::PendingTopK(const VectorIndex& index, std::vector<floa
 
 VectorIndex::PendingTopK::~PendingTopK() {
   // The helper reads the state: it is not freed before the helper is done with it, or can no longer start.
-  if (state_ && state_->helper && !state_->helper->cancel()) state_->helper->wait();
+  if (state_ && state_->helper) state_->helper->takeBackOrWait();
 }
 
 std::vector<VectorIndex::Hit> VectorIndex::PendingTopK::get() {
@@ -581,8 +581,7 @@ std::vector<VectorIndex::Hit> VectorIndex::PendingTopK::get() {
   ScanResult result = st.index.scanChunks(st.prepared.sq, st.next, n);
   // Every chunk is taken by now: a helper that has not started the job never will, and one that has is finishing
   // its last chunk.
-  if (st.helper && !st.helper->cancel()) {
-    st.helper->wait();
+  if (st.helper && !st.helper->takeBackOrWait()) {
     if (st.helperError) std::rethrow_exception(st.helperError);
     result.gate = std::max(result.gate, st.helperResult.gate);
     result.candidates.insert(result.candidates.end(), st.helperResult.candidates.begin(),

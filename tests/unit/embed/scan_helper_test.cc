@@ -1,10 +1,9 @@
-// ScanHelpers: every job is claimed once, by a helper or by its owner, and an owner never waits for a job no helper
-// has started.
+// ScanHelpers: every job is claimed once, by a helper or by its owner; an owner waits only for a job a helper has
+// started, and then until that job is done.
 #include "daemon/embed/scan_helper.h"
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -26,61 +25,88 @@ bool eventually(const std::atomic<bool>& flag) {
   return true;
 }
 
-TEST(ScanHelpersTest, ASubmittedJobRunsOnAnotherThreadAndWaitReturnsOnceItIsDone) {
-  std::atomic<bool> started{false};
+// What the jobs below share with the test. Held by the jobs too, so a job a failed assertion leaves running never
+// reads a test's freed locals; `release` is set when the test ends, whichever way, so no helper spins on.
+struct Shared {
   std::atomic<bool> release{false};
-  std::thread::id ranOn;
-  bool finished = false;
-  auto job = std::make_shared<ScanHelpers::Job>([&] {
-    ranOn = std::this_thread::get_id();
-    started = true;
-    while (!release.load()) std::this_thread::yield();
-    finished = true;
+  std::atomic<bool> started{false};
+  std::atomic<bool> finished{false};
+  std::atomic<std::thread::id> ranOn{};
+  std::atomic<unsigned> busy{0};
+};
+
+struct ReleaseAtEnd {
+  std::shared_ptr<Shared> shared;
+  ~ReleaseAtEnd() { shared->release = true; }
+};
+
+TEST(ScanHelpersTest, AnOwnerWaitsForAStartedJobUntilItIsDoneAndItRanOnAHelper) {
+  auto shared = std::make_shared<Shared>();
+  ReleaseAtEnd releaseAtEnd{shared};
+  auto job = std::make_shared<ScanHelpers::Job>([shared] {
+    shared->ranOn = std::this_thread::get_id();
+    shared->started = true;
+    while (!shared->release.load()) std::this_thread::yield();
+    shared->finished = true;
   });
   ASSERT_TRUE(ScanHelpers::instance().submit(job));
-  ASSERT_TRUE(eventually(started));
-  EXPECT_FALSE(job->cancel()) << "a started job cannot be cancelled";
-  release = true;
-  job->wait();
-  EXPECT_TRUE(finished);  // wait() returned after the job's work, and its writes are visible
-  EXPECT_NE(ranOn, std::this_thread::get_id());
+  ASSERT_TRUE(eventually(shared->started));
+  // Released only later, from another thread: an owner that did not wait would see the job unfinished.
+  std::thread releaser([shared] {
+    std::this_thread::sleep_for(50ms);
+    shared->release = true;
+  });
+  EXPECT_FALSE(job->takeBackOrWait()) << "a started job cannot be taken back";
+  EXPECT_TRUE(shared->finished.load());
+  EXPECT_NE(shared->ranOn.load(), std::this_thread::get_id());
+  releaser.join();
 }
 
-TEST(ScanHelpersTest, AJobCancelledBeforeAnyHelperStartedItNeverRuns) {
-  // Every helper is kept busy, so the job below waits in the queue until it is cancelled.
-  std::atomic<bool> release{false};
-  std::atomic<int> busy{0};
+TEST(ScanHelpersTest, AJobTakenBackBeforeAnyHelperStartedItNeverRuns) {
+  const size_t helpers = ScanHelpers::instance().threads();
+  ASSERT_GE(helpers, 1u);
+  auto shared = std::make_shared<Shared>();
+  ReleaseAtEnd releaseAtEnd{shared};
+  // Every helper is kept busy, so the job below waits in the queue until it is taken back.
+  auto blocker = [shared] {
+    ++shared->busy;
+    while (!shared->release.load()) std::this_thread::yield();
+  };
   std::vector<std::shared_ptr<ScanHelpers::Job>> blockers;
-  std::atomic<bool> allBusy{false};
-  const unsigned helpers = std::clamp(std::thread::hardware_concurrency(), 2u, 5u) - 1;
-  for (unsigned i = 0; i < helpers; ++i) {
-    blockers.push_back(std::make_shared<ScanHelpers::Job>([&] {
-      if (++busy == static_cast<int>(helpers)) allBusy = true;
-      while (!release.load()) std::this_thread::yield();
-    }));
+  for (size_t i = 0; i < helpers; ++i) {
+    blockers.push_back(std::make_shared<ScanHelpers::Job>(blocker));
     ASSERT_TRUE(ScanHelpers::instance().submit(blockers.back()));
   }
-  ASSERT_TRUE(eventually(allBusy));
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (shared->busy.load() < helpers && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  ASSERT_EQ(shared->busy.load(), helpers);
 
-  std::atomic<bool> ran{false};
-  auto job = std::make_shared<ScanHelpers::Job>([&] { ran = true; });
+  auto ran = std::make_shared<std::atomic<bool>>(false);
+  auto job = std::make_shared<ScanHelpers::Job>([ran] { *ran = true; });
   ASSERT_TRUE(ScanHelpers::instance().submit(job));
-  EXPECT_TRUE(job->cancel());
-  EXPECT_TRUE(job->cancel()) << "cancelling twice still says it never ran";
-  job->wait();  // returns at once: nothing to wait for
+  EXPECT_TRUE(job->takeBackOrWait());
+  EXPECT_TRUE(job->takeBackOrWait()) << "taking it back twice still says it never ran";
 
-  release = true;
-  for (auto& b : blockers) {
-    EXPECT_FALSE(b->cancel());
-    b->wait();
+  // Queued after the taken-back job: once every helper is inside one of these at the same time, each has popped
+  // and passed over everything queued before, so a helper that ran taken-back jobs would have set `ran` by now.
+  shared->release = true;
+  for (auto& b : blockers) EXPECT_FALSE(b->takeBackOrWait());
+  auto gate = std::make_shared<Shared>();
+  ReleaseAtEnd gateAtEnd{gate};
+  std::vector<std::shared_ptr<ScanHelpers::Job>> barrier;
+  for (size_t i = 0; i < helpers; ++i) {
+    barrier.push_back(std::make_shared<ScanHelpers::Job>([gate] {
+      ++gate->busy;
+      while (!gate->release.load()) std::this_thread::yield();
+    }));
+    ASSERT_TRUE(ScanHelpers::instance().submit(barrier.back()));
   }
-  // The helpers have moved past the cancelled job by now: a job submitted after it runs.
-  std::atomic<bool> later{false};
-  auto after = std::make_shared<ScanHelpers::Job>([&] { later = true; });
-  ASSERT_TRUE(ScanHelpers::instance().submit(after));
-  ASSERT_TRUE(eventually(later));
-  after->wait();
-  EXPECT_FALSE(ran.load());
+  const auto barrierDeadline = std::chrono::steady_clock::now() + 10s;
+  while (gate->busy.load() < helpers && std::chrono::steady_clock::now() < barrierDeadline) std::this_thread::yield();
+  ASSERT_EQ(gate->busy.load(), helpers);
+  EXPECT_FALSE(ran->load());
+  gate->release = true;
+  for (auto& b : barrier) EXPECT_FALSE(b->takeBackOrWait());
 }
 
 }  // namespace
