@@ -270,8 +270,8 @@ Result<std::vector<Candidate>> gatherCandidates(RecallSource& store, const Recal
   out.reserve(order.size());
   std::unordered_map<std::string, int> blastCache;
   // Builds one candidate from what ranking reads of its row (both sources below give the same figures).
-  auto add = [&](int64_t pk, const Signals& found, int64_t useCount, bool pinned, const std::string& lastUsedAt, size_t cost,
-                 const auto& paths, const auto& pathOf) {
+  auto add = [&](int64_t pk, const Signals& found, int64_t useCount, bool pinned, const std::string& lastUsedAt,
+                 size_t cost, const auto& paths, const auto& pathOf) {
     Signals s = found;
     s.useCount = useCount;
     s.pinned = pinned;
