@@ -556,7 +556,6 @@ VectorIndex::PendingTopK::PendingTopK(const VectorIndex& index, std::vector<floa
   if (!st.usable) return;
   prepareScan(st.query, index.stride_, k, minScore, st.prepared);
   if (n < kScanChunk) return;
-  st.helperResult.gate = st.prepared.sq.minGate;
   st.helper = std::make_shared<ScanHelpers::Job>([&st, n] {
     try {
       st.helperResult = st.index.scanChunks(st.prepared.sq, st.next, n);

@@ -165,7 +165,6 @@ Result<std::vector<Candidate>> gatherCandidates(RecallSource& store, const Recal
   const int ftsLimit = isDefault ? kDefaultFtsCandidateLimit : kFtsCandidateLimit;
   const int fileLimit = isDefault ? kDefaultFileCandidateLimit : kFileCandidateLimit;
   CandidateTable table(static_cast<size_t>(2 * ftsLimit + fileLimit + kSemanticTopK));
-  auto at = [&](int64_t pk) -> Signals& { return table.at(pk); };
 
   // The semantic lane reads nothing the other lanes touch, so it is begun first and scanned beside them: on two
   // cores a recall waits for the longer of the two instead of their sum.
@@ -194,14 +193,14 @@ Result<std::vector<Candidate>> gatherCandidates(RecallSource& store, const Recal
     }
     lap(&RecallTimings::trigramMs);
     for (const auto& h : u) {
-      auto& s = at(h.pk);
+      auto& s = table.at(h.pk);
       if (!s.ftsUnicode) {
         s.ftsUnicode = h.rank;
         s.bm25Unicode = h.bm25;
       }
     }
     for (const auto& h : *t) {
-      auto& s = at(h.pk);
+      auto& s = table.at(h.pk);
       if (!s.ftsTrigram) {
         s.ftsTrigram = h.rank;
         s.bm25Trigram = h.bm25;
@@ -217,7 +216,7 @@ Result<std::vector<Candidate>> gatherCandidates(RecallSource& store, const Recal
     if (!direct) return direct.status();
     int fileRank = 0;
     for (const auto& h : *direct) {
-      auto& s = at(h.pk);
+      auto& s = table.at(h.pk);
       s.fileAffinity = true;
       s.matchedFiles = h.matchedFiles;
       s.fileRank = ++fileRank;
@@ -230,7 +229,7 @@ Result<std::vector<Candidate>> gatherCandidates(RecallSource& store, const Recal
       for (const auto& h : (*neighbourHits)[i]) {
         // Only the direct hits above have file affinity: a direct hit is not a neighbour's too.
         if (const Signals* known = table.find(h.pk); known != nullptr && known->fileAffinity) continue;
-        auto& s = at(h.pk);
+        auto& s = table.at(h.pk);
         s.cochangeAffinity = true;
         s.cochangeStrength = std::max(s.cochangeStrength, query.cochange[i].strength);
       }
@@ -243,7 +242,7 @@ Result<std::vector<Candidate>> gatherCandidates(RecallSource& store, const Recal
     auto hits = nearest.get();
     int rank = 0;
     for (const auto& h : hits) {
-      auto& s = at(h.key);
+      auto& s = table.at(h.key);
       s.semantic = h.score;
       s.semanticRank = ++rank;
     }

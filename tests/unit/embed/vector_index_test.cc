@@ -6,14 +6,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <future>
 #include <map>
 #include <memory>
 #include <random>
 #include <thread>
 
 #include "daemon/embed/hashbag.h"
+#include "daemon/embed/scan_helper.h"
 #include "tests/common/random_unit_vector.h"
 
 namespace memq {
@@ -364,6 +367,50 @@ TEST_P(VectorIndexKernels, AScanBegunAheadFindsWhatTopKFindsHoweverLateItIsAsked
     EXPECT_TRUE(index.beginTopK(std::vector<float>(dim + 1, 0.1f), 20, 0.1f)->get().empty()) << "wrong size";
     EXPECT_TRUE(index.beginTopK(queries[0], 0, 0.1f)->get().empty()) << "k = 0";
   }
+}
+
+TEST_P(VectorIndexKernels, ABegunScanNeverWaitsForHelpersBusyWithOtherWork) {
+  // Every scan helper is held by another job: a scan of several chunks begun now is answered by its caller alone,
+  // with topK's hits, and one destroyed unasked returns too; neither waits for a helper to come free.
+  std::mt19937_64 rng(53);
+  const size_t dim = 64;
+  VectorIndex index(dim);
+  for (int64_t key = 0; key < 3 * 4096 + 5; ++key) index.upsert(key, randomUnitVector(rng, dim));
+  const auto query = randomUnitVector(rng, dim);
+
+  const size_t helpers = ScanHelpers::instance().threads();
+  ASSERT_GE(helpers, 1u);
+  auto release = std::make_shared<std::atomic<bool>>(false);
+  auto busy = std::make_shared<std::atomic<size_t>>(0);
+  std::vector<std::shared_ptr<ScanHelpers::Job>> blockers;
+  for (size_t i = 0; i < helpers; ++i) {
+    blockers.push_back(std::make_shared<ScanHelpers::Job>([release, busy] {
+      ++*busy;
+      while (!release->load()) std::this_thread::yield();
+    }));
+    ASSERT_TRUE(ScanHelpers::instance().submit(blockers.back()));
+  }
+  struct ReleaseAtEnd {
+    std::shared_ptr<std::atomic<bool>> release;
+    std::vector<std::shared_ptr<ScanHelpers::Job>>* jobs;
+    ~ReleaseAtEnd() {
+      *release = true;
+      for (auto& j : *jobs) j->takeBackOrWait();
+    }
+  } releaseAtEnd{release, &blockers};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (busy->load() < helpers && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  ASSERT_EQ(busy->load(), helpers);
+
+  // On a thread of its own, so a scan that waited for a helper fails the test instead of hanging it.
+  auto answered = std::async(std::launch::async, [&] {
+    auto begun = index.beginTopK(query, 20, 0.1f);
+    auto unasked = index.beginTopK(randomUnitVector(rng, dim), 20, 0.1f);
+    return begun->get();
+  });
+  ASSERT_EQ(answered.wait_for(std::chrono::seconds(10)), std::future_status::ready)
+      << "a scan waited for a helper that never started its part";
+  expectSameHits(answered.get(), index.topK(query, 20, 0.1f));
 }
 
 TEST_P(VectorIndexKernels, ManyQueriesFindWhatEachFindsAlone) {
