@@ -70,13 +70,30 @@ class CandidateTable {
   std::vector<uint32_t> slots_;  // 1 + an index into order_, 0 for an empty slot; a power of two in size
 };
 
-// Sets `slot` to the expression's bm25 (with the whole lane's statistics) for each candidate that matches it.
+// Sets `slot` to the expression's bm25 (with the whole lane's statistics) for each candidate that matches it. A
+// candidate whose `known` figure is set already has it (the unicode lane scored it for this very expression, with
+// the same statistics and arithmetic): only the others are asked for, the unicode lane's own hits being a large
+// share of the candidates and reading each one's tokens the costliest part of the rescore.
 Status rescore(RecallSource& store, const std::string& matchExpression, CandidateTable& table,
-               std::optional<double> Signals::*slot) {
-  auto bm25 = store.textBm25(matchExpression, table.order());
+               std::optional<double> Signals::*slot, std::optional<double> Signals::*known = nullptr) {
+  std::vector<Signals>& signals = table.signals();
+  std::vector<int64_t> asked;
+  std::vector<size_t> askedAt;  // each asked pk's index in the table
+  asked.reserve(signals.size());
+  askedAt.reserve(signals.size());
+  for (size_t i = 0; i < signals.size(); ++i) {
+    if (known != nullptr && signals[i].*known) {
+      signals[i].*slot = signals[i].*known;
+      continue;
+    }
+    asked.push_back(table.order()[i]);
+    askedAt.push_back(i);
+  }
+  if (asked.empty()) return Status::ok();
+  auto bm25 = store.textBm25(matchExpression, asked);
   if (!bm25) return bm25.status();
-  for (size_t i = 0; i < table.order().size(); ++i) {
-    if ((*bm25)[i]) table.signals()[i].*slot = *(*bm25)[i];
+  for (size_t j = 0; j < asked.size(); ++j) {
+    if ((*bm25)[j]) signals[askedAt[j]].*slot = *(*bm25)[j];
   }
   return Status::ok();
 }
@@ -251,7 +268,10 @@ Result<std::vector<Candidate>> gatherCandidates(RecallSource& store, const Recal
   if (isDefault && !query.unicodeMatch.empty()) {
     // Text relevance for every candidate, whichever lane found it (a file or co-change candidate outside the FTS
     // top-N still gets its bm25): the default ranker orders affinity candidates by it.
-    if (auto rescored = rescore(store, query.unicodeMatch, table, &Signals::textBm25); !rescored) return rescored;
+    if (auto rescored = rescore(store, query.unicodeMatch, table, &Signals::textBm25, &Signals::bm25Unicode);
+        !rescored) {
+      return rescored;
+    }
     if (!query.subjectMatch.empty()) {
       // A failed subject evaluation leaves the signal unset: it degrades ranking, never the request.
       (void)rescore(store, query.subjectMatch, table, &Signals::subjectBm25);

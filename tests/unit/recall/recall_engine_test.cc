@@ -2,7 +2,9 @@
 // come back — matched by text, by file, or by embedding.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <future>
 #include <random>
 #include <unordered_map>
 
@@ -207,6 +209,77 @@ TEST_F(RecallTest, CandidatesCarryTheRowsCurrentUsePinAndLength) {
   ASSERT_TRUE(other.isOk());
   ASSERT_TRUE((*other)->setPinned(id, false, actor_).isOk());
   EXPECT_FALSE(probe().signals.pinned);
+}
+
+// A store as recall sees it, which records every textBm25 question.
+class RecordingSource : public RecallSource {
+ public:
+  explicit RecordingSource(MemoryStore& store) : store_(store) {}
+  std::vector<std::vector<int64_t>> asked;  // the pks of each textBm25 call, in order
+
+  const std::string& scope() const override { return store_.scope(); }
+  Result<std::vector<FtsHit>> searchFts(FtsLane lane, const std::string& expression, int limit) override {
+    return store_.searchFts(lane, expression, limit);
+  }
+  Result<std::vector<std::optional<double>>> textBm25(const std::string& expression,
+                                                      const std::vector<int64_t>& pks) override {
+    asked.push_back(pks);
+    return store_.textBm25(expression, pks);
+  }
+  Result<std::vector<FileHit>> findByPaths(const std::vector<std::string>& paths, int limit) override {
+    return store_.findByPaths(paths, limit);
+  }
+  Result<std::vector<std::vector<FileHit>>> findByEachPath(const std::vector<std::string>& paths, int limit) override {
+    return store_.findByEachPath(paths, limit);
+  }
+  std::future<std::vector<VectorIndex::Hit>> beginNearestActive(std::vector<float> query, size_t k,
+                                                                float minScore) override {
+    return store_.beginNearestActive(std::move(query), k, minScore);
+  }
+  std::optional<std::vector<const MirroredRow*>> mirroredRows(const std::vector<int64_t>& pks) override {
+    return store_.mirroredRows(pks);
+  }
+  Result<std::vector<Memory>> loadMany(const std::vector<int64_t>& pks) override { return store_.loadMany(pks); }
+
+ private:
+  MemoryStore& store_;
+};
+
+TEST_F(RecallTest, EveryCandidateGetsItsBm25AndTheTextLanesHitsAreNotScoredTwice) {
+  // More text matches than the unicode lane keeps, and file candidates that match the text and that do not.
+  for (int i = 0; i < 45; ++i) {
+    save("retry budget for the gateway client " + std::to_string(i), {i % 3 == 0 ? "gw/client.cc" : "other.cc"});
+  }
+  for (int i = 0; i < 10; ++i) save("unrelated note " + std::to_string(i), {"gw/client.cc"});
+  RecallRequest r{.query = "gateway retry budget", .files = {"gw/client.cc"}, .limit = 5, .threshold = 0};
+  const PreparedQuery q = prepareQuery(r, embedder_, nullptr);
+  RecordingSource source(*store_);
+  auto c = gatherCandidates(source, r, q, nullptr);
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  size_t textHits = 0, fileOnlyMatching = 0, fileOnlyNotMatching = 0;
+  std::vector<int64_t> all;
+  for (const Candidate& cand : *c) all.push_back(cand.pk);
+  auto full = store_->textBm25(q.unicodeMatch, all);  // every candidate's figure, asked of the store directly
+  ASSERT_TRUE(full.isOk());
+  ASSERT_EQ(source.asked.size(), 1u);  // a one-line query: no subject rescore
+  const std::vector<int64_t>& asked = source.asked.front();
+  for (size_t i = 0; i < c->size(); ++i) {
+    const Candidate& cand = (*c)[i];
+    EXPECT_EQ(cand.signals.textBm25, (*full)[i]) << "pk " << cand.pk;
+    EXPECT_EQ(cand.signals.subjectBm25, (*full)[i]) << "pk " << cand.pk;
+    const bool wasAsked = std::find(asked.begin(), asked.end(), cand.pk) != asked.end();
+    if (cand.signals.ftsUnicode) {
+      ++textHits;
+      EXPECT_FALSE(wasAsked) << "pk " << cand.pk << " was scored by the unicode lane already";
+    } else {
+      EXPECT_TRUE(wasAsked) << "pk " << cand.pk;
+      ++((*full)[i] ? fileOnlyMatching : fileOnlyNotMatching);
+    }
+  }
+  // The case is the one meant: the lane's full top list, and file candidates of both kinds beside it.
+  EXPECT_EQ(textHits, static_cast<size_t>(kDefaultFtsCandidateLimit));
+  EXPECT_GT(fileOnlyMatching, 0u);
+  EXPECT_GT(fileOnlyNotMatching, 0u);
 }
 
 TEST_F(RecallTest, AHitPutAwayAfterRankingIsDroppedWhenLoaded) {
