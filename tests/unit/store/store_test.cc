@@ -229,6 +229,28 @@ TEST_F(StoreTest, PurgeScrubsTextFromTheJournalButKeepsEvents) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM memory_files"), 0);
 }
 
+TEST_F(StoreTest, HoldsNoRowsOnlyWhileTheFileHoldsNone) {
+  // Recall skips a scope that says it holds no rows, so a wrong "none" would hide every memory in it.
+  EXPECT_TRUE(store_->holdsNoRows());
+  // A row written by another connection to the same file.
+  auto other = MemoryStore::open(optionsAt(dir_ / "data"));
+  ASSERT_TRUE(other.isOk()) << other.status().toString();
+  SaveInput in;
+  in.summary = "written by the other connection";
+  auto written = saveInput(**other, in);
+  ASSERT_TRUE(written.isOk()) << written.status().toString();
+  EXPECT_FALSE(store_->holdsNoRows());
+  // Gone again once purged, then rows of this connection's own stream of saves, the later ones answered before the
+  // applier has written them.
+  ASSERT_TRUE((*other)->purge(written->id, true, user_).isOk());
+  EXPECT_TRUE(store_->holdsNoRows());
+  for (int i = 0; i < 5; ++i) save("a save of the stream, number " + std::to_string(i));
+  EXPECT_FALSE(store_->holdsNoRows());
+  // A hidden row is still a row: the lanes leave it out themselves.
+  for (const std::string& id : recallableIds()) ASSERT_TRUE(store_->hide(id, std::nullopt, user_).isOk());
+  EXPECT_FALSE(store_->holdsNoRows());
+}
+
 TEST_F(StoreTest, UpdateLeavesAbsentFieldsAndRefusesCollisions) {
   auto a = save("Run the e2e suite nightly", "it is slow", {"ci.yml"}, {"ci"});
   auto b = save("Run unit tests on every push");
