@@ -326,17 +326,19 @@ void TextIndex::phraseFrequencies(const Phrase& phrase, std::vector<std::pair<ui
     exact.push_back(*id);
   }
   std::optional<uint32_t> lastId;
+  auto prefixTerms = dictionary_.end();  // the first term a prefix last token stands for
   if (!phrase.prefix) {
     lastId = termId(last);
     if (!lastId) return;
     exact.push_back(*lastId);
   } else {
-    auto it = dictionary_.lower_bound(std::string_view(last));
-    if (it == dictionary_.end() || !startsWith(it->first, last)) return;
+    prefixTerms = dictionary_.lower_bound(std::string_view(last));
+    if (prefixTerms == dictionary_.end() || !startsWith(prefixTerms->first, last)) return;
   }
-  // The rarest token drives: only its rows are read. Reading a row's positions costs a cache miss where a posting
-  // costs next to nothing, so the other tokens' postings (unless far longer) first mark the rows holding all of
-  // them (filterScratch_[slot] == k after k filters).
+  // The rarest exact token drives: only its rows are read. Reading a row's positions costs a cache miss where a
+  // posting costs next to nothing, so the other tokens' postings (unless far longer) first mark the rows holding all
+  // of them (filterScratch_[slot] == k after k filters). A filter is a union of posting lists: one exact token's, or
+  // every term of the prefix (a row holding none of them holds no instance).
   std::sort(exact.begin(), exact.end(), [&](uint32_t a, uint32_t b) {
     const size_t na = terms_[a].postings.size(), nb = terms_[b].postings.size();
     return na != nb ? na < nb : a < b;  // a repeated token's ids end up side by side, for unique()
@@ -344,15 +346,35 @@ void TextIndex::phraseFrequencies(const Phrase& phrase, std::vector<std::pair<ui
   exact.erase(std::unique(exact.begin(), exact.end()), exact.end());
   const uint32_t driverId = exact.front();
   const std::vector<Posting>& driver = terms_[driverId].postings;
-  std::vector<const std::vector<Posting>*> filters;
+  using Filter = std::vector<const std::vector<Posting>*>;
+  std::vector<Filter> filters;
+  const size_t filterBound = 32 * driver.size();  // postings walked to spare reading the driver's rows
   for (size_t k = 1; k < exact.size() && filters.size() < 3; ++k) {
     const auto& postings = terms_[exact[k]].postings;
-    if (postings.size() <= 32 * driver.size()) filters.push_back(&postings);
+    if (postings.size() <= filterBound) filters.push_back({&postings});
+  }
+  if (phrase.prefix) {
+    // The prefix's terms are walked only as far as their postings stay within the bound: a short prefix stands for
+    // thousands of terms, and the walk would cost more than the rows it spares.
+    Filter any;
+    size_t postings = 0;
+    for (auto it = prefixTerms; it != dictionary_.end() && startsWith(it->first, last); ++it) {
+      const std::vector<Posting>& list = terms_[it->second].postings;
+      postings += list.size();
+      if (postings > filterBound) {
+        any.clear();
+        break;
+      }
+      any.push_back(&list);
+    }
+    if (!any.empty()) filters.push_back(std::move(any));
   }
   if (filterScratch_.size() < docs_.size()) filterScratch_.resize(docs_.size(), 0);
   for (size_t k = 0; k < filters.size(); ++k) {
-    for (const auto& p : *filters[k]) {
-      if (filterScratch_[p.slot] == k) filterScratch_[p.slot] = static_cast<uint8_t>(k + 1);
+    for (const std::vector<Posting>* list : filters[k]) {
+      for (const auto& p : *list) {
+        if (filterScratch_[p.slot] == k) filterScratch_[p.slot] = static_cast<uint8_t>(k + 1);
+      }
     }
   }
   // Each instance starting at s holds the driver at s + driverAt (its first place in the phrase), so the instances
@@ -401,8 +423,10 @@ void TextIndex::phraseFrequencies(const Phrase& phrase, std::vector<std::pair<ui
     }
     if (instances > 0) out.emplace_back(posting.slot, instances);
   }
-  if (!filters.empty()) {
-    for (const auto& p : *filters.front()) filterScratch_[p.slot] = 0;
+  if (!filters.empty()) {  // every marked row is in the first filter
+    for (const std::vector<Posting>* list : filters.front()) {
+      for (const auto& p : *list) filterScratch_[p.slot] = 0;
+    }
   }
 }
 
