@@ -52,7 +52,7 @@ class VectorIndex {
   // The k best rows with score >= minScore, by descending score, ties by ascending key. Scores are
   // cosine(query, row) exactly (see hashbag.h). Empty when k == 0 or the query has the wrong size or a non-finite
   // component.
-  // Scanned on the calling thread only (saves, whose other core is the applier's).
+  // Scanned on the calling thread only.
   std::vector<Hit> topK(std::span<const float> query, size_t k, float minScore) const;
   // topK(query, k, minScore), begun now on a helper thread (ScanHelpers) and finished by the caller's get(): the
   // caller does other work meanwhile (recall's text and file lanes), then scans whatever rows the helper has not

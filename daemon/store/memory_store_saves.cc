@@ -25,6 +25,10 @@ constexpr double kSimilarHintCosine = 0.55;  // the reference system's similar-h
 constexpr double kSimilarHintTrigram = 0.6;
 constexpr size_t kMaxSimilarHints = 3;
 constexpr double kSimilarRejectedCosine = 0.85;  // docs/design.md §2
+// From this many rows a save's neighbour scan is shared with a scan helper (VectorIndex::beginTopK). At 100k rows the
+// scan is most of a save's answer and two threads halve it; at 10k they were no faster than one (the helper's
+// wake-up costs about as much as the chunk it takes), and the other core is the applier's.
+constexpr size_t kSharedNeighbourScanRows = 8 * 4096;
 
 // A save's files as its audit event records them: as replies write them (an anchored ref with its lines).
 nlohmann::json filesJson(const std::vector<FileRef>& files) {
@@ -279,7 +283,10 @@ std::optional<std::string> MemoryStore::rejectedWarning(const std::vector<float>
 std::vector<VectorIndex::Hit> MemoryStore::similarNeighbours(const std::vector<float>& vec,
                                                              std::optional<int64_t> self) const {
   // One more than kept: `self` may be among them (a row re-linked after an update is in the index).
-  auto hits = mirror_->active().topK(vec, kMaxEdges + 1, static_cast<float>(kEdgeThreshold));
+  const VectorIndex& index = mirror_->active();
+  const auto threshold = static_cast<float>(kEdgeThreshold);
+  auto hits = index.size() >= kSharedNeighbourScanRows ? index.beginTopK(vec, kMaxEdges + 1, threshold)->get()
+                                                       : index.topK(vec, kMaxEdges + 1, threshold);
   std::vector<VectorIndex::Hit> kept;
   for (const auto& h : hits) {
     if (h.key != self && kept.size() < kMaxEdges) kept.push_back(h);
