@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <future>
 #include <random>
@@ -249,6 +251,56 @@ TEST_F(StoreTest, HoldsNoRowsOnlyWhileTheFileHoldsNone) {
   // A hidden row is still a row: the lanes leave it out themselves.
   for (const std::string& id : recallableIds()) ASSERT_TRUE(store_->hide(id, std::nullopt, user_).isOk());
   EXPECT_FALSE(store_->holdsNoRows());
+}
+
+TEST_F(StoreTest, ASaveIntoALargeIndexLinksTheNeighboursAScanByOneThreadFinds) {
+  // From 32,768 rows a save's neighbour scan is shared with a scan helper; its edges must be what one thread's scan of
+  // the same index finds. The rows are imported (one transaction), the saves then go through the save path.
+  std::mt19937 rng(7);
+  std::vector<std::string> vocabulary;
+  for (int w = 0; w < 400; ++w) vocabulary.push_back("w" + std::to_string(w * 7919 % 100003));
+  auto sentence = [&] {
+    std::string text;
+    const size_t words = 5 + rng() % 6;
+    for (size_t i = 0; i < words; ++i) text += (i ? " " : "") + vocabulary[rng() % vocabulary.size()];
+    return text;
+  };
+  ImportBatch batch;
+  const size_t rows = 33000;
+  for (size_t i = 0; i < rows; ++i) {
+    Memory m;
+    char id[40];
+    std::snprintf(id, sizeof id, "%08zx-0000-4000-8000-000000000000", i + 1);
+    m.id = id;
+    m.summary = sentence();
+    m.contentHash = contentHash(m.summary, "");
+    m.createdAt = m.updatedAt = m.lastUsedAt = "2026-01-01T00:00:00.000Z";
+    batch.memories.push_back({m, i + 1});
+  }
+  auto imported = store_->importBatch(batch, user_);
+  ASSERT_TRUE(imported.isOk()) << imported.status().toString();
+  ASSERT_GE(store_->activeIndex().size(), 32768u);
+  size_t linked = 0;
+  for (int s = 0; s < 6; ++s) {
+    // An imported row's words with one changed: close to that row, and sharing words with many others.
+    std::string summary = batch.memories[rng() % rows].memory.summary + " " + vocabulary[rng() % vocabulary.size()];
+    const std::vector<float> vec = embedder_.embed(memoryEmbedSource(summary, "", {}));
+    std::vector<VectorIndex::Hit> expected = store_->activeIndex().topK(vec, 9, 0.4f);
+    if (expected.size() > 8) expected.resize(8);
+    const SaveOutcome out = save(summary);
+    ASSERT_EQ(out.status, "created");
+    SQLite::Statement q(MemoryStoreTestAccess::database(*store_),
+                        "SELECT dst_pk FROM memory_edges WHERE kind = 'similar' AND src_pk = ? ORDER BY dst_pk");
+    q.bind(1, *store_->pkOf(out.id));
+    std::vector<int64_t> edges;
+    while (q.executeStep()) edges.push_back(q.getColumn(0).getInt64());
+    std::vector<int64_t> want;
+    for (const auto& h : expected) want.push_back(h.key);
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(edges, want) << summary;
+    linked += edges.size();
+  }
+  EXPECT_GT(linked, 6u);  // the saves did find neighbours
 }
 
 TEST_F(StoreTest, UpdateLeavesAbsentFieldsAndRefusesCollisions) {
