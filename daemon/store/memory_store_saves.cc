@@ -27,8 +27,8 @@ constexpr size_t kMaxSimilarHints = 3;
 constexpr double kSimilarRejectedCosine = 0.85;  // docs/design.md §2
 // From this many rows a save's neighbour scan is shared with a scan helper (VectorIndex::beginTopK). At 100k rows the
 // scan is most of a save's answer and two threads halve it; at 10k they were no faster than one (the helper's
-// wake-up costs about as much as the chunk it takes), and the other core is the applier's.
-constexpr size_t kSharedNeighbourScanRows = 8 * 4096;
+// wake-up costs about as much as the chunk it takes), and the other core is the applier's. Eight of the scan's chunks.
+constexpr size_t kSharedNeighbourScanRows = 32'768;
 
 // A save's files as its audit event records them: as replies write them (an anchored ref with its lines).
 nlohmann::json filesJson(const std::vector<FileRef>& files) {

@@ -302,14 +302,14 @@ void TextIndex::phraseFrequencies(const Phrase& phrase, std::vector<std::pair<ui
   }
   if (n == 1) {
     // Prefix: every term in the prefix's range; a position holds one term, so counts add up to instances.
-    auto it = dictionary_.lower_bound(std::string_view(last));
     std::vector<uint32_t> touched;
-    for (; it != dictionary_.end() && startsWith(it->first, last); ++it) {
-      for (const auto& p : terms_[it->second].postings) {
+    forEachTermWithPrefix(last, [&](uint32_t id) {
+      for (const auto& p : terms_[id].postings) {
         if (freqScratch_[p.slot] == 0) touched.push_back(p.slot);
         freqScratch_[p.slot] += p.count;
       }
-    }
+      return true;
+    });
     for (uint32_t slot : touched) {
       out.emplace_back(slot, freqScratch_[slot]);
       freqScratch_[slot] = 0;
@@ -326,14 +326,17 @@ void TextIndex::phraseFrequencies(const Phrase& phrase, std::vector<std::pair<ui
     exact.push_back(*id);
   }
   std::optional<uint32_t> lastId;
-  auto prefixTerms = dictionary_.end();  // the first term a prefix last token stands for
   if (!phrase.prefix) {
     lastId = termId(last);
     if (!lastId) return;
     exact.push_back(*lastId);
   } else {
-    prefixTerms = dictionary_.lower_bound(std::string_view(last));
-    if (prefixTerms == dictionary_.end() || !startsWith(prefixTerms->first, last)) return;
+    bool anyTerm = false;
+    forEachTermWithPrefix(last, [&](uint32_t) {
+      anyTerm = true;
+      return false;  // one is enough
+    });
+    if (!anyTerm) return;
   }
   // The rarest exact token drives: only its rows are read. Reading a row's positions costs a cache miss where a
   // posting costs next to nothing, so the other tokens' postings (unless far longer) first mark the rows holding all
@@ -356,18 +359,18 @@ void TextIndex::phraseFrequencies(const Phrase& phrase, std::vector<std::pair<ui
   if (phrase.prefix) {
     // The prefix's terms are walked only as far as their postings stay within the bound: a short prefix stands for
     // thousands of terms, and the walk would cost more than the rows it spares.
-    Filter any;
+    Filter anyTerm;
     size_t postings = 0;
-    for (auto it = prefixTerms; it != dictionary_.end() && startsWith(it->first, last); ++it) {
-      const std::vector<Posting>& list = terms_[it->second].postings;
-      postings += list.size();
+    forEachTermWithPrefix(last, [&](uint32_t id) {
+      postings += terms_[id].postings.size();
       if (postings > filterBound) {
-        any.clear();
-        break;
+        anyTerm.clear();
+        return false;
       }
-      any.push_back(&list);
-    }
-    if (!any.empty()) filters.push_back(std::move(any));
+      anyTerm.push_back(&terms_[id].postings);
+      return true;
+    });
+    if (!anyTerm.empty()) filters.push_back(std::move(anyTerm));
   }
   if (filterScratch_.size() < docs_.size()) filterScratch_.resize(docs_.size(), 0);
   for (size_t k = 0; k < filters.size(); ++k) {

@@ -212,6 +212,14 @@ class TextIndex {
                    const std::vector<const Doc*>& rows, std::vector<uint32_t>& counts);
   // The term ids a single-token phrase stands for: its term, or every term in its prefix's range.
   std::vector<uint32_t> singleTokenIds(const Phrase& phrase) const;
+  // Calls visit(id) for each term starting with `prefix`, in dictionary order, until visit returns false.
+  template <typename Visit>
+  void forEachTermWithPrefix(std::string_view prefix, Visit&& visit) const {
+    for (auto it = dictionary_.lower_bound(prefix);
+         it != dictionary_.end() && text_index_detail::startsWith(it->first, prefix); ++it) {
+      if (!visit(it->second)) return;
+    }
+  }
   // bm25's length norm of a row of `length` tokens (lengthNorm). A row's norm depends only on its length and avgdl:
   // each length's is computed once per avgdl (the same arithmetic, so the same double), not once per posting. Inline:
   // best() calls it for every posting it scores.

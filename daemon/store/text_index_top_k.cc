@@ -47,10 +47,10 @@ std::vector<uint32_t> TextIndex::singleTokenIds(const Phrase& phrase) const {
     if (auto id = termId(token)) ids.push_back(*id);
     return ids;
   }
-  for (auto it = dictionary_.lower_bound(std::string_view(token)); it != dictionary_.end() && startsWith(it->first, token);
-       ++it) {
-    ids.push_back(it->second);
-  }
+  forEachTermWithPrefix(token, [&](uint32_t id) {
+    ids.push_back(id);
+    return true;
+  });
   return ids;
 }
 

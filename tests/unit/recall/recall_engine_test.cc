@@ -218,6 +218,7 @@ class RecordingSource : public RecallSource {
   std::vector<std::vector<int64_t>> asked;  // the pks of each textBm25 call, in order
 
   const std::string& scope() const override { return store_.scope(); }
+  bool holdsNoRows() override { return store_.holdsNoRows(); }
   Result<std::vector<FtsHit>> searchFts(FtsLane lane, const std::string& expression, int limit) override {
     return store_.searchFts(lane, expression, limit);
   }
