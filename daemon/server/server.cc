@@ -223,36 +223,6 @@ void Server::enforceReplyBudget() {
   }
 }
 
-void Server::submit(std::shared_ptr<Session> session, std::string message) {
-  ++inFlight_;
-  lastActivity_ = std::chrono::steady_clock::now();
-  if (queuedJobs_.load() >= options_.maxQueuedJobs) {
-    // Load shedding: answer Busy without running anything. The reply carries the request's id when it has one.
-    auto env = parseEnvelope(message);
-    nlohmann::json id = env.items.size() == 1 && env.items[0].call ? env.items[0].call->id : nlohmann::json();
-    std::string reply = serializeMessage(
-        makeErrorReply(id, Status(ErrorCode::kBusy, "memqd is overloaded; retry shortly",
-                                  nlohmann::json{{"queued", queuedJobs_.load()}})));
-    asio::post(io_, [this, session, reply] {
-      --inFlight_;
-      session->finished(reply);
-      finishIfDrained();
-    });
-    return;
-  }
-  if (answersInline(message)) {
-    ++answeredInline_;
-    handle(session, message);
-    stayHot();
-    return;
-  }
-  ++queuedJobs_;
-  asio::post(workers_, [this, session, message = std::move(message)] {
-    --queuedJobs_;
-    handle(session, message);
-  });
-}
-
 namespace {
 
 // The value of the first "method" key in a message's text, read without parsing it (the dispatcher parses it
@@ -277,6 +247,38 @@ bool isQuickMethod(std::string_view method) {
 }
 
 }  // namespace
+
+void Server::submit(std::shared_ptr<Session> session, std::string message) {
+  ++inFlight_;
+  lastActivity_ = std::chrono::steady_clock::now();
+  if (queuedJobs_.load() >= options_.maxQueuedJobs) {
+    // Load shedding: answer Busy without running anything. The reply carries the request's id when it has one.
+    auto env = parseEnvelope(message);
+    nlohmann::json id = env.items.size() == 1 && env.items[0].call ? env.items[0].call->id : nlohmann::json();
+    std::string reply = serializeMessage(
+        makeErrorReply(id, Status(ErrorCode::kBusy, "memqd is overloaded; retry shortly",
+                                  nlohmann::json{{"queued", queuedJobs_.load()}})));
+    asio::post(io_, [this, session, reply] {
+      --inFlight_;
+      session->finished(reply);
+      finishIfDrained();
+    });
+    return;
+  }
+  if (answersInline(message)) {
+    ++answeredInline_;
+    // Not after a save: the save applier thread takes the other core now, and a poll would keep it from the client.
+    const bool save = methodNamed(message) == "memory/save";
+    handle(session, message);
+    if (!save) stayHot();
+    return;
+  }
+  ++queuedJobs_;
+  asio::post(workers_, [this, session, message = std::move(message)] {
+    --queuedJobs_;
+    handle(session, message);
+  });
+}
 
 bool Server::answersInline(std::string_view message) const {
   // A worker hand-off costs the round trip a thread wake-up (a futex, a context switch, on a virtual machine an

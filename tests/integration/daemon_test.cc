@@ -737,6 +737,29 @@ TEST(MemqdHotPoll, AClientThatPausesBetweenRequestsFindsTheIoThreadAwakeAndAnIdl
   fs::remove_all(dir);
 }
 
+TEST(MemqdHotPoll, AfterASaveTheIoThreadSleepsAtOnceLeavingTheCoresToTheApplierAndTheClient) {
+  // A save hands its rows to the applier thread, which then needs a core: an I/O thread that polled after the reply
+  // would hold the other one, and the client would wait for a core to send its next request. So after a save the
+  // thread sleeps at once, and a client saving with pauses between its requests finds it asleep nearly every time
+  // (where the same client's gets find it awake: the test above).
+  fs::path dir = makeTempDir("hot-save");
+  const fs::path project = dir / "proj";
+  fs::create_directories(project);
+  Memqd daemon(dir);
+  ASSERT_TRUE(daemon.start()) << daemon.log();
+  auto c = daemon.client(project.string());
+  ASSERT_TRUE(c.call("memory/save", {{"summary", "the first save opens the scope"}}).isOk());
+  const int64_t before = ioThreadSleeps(daemon.pid());
+  for (int i = 0; i < 200; ++i) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    auto saved = c.call("memory/save", {{"summary", "saved in a stream, number " + std::to_string(i)}});
+    EXPECT_TRUE(saved.isOk()) << saved.status().toString();
+  }
+  EXPECT_GT(ioThreadSleeps(daemon.pid()) - before, 150);
+  EXPECT_EQ(daemon.stop(), 0);
+  fs::remove_all(dir);
+}
+
 TEST(MemqdFlags, AHotPollOutsideItsRangeIsAUsageErrorNamingTheOption) {
   fs::path dir = makeTempDir("hotflag");
   const std::string socket = (dir / "memqd.sock").string();
