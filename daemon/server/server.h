@@ -43,7 +43,8 @@ struct ServerOptions {
   std::chrono::milliseconds silentConnectionTimeout{60000};
   size_t maxConnections = kDefaultMaxConnections;
   size_t maxQueuedReplyBytes = kDefaultMaxQueuedReplyBytes;
-  // After answering a request on the I/O thread, poll for the next one this long before sleeping (0: sleep at once).
+  // After answering a request other than a save on the I/O thread, poll for the next one this long before sleeping
+  // (0: sleep at once). Not after a save: the save applier then needs the other core.
   std::chrono::microseconds hotPoll = kDefaultHotPoll;
 };
 
