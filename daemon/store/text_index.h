@@ -210,6 +210,8 @@ class TextIndex {
   // singleIds[j]: the term ids a single-token phrase j stands for (its term, or its prefix's), ignored otherwise.
   void countInRows(const std::vector<Phrase>& phrases, const std::vector<std::vector<uint32_t>>& singleIds,
                    const std::vector<const Doc*>& rows, std::vector<uint32_t>& counts);
+  // Asks memory for the first lines of rows[i]'s terms (countInRows reads them next); nothing past the end or for null.
+  static void prefetchTerms(const std::vector<const Doc*>& rows, size_t i);
   // The term ids a single-token phrase stands for: its term, or every term in its prefix's range.
   std::vector<uint32_t> singleTokenIds(const Phrase& phrase) const;
   // Calls visit(id) for each term starting with `prefix`, in dictionary order, until visit returns false.
