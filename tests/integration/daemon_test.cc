@@ -694,11 +694,19 @@ int64_t ioThreadSleeps(pid_t pid) {
                          "voluntary_ctxt_switches");
 }
 
-int64_t cpuTicks(pid_t pid) {
-  const std::string text = readTextFile("/proc/" + std::to_string(pid) + "/stat");
+// utime + stime (fields 14 and 15) of a /proc stat file.
+int64_t cpuTicksIn(const std::string& statPath) {
+  const std::string text = readTextFile(statPath);
   std::istringstream fields(text.substr(text.rfind(')') + 2));  // after "pid (comm) "
   std::vector<std::string> f{std::istream_iterator<std::string>(fields), std::istream_iterator<std::string>()};
-  return f.size() > 12 ? std::stoll(f[11]) + std::stoll(f[12]) : -1;  // utime, stime (fields 14 and 15)
+  return f.size() > 12 ? std::stoll(f[11]) + std::stoll(f[12]) : -1;
+}
+
+int64_t cpuTicks(pid_t pid) { return cpuTicksIn("/proc/" + std::to_string(pid) + "/stat"); }
+
+// The CPU of the I/O thread alone (the main thread).
+int64_t ioThreadCpuTicks(pid_t pid) {
+  return cpuTicksIn("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/stat");
 }
 
 TEST(MemqdHotPoll, AClientThatPausesBetweenRequestsFindsTheIoThreadAwakeAndAnIdleMemqdSleeps) {
@@ -756,6 +764,34 @@ TEST(MemqdHotPoll, AfterASaveTheIoThreadSleepsAtOnceLeavingTheCoresToTheApplierA
     EXPECT_TRUE(saved.isOk()) << saved.status().toString();
   }
   EXPECT_GT(ioThreadSleeps(daemon.pid()) - before, 150);
+  EXPECT_EQ(daemon.stop(), 0);
+  fs::remove_all(dir);
+}
+
+TEST(MemqdHotPoll, TheIoThreadDoesNotPollWhileAWorkerRuns) {
+  // With a 100 ms window, a get answered on the I/O thread would keep it polling for 100 ms. An import sent right after
+  // goes to a worker and runs for longer than that; while it runs the I/O thread must sleep and leave the cores to
+  // the worker, so it uses next to no CPU over the import (reading the request and writing the reply: 0 or 1 tick
+  // here). A thread that polled on would use most of the window (10 or 11 ticks of 10 ms here).
+  fs::path dir = makeTempDir("hot-worker");
+  const fs::path project = dir / "proj";
+  fs::create_directories(project);
+  Memqd daemon(dir, {"--hot-poll-us", "100000"});
+  ASSERT_TRUE(daemon.start()) << daemon.log();
+  auto c = daemon.client(project.string());
+  auto saved = c.call("memory/save", {{"summary", "read once before the import"}});
+  ASSERT_TRUE(saved.isOk()) << saved.status().toString();
+  std::string jsonl;
+  for (int i = 0; i < 5000; ++i) {
+    jsonl += json{{"summary", "imported note " + std::to_string(i) + " on the parser's error recovery"}}.dump() + "\n";
+  }
+  const json importParams = {{"jsonl", jsonl}};
+  const int64_t before = ioThreadCpuTicks(daemon.pid());
+  ASSERT_TRUE(c.call("memory/get", {{"id", (*saved)["id"]}}).isOk());
+  auto imported = c.call("import", importParams);
+  ASSERT_TRUE(imported.isOk()) << imported.status().toString();
+  EXPECT_EQ((*imported)["created"], 5000) << imported->dump();
+  EXPECT_LT(ioThreadCpuTicks(daemon.pid()) - before, sysconf(_SC_CLK_TCK) / 20) << "the I/O thread polled past 50 ms";
   EXPECT_EQ(daemon.stop(), 0);
   fs::remove_all(dir);
 }
