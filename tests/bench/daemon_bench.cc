@@ -12,6 +12,8 @@
 //       pass, so each side goes first equally often); the per-query difference's percentiles are printed. memqd's
 //       I/O thread polls for a while after each reply (--hot-poll-us), on the core the in-process side would use:
 //       `--memqd-arg --hot-poll-us --memqd-arg 0` compares the two without it;
+//       It prints memqd's own time per recall from its request log (with --log-level info), so the socket's share
+//       splits into the handler and the transport around it.
 //       It also prints what the reply's JSON costs apart, over the same queries' in-process hits: memqd's text writer
 //       against the nlohmann tree it replaced, and the client's parse against nlohmann's parser;
 //   (c) --clients connections, each a thread with one request in flight, running --mix for --seconds; requests/s and
@@ -27,6 +29,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -73,6 +76,24 @@ struct Percentiles {
   double p50, p95, p99;
 };
 Percentiles of(const std::vector<double>& v) { return {percentile(v, 0.5), percentile(v, 0.95), percentile(v, 0.99)}; }
+
+// The handler times (ms) of the last `last` memory/recall calls in memqd's request log (lines "[conn] memory/recall
+// id=N 1.23ms ok", written at --log-level info); empty when the log has none (a quieter log level).
+std::vector<double> loggedRecallMs(const fs::path& log, size_t last) {
+  std::vector<double> out;
+  std::ifstream in(log);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t method = line.find("] memory/recall id=");
+    if (method == std::string::npos || line.size() < 3 || line.compare(line.size() - 3, 3, " ok") != 0) continue;
+    const size_t msEnd = line.rfind("ms ok");
+    const size_t msBegin = line.rfind(' ', msEnd);
+    if (msEnd == std::string::npos || msBegin == std::string::npos || msBegin < method) continue;
+    out.push_back(std::strtod(line.c_str() + msBegin + 1, nullptr));
+  }
+  if (out.size() > last) out.erase(out.begin(), out.end() - static_cast<std::ptrdiff_t>(last));
+  return out;
+}
 
 // One weighted request mix, e.g. "get:70,recall:10,save:10,hints:10".
 struct Mix {
@@ -333,6 +354,15 @@ int main(int argc, char** argv) {
                   mismatched ? "  (some result counts differed!)" : "");
       std::printf("    CPU per recall (mean): memqd %.3f ms (every thread), in-process %.3f ms\n", daemonCpuMs / calls,
                   inprocCpuMs / calls);
+      // memqd's own time for each recall, from its request log (the handler: validation, the service, the reply's
+      // text; not reading the request or writing the reply): what the socket adds beyond it is transport and
+      // wake-ups.
+      if (std::vector<double> handled = loggedRecallMs(work / "memqd.log", calls); !handled.empty()) {
+        auto h = of(handled);
+        std::printf("    memqd's handler per recall (its request log, the last %zu): p50 %.3f ms  p95 %.3f ms;"
+                    " socket - handler p50 %.3f ms\n",
+                    handled.size(), h.p50, h.p95, s.p50 - h.p50);
+      }
       std::printf("    %.0f%% of the recalls answered on memqd's I/O thread\n",
                   100.0 * (answeredInline() - recallInline0 - 1) /   static_cast<double>(std::max<size_t>(calls, 1)));
 
