@@ -3,6 +3,7 @@
 #include "daemon/store/recall_mirror.h"
 
 #include <algorithm>
+#include <bit>
 #include <unordered_set>
 
 #include "daemon/embed/hashbag.h"
@@ -29,6 +30,28 @@ bool usedMoreRecently(const MirroredRow* a, const MirroredRow* b) {
 void insertByLastUse(std::vector<const MirroredRow*>& rows, const MirroredRow* row) {
   rows.insert(std::upper_bound(rows.begin(), rows.end(), row, usedMoreRecently), row);
 }
+
+// A set of at most `capacity` addresses, open addressing in a table of a power of two at least twice that: for sets
+// as small as a recall's file lane (200 rows), where std::unordered_set's node per insert costs more than the probes.
+class AddressSet {
+ public:
+  explicit AddressSet(size_t capacity) : slots_(std::bit_ceil(std::max<size_t>(2 * capacity, 16)), nullptr) {}
+  // Whether `p` (never null) was not in the set; then it is. At most `capacity` distinct addresses.
+  bool insert(const void* p) {
+    const size_t mask = slots_.size() - 1;
+    // Fibonacci hashing of the address, its low bits dropped (nodes are aligned).
+    size_t i = static_cast<size_t>((reinterpret_cast<uintptr_t>(p) >> 4) * 0x9E3779B97F4A7C15ull >> 32) & mask;
+    while (slots_[i] != nullptr) {
+      if (slots_[i] == p) return false;
+      i = (i + 1) & mask;
+    }
+    slots_[i] = p;
+    return true;
+  }
+
+ private:
+  std::vector<const void*> slots_;
+};
 
 }  // namespace
 
@@ -272,21 +295,32 @@ std::vector<FileHit> RecallMirror::pathHits(const std::vector<std::string>& path
   // Each path's rows are kept newest first, so the answer is a merge of the queried paths' lists that stops after
   // `limit` distinct active rows, whatever the lists' lengths. A row attached to several queried paths is listed at
   // its first appearance (so `listed` holds at most `limit` rows).
-  std::unordered_set<std::string_view> queried;
+  //
+  // Both sets here are read for every row listed (and `queried` for each of its paths), so neither hashes strings:
+  // a queried path is found by its length first (most of a row's paths have a length no queried path has), and a
+  // listed row by its address.
+  std::vector<std::string_view> queried;
+  uint64_t queriedLengths = 0;  // bit (length % 64) of each queried path
   struct Cursor {
     const std::vector<const MirroredRow*>* rows;
     size_t next;
   };
   std::vector<Cursor> cursors;
   for (const auto& p : paths) {
-    if (!queried.insert(p).second) continue;
+    if (std::find(queried.begin(), queried.end(), std::string_view(p)) != queried.end()) continue;
+    queried.push_back(p);
+    queriedLengths |= uint64_t{1} << (p.size() % 64);
     if (auto it = pathRows_.find(p); it != pathRows_.end() && !it->second.empty()) cursors.push_back({&it->second, 0});
   }
+  auto isQueried = [&](const std::string& path) {
+    if (((queriedLengths >> (path.size() % 64)) & 1) == 0) return false;
+    return std::find(queried.begin(), queried.end(), std::string_view(path)) != queried.end();
+  };
   auto older = [](const Cursor& a, const Cursor& b) {  // heap order: the cursor at the newest row on top
     return usedMoreRecently((*b.rows)[b.next], (*a.rows)[a.next]);
   };
   std::make_heap(cursors.begin(), cursors.end(), older);
-  std::unordered_set<const MirroredRow*> listed;
+  AddressSet listed(std::min(static_cast<size_t>(std::max(limit, 0)), rows_.size()));
   std::vector<FileHit> out;
   while (!cursors.empty() && out.size() < static_cast<size_t>(limit)) {
     std::pop_heap(cursors.begin(), cursors.end(), older);
@@ -297,9 +331,9 @@ std::vector<FileHit> RecallMirror::pathHits(const std::vector<std::string>& path
     } else {
       cursors.pop_back();
     }
-    if (!row->active || !listed.insert(row).second) continue;
+    if (!row->active || !listed.insert(row)) continue;
     int matched = 0;  // how many of the queried paths the row is attached to
-    for (const auto& path : row->paths) matched += static_cast<int>(queried.count(path));
+    for (const auto& path : row->paths) matched += static_cast<int>(isQueried(path));
     out.push_back({row->pk, matched});
   }
   return out;
