@@ -90,8 +90,9 @@ class Server {
   void scheduleSaveCommit();
   // Runs a job of memqd's own (commits, checkpoints, closing idle scopes) on a worker, counted in backgroundJobs_.
   void postBackgroundJob(std::function<void()> job);
-  // Whether `message` (counted in inFlight_ already) is answered on the I/O thread instead of a worker.
-  bool answersInline(std::string_view message) const;
+  // Whether a message calling `method` (its first, for a batch; counted in inFlight_ already) is answered on the I/O
+  // thread instead of a worker.
+  bool answersInline(std::string_view method) const;
   // Whether memqd has nothing to do but the `messagesInFlight` messages it counts: no job queued or running, no
   // broadcast pending, no shutdown draining. Then the I/O thread may answer a request itself, or poll for the next.
   bool nothingElseRuns(size_t messagesInFlight) const;
