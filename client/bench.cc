@@ -329,6 +329,7 @@ struct LoadRow {
   std::vector<double> saveMs, recallMs;
   int64_t peakRss = 0, dbBytes = 0, walBytes = 0;  // db and wal while memqd runs, after the recalls
   int64_t closedDbBytes = 0;                         // the database alone once memqd has exited
+  std::string scanKernel;                            // daemon/status's scan_kernel
 };
 
 // One size: a fresh memqd, N saves, the queries. Status errors are the harness's (daemon did not start, the dataset
@@ -360,6 +361,10 @@ Status runLoadSize(const fs::path& dataset, const std::vector<json>& queries, si
     auto conn = open();
     if (!conn) return conn.status();
     conns.push_back(std::move(*conn));
+  }
+  // Which vector scan memqd runs: figures from hosts with and without AVX-512 differ by it.
+  if (auto status = conns[0].call("daemon/status", json::object()); status && status->is_object()) {
+    row.scanKernel = status->value("scan_kernel", "");
   }
 
   // Saves: each connection takes the next line under the lock, so requests leave in file order.
@@ -512,7 +517,8 @@ int runLoadBench(Context& ctx, const std::vector<std::string>& words) {
               {"peak_rss_bytes", row.peakRss},
               {"db_bytes", row.dbBytes},
               {"wal_bytes", row.walBytes},
-              {"closed_db_bytes", row.closedDbBytes}};
+              {"closed_db_bytes", row.closedDbBytes},
+              {"scan_kernel", row.scanKernel}};
     if (!row.firstError.empty()) r["first_error"] = row.firstError;
     out["sizes"].push_back(r);
     if (!asJson) {
@@ -522,6 +528,7 @@ int runLoadBench(Context& ctx, const std::vector<std::string>& words) {
                   r["recall_p99_ms"].get<double>(), row.peakRss / 1048576.0,
                   (row.dbBytes + row.walBytes) / 1048576.0, row.closedDbBytes / 1048576.0);
       if (!row.firstError.empty()) std::printf("         first error: %s\n", row.firstError.c_str());
+      if (!row.scanKernel.empty()) std::printf("         memqd's vector scan: %s\n", row.scanKernel.c_str());
       std::fflush(stdout);
     }
   }

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <thread>
 
+#include "daemon/embed/vector_index.h"
 #include "daemon/server/session.h"
 #include "daemon/server/version.h"
 #include "daemon/service/anchor_rebase.h"
@@ -463,7 +464,8 @@ nlohmann::json Server::status() {
           {"connections", liveSessions_.load()},
           {"requests_served", requestsServed_.load()},
           {"messages_answered_inline", answeredInline_.load()},
-          {"embedder", std::string(service_.embedder().model())}};
+          {"embedder", std::string(service_.embedder().model())},
+          {"scan_kernel", VectorIndex::kernelName()}};
 }
 
 }  // namespace memq

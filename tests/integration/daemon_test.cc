@@ -10,6 +10,7 @@
 #include <atomic>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <iterator>
 #include <set>
 #include <sstream>
@@ -793,6 +794,41 @@ TEST(MemqdHotPoll, TheIoThreadDoesNotPollWhileAWorkerRuns) {
   EXPECT_EQ((*imported)["created"], 5000) << imported->dump();
   EXPECT_LT(ioThreadCpuTicks(daemon.pid()) - before, sysconf(_SC_CLK_TCK) / 20) << "the I/O thread polled past 50 ms";
   EXPECT_EQ(daemon.stop(), 0);
+  fs::remove_all(dir);
+}
+
+TEST(MemqdStatus, NamesTheVectorScanItRunsAndTheOneMemqScanKernelPicks) {
+  fs::path dir = makeTempDir("scan-kernel");
+  const fs::path project = dir / "proj";
+  fs::create_directories(project);
+  const char* inherited = std::getenv("MEMQ_SCAN_KERNEL");
+  const std::optional<std::string> kept = inherited ? std::optional<std::string>(inherited) : std::nullopt;
+  // memqd reads MEMQ_SCAN_KERNEL from the environment it starts with, which is this process's.
+  auto scanOf = [&](const char* chosen) {
+    if (chosen) {
+      ::setenv("MEMQ_SCAN_KERNEL", chosen, 1);
+    } else {
+      ::unsetenv("MEMQ_SCAN_KERNEL");
+    }
+    Memqd daemon(dir);
+    const bool started = daemon.start();
+    if (kept) {
+      ::setenv("MEMQ_SCAN_KERNEL", kept->c_str(), 1);
+    } else {
+      ::unsetenv("MEMQ_SCAN_KERNEL");
+    }
+    EXPECT_TRUE(started) << daemon.log();
+    if (!started) return std::string();
+    auto c = daemon.client(project.string());
+    auto status = c.call("daemon/status", json::object());
+    EXPECT_TRUE(status.isOk()) << status.status().toString();
+    std::string kernel = status ? status->value("scan_kernel", "") : "";
+    EXPECT_EQ(daemon.stop(), 0);
+    return kernel;
+  };
+  const std::string best = scanOf(nullptr);
+  EXPECT_TRUE(best == "scalar" || best == "avx2" || best == "avx512") << best;
+  EXPECT_EQ(scanOf("scalar"), "scalar");  // every CPU runs the portable kernel
   fs::remove_all(dir);
 }
 
