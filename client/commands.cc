@@ -605,7 +605,9 @@ int cmdStatus(Context& ctx, const std::vector<std::string>& words, bool autostar
   } else {
     std::cout << "memqd " << (*r)["version"].get<std::string>() << " pid " << (*r)["pid"] << " on "
               << (*r)["socket"].get<std::string>() << ", up " << static_cast<int64_t>((*r)["uptime_s"].get<double>())
-              << " s, " << (*r)["connections"] << " connection(s), " << (*r)["requests_served"] << " request(s)\n";
+              << " s, " << (*r)["connections"] << " connection(s), " << (*r)["requests_served"] << " request(s)";
+    if (r->contains("scan_kernel")) std::cout << ", vector scan " << (*r)["scan_kernel"].get<std::string>();
+    std::cout << "\n";
   }
   return kExitOk;
 }

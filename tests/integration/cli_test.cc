@@ -236,6 +236,10 @@ TEST_F(CliTest, EveryCommandAnswersInJsonMode) {
   EXPECT_EQ(status["pid"], daemon_->pid());
   EXPECT_EQ(status["socket"], daemon_->socket());
   EXPECT_TRUE(status.contains("version"));
+  CommandResult plainStatus = run("status");
+  EXPECT_EQ(plainStatus.exitCode, 0) << plainStatus.err;
+  EXPECT_NE(plainStatus.out.find("vector scan " + status.value("scan_kernel", "?")), std::string::npos)
+      << plainStatus.out;
   EXPECT_EQ(ok("daemon status")["pid"], daemon_->pid());
   CommandResult start = run("daemon start");  // already running: says so and succeeds
   EXPECT_EQ(start.exitCode, 0) << start.err;
