@@ -266,8 +266,7 @@ void Server::submit(std::shared_ptr<Session> session, std::string message) {
     });
     return;
   }
-  const std::string_view method = methodNamed(message);
-  if (answersInline(method)) {
+  if (const std::string_view method = methodAnsweredInline(message); !method.empty()) {
     ++answeredInline_;
     // Not after a save: the save applier thread takes the other core now, and a poll would keep it from the client.
     const bool save = method == "memory/save";
@@ -282,13 +281,16 @@ void Server::submit(std::shared_ptr<Session> session, std::string message) {
   });
 }
 
-bool Server::answersInline(std::string_view method) const {
+std::string_view Server::methodAnsweredInline(std::string_view message) const {
   // A worker hand-off costs the round trip a thread wake-up (a futex, a context switch, on a virtual machine an
   // interrupt to the other core): for a get that is most of memqd's share of it. So a quick request is answered on
   // the I/O thread itself, but only while nothing else runs: it is the only message in flight (counted in submit),
   // no job or broadcast waits, and no housekeeping job holds a scope. Then no other connection is waiting for the
   // I/O thread, and the request cannot wait behind a scope lock another request holds.
-  return nothingElseRuns(1) && isQuickMethod(method);
+  // The message's text is searched for its method only then.
+  if (!nothingElseRuns(1)) return {};
+  const std::string_view method = methodNamed(message);
+  return isQuickMethod(method) ? method : std::string_view();
 }
 
 bool Server::nothingElseRuns(size_t messagesInFlight) const {

@@ -3,7 +3,6 @@
 #include "daemon/store/recall_mirror.h"
 
 #include <algorithm>
-#include <bit>
 #include <unordered_set>
 
 #include "daemon/embed/hashbag.h"
@@ -30,28 +29,6 @@ bool usedMoreRecently(const MirroredRow* a, const MirroredRow* b) {
 void insertByLastUse(std::vector<const MirroredRow*>& rows, const MirroredRow* row) {
   rows.insert(std::upper_bound(rows.begin(), rows.end(), row, usedMoreRecently), row);
 }
-
-// A set of at most `capacity` addresses, open addressing in a table of a power of two at least twice that: for sets
-// as small as a recall's file lane (200 rows), where std::unordered_set's node per insert costs more than the probes.
-class AddressSet {
- public:
-  explicit AddressSet(size_t capacity) : slots_(std::bit_ceil(std::max<size_t>(2 * capacity, 16)), nullptr) {}
-  // Whether `p` (never null) was not in the set; then it is. At most `capacity` distinct addresses.
-  bool insert(const void* p) {
-    const size_t mask = slots_.size() - 1;
-    // Fibonacci hashing of the address, its low bits dropped (nodes are aligned).
-    size_t i = static_cast<size_t>((reinterpret_cast<uintptr_t>(p) >> 4) * 0x9E3779B97F4A7C15ull >> 32) & mask;
-    while (slots_[i] != nullptr) {
-      if (slots_[i] == p) return false;
-      i = (i + 1) & mask;
-    }
-    slots_[i] = p;
-    return true;
-  }
-
- private:
-  std::vector<const void*> slots_;
-};
 
 }  // namespace
 
@@ -294,11 +271,11 @@ void RecallMirror::markUsed(const std::vector<int64_t>& pks, const std::string& 
 std::vector<FileHit> RecallMirror::pathHits(const std::vector<std::string>& paths, int limit) const {
   // Each path's rows are kept newest first, so the answer is a merge of the queried paths' lists that stops after
   // `limit` distinct active rows, whatever the lists' lengths. A row attached to several queried paths is listed at
-  // its first appearance (so `listed` holds at most `limit` rows).
+  // its first appearance. The lists' order is total (last use, then pk), so the merge yields a row's appearances one
+  // after the other: comparing a row with the one before finds them, with no set of the rows listed.
   //
-  // Both sets here are read for every row listed (and `queried` for each of its paths), so neither hashes strings:
-  // a queried path is found by its length first (most of a row's paths have a length no queried path has), and a
-  // listed row by its address.
+  // `queried` is read for each path of every row listed, so it hashes no strings: a path is looked for only when
+  // its length is one a queried path has (most of a row's paths have a length none has).
   std::vector<std::string_view> queried;
   uint64_t queriedLengths = 0;  // bit (length % 64) of each queried path
   struct Cursor {
@@ -320,7 +297,7 @@ std::vector<FileHit> RecallMirror::pathHits(const std::vector<std::string>& path
     return usedMoreRecently((*b.rows)[b.next], (*a.rows)[a.next]);
   };
   std::make_heap(cursors.begin(), cursors.end(), older);
-  AddressSet listed(std::min(static_cast<size_t>(std::max(limit, 0)), rows_.size()));
+  const MirroredRow* previous = nullptr;
   std::vector<FileHit> out;
   while (!cursors.empty() && out.size() < static_cast<size_t>(limit)) {
     std::pop_heap(cursors.begin(), cursors.end(), older);
@@ -331,7 +308,9 @@ std::vector<FileHit> RecallMirror::pathHits(const std::vector<std::string>& path
     } else {
       cursors.pop_back();
     }
-    if (!row->active || !listed.insert(row)) continue;
+    if (row == previous) continue;  // its next appearance, under another queried path
+    previous = row;
+    if (!row->active) continue;
     int matched = 0;  // how many of the queried paths the row is attached to
     for (const auto& path : row->paths) matched += static_cast<int>(isQueried(path));
     out.push_back({row->pk, matched});
