@@ -710,14 +710,28 @@ int64_t ioThreadCpuTicks(pid_t pid) {
   return cpuTicksIn("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/stat");
 }
 
-TEST(MemqdHotPoll, AClientThatPausesBetweenRequestsFindsTheIoThreadAwakeAndAnIdleMemqdSleeps) {
-  fs::path dir = makeTempDir("hot");
-  const fs::path project = dir / "proj";
-  fs::create_directories(project);
+// A temporary directory for the daemons a test starts, with a project root inside it.
+class MemqdInTempDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = makeTempDir("memqd");
+    project_ = dir_ / "proj";
+    fs::create_directories(project_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path dir_;
+  fs::path project_;
+};
+
+class MemqdHotPoll : public MemqdInTempDir {};
+class MemqdStatus : public MemqdInTempDir {};
+
+TEST_F(MemqdHotPoll, AClientThatPausesBetweenRequestsFindsTheIoThreadAwakeAndAnIdleMemqdSleeps) {
   auto sleepsOver200Gets = [&](std::vector<std::string> args) {
-    Memqd daemon(dir, std::move(args));
+    Memqd daemon(dir_, std::move(args));
     EXPECT_TRUE(daemon.start()) << daemon.log();
-    auto c = daemon.client(project.string());
+    auto c = daemon.client(project_.string());
     auto saved = c.call("memory/save", {{"summary", "asked for again and again"}});
     EXPECT_TRUE(saved.isOk()) << saved.status().toString();
     const std::string id = saved ? (*saved)["id"].get<std::string>() : "";
@@ -743,20 +757,16 @@ TEST(MemqdHotPoll, AClientThatPausesBetweenRequestsFindsTheIoThreadAwakeAndAnIdl
   const int64_t cold = sleepsOver200Gets({"--hot-poll-us", "0"});
   EXPECT_LT(hot, 80);
   EXPECT_GT(cold, 150);
-  fs::remove_all(dir);
 }
 
-TEST(MemqdHotPoll, AfterASaveTheIoThreadSleepsAtOnceLeavingTheCoresToTheApplierAndTheClient) {
+TEST_F(MemqdHotPoll, AfterASaveTheIoThreadSleepsAtOnceLeavingTheCoresToTheApplierAndTheClient) {
   // A save hands its rows to the applier thread, which then needs a core: an I/O thread that polled after the reply
   // would hold the other one, and the client would wait for a core to send its next request. So after a save the
   // thread sleeps at once, and a client saving with pauses between its requests finds it asleep nearly every time
   // (where the same client's gets find it awake: the test above).
-  fs::path dir = makeTempDir("hot-save");
-  const fs::path project = dir / "proj";
-  fs::create_directories(project);
-  Memqd daemon(dir);
+  Memqd daemon(dir_);
   ASSERT_TRUE(daemon.start()) << daemon.log();
-  auto c = daemon.client(project.string());
+  auto c = daemon.client(project_.string());
   ASSERT_TRUE(c.call("memory/save", {{"summary", "the first save opens the scope"}}).isOk());
   const int64_t before = ioThreadSleeps(daemon.pid());
   for (int i = 0; i < 200; ++i) {
@@ -766,20 +776,16 @@ TEST(MemqdHotPoll, AfterASaveTheIoThreadSleepsAtOnceLeavingTheCoresToTheApplierA
   }
   EXPECT_GT(ioThreadSleeps(daemon.pid()) - before, 150);
   EXPECT_EQ(daemon.stop(), 0);
-  fs::remove_all(dir);
 }
 
-TEST(MemqdHotPoll, TheIoThreadDoesNotPollWhileAWorkerRuns) {
+TEST_F(MemqdHotPoll, TheIoThreadDoesNotPollWhileAWorkerRuns) {
   // With a 100 ms window, a get answered on the I/O thread would keep it polling for 100 ms. An import sent right after
   // goes to a worker and runs for longer than that; while it runs the I/O thread must sleep and leave the cores to
   // the worker, so it uses next to no CPU over the import (reading the request and writing the reply: 0 or 1 tick
   // here). A thread that polled on would use most of the window (10 or 11 ticks of 10 ms here).
-  fs::path dir = makeTempDir("hot-worker");
-  const fs::path project = dir / "proj";
-  fs::create_directories(project);
-  Memqd daemon(dir, {"--hot-poll-us", "100000"});
+  Memqd daemon(dir_, {"--hot-poll-us", "100000"});
   ASSERT_TRUE(daemon.start()) << daemon.log();
-  auto c = daemon.client(project.string());
+  auto c = daemon.client(project_.string());
   auto saved = c.call("memory/save", {{"summary", "read once before the import"}});
   ASSERT_TRUE(saved.isOk()) << saved.status().toString();
   std::string jsonl;
@@ -794,42 +800,31 @@ TEST(MemqdHotPoll, TheIoThreadDoesNotPollWhileAWorkerRuns) {
   EXPECT_EQ((*imported)["created"], 5000) << imported->dump();
   EXPECT_LT(ioThreadCpuTicks(daemon.pid()) - before, sysconf(_SC_CLK_TCK) / 20) << "the I/O thread polled past 50 ms";
   EXPECT_EQ(daemon.stop(), 0);
-  fs::remove_all(dir);
 }
 
-TEST(MemqdStatus, NamesTheVectorScanItRunsAndTheOneMemqScanKernelPicks) {
-  fs::path dir = makeTempDir("scan-kernel");
-  const fs::path project = dir / "proj";
-  fs::create_directories(project);
-  const char* inherited = std::getenv("MEMQ_SCAN_KERNEL");
-  const std::optional<std::string> kept = inherited ? std::optional<std::string>(inherited) : std::nullopt;
-  // memqd reads MEMQ_SCAN_KERNEL from the environment it starts with, which is this process's.
-  auto scanOf = [&](const char* chosen) {
-    if (chosen) {
-      ::setenv("MEMQ_SCAN_KERNEL", chosen, 1);
-    } else {
-      ::unsetenv("MEMQ_SCAN_KERNEL");
-    }
-    Memqd daemon(dir);
-    const bool started = daemon.start();
-    if (kept) {
-      ::setenv("MEMQ_SCAN_KERNEL", kept->c_str(), 1);
-    } else {
-      ::unsetenv("MEMQ_SCAN_KERNEL");
-    }
-    EXPECT_TRUE(started) << daemon.log();
-    if (!started) return std::string();
-    auto c = daemon.client(project.string());
+TEST_F(MemqdStatus, NamesTheVectorScanItRunsAndTheOneMemqScanKernelPicks) {
+  // memqd reads MEMQ_SCAN_KERNEL from the environment it starts with: set (or cleared) in its process only.
+  auto scanOf = [&](std::optional<std::string> chosen) {
+    MemqdLaunch launch;
+    launch.inChild = [chosen] {
+      if (chosen) {
+        ::setenv("MEMQ_SCAN_KERNEL", chosen->c_str(), 1);
+      } else {
+        ::unsetenv("MEMQ_SCAN_KERNEL");
+      }
+    };
+    Memqd daemon(dir_, std::move(launch));
+    EXPECT_TRUE(daemon.start()) << daemon.log();
+    auto c = daemon.client(project_.string());
     auto status = c.call("daemon/status", json::object());
     EXPECT_TRUE(status.isOk()) << status.status().toString();
     std::string kernel = status ? status->value("scan_kernel", "") : "";
     EXPECT_EQ(daemon.stop(), 0);
     return kernel;
   };
-  const std::string best = scanOf(nullptr);
+  const std::string best = scanOf(std::nullopt);
   EXPECT_TRUE(best == "scalar" || best == "avx2" || best == "avx512") << best;
   EXPECT_EQ(scanOf("scalar"), "scalar");  // every CPU runs the portable kernel
-  fs::remove_all(dir);
 }
 
 TEST(MemqdFlags, AHotPollOutsideItsRangeIsAUsageErrorNamingTheOption) {
