@@ -289,12 +289,12 @@ Result<std::vector<Candidate>> gatherCandidates(RecallSource& store, const Recal
   out.reserve(order.size());
   std::unordered_map<std::string, int> blastCache;
   // Builds one candidate from what ranking reads of its row (both sources below give the same figures).
-  auto add = [&](int64_t pk, const Signals& found, int64_t useCount, bool pinned, const std::string& lastUsedAt,
-                 size_t cost, const auto& paths, const auto& pathOf) {
+  // `used`: the last use, in milliseconds since the epoch (negative when unreadable: age 0).
+  auto add = [&](int64_t pk, const Signals& found, int64_t useCount, bool pinned, int64_t used, size_t cost,
+                 const auto& paths, const auto& pathOf) {
     Signals s = found;
     s.useCount = useCount;
     s.pinned = pinned;
-    int64_t used = parseIsoUtcMillis(lastUsedAt);
     s.ageDays = used < 0 ? 0 : std::max(0.0, static_cast<double>(nowMs - used) / 86400000.0);
     if (repo != nullptr) {
       for (const auto& f : paths) {
@@ -310,7 +310,10 @@ Result<std::vector<Candidate>> gatherCandidates(RecallSource& store, const Recal
     for (size_t i = 0; i < order.size(); ++i) {
       const auto* row = (*rows)[i];
       if (row == nullptr || !row->active) continue;  // defensive: every lane already reads active rows only
-      add(order[i], table.signals()[i], row->useCount, row->pinned, row->lastUsedAt, row->textCost, row->paths,
+      // The row's key already holds the timestamp's digits: read the string only when it has another shape.
+      const int64_t used =
+          row->lastUsedKey >= 0 ? isoUtcDigitsToMillis(row->lastUsedKey) : parseIsoUtcMillis(row->lastUsedAt);
+      add(order[i], table.signals()[i], row->useCount, row->pinned, used, row->textCost, row->paths,
           [](const std::string& p) -> const std::string& { return p; });
     }
   } else {
@@ -321,7 +324,7 @@ Result<std::vector<Candidate>> gatherCandidates(RecallSource& store, const Recal
       if (m.state != MemoryState::kActive) continue;
       const Signals* found = table.find(m.pk);
       if (found == nullptr) continue;  // defensive: loadMany returns only the pks asked for
-      add(m.pk, *found, m.useCount, m.pinned, m.lastUsedAt, utf16Length(m.summary) + utf16Length(m.details), m.files,
+      add(m.pk, *found, m.useCount, m.pinned, parseIsoUtcMillis(m.lastUsedAt), utf16Length(m.summary) + utf16Length(m.details), m.files,
           [](const FileRef& f) -> const std::string& { return f.path; });
     }
   }

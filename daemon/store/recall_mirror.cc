@@ -272,12 +272,9 @@ std::vector<FileHit> RecallMirror::pathHits(const std::vector<std::string>& path
   // Each path's rows are kept newest first, so the answer is a merge of the queried paths' lists that stops after
   // `limit` distinct active rows, whatever the lists' lengths. A row attached to several queried paths is listed at
   // its first appearance. The lists' order is total (last use, then pk), so the merge yields a row's appearances one
-  // after the other: comparing a row with the one before finds them, with no set of the rows listed.
-  //
-  // `queried` is read for each path of every row listed, so it hashes no strings: a path is looked for only when
-  // its length is one a queried path has (most of a row's paths have a length none has).
+  // after the other, and a row appears once in the list of each of its paths: the length of that run is how many
+  // queried paths the row is attached to, with no set of the rows listed and no path compared.
   std::vector<std::string_view> queried;
-  uint64_t queriedLengths = 0;  // bit (length % 64) of each queried path
   struct Cursor {
     const std::vector<const MirroredRow*>* rows;
     size_t next;
@@ -286,20 +283,14 @@ std::vector<FileHit> RecallMirror::pathHits(const std::vector<std::string>& path
   for (const auto& p : paths) {
     if (std::find(queried.begin(), queried.end(), std::string_view(p)) != queried.end()) continue;
     queried.push_back(p);
-    queriedLengths |= uint64_t{1} << (p.size() % 64);
     if (auto it = pathRows_.find(p); it != pathRows_.end() && !it->second.empty()) cursors.push_back({&it->second, 0});
   }
-  auto isQueried = [&](const std::string& path) {
-    if (((queriedLengths >> (path.size() % 64)) & 1) == 0) return false;
-    return std::find(queried.begin(), queried.end(), std::string_view(path)) != queried.end();
-  };
   auto older = [](const Cursor& a, const Cursor& b) {  // heap order: the cursor at the newest row on top
     return usedMoreRecently((*b.rows)[b.next], (*a.rows)[a.next]);
   };
   std::make_heap(cursors.begin(), cursors.end(), older);
-  const MirroredRow* previous = nullptr;
-  std::vector<FileHit> out;
-  while (!cursors.empty() && out.size() < static_cast<size_t>(limit)) {
+  // The newest row not taken yet, its cursor moved past it.
+  auto take = [&]() {
     std::pop_heap(cursors.begin(), cursors.end(), older);
     Cursor& cursor = cursors.back();
     const MirroredRow* row = (*cursor.rows)[cursor.next++];
@@ -308,12 +299,17 @@ std::vector<FileHit> RecallMirror::pathHits(const std::vector<std::string>& path
     } else {
       cursors.pop_back();
     }
-    if (row == previous) continue;  // its next appearance, under another queried path
-    previous = row;
-    if (!row->active) continue;
-    int matched = 0;  // how many of the queried paths the row is attached to
-    for (const auto& path : row->paths) matched += static_cast<int>(isQueried(path));
-    out.push_back({row->pk, matched});
+    return row;
+  };
+  std::vector<FileHit> out;
+  while (!cursors.empty() && out.size() < static_cast<size_t>(limit)) {
+    const MirroredRow* row = take();
+    int matched = 1;  // how many of the queried paths the row is attached to: its appearances
+    while (!cursors.empty() && (*cursors.front().rows)[cursors.front().next] == row) {
+      take();
+      ++matched;
+    }
+    if (row->active) out.push_back({row->pk, matched});
   }
   return out;
 }

@@ -17,6 +17,9 @@ int64_t parseIsoUtcMillis(const std::string& iso);
 // The 17 digits of a timestamp in formatIsoUtc's exact shape (YYYY-MM-DDTHH:MM:SS.mmmZ) read as one number, so that
 // such numbers order as the strings do bytewise; -1 for any other shape.
 int64_t isoUtcDigits(std::string_view iso);
+// parseIsoUtcMillis of the timestamp whose isoUtcDigits are `digits`, without reading the string again; -1 when
+// `digits` is negative or a field is out of range.
+int64_t isoUtcDigitsToMillis(int64_t digits);
 
 // How much of ISO-8601 parseIsoInstant accepts.
 enum class IsoTimeForm {

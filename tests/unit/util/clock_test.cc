@@ -1,7 +1,8 @@
 // ISO-8601 UTC timestamps (daemon/util/clock.h): formatIsoUtc and parseIsoUtcMillis round-trip, the fast path for
 // the stored shape agrees with the C library's timegm on every day of four centuries (viaTimegm below is the
 // general path written out again on purpose: the oracle must not share the code it checks), other spellings still
-// parse, and isoUtcDigits orders as the strings do.
+// parse, isoUtcDigits orders as the strings do, and isoUtcDigitsToMillis reads those digits as parseIsoUtcMillis reads
+// the string.
 #include "daemon/util/clock.h"
 
 #include <gtest/gtest.h>
@@ -66,6 +67,22 @@ TEST(Clock, StoredTimestampDigitsOrderAsTheStringsDo) {
   }
   for (const char* other : {"", "2026-11-29T18:50:51Z", "2026-11-29 18:50:51.007Z", "2026-11-29T18:50:51.007+00"}) {
     EXPECT_EQ(isoUtcDigits(other), -1) << other;
+  }
+}
+
+TEST(Clock, StoredTimestampDigitsGiveTheMillisecondsTheStringDoes) {
+  EXPECT_EQ(isoUtcDigitsToMillis(isoUtcDigits("1970-01-01T00:00:00.000Z")), 0);
+  EXPECT_EQ(isoUtcDigitsToMillis(20261129185051007), parseIsoUtcMillis("2026-11-29T18:50:51.007Z"));
+  std::mt19937_64 rng(13);
+  for (int i = 0; i < 20000; ++i) {
+    const int64_t ms = static_cast<int64_t>(rng() % 8'000'000'000'000ULL);
+    const std::string text = formatIsoUtc(std::chrono::system_clock::time_point(std::chrono::milliseconds(ms)));
+    ASSERT_EQ(isoUtcDigitsToMillis(isoUtcDigits(text)), ms) << text;
+  }
+  // Not digits of a timestamp: no shape (-1), a month, day, hour or minute out of range.
+  for (int64_t bad : {int64_t{-1}, int64_t{20261329185051007}, int64_t{20261100185051007}, int64_t{20261129245051007},
+                      int64_t{20261129186051007}}) {
+    EXPECT_EQ(isoUtcDigitsToMillis(bad), -1) << bad;
   }
 }
 
