@@ -405,6 +405,45 @@ TEST_F(StoreTest, ReopenKeepsEverything) {
   EXPECT_EQ(store_->activeIndex().size(), 1u);
 }
 
+TEST_F(StoreTest, LoadManyReturnsTheAskedRowsInTheAskedOrderWithTheirFilesAcrossChunks) {
+  // More than one chunk of the loader's IN lists (32 pks), lists of every length up to it, a pk asked for twice
+  // and one that does not exist: each row comes back as get() reads it, in the order asked, a repeat twice.
+  std::vector<int64_t> pks;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 70; ++i) {
+    std::vector<std::string> files;
+    for (int f = 0; f < i % 3; ++f) files.push_back("src/f" + std::to_string(i) + "_" + std::to_string(f) + ".c");
+    auto out = save("loader row " + std::to_string(i), "details " + std::to_string(i), files,
+                    {"topic" + std::to_string(i % 4)});
+    ids.push_back(out.id);
+    pks.push_back(*store_->pkOf(out.id));
+  }
+  std::mt19937 rng(5);
+  for (size_t n : {size_t{1}, size_t{3}, size_t{31}, size_t{32}, size_t{33}, size_t{70}}) {
+    std::vector<int64_t> asked = pks;
+    std::shuffle(asked.begin(), asked.end(), rng);
+    asked.resize(n);
+    asked.push_back(asked.front());       // twice
+    asked.insert(asked.begin() + static_cast<std::ptrdiff_t>(n / 2), 1'000'000);  // no such row
+    auto loaded = store_->loadMany(asked);
+    ASSERT_TRUE(loaded.isOk()) << loaded.status().toString();
+    ASSERT_EQ(loaded->size(), n + 1) << n;
+    size_t next = 0;
+    for (int64_t pk : asked) {
+      if (pk == 1'000'000) continue;
+      const Memory& m = (*loaded)[next++];
+      ASSERT_EQ(m.pk, pk) << n;
+      auto expected = store_->get(m.id);
+      ASSERT_TRUE(expected.isOk());
+      EXPECT_EQ(m.summary, expected->summary);
+      EXPECT_EQ(m.details, expected->details);
+      EXPECT_EQ(m.topics, expected->topics);
+      ASSERT_EQ(m.files.size(), expected->files.size()) << m.id;
+      for (size_t f = 0; f < m.files.size(); ++f) EXPECT_EQ(m.files[f].path, expected->files[f].path);
+    }
+  }
+}
+
 TEST_F(StoreTest, OlderSchemaUpgradesKeepingMemories) {
   if (latestSchemaVersion() < 2) GTEST_SKIP() << "only one migration so far";
   startAtSchema(latestSchemaVersion() - 1);
