@@ -194,6 +194,87 @@ std::string recallHitsJsonText(const std::vector<RecallHit>& hits, bool explain,
   return out;
 }
 
+std::string replyText(const SaveResult& r) {
+  // Keys sorted byte-wise, as serializeMessage writes a tree. A queued save has no id yet.
+  std::string out;
+  out.reserve(256 + (r.memory ? textSize(*r.memory) : 0));
+  JsonWriter w(out);
+  w.beginObject();
+  if (!r.anchored.empty()) {
+    w.key("anchored");
+    w.beginArray();
+    for (const auto& a : r.anchored) {
+      w.beginObject();
+      w.key("lines");
+      writeLineRanges(w, a.lines);
+      w.key("path");
+      w.string(a.path);
+      w.endObject();
+    }
+    w.endArray();
+  }
+  if (r.hint) {
+    w.key("hint");
+    w.string(*r.hint);
+  }
+  w.key("id");
+  if (r.status == SaveStatus::kQueued) {
+    w.null();
+  } else {
+    w.string(r.id);
+  }
+  if (r.memory) {
+    w.key("memory");
+    writeRecord(w, *r.memory, nullptr, false);
+  }
+  if (r.reason) {
+    w.key("reason");
+    w.string(*r.reason);
+  }
+  w.key("redactions");
+  w.beginArray();
+  for (const auto& red : r.redactions) {
+    w.beginObject();
+    w.key("field");
+    w.string(red.field);
+    w.key("kind");
+    w.string(red.kind);
+    w.endObject();
+  }
+  w.endArray();
+  w.key("scope");
+  w.string(toString(r.scope));
+  w.key("similar");
+  w.beginArray();
+  for (const auto& hint : r.similar) {
+    w.beginObject();
+    w.key("id");
+    w.string(hint.id);
+    w.key("kind");
+    w.string(hint.kind);
+    w.key("summary");
+    w.string(hint.summary);
+    w.key("weight");
+    w.number(hint.weight);
+    w.endObject();
+  }
+  w.endArray();
+  w.key("status");
+  w.string(toString(r.status));
+  if (r.supersededBy) {
+    w.key("superseded_by");
+    w.string(*r.supersededBy);
+  }
+  if (r.topicsMerged) {
+    w.key("topics_merged");
+    w.boolean(true);
+  }
+  w.key("warnings");
+  stringArray(w, r.warnings);
+  w.endObject();
+  return out;
+}
+
 namespace {
 
 using json = nlohmann::json;
@@ -235,30 +316,6 @@ json replyJson(const InitializeResult& r) {
                 {"notifications", {"memory/changed"}}}},
               {"session", r.session},
               {"project", project}};
-}
-
-json replyJson(const SaveResult& r) {
-  json similar = json::array();
-  for (const auto& s : r.similar) {
-    similar.push_back({{"id", s.id}, {"weight", s.weight}, {"summary", s.summary}, {"kind", s.kind}});
-  }
-  json out = {{"id", r.status == SaveStatus::kQueued ? json(nullptr) : json(r.id)},  // queued: no id yet
-              {"scope", toString(r.scope)},
-              {"status", toString(r.status)},
-              {"similar", std::move(similar)},
-              {"warnings", r.warnings},
-              {"redactions", redactionsJson(r.redactions)}};
-  if (r.memory) out["memory"] = memoryToJson(*r.memory);
-  if (!r.anchored.empty()) {
-    json anchored = json::array();
-    for (const auto& a : r.anchored) anchored.push_back({{"path", a.path}, {"lines", lineRangesToJson(a.lines)}});
-    out["anchored"] = std::move(anchored);
-  }
-  if (r.reason) out["reason"] = *r.reason;
-  if (r.supersededBy) out["superseded_by"] = *r.supersededBy;
-  if (r.hint) out["hint"] = *r.hint;
-  if (r.topicsMerged) out["topics_merged"] = true;
-  return out;
 }
 
 json replyJson(const Memory& memory) { return memoryToJson(memory); }

@@ -1,7 +1,7 @@
 // Every method's result as its reply (docs/protocol.md): the one place Service's result types become JSON.
 // replyJson builds a nlohmann tree (serializeMessage dumps it with its keys sorted). replyText writes the largest
-// results — those that carry memory records: memory/recall, memory/search, memory/get — straight from the records with
-// JsonWriter instead of building a tree and dumping it. That text is byte for byte serializeMessage(memoryToJson(...))
+// results — those that carry memory records: memory/recall, memory/search, memory/get, memory/save — straight from the
+// records with JsonWriter instead of building a tree and dumping it. That text is byte for byte serializeMessage(memoryToJson(...))
 // / serializeMessage of the tree a hit would make: same keys in the same (sorted) order, same values, same escaping.
 // tests/unit/server/reply_json_test.cc holds them to that.
 // Thread-safety: pure functions.
@@ -19,7 +19,6 @@
 namespace memq {
 
 nlohmann::json replyJson(const InitializeResult& result);
-nlohmann::json replyJson(const SaveResult& result);
 nlohmann::json replyJson(const Memory& memory);
 nlohmann::json replyJson(const UpdateOutcome& result);
 nlohmann::json replyJson(const ListResult& result);
@@ -43,6 +42,8 @@ nlohmann::json replyJson(const TeamStatusResult& result);
 std::string replyText(const GetResult& result);
 // memory/recall and memory/search.
 std::string replyText(const RecallHits& result);
+// memory/save.
+std::string replyText(const SaveResult& result);
 
 // One memory record as a JSON object.
 std::string memoryJsonText(const Memory& memory);

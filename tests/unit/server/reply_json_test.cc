@@ -1,5 +1,5 @@
-// The hand-written reply text of memory records and recall hits against the nlohmann trees it replaced
-// (memoryToJson, recallHitToJson): the bytes on the wire must not change, whatever the record holds.
+// The hand-written reply text of memory records, recall hits and save results against the nlohmann trees it replaced
+// (memoryToJson, recallHitToJson, and saveTree below): the bytes on the wire must not change, whatever they hold.
 #include "daemon/server/reply_json.h"
 
 #include <gtest/gtest.h>
@@ -20,6 +20,33 @@ std::string treeText(const std::vector<RecallHit>& hits, bool explain) {
   json out = json::array();
   for (const auto& h : hits) out.push_back(recallHitToJson(h, explain));
   return serializeMessage(json{{"memories", std::move(out)}});
+}
+
+// memory/save's reply as a tree, as it was built before it was written as text.
+std::string saveTree(const SaveResult& r) {
+  json similar = json::array();
+  for (const auto& s : r.similar) {
+    similar.push_back({{"id", s.id}, {"weight", s.weight}, {"summary", s.summary}, {"kind", s.kind}});
+  }
+  json redactions = json::array();
+  for (const auto& red : r.redactions) redactions.push_back({{"kind", red.kind}, {"field", red.field}});
+  json out = {{"id", r.status == SaveStatus::kQueued ? json(nullptr) : json(r.id)},
+              {"scope", toString(r.scope)},
+              {"status", toString(r.status)},
+              {"similar", std::move(similar)},
+              {"warnings", r.warnings},
+              {"redactions", std::move(redactions)}};
+  if (r.memory) out["memory"] = memoryToJson(*r.memory);
+  if (!r.anchored.empty()) {
+    json anchored = json::array();
+    for (const auto& a : r.anchored) anchored.push_back({{"path", a.path}, {"lines", lineRangesToJson(a.lines)}});
+    out["anchored"] = std::move(anchored);
+  }
+  if (r.reason) out["reason"] = *r.reason;
+  if (r.supersededBy) out["superseded_by"] = *r.supersededBy;
+  if (r.hint) out["hint"] = *r.hint;
+  if (r.topicsMerged) out["topics_merged"] = true;
+  return serializeMessage(out);
 }
 
 Memory sampleMemory(int variant) {
@@ -94,6 +121,31 @@ TEST(ServerReplyJsonTest, RecallHitsMatchTheTree) {
     EXPECT_EQ(recallHitsJsonText({hits[3]}, explain), treeText({hits[3]}, explain));
   }
   EXPECT_EQ(recallHitsJsonText({}, false), serializeMessage(json{{"memories", json::array()}}));
+}
+
+TEST(ServerReplyJsonTest, SaveResultsMatchTheTree) {
+  const SaveStatus statuses[] = {SaveStatus::kCreated, SaveStatus::kDeduped, SaveStatus::kExistsHidden,
+                                 SaveStatus::kExistsSuperseded, SaveStatus::kRejected, SaveStatus::kQueued};
+  for (int variant = 0; variant < 24; ++variant) {
+    SaveResult r;
+    r.id = "0b9e2c1a-5d3f-4e7a-9c2b-1f0e8d7c6b5a";
+    r.scope = variant % 3 == 0 ? ScopeKind::kGlobal : variant % 3 == 1 ? ScopeKind::kProject : ScopeKind::kTeam;
+    r.status = statuses[variant % 6];
+    if (variant % 2 == 0) {
+      r.similar = {{"11111111-2222-4333-8444-555555555555", 0.8123456789, "a \"near\" one \xF0", "semantic"},
+                   {"22222222-2222-4333-8444-555555555555", variant == 4 ? 1e-300 : 2.0 / 3.0, "é\n", "trigram"}};
+    }
+    if (variant % 4 == 1) r.warnings = {"similar_rejected: close (cosine 0.91)", "after \"truncation\""};
+    if (variant % 5 == 2) r.redactions = {{"aws_access_key", "details"}, {"jwt", "summary"}};
+    if (variant % 3 != 2) r.memory = sampleMemory(variant % 12);
+    if (variant % 7 == 3) r.anchored = {{"src/a.c", {{3, 5}, {9, 9}}}, {"src/whole.c", {}}};
+    if (r.status == SaveStatus::kRejected) r.reason = "wrong: \"never again\"";
+    if (r.status == SaveStatus::kExistsSuperseded) r.supersededBy = "33333333-2222-4333-8444-555555555555";
+    if (variant % 6 == 5) r.hint = "the team server was not reached; the save is queued";
+    r.topicsMerged = variant % 8 == 1;
+    EXPECT_EQ(replyText(r), saveTree(r)) << "variant " << variant;
+  }
+  EXPECT_EQ(replyText(SaveResult{}), saveTree(SaveResult{}));
 }
 
 }  // namespace
