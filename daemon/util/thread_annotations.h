@@ -36,6 +36,7 @@ class CAPABILITY("mutex") Mutex {
   bool try_lock() TRY_ACQUIRE(true) { return mutex_.try_lock(); }
 
  private:
+  friend class CondVar;  // waits on mutex_ itself
   std::mutex mutex_;
 };
 
@@ -65,14 +66,24 @@ class SCOPED_CAPABILITY MutexLock {
 // A condition variable waited on with a Mutex held. Callers loop on their condition (`while (!ready) cv.wait(mu);`)
 // in the function that holds the lock, where the analysis sees it held (it does not see it inside a predicate
 // lambda).
+//
+// A std::condition_variable on the Mutex's own std::mutex, not a std::condition_variable_any on the Mutex: the latter
+// guards its wait with a mutex of its own, which its notify holds while it signals, so a waiter it wakes can wake up
+// only to block on that mutex and have to be woken a second time, and every notify locks that mutex even when nobody
+// waits. A wake-up of a sleeping thread is an interrupt to another core (on a virtual machine, an exit to the
+// hypervisor), and memqd wakes its save applier at every save and a scan helper at every recall.
 class CondVar {
  public:
-  void wait(Mutex& mutex) REQUIRES(mutex) { cv_.wait(mutex); }
+  void wait(Mutex& mutex) REQUIRES(mutex) {
+    std::unique_lock<std::mutex> lock(mutex.mutex_, std::adopt_lock);
+    cv_.wait(lock);
+    lock.release();  // held again, and still the caller's to give back
+  }
   void notifyOne() { cv_.notify_one(); }
   void notifyAll() { cv_.notify_all(); }
 
  private:
-  std::condition_variable_any cv_;
+  std::condition_variable cv_;
 };
 
 }  // namespace memq
