@@ -324,7 +324,8 @@ Result<std::vector<Candidate>> gatherCandidates(RecallSource& store, const Recal
       if (m.state != MemoryState::kActive) continue;
       const Signals* found = table.find(m.pk);
       if (found == nullptr) continue;  // defensive: loadMany returns only the pks asked for
-      add(m.pk, *found, m.useCount, m.pinned, parseIsoUtcMillis(m.lastUsedAt), utf16Length(m.summary) + utf16Length(m.details), m.files,
+      add(m.pk, *found, m.useCount, m.pinned, parseIsoUtcMillis(m.lastUsedAt),
+          utf16Length(m.summary) + utf16Length(m.details), m.files,
           [](const FileRef& f) -> const std::string& { return f.path; });
     }
   }

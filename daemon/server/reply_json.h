@@ -1,9 +1,9 @@
 // Every method's result as its reply (docs/protocol.md): the one place Service's result types become JSON.
 // replyJson builds a nlohmann tree (serializeMessage dumps it with its keys sorted). replyText writes the largest
-// results — those that carry memory records: memory/recall, memory/search, memory/get, memory/save — straight from the
-// records with JsonWriter instead of building a tree and dumping it. That text is byte for byte serializeMessage(memoryToJson(...))
-// / serializeMessage of the tree a hit would make: same keys in the same (sorted) order, same values, same escaping.
-// tests/unit/server/reply_json_test.cc holds them to that.
+// results (those that carry memory records: memory/recall, memory/search, memory/get, memory/save) straight from the
+// records with JsonWriter instead of building a tree and dumping it. That text is byte for byte the serializeMessage
+// of the tree it replaced (memoryToJson, a hit's tree, the save result's): same keys in the same (sorted) order, same
+// values, same escaping. tests/unit/server/reply_json_test.cc holds them to that.
 // Thread-safety: pure functions.
 #pragma once
 
