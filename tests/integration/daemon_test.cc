@@ -9,9 +9,9 @@
 
 #include <atomic>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
-#include <iterator>
 #include <set>
 #include <sstream>
 #include <thread>
