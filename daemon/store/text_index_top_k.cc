@@ -8,6 +8,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -70,65 +71,105 @@ void TextIndex::countInRows(const std::vector<Phrase>& phrases, const std::vecto
                             const std::vector<const Doc*>& rows, std::vector<uint32_t>& counts) {
   const size_t nPhrases = phrases.size();
   counts.assign(rows.size() * nPhrases, 0);
-  // Single-token phrases, 64 at a time: each term is tagged with the phrases it is an instance of, then each row's
-  // positions are read once. A position holds one term, so a prefix phrase counts each position at most once.
+  // A phrase of several tokens: adjacent positions within one column, the tokens before the last exact, the last
+  // exact or a prefix (as phraseFrequencies). `ids`: the term ids of the tokens before the last; `lastId`: the
+  // last's, when exact. A phrase one of whose exact tokens no row holds has no instance anywhere and is not looked for.
+  struct Several {
+    std::vector<uint32_t> ids;
+    std::optional<uint32_t> lastId;
+  };
+  std::vector<std::optional<Several>> several(nPhrases);
+  for (size_t j = 0; j < nPhrases; ++j) {
+    const Phrase& phrase = phrases[j];
+    const size_t n = phrase.tokens.size();
+    if (n < 2) continue;
+    Several s;
+    bool known = true;
+    for (size_t k = 0; k + 1 < n && known; ++k) {
+      auto id = termId(phrase.tokens[k]);
+      if (id) s.ids.push_back(*id);
+      known = id.has_value();
+    }
+    if (!phrase.prefix) {
+      s.lastId = termId(phrase.tokens.back());
+      known = known && s.lastId.has_value();
+    }
+    if (known) several[j] = std::move(s);
+  }
+  // Whether phrase j (of several tokens) has an instance starting at position p of `doc`, whose column ends at
+  // columnEnd; its first token is already known to be there.
+  auto instanceAt = [&](const Doc& doc, uint32_t p, uint32_t columnEnd, size_t j) {
+    const Several& s = *several[j];
+    const size_t n = s.ids.size() + 1;
+    if (p + n > columnEnd) return false;
+    for (size_t k = 1; k + 1 < n; ++k) {
+      if (doc.terms[p + k] != s.ids[k]) return false;
+    }
+    const uint32_t t = doc.terms[p + n - 1];
+    return s.lastId ? t == *s.lastId : startsWith(*terms_[t].text, phrases[j].tokens.back());
+  };
+  // 64 phrases at a time: each term is tagged with the phrases it is an instance of (a single-token phrase) or the
+  // first token of (a phrase of several), then each row's positions are read once. A position holds one term, so a
+  // prefix phrase counts each position at most once; a phrase of several tokens is checked only where its first
+  // token stands.
   if (termPhraseBits_.size() < terms_.size()) termPhraseBits_.resize(terms_.size(), 0);
   std::vector<uint32_t> tagged;
+  // Most of a row's terms are in no phrase, and termPhraseBits_ (a word per term) is too large to stay in cache
+  // between recalls: a bit per id modulo kFilterBits, small enough for L1, says which terms need it read at all.
+  constexpr uint32_t kFilterBits = 1u << 15;
+  std::array<uint64_t, kFilterBits / 64> filter{};
+  auto maybeTagged = [&filter](uint32_t id) { return ((filter[(id / 64) % filter.size()] >> (id % 64)) & 1) != 0; };
+  auto tag = [&](uint32_t id, uint64_t bit) {
+    if (termPhraseBits_[id] == 0) tagged.push_back(id);
+    termPhraseBits_[id] |= bit;
+    filter[(id / 64) % filter.size()] |= uint64_t{1} << (id % 64);
+  };
   for (size_t block = 0; block < nPhrases; block += 64) {
     const size_t blockEnd = std::min(nPhrases, block + 64);
+    uint64_t severalBits = 0;  // the block's phrases of several tokens
     for (size_t j = block; j < blockEnd; ++j) {
-      if (phrases[j].tokens.size() != 1) continue;
       const uint64_t bit = uint64_t{1} << (j - block);
-      for (uint32_t id : singleIds[j]) {
-        if (termPhraseBits_[id] == 0) tagged.push_back(id);
-        termPhraseBits_[id] |= bit;
+      if (phrases[j].tokens.size() == 1) {
+        for (uint32_t id : singleIds[j]) tag(id, bit);
+      } else if (several[j]) {
+        tag(several[j]->ids.front(), bit);
+        severalBits |= bit;
       }
     }
     if (tagged.empty()) continue;
     for (size_t i = 0; i < rows.size(); ++i) {
       prefetchTerms(rows, i + 1);
       if (rows[i] == nullptr) continue;
+      const Doc& doc = *rows[i];
       uint32_t* rowCounts = &counts[i * nPhrases + block];
-      for (uint32_t term : rows[i]->terms) {
-        for (uint64_t bits = termPhraseBits_[term]; bits != 0; bits &= bits - 1) ++rowCounts[std::countr_zero(bits)];
+      if (severalBits == 0) {
+        for (uint32_t term : doc.terms) {
+          if (!maybeTagged(term)) continue;
+          for (uint64_t bits = termPhraseBits_[term]; bits != 0; bits &= bits - 1) ++rowCounts[std::countr_zero(bits)];
+        }
+        continue;
+      }
+      size_t column = 0;
+      const uint32_t length = static_cast<uint32_t>(doc.terms.size());
+      for (uint32_t p = 0; p < length; ++p) {
+        if (!maybeTagged(doc.terms[p])) continue;
+        const uint64_t bits = termPhraseBits_[doc.terms[p]];
+        if (bits == 0) continue;
+        for (uint64_t single = bits & ~severalBits; single != 0; single &= single - 1) {
+          ++rowCounts[std::countr_zero(single)];
+        }
+        uint64_t starts = bits & severalBits;
+        if (starts == 0) continue;
+        while (p >= doc.columnEnd[column]) ++column;
+        for (; starts != 0; starts &= starts - 1) {
+          const int b = std::countr_zero(starts);
+          if (instanceAt(doc, p, doc.columnEnd[column], block + static_cast<size_t>(b))) ++rowCounts[b];
+        }
       }
     }
     for (uint32_t id : tagged) termPhraseBits_[id] = 0;
     tagged.clear();
-  }
-  // Several tokens: adjacent positions within one column, the last token exact or a prefix (as phraseFrequencies).
-  for (size_t j = 0; j < nPhrases; ++j) {
-    const Phrase& phrase = phrases[j];
-    const size_t n = phrase.tokens.size();
-    if (n < 2) continue;
-    std::vector<uint32_t> ids(n - 1);
-    bool known = true;
-    for (size_t k = 0; k + 1 < n && known; ++k) {
-      auto id = termId(phrase.tokens[k]);
-      if (id) ids[k] = *id;
-      known = id.has_value();
-    }
-    const std::string& last = phrase.tokens.back();
-    std::optional<uint32_t> lastId;
-    if (!phrase.prefix) lastId = termId(last);
-    if (!known || (!phrase.prefix && !lastId)) continue;
-    for (size_t i = 0; i < rows.size(); ++i) {
-      if (rows[i] == nullptr) continue;
-      const Doc& doc = *rows[i];
-      uint32_t instances = 0;
-      uint32_t begin = 0;
-      for (uint32_t end : doc.columnEnd) {
-        for (uint32_t p = begin; p + n <= end; ++p) {
-          size_t k = 0;
-          while (k + 1 < n && doc.terms[p + k] == ids[k]) ++k;
-          if (k + 1 < n) continue;
-          uint32_t t = doc.terms[p + n - 1];
-          if (lastId ? t == *lastId : startsWith(*terms_[t].text, last)) ++instances;
-        }
-        begin = end;
-      }
-      counts[i * nPhrases + j] = instances;
-    }
+    filter.fill(0);
   }
 }
 

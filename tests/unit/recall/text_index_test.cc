@@ -344,7 +344,8 @@ TEST_F(TextIndexTest, PhrasesOfRepeatedAndExactTokensCountAsFts5Does) {
   put(4, {"foo", "foo", "x", true});  // a phrase never spans two columns
   for (int pk = 5; pk < 40; ++pk) put(pk, {"filler words", pk % 3 ? "foo" : "x y", "", true});
   for (const std::string match : {"\"foo foo\"", "\"foo foo\"*", "\"x y x\"", "\"y x\"* OR \"foo\"", "\"foo bar foo\"",
-                                  "\"x y\" OR \"foo foo\"* OR \"bar\"", "\"fo fo\"*", "\"foo fo\"*"}) {
+                                  "\"x y\" OR \"foo foo\"* OR \"bar\"", "\"fo fo\"*", "\"foo fo\"*",
+                                  "\"foo bar\" OR \"foo\"* OR \"foo foo\""}) {
     SCOPED_TRACE(match);
     auto phrases = index_->parse(match);
     ASSERT_TRUE(phrases.has_value());
