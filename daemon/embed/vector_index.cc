@@ -79,13 +79,17 @@ Quantised quantise(std::span<const float> v, size_t stride, int8_t* codes) {
   return q;
 }
 
-// The query as the kernels read it: only its nonzero codes, as (dimension, code) pairs, padded to an even count with
-// a code of 0 (the kernels take dimensions two at a time). A hashbag query has about a fifth of its 384 codes
-// nonzero, so reading only those columns of a block reads a fifth of the bytes a row-by-row scan reads, and a zero
-// code adds nothing to a dot product: the integers are the ones all 384 codes give.
+// The query as the kernels read it: only its nonzero codes, as (dimension, code) pairs, padded to a multiple of four
+// with a code of 0 (the kernels take dimensions two or four at a time). A hashbag query has about a fifth of its 384
+// codes nonzero, so reading only those columns of a block reads a fifth of the bytes a row-by-row scan reads, and a
+// zero code adds nothing to a dot product: the integers are the ones all 384 codes give.
 struct SparseQuery {
   std::vector<uint16_t> dims;
   std::vector<int8_t> codes;
+  // Codes 4q..4q+3 as the AVX2 kernel's broadcasts take them, one byte each, the first lowest: their magnitudes
+  // (maddubs' unsigned operand) and the codes themselves (whose signs it gives the rows' codes).
+  std::vector<uint32_t> quadMagnitudes;
+  std::vector<uint32_t> quadCodes;
 };
 
 SparseQuery sparseOf(const int8_t* codes, size_t stride) {
@@ -95,9 +99,20 @@ SparseQuery sparseOf(const int8_t* codes, size_t stride) {
     q.dims.push_back(static_cast<uint16_t>(i));
     q.codes.push_back(codes[i]);
   }
-  if (q.dims.size() % 2 != 0) {
+  while (q.dims.size() % 4 != 0) {
     q.dims.push_back(q.dims.back());
     q.codes.push_back(0);
+  }
+  for (size_t j = 0; j < q.codes.size(); j += 4) {
+    uint32_t magnitudes = 0;
+    uint32_t signedCodes = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      const int code = q.codes[j + k];
+      magnitudes |= static_cast<uint32_t>(code < 0 ? -code : code) << (8 * k);
+      signedCodes |= static_cast<uint32_t>(static_cast<uint8_t>(code)) << (8 * k);
+    }
+    q.quadMagnitudes.push_back(magnitudes);
+    q.quadCodes.push_back(signedCodes);
   }
   return q;
 }
@@ -134,49 +149,67 @@ void dotsPortable(const int8_t* blocks, size_t blockBytes, size_t nBlocks, const
 }
 
 #ifdef MEMQ_VECTOR_INDEX_X86
-// Two query codes as the int16 pair madd multiplies with an interleaved pair of columns (first in the low half).
+// Two query codes as the int16 pair vpdpwssd multiplies with an interleaved pair of columns (first in the low half).
 inline int32_t codePair(int8_t first, int8_t second) {
   return static_cast<int32_t>(static_cast<uint16_t>(int16_t{first}) |
                               (static_cast<uint32_t>(static_cast<uint16_t>(int16_t{second})) << 16));
 }
 
-// AVX2: two columns at a time. Sixteen codes of each column are widened to int16 and interleaved, so madd multiplies
-// each row's pair by the query's pair and adds the two into the row's int32 lane: one multiply-add for two codes of
-// eight rows. A product is at most 127 * 127, a lane sums at most 384 of them: no overflow anywhere. The unpacks work
-// within 128-bit halves, so the accumulators hold rows in a fixed shuffled order, put right once per block.
+// AVX2: four columns at a time. Thirty-two codes of each of four columns are interleaved byte by byte, so each
+// 32-bit lane holds one row's four codes; maddubs multiplies them by the query's four (their magnitudes, unsigned,
+// against the row's codes with the query code's sign given to them, which cannot overflow: a code is within +-127)
+// and adds them in pairs, and madd by ones adds the pairs into the row's int32. A pair is at most 2 * 127 * 127, so
+// maddubs never saturates; a lane sums at most 448 products: no overflow anywhere. Three multiply-adds per four codes
+// of eight rows, and half the shuffles of widening each column to int16 first. The unpacks work within 128-bit
+// halves, so the sums hold rows in a fixed shuffled order, put right once per 32 rows.
+__attribute__((target("avx2"))) inline __m256i dotsOfFourAvx2(__m256i rowQuads, __m256i magnitudes, __m256i codes,
+                                                              __m256i ones) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(magnitudes, _mm256_sign_epi8(rowQuads, codes)), ones);
+}
+
 __attribute__((target("avx2"))) void dotsAvx2(const int8_t* blocks, size_t blockBytes, size_t nBlocks,
                                               const SparseQuery& query, int32_t* out) {
-  const size_t pairs = query.dims.size() / 2;
+  const size_t quads = query.dims.size() / 4;
+  const __m256i ones = _mm256_set1_epi16(1);
   for (size_t b = 0; b < nBlocks; ++b) {
     const int8_t* block = blocks + b * blockBytes;
     prefetchColumns(block, blockBytes, query);
-    __m256i lo[4], hi[4];
+    for (size_t half = 0; half < kBlockRows; half += 32) {
+      __m256i sums[4];
 #pragma GCC unroll 4
-    for (int h = 0; h < 4; ++h) lo[h] = hi[h] = _mm256_setzero_si256();
-    for (size_t p = 0; p < pairs; ++p) {
-      const int8_t* first = block + size_t{query.dims[2 * p]} * kBlockRows;
-      const int8_t* second = block + size_t{query.dims[2 * p + 1]} * kBlockRows;
-      const __m256i weights = _mm256_set1_epi32(codePair(query.codes[2 * p], query.codes[2 * p + 1]));
-      // Unrolled, so the eight accumulators stay in registers.
+      for (int k = 0; k < 4; ++k) sums[k] = _mm256_setzero_si256();
+      for (size_t q = 0; q < quads; ++q) {
+        const uint16_t* dims = &query.dims[4 * q];
+        __m256i columns[4];
 #pragma GCC unroll 4
-      for (int h = 0; h < 4; ++h) {
-        const __m256i a = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(first + 16 * h)));
-        const __m256i c = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(second + 16 * h)));
-        // lo: rows 0-3 | 8-11 of these sixteen; hi: rows 4-7 | 12-15.
-        lo[h] = _mm256_add_epi32(lo[h], _mm256_madd_epi16(_mm256_unpacklo_epi16(a, c), weights));
-        hi[h] = _mm256_add_epi32(hi[h], _mm256_madd_epi16(_mm256_unpackhi_epi16(a, c), weights));
+        for (int k = 0; k < 4; ++k) {
+          columns[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + size_t{dims[k]} * kBlockRows + half));
+        }
+        // Pairs: rows 0-7 | 16-23 (low) and 8-15 | 24-31 (high) of these 32.
+        const __m256i low01 = _mm256_unpacklo_epi8(columns[0], columns[1]);
+        const __m256i high01 = _mm256_unpackhi_epi8(columns[0], columns[1]);
+        const __m256i low23 = _mm256_unpacklo_epi8(columns[2], columns[3]);
+        const __m256i high23 = _mm256_unpackhi_epi8(columns[2], columns[3]);
+        const __m256i magnitudes = _mm256_set1_epi32(static_cast<int32_t>(query.quadMagnitudes[q]));
+        const __m256i codes = _mm256_set1_epi32(static_cast<int32_t>(query.quadCodes[q]));
+        // Quads: rows 0-3 | 16-19, 4-7 | 20-23, 8-11 | 24-27, 12-15 | 28-31.
+        sums[0] = _mm256_add_epi32(sums[0], dotsOfFourAvx2(_mm256_unpacklo_epi16(low01, low23), magnitudes, codes, ones));
+        sums[1] = _mm256_add_epi32(sums[1], dotsOfFourAvx2(_mm256_unpackhi_epi16(low01, low23), magnitudes, codes, ones));
+        sums[2] = _mm256_add_epi32(sums[2], dotsOfFourAvx2(_mm256_unpacklo_epi16(high01, high23), magnitudes, codes, ones));
+        sums[3] = _mm256_add_epi32(sums[3], dotsOfFourAvx2(_mm256_unpackhi_epi16(high01, high23), magnitudes, codes, ones));
       }
-    }
-    int32_t* acc = out + b * kBlockRows;
-#pragma GCC unroll 4
-    for (int h = 0; h < 4; ++h) {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + 16 * h), _mm256_permute2x128_si256(lo[h], hi[h], 0x20));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + 16 * h + 8), _mm256_permute2x128_si256(lo[h], hi[h], 0x31));
+      int32_t* rows = out + b * kBlockRows + half;
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(rows), _mm256_permute2x128_si256(sums[0], sums[1], 0x20));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(rows + 8), _mm256_permute2x128_si256(sums[2], sums[3], 0x20));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(rows + 16), _mm256_permute2x128_si256(sums[0], sums[1], 0x31));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(rows + 24), _mm256_permute2x128_si256(sums[2], sums[3], 0x31));
     }
   }
 }
 
-// AVX-512 VNNI: the AVX2 kernel's scheme at twice the width, with vpdpwssd doing madd and add in one instruction.
+// AVX-512 VNNI: two columns at a time. Thirty-two codes of each column are widened to int16 and interleaved, so
+// vpdpwssd multiplies each row's pair by the query's pair and adds the two into the row's int32 lane, in one
+// instruction. The unpacks work within 128-bit lanes, so the accumulators hold rows in a fixed shuffled order.
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void dotsAvx512Vnni(const int8_t* blocks, size_t blockBytes,
                                                                             size_t nBlocks, const SparseQuery& query,
                                                                             int32_t* out) {
