@@ -173,6 +173,10 @@ class TextIndexTest : public ::testing::Test {
         }
         std::vector<int64_t> probe = {-7};  // every row, matching or not, active or not, and one that does not exist
         for (const auto& [pk, r] : rows_) probe.push_back(pk);
+        if (probe.size() > 2) {  // and rows asked for twice
+          probe.push_back(probe[1]);
+          probe.push_back(probe[probe.size() / 2]);
+        }
         auto points = index_->bm25Of(*phrases, probe);
         EXPECT_EQ(points.size(), probe.size());
         for (size_t k = 0; k < std::min(points.size(), probe.size()); ++k) {
@@ -358,7 +362,7 @@ TEST_F(TextIndexTest, PhrasesOfRepeatedAndExactTokensCountAsFts5Does) {
       expectClose(bm25, *mine, "row " + std::to_string(pk));
     }
     EXPECT_EQ(index_->best(*phrases, 5), matches.best(5));
-    std::vector<int64_t> pks = {1, 2, 3, 4, 5, 6};
+    std::vector<int64_t> pks = {1, 2, 3, 4, 5, 6, 2, 4};
     auto points = index_->bm25Of(*phrases, pks);
     for (size_t k = 0; k < pks.size(); ++k) EXPECT_EQ(points[k], matches.bm25Of(pks[k])) << "row " << pks[k];
   }
