@@ -573,10 +573,10 @@ struct VectorIndex::PendingTopK::State {
   bool usable = false;  // topK would scan (k > 0, rows, a query of the right size and finite)
   PreparedScan prepared;
   std::atomic<size_t> next{0};
-  // The helper's part: null when there is none (a small index). Its result and error are read only when a helper
-  // ran the job (ScanHelpers::Job::takeBackOrWait returned false).
+  // The helper's part: null when there is none (a small index). Its hits and error are read only when a helper ran
+  // the job (ScanHelpers::Job::takeBackOrWait returned false).
   std::shared_ptr<ScanHelpers::Job> helper;
-  ScanResult helperResult;
+  std::vector<Hit> helperHits;
   std::exception_ptr helperError;
   bool done = false;
 };
@@ -591,7 +591,9 @@ VectorIndex::PendingTopK::PendingTopK(const VectorIndex& index, std::vector<floa
   if (n < kScanChunk) return;
   st.helper = std::make_shared<ScanHelpers::Job>([&st, n] {
     try {
-      st.helperResult = st.index.scanChunks(st.prepared.sq, st.next, n);
+      // The helper's rows' exact top k too, while the caller is still busy elsewhere: the k best of all the rows
+      // are among the k best of the helper's and the k best of the caller's.
+      st.helperHits = st.index.exactTopK(st.query, st.k, st.minScore, st.index.scanChunks(st.prepared.sq, st.next, n));
     } catch (...) {
       st.helperError = std::current_exception();
     }
@@ -610,17 +612,21 @@ std::vector<VectorIndex::Hit> VectorIndex::PendingTopK::get() {
   if (!st.usable || st.done) return {};
   st.done = true;
   const size_t n = st.index.keys_.size();
-  ScanResult result = st.index.scanChunks(st.prepared.sq, st.next, n);
+  std::vector<Hit> hits = st.index.exactTopK(st.query, st.k, st.minScore, st.index.scanChunks(st.prepared.sq, st.next, n));
   // Every chunk is taken by now: a helper that has not started the job never will, and one that has is finishing
-  // its last chunk.
+  // its last chunk or its hits.
   if (st.helper && !st.helper->takeBackOrWait()) {
     if (st.helperError) std::rethrow_exception(st.helperError);
-    result.gate = std::max(result.gate, st.helperResult.gate);
-    result.candidates.insert(result.candidates.end(), st.helperResult.candidates.begin(),
-                             st.helperResult.candidates.end());
+    if (hits.empty()) {
+      hits = std::move(st.helperHits);
+    } else if (!st.helperHits.empty()) {
+      hits.insert(hits.end(), st.helperHits.begin(), st.helperHits.end());
+      std::sort(hits.begin(), hits.end(), hitBefore);
+      hits.resize(std::min(hits.size(), st.k));
+    }
   }
   st.helper.reset();
-  return st.index.exactTopK(st.query, st.k, st.minScore, std::move(result));
+  return hits;
 }
 
 std::unique_ptr<VectorIndex::PendingTopK> VectorIndex::beginTopK(std::vector<float> query, size_t k,

@@ -57,11 +57,12 @@ class VectorIndex {
   // topK(query, k, minScore), begun now on a helper thread (ScanHelpers) and finished by the caller's get(): the
   // caller does other work meanwhile (recall's text and file lanes), then scans whatever rows the helper has not
   // reached yet, so a recall waits for neither a late helper nor an idle core (nor for a helper busy with another
-  // recall's scan: a job no helper has started is the caller's). Calling get() at once is a scan by two threads (the
-  // scan reads the query's columns of every block, megabytes at 100k rows, and one core does not draw all the memory
-  // bandwidth there is). The index must not change until get() returns or the scan is destroyed (which waits for
-  // the helper). An index of less than a chunk of rows is scanned at get(), on the caller's thread: handing it over
-  // costs more than such a scan.
+  // recall's scan: a job no helper has started is the caller's). Each thread re-scores its own rows' candidates and
+  // the two k-best lists are merged, so a helper that scanned every row leaves the caller only its hits to take.
+  // Calling get() at once is a scan by two threads (the scan reads the query's columns of every block, megabytes at
+  // 100k rows, and one core does not draw all the memory bandwidth there is). The index must not change until get()
+  // returns or the scan is destroyed (which waits for the helper). An index of less than a chunk of rows is scanned
+  // at get(), on the caller's thread: handing it over costs more than such a scan.
   class PendingTopK;
   std::unique_ptr<PendingTopK> beginTopK(std::vector<float> query, size_t k, float minScore) const;
   // topK(queries[i], k, minScore) for every query, on one thread, with the same hits and scores. The rows are
