@@ -489,18 +489,32 @@ std::vector<FileHit> StoreSql::activeByPaths(const std::vector<std::string>& pat
 std::vector<Memory> StoreSql::loadMany(const std::vector<int64_t>& pks) {
   std::vector<Memory> out;
   if (pks.empty()) return out;
-  // Two statements per chunk of up to kBatch pks (rows, then all their file refs) instead of two per pk. Each has as
-  // many placeholders as its chunk has pks (SQLite builds a temporary index of the IN list at every run; a recall
-  // loads 3 rows), and their texts are made once, not at every call.
+  // Two statements per chunk of up to kBatch pks (rows, then all their file refs) instead of two per pk, their texts
+  // made once, not at every call. SQLite runs an IN list by building a temporary table of its values at every run (a
+  // b-tree opened, filled and closed), which costs more than the lookups themselves when the pks are few, as a
+  // recall's 3 are: up to kPointLookups pks are looked up one by one in a single statement instead (UNION ALL of
+  // point lookups; the file refs' arms are merged in key order, without a sort).
   constexpr size_t kBatch = 32;
+  constexpr size_t kPointLookups = 8;
   struct ChunkSql {
     std::string rows, files;
   };
   static const std::vector<ChunkSql> kChunkSql = [] {
     std::vector<ChunkSql> sql(kBatch + 1);
+    const std::string rowArm = std::string("SELECT ") + kMemoryColumns + " FROM memories WHERE pk = ?";
+    const std::string fileArm =
+        std::string("SELECT memory_pk, ") + kFileRefColumns + " FROM memory_files WHERE memory_pk = ?";
     std::string placeholders;
     for (size_t n = 1; n <= kBatch; ++n) {
       placeholders += n > 1 ? ",?" : "?";
+      if (n <= kPointLookups) {
+        for (size_t i = 0; i < n; ++i) {
+          sql[n].rows += (i > 0 ? " UNION ALL " : "") + rowArm;
+          sql[n].files += (i > 0 ? " UNION ALL " : "") + fileArm;
+        }
+        sql[n].files += " ORDER BY memory_pk, path";
+        continue;
+      }
       sql[n].rows = std::string("SELECT ") + kMemoryColumns + " FROM memories WHERE pk IN (" + placeholders + ")";
       sql[n].files = std::string("SELECT memory_pk, ") + kFileRefColumns + " FROM memory_files WHERE memory_pk IN (" +
                      placeholders + ") ORDER BY memory_pk, path";

@@ -406,8 +406,9 @@ TEST_F(StoreTest, ReopenKeepsEverything) {
 }
 
 TEST_F(StoreTest, LoadManyReturnsTheAskedRowsInTheAskedOrderWithTheirFilesAcrossChunks) {
-  // More than one chunk of the loader's IN lists (32 pks), lists of every length up to it, a pk asked for twice
-  // and one that does not exist: each row comes back as get() reads it, in the order asked, a repeat twice.
+  // More than one chunk of the loader's IN lists (32 pks), lists of every length up to it (up to 8 distinct pks, one
+  // by one: 7 asked and the missing one), a pk asked for twice and one that does not exist: each row comes back as
+  // get() reads it, in the order asked, a repeat twice.
   std::vector<int64_t> pks;
   std::vector<std::string> ids;
   for (int i = 0; i < 70; ++i) {
@@ -439,7 +440,7 @@ TEST_F(StoreTest, LoadManyReturnsTheAskedRowsInTheAskedOrderWithTheirFilesAcross
     }
   };
   std::mt19937 rng(5);
-  for (size_t n : {size_t{1}, size_t{3}, size_t{31}, size_t{32}, size_t{33}, size_t{70}}) {
+  for (size_t n : {size_t{1}, size_t{3}, size_t{7}, size_t{8}, size_t{31}, size_t{32}, size_t{33}, size_t{70}}) {
     std::vector<int64_t> asked = pks;
     std::shuffle(asked.begin(), asked.end(), rng);
     asked.resize(n);
