@@ -250,6 +250,8 @@ void TextIndex::clear() {
   docLengths_.clear();
   activeScratch_.clear();
   hitCounts_.clear();
+  singleIds_.clear();
+  singleIdsPhrases_.clear();
   ++generation_;
 }
 
@@ -514,8 +516,7 @@ std::vector<std::optional<double>> TextIndex::bm25Of(const std::vector<Phrase>& 
   }
   // Instances of phrase j in row i: counts[i * nPhrases + j].
   const size_t nPhrases = phrases.size();
-  std::vector<std::vector<uint32_t>> singleIds(nPhrases);
-  for (size_t j = 0; j < nPhrases; ++j) singleIds[j] = singleTokenIds(phrases[j]);
+  const std::vector<std::vector<uint32_t>>& singleIds = singleIdsOf(phrases);
   std::vector<uint32_t> counts;
   countInRows(phrases, singleIds, rows, counts);
   // The sum in query order, as accumulate() adds it; IDF only for phrases that occur in some row asked about.

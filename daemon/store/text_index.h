@@ -108,6 +108,7 @@ class TextIndex {
   struct Phrase {
     std::vector<std::string> tokens;  // folded
     bool prefix = false;              // the last token is a prefix
+    bool operator==(const Phrase&) const = default;
   };
   std::optional<std::vector<Phrase>> parse(std::string_view matchExpression) const;
 
@@ -214,6 +215,10 @@ class TextIndex {
   static void prefetchTerms(const std::vector<const Doc*>& rows, size_t i);
   // The term ids a single-token phrase stands for: its term, or every term in its prefix's range.
   std::vector<uint32_t> singleTokenIds(const Phrase& phrase) const;
+  // singleTokenIds of each phrase (empty for a phrase of several tokens). The last call's answer is kept until the
+  // text changes: recall asks for the same phrases' ids in best() and again in bm25Of(), and a prefix's range is a
+  // walk through the dictionary's tree.
+  const std::vector<std::vector<uint32_t>>& singleIdsOf(const std::vector<Phrase>& phrases);
   // Calls visit(id) for each term starting with `prefix`, in dictionary order, until visit returns false.
   template <typename Visit>
   void forEachTermWithPrefix(std::string_view prefix, Visit&& visit) const {
@@ -262,6 +267,10 @@ class TextIndex {
   double normsAvgdl_ = -1;
   // Scratch for bm25Of(), sized to terms_ (zero between calls): bit j set = the term is phrase j's (of a block of 64).
   std::vector<uint64_t> termPhraseBits_;
+  // singleIdsOf's last answer: for singleIdsPhrases_, valid while generation_ is singleIdsGeneration_.
+  std::vector<Phrase> singleIdsPhrases_;
+  std::vector<std::vector<uint32_t>> singleIds_;
+  uint64_t singleIdsGeneration_ = UINT64_MAX;
   // Rows where each phrase occurs (bm25's nHit), by phraseKey, valid while generation_ is hitCountsGeneration_.
   std::unordered_map<std::string, size_t> hitCounts_;
   uint64_t generation_ = 0;  // bumped by every change of the rows' text

@@ -67,6 +67,15 @@ std::vector<uint32_t> TextIndex::singleTokenIds(const Phrase& phrase) const {
   return ids;
 }
 
+const std::vector<std::vector<uint32_t>>& TextIndex::singleIdsOf(const std::vector<Phrase>& phrases) {
+  if (singleIdsGeneration_ == generation_ && singleIdsPhrases_ == phrases) return singleIds_;
+  singleIds_.clear();
+  for (const Phrase& phrase : phrases) singleIds_.push_back(singleTokenIds(phrase));
+  singleIdsPhrases_ = phrases;
+  singleIdsGeneration_ = generation_;
+  return singleIds_;
+}
+
 void TextIndex::countInRows(const std::vector<Phrase>& phrases, const std::vector<std::vector<uint32_t>>& singleIds,
                             const std::vector<const Doc*>& rows, std::vector<uint32_t>& counts) {
   const size_t nPhrases = phrases.size();
@@ -228,7 +237,7 @@ std::vector<std::pair<int64_t, double>> TextIndex::best(const std::vector<Phrase
     std::vector<std::pair<uint32_t, uint32_t>> freqs;  // (slot, instances), when listed
   };
   std::vector<Plan> plans(nPhrases);
-  std::vector<std::vector<uint32_t>> singleIds(nPhrases);
+  const std::vector<std::vector<uint32_t>>& singleIds = singleIdsOf(phrases);
   std::vector<size_t> order;  // the phrases that occur somewhere, in the order they are walked
   auto learnRows = [&](size_t j, size_t rows) {
     rememberHitCount(phrases[j], rows);
@@ -251,7 +260,6 @@ std::vector<std::pair<int64_t, double>> TextIndex::best(const std::vector<Phrase
       learnRows(j, 0);
       continue;
     }
-    singleIds[j] = singleTokenIds(phrase);
     const auto& ids = singleIds[j];
     size_t largest = 0;
     double maxCount = 0;

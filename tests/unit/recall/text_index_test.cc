@@ -369,7 +369,8 @@ TEST_F(TextIndexTest, PhrasesOfRepeatedAndExactTokensCountAsFts5Does) {
 }
 
 TEST_F(TextIndexTest, PointScoresFollowChangesToTheRows) {
-  // bm25Of remembers each phrase's row count between calls: a change to the rows must not leave it stale.
+  // bm25Of remembers each phrase's row count, and the terms of its prefixes, between calls: a change to the rows must
+  // not leave them stale.
   for (int pk = 1; pk <= 20; ++pk) put(pk, {pk % 4 == 0 ? "token reader" : "filler", "words", "", true});
   auto phrases = index_->parse("\"token\"* OR \"read\"*");
   ASSERT_TRUE(phrases.has_value());
@@ -378,12 +379,17 @@ TEST_F(TextIndexTest, PointScoresFollowChangesToTheRows) {
   ASSERT_TRUE(before[0].has_value());
   EXPECT_FALSE(before[2].has_value());
   EXPECT_EQ(before[0], index_->evaluate(*phrases).bm25Of(4));
-  for (int pk = 21; pk <= 30; ++pk) put(pk, {"tokens", "ready", "", true});  // more rows hold both phrases
+  EXPECT_EQ(index_->best(*phrases, 5), index_->evaluate(*phrases).best(5));
+  // More rows hold both phrases, through terms new to the prefixes' ranges ("tokens", "ready").
+  for (int pk = 21; pk <= 30; ++pk) put(pk, {"tokens", "ready", "", true});
   auto after = index_->bm25Of(*phrases, pks);
   auto full = index_->evaluate(*phrases);
   EXPECT_EQ(after[0], full.bm25Of(4));
   EXPECT_EQ(after[1], full.bm25Of(8));
   EXPECT_NE(after[0], before[0]);
+  ASSERT_TRUE(full.bm25Of(21).has_value());
+  EXPECT_EQ(index_->bm25Of(*phrases, {21})[0], full.bm25Of(21));
+  EXPECT_EQ(index_->best(*phrases, 5), full.best(5));
   erase(8);
   after = index_->bm25Of(*phrases, pks);
   full = index_->evaluate(*phrases);
