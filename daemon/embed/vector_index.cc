@@ -381,11 +381,11 @@ std::optional<std::vector<int32_t>> VectorIndex::dotsForTesting(Kernel kernel, s
   if (dots == nullptr || query.empty() || query.size() % kLaneBytes != 0 || codes.size() % query.size() != 0) {
     return std::nullopt;
   }
-  // The rows laid out in blocks of columns, as codes_ holds them.
+  // The rows laid out in blocks of columns, as codes_ holds them (on a cache line, as it does).
   const size_t stride = query.size();
   const size_t rows = codes.size() / stride;
   const size_t nBlocks = (rows + kBlockRows - 1) / kBlockRows;
-  std::vector<int8_t> blocks(nBlocks * stride * kBlockRows, 0);
+  std::vector<int8_t, CacheLineAllocator<int8_t>> blocks(nBlocks * stride * kBlockRows, 0);
   for (size_t r = 0; r < rows; ++r) {
     for (size_t i = 0; i < stride; ++i) blocks[codeOffset(r, i, stride)] = codes[r * stride + i];
   }

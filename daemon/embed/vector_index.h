@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -27,6 +28,23 @@
 #include <vector>
 
 namespace memq {
+
+// Storage that starts on a cache line. malloc aligns large blocks to 16 bytes only (glibc: a page plus 16), which
+// would put every 64-byte column of the codes across two lines, and split the kernels' 32- and 64-byte loads.
+template <typename T>
+struct CacheLineAllocator {
+  using value_type = T;
+  static constexpr std::align_val_t kAlignment{64};
+  CacheLineAllocator() = default;
+  template <typename U>
+  CacheLineAllocator(const CacheLineAllocator<U>&) noexcept {}
+  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlignment)); }
+  void deallocate(T* p, size_t n) noexcept { ::operator delete(p, n * sizeof(T), kAlignment); }
+  template <typename U>
+  bool operator==(const CacheLineAllocator<U>&) const noexcept {
+    return true;
+  }
+};
 
 class VectorIndex {
  public:
@@ -146,10 +164,10 @@ class VectorIndex {
   std::vector<int64_t> keys_;
   std::vector<float> rows_;     // size() * dim_
   // The int8 codes in blocks of kBlockRows rows, each block column by column: code i of row r at
-  // codeOffset(r, i, stride_), so one code of the block's rows is one cache line and a scan reads only the columns
-  // where the query's codes are not zero. Codes past dim_ are zero; the last block's rows past size() hold whatever
-  // a removed row left there, which a scan reads but never counts.
-  std::vector<int8_t> codes_;
+  // codeOffset(r, i, stride_), so one code of the block's rows is one cache line (the storage starts on a line) and a
+  // scan reads only the columns where the query's codes are not zero. Codes past dim_ are zero; the last block's rows
+  // past size() hold whatever a removed row left there, which a scan reads but never counts.
+  std::vector<int8_t, CacheLineAllocator<int8_t>> codes_;
   std::vector<RowMeta> meta_;   // size()
   std::unordered_map<int64_t, uint32_t> slots_;
 };
