@@ -576,5 +576,16 @@ TEST(VectorIndex, RandomisedMutationsKeepTheIndexConsistent) {
   }
 }
 
+TEST(VectorIndex, CodeStorageStartsOnACacheLine) {
+  // A column of a block of codes is one cache line only if the storage starts on one; malloc's large blocks start
+  // 16 bytes into a page. Sizes from a few bytes to a block mapped of its own, and after growing.
+  for (const size_t bytes : {size_t{1}, size_t{100}, size_t{24576}, size_t{1} << 20, size_t{5} << 20}) {
+    std::vector<int8_t, CacheLineAllocator<int8_t>> codes(bytes);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(codes.data()) % 64, 0u) << bytes;
+    codes.resize(bytes * 3);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(codes.data()) % 64, 0u) << bytes * 3;
+  }
+}
+
 }  // namespace
 }  // namespace memq
