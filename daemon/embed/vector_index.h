@@ -39,7 +39,7 @@ struct CacheLineAllocator {
   template <typename U>
   CacheLineAllocator(const CacheLineAllocator<U>&) noexcept {}
   T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlignment)); }
-  void deallocate(T* p, size_t n) noexcept { ::operator delete(p, n * sizeof(T), kAlignment); }
+  void deallocate(T* p, size_t) noexcept { ::operator delete(p, kAlignment); }
   template <typename U>
   bool operator==(const CacheLineAllocator<U>&) const noexcept {
     return true;
