@@ -250,8 +250,6 @@ void TextIndex::clear() {
   docLengths_.clear();
   activeScratch_.clear();
   hitCounts_.clear();
-  singleIds_.clear();
-  singleIdsPhrases_.clear();
   ++generation_;
 }
 
@@ -292,6 +290,31 @@ std::optional<std::vector<TextIndex::Phrase>> TextIndex::parse(std::string_view 
   return phrases;
 }
 
+std::optional<TextIndex::PhraseTerms> TextIndex::phraseTerms(const Phrase& phrase) const {
+  PhraseTerms terms;
+  for (size_t j = 0; j + 1 < phrase.tokens.size(); ++j) {
+    auto id = termId(phrase.tokens[j]);
+    if (!id) return std::nullopt;
+    terms.leading.push_back(*id);
+  }
+  if (!phrase.prefix) {
+    terms.lastId = termId(phrase.tokens.back());
+    if (!terms.lastId) return std::nullopt;
+  }
+  return terms;
+}
+
+bool TextIndex::instanceAt(const Doc& doc, uint32_t start, uint32_t columnEnd, const Phrase& phrase,
+                           const PhraseTerms& terms) const {
+  const size_t n = terms.leading.size() + 1;
+  if (start + n > columnEnd) return false;
+  for (size_t k = 0; k + 1 < n; ++k) {
+    if (doc.terms[start + k] != terms.leading[k]) return false;
+  }
+  const uint32_t last = doc.terms[start + n - 1];
+  return terms.lastId ? last == *terms.lastId : startsWith(*terms_[last].text, phrase.tokens.back());
+}
+
 void TextIndex::phraseFrequencies(const Phrase& phrase, std::vector<std::pair<uint32_t, uint32_t>>& out) {
   const size_t n = phrase.tokens.size();
   if (n == 0) return;  // FTS5: an empty phrase matches nothing
@@ -319,19 +342,12 @@ void TextIndex::phraseFrequencies(const Phrase& phrase, std::vector<std::pair<ui
     return;
   }
   // Several tokens: adjacent positions within one column, the last token exact or a prefix.
-  std::vector<uint32_t> ids(n - 1);
-  std::vector<uint32_t> exact;  // the exact tokens' term ids
-  for (size_t j = 0; j + 1 < n; ++j) {
-    auto id = termId(phrase.tokens[j]);
-    if (!id) return;
-    ids[j] = *id;
-    exact.push_back(*id);
-  }
-  std::optional<uint32_t> lastId;
-  if (!phrase.prefix) {
-    lastId = termId(last);
-    if (!lastId) return;
-    exact.push_back(*lastId);
+  const std::optional<PhraseTerms> terms = phraseTerms(phrase);
+  if (!terms) return;
+  const std::vector<uint32_t>& ids = terms->leading;
+  std::vector<uint32_t> exact = ids;  // the exact tokens' term ids
+  if (terms->lastId) {
+    exact.push_back(*terms->lastId);
   } else {
     bool anyTerm = false;
     forEachTermWithPrefix(last, [&](uint32_t) {
@@ -418,13 +434,7 @@ void TextIndex::phraseFrequencies(const Phrase& phrase, std::vector<std::pair<ui
       while (q >= doc.columnEnd[column]) ++column;
       const uint32_t columnBegin = column == 0 ? 0 : doc.columnEnd[column - 1];
       if (q < columnBegin + driverAt) continue;
-      const uint32_t start = q - static_cast<uint32_t>(driverAt);
-      if (start + n > doc.columnEnd[column]) continue;
-      size_t j = 0;
-      while (j + 1 < n && doc.terms[start + j] == ids[j]) ++j;
-      if (j + 1 < n) continue;
-      uint32_t t = doc.terms[start + n - 1];
-      if (lastId ? t == *lastId : startsWith(*terms_[t].text, last)) ++instances;
+      if (instanceAt(doc, q - static_cast<uint32_t>(driverAt), doc.columnEnd[column], phrase, *terms)) ++instances;
     }
     if (instances > 0) out.emplace_back(posting.slot, instances);
   }

@@ -167,6 +167,17 @@ class TextIndex {
   explicit TextIndex(std::unique_ptr<Unicode61Tokenizer> tokenizer);
   // Instances of `phrase` per row, appended to `out` as (slot, freq).
   void phraseFrequencies(const Phrase& phrase, std::vector<std::pair<uint32_t, uint32_t>>& out);
+  // A phrase of several tokens as term ids: those of the tokens before the last (all exact), and the last's when it
+  // is exact (a prefix otherwise). nullopt when one of its exact tokens is in no row: the phrase has no instance.
+  struct PhraseTerms {
+    std::vector<uint32_t> leading;
+    std::optional<uint32_t> lastId;
+  };
+  std::optional<PhraseTerms> phraseTerms(const Phrase& phrase) const;
+  // Whether `phrase` (of several tokens; `terms` its phraseTerms) has an instance starting at position `start` of
+  // `doc`, within the column that ends at `columnEnd`: adjacent positions, the last token exact or a prefix.
+  bool instanceAt(const Doc& doc, uint32_t start, uint32_t columnEnd, const Phrase& phrase,
+                  const PhraseTerms& terms) const;
   // Scores every row matching the phrases into scoreScratch_ (FTS5's sum, before negation) and lists their slots in
   // `matched`; the caller zeroes both scratch entries of each listed slot.
   void accumulate(const std::vector<Phrase>& phrases, std::vector<uint32_t>& matched);

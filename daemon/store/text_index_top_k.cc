@@ -80,43 +80,11 @@ void TextIndex::countInRows(const std::vector<Phrase>& phrases, const std::vecto
                             const std::vector<const Doc*>& rows, std::vector<uint32_t>& counts) {
   const size_t nPhrases = phrases.size();
   counts.assign(rows.size() * nPhrases, 0);
-  // A phrase of several tokens: adjacent positions within one column, the tokens before the last exact, the last
-  // exact or a prefix (as phraseFrequencies). `ids`: the term ids of the tokens before the last; `lastId`: the
-  // last's, when exact. A phrase one of whose exact tokens no row holds has no instance anywhere and is not looked for.
-  struct Several {
-    std::vector<uint32_t> ids;
-    std::optional<uint32_t> lastId;
-  };
-  std::vector<std::optional<Several>> several(nPhrases);
+  // A phrase of several tokens as its term ids (nullopt: it has no instance anywhere, and is not looked for).
+  std::vector<std::optional<PhraseTerms>> several(nPhrases);
   for (size_t j = 0; j < nPhrases; ++j) {
-    const Phrase& phrase = phrases[j];
-    const size_t n = phrase.tokens.size();
-    if (n < 2) continue;
-    Several s;
-    bool known = true;
-    for (size_t k = 0; k + 1 < n && known; ++k) {
-      auto id = termId(phrase.tokens[k]);
-      if (id) s.ids.push_back(*id);
-      known = id.has_value();
-    }
-    if (!phrase.prefix) {
-      s.lastId = termId(phrase.tokens.back());
-      known = known && s.lastId.has_value();
-    }
-    if (known) several[j] = std::move(s);
+    if (phrases[j].tokens.size() >= 2) several[j] = phraseTerms(phrases[j]);
   }
-  // Whether phrase j (of several tokens) has an instance starting at position p of `doc`, whose column ends at
-  // columnEnd; its first token is already known to be there.
-  auto instanceAt = [&](const Doc& doc, uint32_t p, uint32_t columnEnd, size_t j) {
-    const Several& s = *several[j];
-    const size_t n = s.ids.size() + 1;
-    if (p + n > columnEnd) return false;
-    for (size_t k = 1; k + 1 < n; ++k) {
-      if (doc.terms[p + k] != s.ids[k]) return false;
-    }
-    const uint32_t t = doc.terms[p + n - 1];
-    return s.lastId ? t == *s.lastId : startsWith(*terms_[t].text, phrases[j].tokens.back());
-  };
   // 64 phrases at a time: each term is tagged with the phrases it is an instance of (a single-token phrase) or the
   // first token of (a phrase of several), then each row's positions are read once. A position holds one term, so a
   // prefix phrase counts each position at most once; a phrase of several tokens is checked only where its first
@@ -141,7 +109,7 @@ void TextIndex::countInRows(const std::vector<Phrase>& phrases, const std::vecto
       if (phrases[j].tokens.size() == 1) {
         for (uint32_t id : singleIds[j]) tag(id, bit);
       } else if (several[j]) {
-        tag(several[j]->ids.front(), bit);
+        tag(several[j]->leading.front(), bit);
         severalBits |= bit;
       }
     }
@@ -151,13 +119,6 @@ void TextIndex::countInRows(const std::vector<Phrase>& phrases, const std::vecto
       if (rows[i] == nullptr) continue;
       const Doc& doc = *rows[i];
       uint32_t* rowCounts = &counts[i * nPhrases + block];
-      if (severalBits == 0) {
-        for (uint32_t term : doc.terms) {
-          if (!maybeTagged(term)) continue;
-          for (uint64_t bits = termPhraseBits_[term]; bits != 0; bits &= bits - 1) ++rowCounts[std::countr_zero(bits)];
-        }
-        continue;
-      }
       size_t column = 0;
       const uint32_t length = static_cast<uint32_t>(doc.terms.size());
       for (uint32_t p = 0; p < length; ++p) {
@@ -172,7 +133,8 @@ void TextIndex::countInRows(const std::vector<Phrase>& phrases, const std::vecto
         while (p >= doc.columnEnd[column]) ++column;
         for (; starts != 0; starts &= starts - 1) {
           const int b = std::countr_zero(starts);
-          if (instanceAt(doc, p, doc.columnEnd[column], block + static_cast<size_t>(b))) ++rowCounts[b];
+          const size_t j = block + static_cast<size_t>(b);
+          if (instanceAt(doc, p, doc.columnEnd[column], phrases[j], *several[j])) ++rowCounts[b];
         }
       }
     }
