@@ -1,6 +1,7 @@
 // In-process save and recall benchmark on the reference's load workload (--load DIR): writes the first N
 // memories one at a time into a fresh store, then runs the 200 measured queries through recall and prints
-// p50/p95/p99, with per-phase timings and the time to reopen the filled store (loading its in-memory indexes). Usage:
+// p50/p95/p99, with per-phase timings and the time to reopen the filled store (loading its in-memory indexes). A
+// recall reads the store in two read passes (its lanes, then its hits' rows), as under memqd's scope lock. Usage:
 //   memq_bench_recall [--n 1000,10000] [--load DIR] [--ranker default|reference] [--no-semantic]
 //                     [--repeat R] [--db-dir DIR] [--checkpoint-every-ms MS] [--dump FILE] [--saves-only]
 //                     [--save-batch B] [--no-background] [--pause-us US [--pause-spin]]
@@ -272,7 +273,10 @@ int main(int argc, char** argv) {
         auto t0 = Clock::now();
         auto prepared = memq::prepareQuery(r, embedder, nullptr);
         auto t1 = Clock::now();
+        // Each of the two visits to the store is one read pass, as memqd's scope lock makes it (CommittedLock).
+        store->beginReadPass();
         auto c = memq::gatherCandidates(*store, r, prepared, nullptr, &phases);
+        store->endReadPass();
         if (!c) {
           std::cerr << "recall failed: " << c.status().message() << "\n";
           return 1;
@@ -283,7 +287,10 @@ int main(int argc, char** argv) {
         auto hits = memq::rankAndSelect(std::move(*c), r);
         auto t3 = Clock::now();
         // Only the hits' rows are read, as the service does after ranking.
-        if (auto loaded = memq::loadHitRows(*store, hits); !loaded) {
+        store->beginReadPass();
+        const memq::Status loaded = memq::loadHitRows(*store, hits);
+        store->endReadPass();
+        if (!loaded) {
           std::cerr << "loading hits failed: " << loaded.message() << "\n";
           return 1;
         }
