@@ -117,20 +117,15 @@ std::unique_ptr<TextIndex> TextIndex::create(sqlite3* db) {
   return std::unique_ptr<TextIndex>(new TextIndex(std::move(tokenizer)));
 }
 
-std::optional<uint32_t> TextIndex::termId(std::string_view text) const {
-  auto it = termIds_.find(text);
-  if (it == termIds_.end()) return std::nullopt;
-  return it->second;
-}
+std::optional<uint32_t> TextIndex::termId(std::string_view text) const { return termIds_.find(text); }
 
 uint32_t TextIndex::internTerm(std::string_view text) {
   // Every token of every indexed row comes through here (a store open at 100k rows: tens of millions), so the
   // lookup is a hash probe; the sorted dictionary is touched only for a term never seen before.
-  auto it = termIds_.find(text);
-  if (it != termIds_.end()) return it->second;
+  if (auto known = termIds_.find(text)) return *known;
   auto id = static_cast<uint32_t>(terms_.size());
   auto inserted = dictionary_.emplace(std::string(text), id).first;
-  termIds_.emplace(std::string_view(inserted->first), id);
+  termIds_.insert(inserted->first, id);
   terms_.push_back({&inserted->first, {}});
   return id;
 }

@@ -41,6 +41,7 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/store/term_table.h"
 #include "daemon/store/text_index_bm25.h"
 
 struct sqlite3;
@@ -257,7 +258,7 @@ class TextIndex {
 
   std::unique_ptr<Unicode61Tokenizer> tokenizer_;
   std::map<std::string, uint32_t, std::less<>> dictionary_;  // sorted: a prefix is a range
-  std::unordered_map<std::string_view, uint32_t> termIds_;    // the same terms (keys owned by dictionary_), hashed
+  TermTable termIds_;  // the same terms (the long ones' text owned by dictionary_), hashed
   std::vector<Term> terms_;
   std::vector<Doc> docs_;
   std::vector<uint32_t> freeSlots_;
