@@ -337,6 +337,19 @@ Status runLoadSize(const fs::path& dataset, const std::vector<json>& queries, si
   row.n = n;
   fs::path work = fs::path("/tmp") / ("mqbl-" + std::to_string(::getpid()) + "-" + std::to_string(n));
   fs::remove_all(work);
+  // The N lines are unpacked first (80 MB at 100k), before memqd starts and the clock with it: xz decompressing
+  // beside the save stream would take a share of the cores from memqd that no agent's save costs it. A dataset too
+  // short fails here, without starting a daemon.
+  std::vector<std::string> lines;
+  {
+    LineReader reader(dataset / "memories.jsonl.xz");
+    lines.reserve(n);
+    std::string line;
+    while (lines.size() < n && reader.next(line)) lines.push_back(std::move(line));
+  }
+  if (lines.size() < n) {
+    return Status::invalidField("dataset", "memories.jsonl.xz has fewer than " + std::to_string(n) + " lines");
+  }
   fs::create_directories(work / "project");
   struct Cleanup {
     fs::path dir;
@@ -366,20 +379,8 @@ Status runLoadSize(const fs::path& dataset, const std::vector<json>& queries, si
     row.scanKernel = status->value("scan_kernel", "");
   }
 
-  // The N lines are unpacked before the clock starts (80 MB at 100k): xz decompressing beside the save stream would
-  // take a share of the cores from memqd that no agent's save costs it.
-  std::vector<std::string> lines;
-  {
-    LineReader reader(dataset / "memories.jsonl.xz");
-    lines.reserve(n);
-    std::string line;
-    while (lines.size() < n && reader.next(line)) lines.push_back(std::move(line));
-  }
-  if (lines.size() < n) {
-    return Status::invalidField("dataset", "memories.jsonl.xz has fewer than " + std::to_string(n) + " lines");
-  }
   // Saves: each connection takes the next line under the lock, so requests leave in file order.
-  std::mutex readerMutex;
+  std::mutex nextLineMutex;
   size_t issued = 0;
   std::vector<std::vector<double>> latencies(clients);
   std::vector<size_t> saved(clients, 0), errors(clients, 0);
@@ -390,7 +391,7 @@ Status runLoadSize(const fs::path& dataset, const std::vector<json>& queries, si
       json params;
       const std::string* line = nullptr;
       {
-        std::lock_guard lock(readerMutex);
+        std::lock_guard lock(nextLineMutex);
         if (issued >= n) return;
         line = &lines[issued++];
       }

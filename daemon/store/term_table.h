@@ -1,8 +1,8 @@
 // TermTable: the text index's map from a term's text to its id, the lookup every token of every saved or loaded row
 // makes (text_index.h: TextIndex::internTerm). An open-addressing hash table with linear probing, at most 70% full,
 // whose 32-byte entries hold a term of up to kInlineBytes bytes inline: a lookup of such a term reads one entry's
-// cache line (and its neighbours' while probing) and nothing else. A node-based map read a bucket, a node and the
-// key's string, each a cache miss on a dictionary of tens of thousands of terms.
+// cache line (and its neighbours' while probing) and nothing else, where a node-based map reads a bucket, a node and
+// the key's string, each a cache miss once a save's vector scan has swept the caches.
 //
 // A longer term keeps its first kPrefixBytes inline and a pointer to its text, which the caller owns and must keep
 // in place while the table holds it (TextIndex's sorted dictionary: std::map nodes never move).

@@ -25,7 +25,7 @@ TEST(TermTableTest, FindsEveryInsertedTermWithItsIdAndNothingElseAcrossGrowth) {
   std::deque<std::string> owned;  // the long terms' text stays in place, as TextIndex's dictionary keeps it
   std::map<std::string, uint32_t> expected;
   TermTable table;
-  for (uint32_t id = 0; expected.size() < 20'000; ++id) {
+  while (expected.size() < 20'000) {
     std::string term = randomTerm(rng, length(rng));
     if (expected.count(term)) continue;
     owned.push_back(term);
