@@ -10,6 +10,7 @@
 #include <functional>
 #include <exception>
 #include <limits>
+#include <new>
 #include <system_error>
 
 #include "daemon/embed/hashbag.h"
@@ -31,6 +32,22 @@ constexpr size_t kScanBlock = 256;   // rows per kernel call (a multiple of kBlo
 // a core's L2 while every query reads its columns of them. A multiple of kScanBlock, so the kernel calls fall as one
 // scan's do.
 constexpr size_t kManyRows = 8 * kScanBlock;
+
+// dotsForTesting's blocks start on a cache line, as RowChunks' do (the kernels' loads assume it).
+template <typename T>
+struct CacheLineAllocator {
+  using value_type = T;
+  static constexpr std::align_val_t kAlignment{64};
+  CacheLineAllocator() = default;
+  template <typename U>
+  CacheLineAllocator(const CacheLineAllocator<U>&) noexcept {}
+  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlignment)); }
+  void deallocate(T* p, size_t) noexcept { ::operator delete(p, kAlignment); }
+  template <typename U>
+  bool operator==(const CacheLineAllocator<U>&) const noexcept {
+    return true;
+  }
+};
 
 constexpr int kMaxCode = 127;        // symmetric range
 // Covers the float rounding of cosine()'s result and of the scales relative to the real-valued bound.
@@ -395,16 +412,12 @@ std::optional<std::vector<int32_t>> VectorIndex::dotsForTesting(Kernel kernel, s
   return out;
 }
 
-VectorIndex::VectorIndex(size_t dim) : dim_(dim), stride_(roundUpToLane(dim)) {}
-
-size_t VectorIndex::codeBytesFor(size_t rows) const {
-  return (rows + kBlockRows - 1) / kBlockRows * kBlockRows * stride_;
-}
+VectorIndex::VectorIndex(size_t dim) : dim_(dim), stride_(roundUpToLane(dim)), rows_(dim_), codes_(stride_) {}
 
 void VectorIndex::reserve(size_t rows) {
   keys_.reserve(rows);
-  rows_.reserve(rows * dim_);
-  codes_.reserve(codeBytesFor(rows));
+  rows_.ensure(rows);
+  codes_.ensure(rows);
   meta_.reserve(rows);
   slots_.reserve(rows);
 }
@@ -417,11 +430,15 @@ void VectorIndex::clear() {
   slots_.clear();
 }
 
+int8_t* VectorIndex::codeBlockOf(size_t slot) { return codes_.row(slot - slot % kBlockRows); }
+
 void VectorIndex::writeRow(size_t slot, std::span<const float> vec) {
-  std::copy(vec.begin(), vec.end(), rows_.begin() + static_cast<ptrdiff_t>(slot * dim_));
+  std::copy(vec.begin(), vec.end(), rows_.row(slot));
   std::vector<int8_t> codes(stride_);
   const Quantised q = quantise(vec, stride_, codes.data());
-  for (size_t i = 0; i < stride_; ++i) codes_[codeOffset(slot, i, stride_)] = codes[i];
+  int8_t* block = codeBlockOf(slot);
+  const size_t inBlock = slot % kBlockRows;
+  for (size_t i = 0; i < stride_; ++i) block[i * kBlockRows + inBlock] = codes[i];
   meta_[slot] = RowMeta{static_cast<float>(q.scale), floatAtLeast(q.residual), floatAtLeast(q.norm)};
 }
 
@@ -433,9 +450,11 @@ bool VectorIndex::upsert(int64_t key, std::span<const float> vec) {
     return true;
   }
   const size_t slot = keys_.size();
+  rows_.ensure(slot + 1);
+  codes_.ensure(slot + 1);
+  // A block's first row zeroes the block: the scan reads its rows past size() too (and never counts them).
+  if (slot % kBlockRows == 0) std::fill_n(codes_.row(slot), kBlockRows * stride_, int8_t{0});
   keys_.push_back(key);
-  rows_.resize(rows_.size() + dim_);
-  codes_.resize(codeBytesFor(slot + 1), 0);
   meta_.push_back({});
   slots_.emplace(key, static_cast<uint32_t>(slot));
   writeRow(slot, vec);
@@ -450,15 +469,14 @@ bool VectorIndex::remove(int64_t key) {
   slots_.erase(it);
   if (slot != last) {
     keys_[slot] = keys_[last];
-    std::copy_n(rows_.begin() + static_cast<ptrdiff_t>(last * dim_), dim_,
-                rows_.begin() + static_cast<ptrdiff_t>(slot * dim_));
-    for (size_t i = 0; i < stride_; ++i) codes_[codeOffset(slot, i, stride_)] = codes_[codeOffset(last, i, stride_)];
+    std::copy_n(rows_.row(last), dim_, rows_.row(slot));
+    const int8_t* from = codeBlockOf(last);
+    int8_t* to = codeBlockOf(slot);
+    for (size_t i = 0; i < stride_; ++i) to[i * kBlockRows + slot % kBlockRows] = from[i * kBlockRows + last % kBlockRows];
     meta_[slot] = meta_[last];
     slots_[keys_[slot]] = static_cast<uint32_t>(slot);
   }
   keys_.pop_back();
-  rows_.resize(last * dim_);
-  codes_.resize(codeBytesFor(last));
   meta_.pop_back();
   return true;
 }
@@ -466,13 +484,13 @@ bool VectorIndex::remove(int64_t key) {
 std::span<const float> VectorIndex::vectorOf(int64_t key) const {
   const auto it = slots_.find(key);
   if (it == slots_.end()) return {};
-  return std::span<const float>(rows_).subspan(size_t{it->second} * dim_, dim_);
+  return std::span<const float>(rows_.row(it->second), dim_);
 }
 
 std::optional<float> VectorIndex::score(int64_t key, std::span<const float> query) const {
   const auto it = slots_.find(key);
   if (it == slots_.end() || query.size() != dim_) return std::nullopt;
-  return cosine(query, std::span<const float>(rows_).subspan(size_t{it->second} * dim_, dim_));
+  return cosine(query, std::span<const float>(rows_.row(it->second), dim_));
 }
 
 struct VectorIndex::ScanQuery {
@@ -485,6 +503,8 @@ struct VectorIndex::ScanQuery {
 void VectorIndex::scan(const ScanQuery& sq, size_t begin, size_t end, ScanResult& out) const {
   // Every scan starts at a whole block: at 0, or where a chunk (scanChunks) or a stretch (topKMany) begins.
   static_assert(kScanBlock % kBlockRows == 0 && kManyRows % kScanBlock == 0 && kScanChunk % kScanBlock == 0);
+  // Nor does a kernel call cross a chunk of the codes' storage: its blocks are contiguous.
+  static_assert(RowChunks<int8_t>::kRowsPerChunk % kScanBlock == 0);
   // A row can be in the answer only if its upper bound reaches both minScore (less a hair for the float rounding of
   // the final score) and the k-th largest lower bound seen so far: k rows are known to score at least that much.
   std::vector<double>& bestLowers = out.bestLowers;  // front: the smallest of the k largest lower bounds
@@ -501,7 +521,7 @@ void VectorIndex::scan(const ScanQuery& sq, size_t begin, size_t end, ScanResult
     const size_t rows = std::min(kScanBlock, end - base);
     // base is a multiple of kBlockRows; the kernel reads whole blocks, so past `rows` in the last one, whose dot
     // products are not read.
-    dots(codes_.data() + base * stride_, kBlockRows * stride_, (rows + kBlockRows - 1) / kBlockRows, *sq.sparse, block);
+    dots(codes_.row(base), kBlockRows * stride_, (rows + kBlockRows - 1) / kBlockRows, *sq.sparse, block);
     // Both bounds of every row first, in a loop without branches that the compiler vectorises; then the few rows
     // that reach the gate.
     const RowMeta* meta = meta_.data() + base;
@@ -711,7 +731,7 @@ std::vector<VectorIndex::Hit> VectorIndex::exactTopK(std::span<const float> quer
       batch[taken++] = *end;
     }
     std::array<const float*, kExactBatch> rows{};
-    for (size_t i = 0; i < taken; ++i) rows[i] = rows_.data() + size_t{batch[i].slot} * dim_;
+    for (size_t i = 0; i < taken; ++i) rows[i] = rows_.row(batch[i].slot);
     std::array<double, kExactBatch> scores{};
     exactDots(query.data(), rows, taken, dim_, scores);
     for (size_t i = 0; i < taken; ++i) {

@@ -1,5 +1,5 @@
-// VectorIndex: the in-memory vectors of one scope for one embedder model (docs/design.md §5: "contiguous, kept in sync on
-// every write"), so recall and similar-on-write never re-read and re-decode every BLOB.
+// VectorIndex: the in-memory vectors of one scope for one embedder model (docs/design.md §5: kept in sync with
+// every write), so recall and similar-on-write never re-read and re-decode every BLOB.
 //
 // Search is exact, but cheap: every row is also kept int8-quantised (per-row scale), laid out column by column in
 // blocks of rows, so a SIMD scan reads only the columns where the query's codes are not zero. Each approximate score
@@ -20,31 +20,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <new>
 #include <optional>
 #include <span>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
-namespace memq {
+#include "daemon/embed/row_chunks.h"
 
-// Storage that starts on a cache line. malloc aligns large blocks to 16 bytes only (glibc: a page plus 16), which
-// would put every 64-byte column of the codes across two lines, and split the kernels' 32- and 64-byte loads.
-template <typename T>
-struct CacheLineAllocator {
-  using value_type = T;
-  static constexpr std::align_val_t kAlignment{64};
-  CacheLineAllocator() = default;
-  template <typename U>
-  CacheLineAllocator(const CacheLineAllocator<U>&) noexcept {}
-  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlignment)); }
-  void deallocate(T* p, size_t) noexcept { ::operator delete(p, kAlignment); }
-  template <typename U>
-  bool operator==(const CacheLineAllocator<U>&) const noexcept {
-    return true;
-  }
-};
+namespace memq {
 
 class VectorIndex {
  public:
@@ -128,11 +112,12 @@ class VectorIndex {
   };
 
   void writeRow(size_t slot, std::span<const float> vec);
+  // Where code i of `row` lies in consecutive blocks of `stride` codes per row (dotsForTesting lays rows out so).
   static size_t codeOffset(size_t row, size_t i, size_t stride) {
     return row / kBlockRows * kBlockRows * stride + i * kBlockRows + row % kBlockRows;
   }
-  // codes_'s size for `rows` rows: whole blocks.
-  size_t codeBytesFor(size_t rows) const;
+  // The first code of the block that holds `slot`: its code i at [i * kBlockRows + slot % kBlockRows].
+  int8_t* codeBlockOf(size_t slot);
 
   // The query as the scan reads it (vector_index.cc), and what one thread's scan keeps over the rows it has read: the
   // rows whose upper bound reached the gate, the gate, and the k largest lower bounds that set it.
@@ -162,12 +147,14 @@ class VectorIndex {
   size_t dim_;
   size_t stride_;  // dim_ rounded up to a multiple of 64, so the SIMD kernels need no tail loop
   std::vector<int64_t> keys_;
-  std::vector<float> rows_;     // size() * dim_
+  // Rows of dim_ floats, slot by slot, in chunks that never move (row_chunks.h): adding a row never copies the others.
+  RowChunks<float> rows_;
   // The int8 codes in blocks of kBlockRows rows, each block column by column: code i of row r at
-  // codeOffset(r, i, stride_), so one code of the block's rows is one cache line (the storage starts on a line) and a
-  // scan reads only the columns where the query's codes are not zero. Codes past dim_ are zero; the last block's rows
-  // past size() hold whatever a removed row left there, which a scan reads but never counts.
-  std::vector<int8_t, CacheLineAllocator<int8_t>> codes_;
+  // [i * kBlockRows + r % kBlockRows] from codeBlockOf(r), so one code of the block's rows is one cache line (a block
+  // starts on a line) and a scan reads only the columns where the query's codes are not zero. Blocks are laid out in
+  // slot order in RowChunks of stride_ codes per row (a chunk holds whole blocks). Codes past dim_ are zero; the last
+  // block's rows past size() hold zeros or whatever a removed row left there, which a scan reads but never counts.
+  RowChunks<int8_t> codes_;
   std::vector<RowMeta> meta_;   // size()
   std::unordered_map<int64_t, uint32_t> slots_;
 };
