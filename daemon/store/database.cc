@@ -263,10 +263,12 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const DatabaseOptions& op
     db->exec("PRAGMA foreign_keys = ON");
     db->exec("PRAGMA temp_store = MEMORY");
     // 8 MiB, not the reference's 64 MiB: at every commit SQLite walks the page cache's whole hash table
-    // (pcache1TruncateUnsafe), so a bigger cache makes every save slower. Reads of pages not in the WAL come
-    // from the memory map below, not from this cache.
+    // (pcache1TruncateUnsafe), so a bigger cache makes every save slower.
     db->exec("PRAGMA cache_size = -8192");
-    db->tryExec("PRAGMA mmap_size = 268435456");
+    // No memory map: every page of the file that a mapped connection reads stays in memqd's resident set (at 100k
+    // memories a 256 MiB map held about 240 MiB of it, a third of memqd's peak), while saves and recalls were as
+    // fast without it (docs/performance.md, "Settings").
+    db->exec("PRAGMA mmap_size = 0");
     MEMQ_RETURN_IF_ERROR(migrate(*db, options.path, options.maxSchemaVersion));
     if (!inMemory) {
       // SQLite opened the path after the claim: the file there must still be the one claimed.
