@@ -25,6 +25,16 @@ namespace {
 using Hit = VectorIndex::Hit;
 using memq::testing::randomUnitVector;
 
+// Random unit rows under keys [first, first + count), stored in the index and kept beside it for brute force.
+void addRandomRows(VectorIndex& index, std::map<int64_t, std::vector<float>>& rows, std::mt19937_64& rng, size_t dim,
+                   int64_t first, int64_t count) {
+  for (int64_t key = first; key < first + count; ++key) {
+    auto v = randomUnitVector(rng, dim);
+    index.upsert(key, v);
+    rows[key] = std::move(v);
+  }
+}
+
 // Every stored row scored with cosine(), in topK order.
 std::vector<Hit> rankAll(const std::map<int64_t, std::vector<float>>& rows, std::span<const float> q) {
   std::vector<Hit> all;
@@ -286,11 +296,7 @@ TEST_P(VectorIndexKernels, TwoThreadsFindWhatOneFinds) {
   const size_t dim = 48;
   VectorIndex index(dim);
   std::map<int64_t, std::vector<float>> rows;
-  for (int64_t key = 0; key < kManyChunkRows + 5000; ++key) {
-    auto v = randomUnitVector(rng, dim);
-    index.upsert(key, v);
-    rows[key] = std::move(v);
-  }
+  addRandomRows(index, rows, rng, dim, 0, kManyChunkRows + 5000);
   for (int trial = 0; trial < 6; ++trial) {
     const auto q = randomUnitVector(rng, dim);
     const std::vector<Hit> ranked = rankAll(rows, q);
@@ -344,11 +350,7 @@ TEST_P(VectorIndexKernels, AScanBegunAheadFindsWhatTopKFindsHoweverLateItIsAsked
   for (const int64_t n : {int64_t{900}, int64_t{3 * 4096 + 17}}) {
     VectorIndex index(dim);
     std::map<int64_t, std::vector<float>> rows;
-    for (int64_t key = 0; key < n; ++key) {
-      auto v = randomUnitVector(rng, dim);
-      index.upsert(key, v);
-      rows[key] = std::move(v);
-    }
+    addRandomRows(index, rows, rng, dim, 0, n);
     std::vector<std::vector<float>> queries;
     std::vector<std::unique_ptr<VectorIndex::PendingTopK>> begun;
     for (int q = 0; q < 5; ++q) {
@@ -457,21 +459,13 @@ TEST_P(VectorIndexKernels, RemovalsAndInsertsAcrossStorageChunksKeepExactAnswers
   const int64_t n = 2 * int64_t{RowChunks<int8_t>::kRowsPerChunk} + 130;
   VectorIndex index(dim);
   std::map<int64_t, std::vector<float>> rows;
-  for (int64_t key = 0; key < n; ++key) {
-    auto v = randomUnitVector(rng, dim);
-    index.upsert(key, v);
-    rows[key] = std::move(v);
-  }
+  addRandomRows(index, rows, rng, dim, 0, n);
   std::uniform_int_distribution<int64_t> anyKey(0, n - 1);
   for (int i = 0; i < 1500; ++i) {
     const int64_t key = anyKey(rng);
     EXPECT_EQ(index.remove(key), rows.erase(key) == 1);
   }
-  for (int64_t key = n; key < n + 300; ++key) {
-    auto v = randomUnitVector(rng, dim);
-    index.upsert(key, v);
-    rows[key] = std::move(v);
-  }
+  addRandomRows(index, rows, rng, dim, n, 300);
   ASSERT_EQ(index.size(), rows.size());
   std::vector<std::vector<float>> queries;
   for (int i = 0; i < 6; ++i) queries.push_back(randomUnitVector(rng, dim));
