@@ -505,6 +505,30 @@ TEST_F(StoreTest, UpgradeToLeanWritesKeepsVectorsAndEdges) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM memory_embeddings"), 1);
 }
 
+TEST_F(StoreTest, UpgradeToIncrementalMergesKeepsTheFullTextLanesAnswering) {
+  // 0010 changes when FTS5 merges a level's segments whole, nothing the lanes hold: rows indexed before still match,
+  // the lanes pass their integrity checks, and both merge a level whole only at 64 segments from then on.
+  if (latestSchemaVersion() < 10) GTEST_SKIP() << "no migration 0010";
+  startAtSchema(9);
+  auto a = save("Indexed before the crisis merge setting changed, about wombats");
+  for (const char* lane : {"memories_fts", "memories_fts_tri"}) {
+    EXPECT_EQ(count(std::string("SELECT COUNT(*) FROM ") + lane + "_config WHERE k = 'crisismerge'"), 0) << lane;
+  }
+  open();
+  auto b = save("Indexed after the crisis merge setting changed, about wombats");
+  for (const char* lane : {"memories_fts", "memories_fts_tri"}) {
+    EXPECT_EQ(count(std::string("SELECT v FROM ") + lane + "_config WHERE k = 'crisismerge'"), 64) << lane;
+    EXPECT_EQ(count(std::string("SELECT v FROM ") + lane + "_config WHERE k = 'automerge'"), 16) << lane;
+    EXPECT_NO_THROW(MemoryStoreTestAccess::database(*store_).exec(std::string("INSERT INTO ") + lane + "(" + lane +
+                                                                    ") VALUES('integrity-check')"))
+        << lane;
+  }
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'wombats'"), 2);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memories_fts_tri WHERE memories_fts_tri MATCH 'wombat'"), 2);
+  EXPECT_TRUE(store_->get(a.id).isOk());
+  EXPECT_TRUE(store_->get(b.id).isOk());
+}
+
 TEST_F(StoreTest, UpgradeToMergesOfSixteenKeepsTheFullTextLanesAnswering) {
   // 0005 changes how FTS5 merges the lanes' segments, nothing they hold: rows indexed before still match, the
   // lanes pass their integrity checks, and both merge 16 segments at a time from then on.
