@@ -49,6 +49,22 @@ class StoreTest : public testing::StoreFixture {
     return r.isOk() ? *r : SaveOutcome{};
   }
   int64_t count(const std::string& sql) { return MemoryStoreTestAccess::database(*store_).execAndGet(sql).getInt64(); }
+  // After an upgrade that changes how FTS5 merges the full-text lanes: `setting` is `value` in both lanes' config, both
+  // pass FTS5's integrity check, and both still find `word` in exactly the rows `ids` (a row indexed before and one
+  // after).
+  void expectLanesAnswerAfterMergeUpgrade(const char* setting, int value, const std::string& word,
+                                          const std::vector<std::string>& ids) {
+    for (const std::string lane : {"memories_fts", "memories_fts_tri"}) {
+      EXPECT_EQ(count("SELECT v FROM " + lane + "_config WHERE k = '" + setting + "'"), value) << lane;
+      EXPECT_NO_THROW(MemoryStoreTestAccess::database(*store_).exec("INSERT INTO " + lane + "(" + lane +
+                                                                      ") VALUES('integrity-check')"))
+          << lane;
+      EXPECT_EQ(count("SELECT COUNT(*) FROM " + lane + " WHERE " + lane + " MATCH '" + word + "'"),
+                static_cast<int64_t>(ids.size()))
+          << lane;
+    }
+    for (const auto& id : ids) EXPECT_TRUE(store_->get(id).isOk()) << id;
+  }
   // A fresh database created at schema `version`, for a test of the migrations after it.
   void startAtSchema(int version) {
     store_.reset();
@@ -516,17 +532,8 @@ TEST_F(StoreTest, UpgradeToIncrementalMergesKeepsTheFullTextLanesAnswering) {
   }
   open();
   auto b = save("Indexed after the crisis merge setting changed, about wombats");
-  for (const char* lane : {"memories_fts", "memories_fts_tri"}) {
-    EXPECT_EQ(count(std::string("SELECT v FROM ") + lane + "_config WHERE k = 'crisismerge'"), 64) << lane;
-    EXPECT_EQ(count(std::string("SELECT v FROM ") + lane + "_config WHERE k = 'automerge'"), 16) << lane;
-    EXPECT_NO_THROW(MemoryStoreTestAccess::database(*store_).exec(std::string("INSERT INTO ") + lane + "(" + lane +
-                                                                    ") VALUES('integrity-check')"))
-        << lane;
-  }
-  EXPECT_EQ(count("SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'wombats'"), 2);
-  EXPECT_EQ(count("SELECT COUNT(*) FROM memories_fts_tri WHERE memories_fts_tri MATCH 'wombat'"), 2);
-  EXPECT_TRUE(store_->get(a.id).isOk());
-  EXPECT_TRUE(store_->get(b.id).isOk());
+  expectLanesAnswerAfterMergeUpgrade("crisismerge", 64, "wombats", {a.id, b.id});
+  expectLanesAnswerAfterMergeUpgrade("automerge", 16, "wombats", {a.id, b.id});
 }
 
 TEST_F(StoreTest, UpgradeToMergesOfSixteenKeepsTheFullTextLanesAnswering) {
@@ -537,16 +544,7 @@ TEST_F(StoreTest, UpgradeToMergesOfSixteenKeepsTheFullTextLanesAnswering) {
   auto a = save("Indexed before the merge setting changed, about quokkas");
   open();
   auto b = save("Indexed after the merge setting changed, about quokkas");
-  for (const char* lane : {"memories_fts", "memories_fts_tri"}) {
-    EXPECT_EQ(count(std::string("SELECT v FROM ") + lane + "_config WHERE k = 'automerge'"), 16) << lane;
-    EXPECT_NO_THROW(MemoryStoreTestAccess::database(*store_).exec(std::string("INSERT INTO ") + lane + "(" + lane +
-                                            ") VALUES('integrity-check')"))
-        << lane;
-  }
-  EXPECT_EQ(count("SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'quokkas'"), 2);
-  EXPECT_EQ(count("SELECT COUNT(*) FROM memories_fts_tri WHERE memories_fts_tri MATCH 'quokka'"), 2);
-  EXPECT_TRUE(store_->get(a.id).isOk());
-  EXPECT_TRUE(store_->get(b.id).isOk());
+  expectLanesAnswerAfterMergeUpgrade("automerge", 16, "quokkas", {a.id, b.id});
 }
 
 TEST_F(StoreTest, UpgradeToEdgesStoredOnceKeepsEveryEdge) {
