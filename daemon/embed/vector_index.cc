@@ -470,9 +470,9 @@ bool VectorIndex::remove(int64_t key) {
   if (slot != last) {
     keys_[slot] = keys_[last];
     std::copy_n(rows_.row(last), dim_, rows_.row(slot));
-    const int8_t* from = codeBlockOf(last);
-    int8_t* to = codeBlockOf(slot);
-    for (size_t i = 0; i < stride_; ++i) to[i * kBlockRows + slot % kBlockRows] = from[i * kBlockRows + last % kBlockRows];
+    const int8_t* from = codeBlockOf(last) + last % kBlockRows;
+    int8_t* to = codeBlockOf(slot) + slot % kBlockRows;
+    for (size_t i = 0; i < stride_; ++i) to[i * kBlockRows] = from[i * kBlockRows];
     meta_[slot] = meta_[last];
     slots_[keys_[slot]] = static_cast<uint32_t>(slot);
   }
