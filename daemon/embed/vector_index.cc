@@ -10,7 +10,6 @@
 #include <functional>
 #include <exception>
 #include <limits>
-#include <new>
 #include <system_error>
 
 #include "daemon/embed/hashbag.h"
@@ -33,27 +32,16 @@ constexpr size_t kScanBlock = 256;   // rows per kernel call (a multiple of kBlo
 // scan's do.
 constexpr size_t kManyRows = 8 * kScanBlock;
 
-// dotsForTesting's blocks start on a cache line, as RowChunks' do (the kernels' loads assume it).
-template <typename T>
-struct CacheLineAllocator {
-  using value_type = T;
-  static constexpr std::align_val_t kAlignment{64};
-  CacheLineAllocator() = default;
-  template <typename U>
-  CacheLineAllocator(const CacheLineAllocator<U>&) noexcept {}
-  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlignment)); }
-  void deallocate(T* p, size_t) noexcept { ::operator delete(p, kAlignment); }
-  template <typename U>
-  bool operator==(const CacheLineAllocator<U>&) const noexcept {
-    return true;
-  }
-};
-
 constexpr int kMaxCode = 127;        // symmetric range
 // Covers the float rounding of cosine()'s result and of the scales relative to the real-valued bound.
 constexpr double kRelativeSlack = 1e-5;
 
 size_t roundUpToLane(size_t n) { return (n + kLaneBytes - 1) / kLaneBytes * kLaneBytes; }
+
+// Where `slot`'s codes lie in the column layout (vector_index.h: codes_): code i at [i * kBlockRows] from here.
+int8_t* codeColumnOf(RowChunks<int8_t>& codes, size_t slot) {
+  return codes.row(slot - slot % kBlockRows) + slot % kBlockRows;
+}
 
 // The smallest float >= d, so a stored bound never understates the double it came from.
 float floatAtLeast(double d) {
@@ -398,16 +386,25 @@ std::optional<std::vector<int32_t>> VectorIndex::dotsForTesting(Kernel kernel, s
   if (dots == nullptr || query.empty() || query.size() % kLaneBytes != 0 || codes.size() % query.size() != 0) {
     return std::nullopt;
   }
-  // The rows laid out in blocks of columns, as codes_ holds them (on a cache line, as it does).
+  // The rows laid out in blocks of columns in the storage codes_ uses.
   const size_t stride = query.size();
   const size_t rows = codes.size() / stride;
   const size_t nBlocks = (rows + kBlockRows - 1) / kBlockRows;
-  std::vector<int8_t, CacheLineAllocator<int8_t>> blocks(nBlocks * stride * kBlockRows, 0);
+  RowChunks<int8_t> blocks(stride);
+  blocks.ensure(nBlocks * kBlockRows);
+  for (size_t b = 0; b < nBlocks; ++b) std::fill_n(blocks.row(b * kBlockRows), kBlockRows * stride, int8_t{0});
   for (size_t r = 0; r < rows; ++r) {
-    for (size_t i = 0; i < stride; ++i) blocks[codeOffset(r, i, stride)] = codes[r * stride + i];
+    int8_t* column = codeColumnOf(blocks, r);
+    for (size_t i = 0; i < stride; ++i) column[i * kBlockRows] = codes[r * stride + i];
   }
   std::vector<int32_t> out(nBlocks * kBlockRows);
-  dots(blocks.data(), stride * kBlockRows, nBlocks, sparseOf(query.data(), stride), out.data());
+  const SparseQuery sparse = sparseOf(query.data(), stride);
+  // A kernel call per chunk of the storage, whose blocks are contiguous.
+  constexpr size_t kChunkBlocks = RowChunks<int8_t>::kRowsPerChunk / kBlockRows;
+  for (size_t b = 0; b < nBlocks; b += kChunkBlocks) {
+    dots(blocks.row(b * kBlockRows), stride * kBlockRows, std::min(kChunkBlocks, nBlocks - b), sparse,
+         out.data() + b * kBlockRows);
+  }
   out.resize(rows);
   return out;
 }
@@ -430,15 +427,12 @@ void VectorIndex::clear() {
   slots_.clear();
 }
 
-int8_t* VectorIndex::codeBlockOf(size_t slot) { return codes_.row(slot - slot % kBlockRows); }
-
 void VectorIndex::writeRow(size_t slot, std::span<const float> vec) {
   std::copy(vec.begin(), vec.end(), rows_.row(slot));
   std::vector<int8_t> codes(stride_);
   const Quantised q = quantise(vec, stride_, codes.data());
-  int8_t* block = codeBlockOf(slot);
-  const size_t inBlock = slot % kBlockRows;
-  for (size_t i = 0; i < stride_; ++i) block[i * kBlockRows + inBlock] = codes[i];
+  int8_t* column = codeColumnOf(codes_, slot);
+  for (size_t i = 0; i < stride_; ++i) column[i * kBlockRows] = codes[i];
   meta_[slot] = RowMeta{static_cast<float>(q.scale), floatAtLeast(q.residual), floatAtLeast(q.norm)};
 }
 
@@ -470,8 +464,8 @@ bool VectorIndex::remove(int64_t key) {
   if (slot != last) {
     keys_[slot] = keys_[last];
     std::copy_n(rows_.row(last), dim_, rows_.row(slot));
-    const int8_t* from = codeBlockOf(last) + last % kBlockRows;
-    int8_t* to = codeBlockOf(slot) + slot % kBlockRows;
+    const int8_t* from = codeColumnOf(codes_, last);
+    int8_t* to = codeColumnOf(codes_, slot);
     for (size_t i = 0; i < stride_; ++i) to[i * kBlockRows] = from[i * kBlockRows];
     meta_[slot] = meta_[last];
     slots_[keys_[slot]] = static_cast<uint32_t>(slot);

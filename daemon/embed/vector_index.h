@@ -112,12 +112,6 @@ class VectorIndex {
   };
 
   void writeRow(size_t slot, std::span<const float> vec);
-  // Where code i of `row` lies in consecutive blocks of `stride` codes per row (dotsForTesting lays rows out so).
-  static size_t codeOffset(size_t row, size_t i, size_t stride) {
-    return row / kBlockRows * kBlockRows * stride + i * kBlockRows + row % kBlockRows;
-  }
-  // The first code of the block that holds `slot`: its code i at [i * kBlockRows + slot % kBlockRows].
-  int8_t* codeBlockOf(size_t slot);
 
   // The query as the scan reads it (vector_index.cc), and what one thread's scan keeps over the rows it has read: the
   // rows whose upper bound reached the gate, the gate, and the k largest lower bounds that set it.
@@ -150,7 +144,7 @@ class VectorIndex {
   // Rows of dim_ floats, slot by slot, in chunks that never move (row_chunks.h): adding a row never copies the others.
   RowChunks<float> rows_;
   // The int8 codes in blocks of kBlockRows rows, each block column by column: code i of row r at
-  // [i * kBlockRows + r % kBlockRows] from codeBlockOf(r), so one code of the block's rows is one cache line (a block
+  // [i * kBlockRows + r % kBlockRows] from the block's first code, so one code of the block's rows is one cache line (a block
   // starts on a line) and a scan reads only the columns where the query's codes are not zero. Blocks are laid out in
   // slot order in RowChunks of stride_ codes per row (a chunk holds whole blocks). Codes past dim_ are zero; the last
   // block's rows past size() hold zeros or whatever a removed row left there, which a scan reads but never counts.
