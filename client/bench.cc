@@ -337,17 +337,21 @@ Status runLoadSize(const fs::path& dataset, const std::vector<json>& queries, si
   row.n = n;
   fs::path work = fs::path("/tmp") / ("mqbl-" + std::to_string(::getpid()) + "-" + std::to_string(n));
   fs::remove_all(work);
-  // The N lines are unpacked first (80 MB at 100k), before memqd starts and the clock with it: xz decompressing
-  // beside the save stream would take a share of the cores from memqd that no agent's save costs it. A dataset too
-  // short fails here, without starting a daemon.
-  std::vector<std::string> lines;
+  // The N lines are unpacked and turned into memory/save params first (80 MB of text at 100k), before memqd starts
+  // and the clock with it: xz decompressing, or parsing a workload line, beside the save stream would take a share of
+  // the cores from memqd (and time from the stream) that no agent's save costs. A dataset too short fails here,
+  // without starting a daemon.
+  std::vector<json> saveParams;
   {
     LineReader reader(dataset / "memories.jsonl.xz");
-    lines.reserve(n);
+    saveParams.reserve(n);
     std::string line;
-    while (lines.size() < n && reader.next(line)) lines.push_back(std::move(line));
+    while (saveParams.size() < n && reader.next(line)) {
+      const json m = json::parse(line, nullptr, false);
+      saveParams.push_back(loadSaveParams(m.is_object() ? m : json::object()));
+    }
   }
-  if (lines.size() < n) {
+  if (saveParams.size() < n) {
     return Status::invalidField("dataset", "memories.jsonl.xz has fewer than " + std::to_string(n) + " lines");
   }
   fs::create_directories(work / "project");
@@ -389,14 +393,11 @@ Status runLoadSize(const fs::path& dataset, const std::vector<json>& queries, si
   auto writer = [&](int c) {
     while (true) {
       json params;
-      const std::string* line = nullptr;
       {
         std::lock_guard lock(nextLineMutex);
         if (issued >= n) return;
-        line = &lines[issued++];
+        params = std::move(saveParams[issued++]);
       }
-      auto m = json::parse(*line, nullptr, false);
-      params = loadSaveParams(m.is_object() ? m : json::object());
       auto ta = Clock::now();
       auto r = conns[c].call("memory/save", std::move(params), std::chrono::minutes(5));
       latencies[c].push_back(std::chrono::duration<double, std::milli>(Clock::now() - ta).count());
@@ -607,8 +608,14 @@ int runRetrievalBench(Context& ctx, const std::vector<std::string>& words) {
   int collapsed = 0;
   std::vector<RankerRun> runs;
   for (const auto& r : rankers) {
-    runs.push_back({r, !a.flag("no-semantic"), false});
-    if (withLines) runs.push_back({r, !a.flag("no-semantic"), true});
+    for (const bool lines : {false, true}) {
+      if (lines && !withLines) continue;
+      RankerRun run;
+      run.ranker = r;
+      run.semantic = !a.flag("no-semantic");
+      run.lines = lines;
+      runs.push_back(std::move(run));
+    }
   }
   int anchorsRefused = 0;  // memories whose anchors memqd refused, saved with plain files instead
   std::map<std::string, std::string> memoryOfCommit;  // commit id → memory id its text landed on

@@ -204,7 +204,7 @@ int main(int argc, char** argv) {
         auto norm = memq::normalizeSave(memq::bench::saveInput(m), dir.string());
         if (!norm) continue;
         std::vector<memq::FileRef> refs;
-        for (const auto& f : norm->files) refs.push_back({f, std::nullopt});
+        for (const auto& f : norm->files) refs.push_back({f, std::nullopt, std::nullopt});
         auto t0 = Clock::now();
         if (store->save(*norm, refs, actor)) ++written;
         auto t1 = Clock::now();
