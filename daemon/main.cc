@@ -23,6 +23,7 @@
 #include "daemon/git/git_repo_signals.h"
 #include "daemon/server/listener.h"
 #include "daemon/server/log_format.h"
+#include "daemon/server/process_memory.h"
 #include "daemon/server/server.h"
 #include "daemon/server/version.h"
 #include "daemon/store/database.h"
@@ -255,7 +256,10 @@ void report(int readyFd, bool ok, const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  memq::Server::tuneAllocator();
+  // Both before anything else: glibc reads its tunables as the process starts, and an arena limit binds only threads
+  // that have no arena yet.
+  memq::reexecWithHugePageHeap(argv);
+  memq::tuneAllocator();
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
       std::cout << kUsage;

@@ -2,7 +2,6 @@
 #include "daemon/server/server.h"
 
 #include <fcntl.h>
-#include <malloc.h>
 #include <sys/socket.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -13,6 +12,7 @@
 #include <thread>
 
 #include "daemon/embed/vector_index.h"
+#include "daemon/server/process_memory.h"
 #include "daemon/server/session.h"
 #include "daemon/server/version.h"
 #include "daemon/service/anchor_rebase.h"
@@ -39,19 +39,6 @@ Server::Server(ServerOptions options, Service& service)
       --pendingBroadcasts_;
     });
   });
-}
-
-void Server::tuneAllocator() {
-  // Each worker thread allocates from its own glibc arena. With the default, adaptive trim threshold, what a recall
-  // frees at the top of its arena goes back to the kernel, and the next request faults the same pages in again
-  // (sysmalloc and page faults were ~15% of memqd's samples under a recall load). Keeping up to 32 MiB free per
-  // arena took ~1.5 ms of memqd CPU off each recall at 1k memories (memq_bench_daemon, docs/performance.md).
-  ::mallopt(M_TRIM_THRESHOLD, 32 << 20);
-  // And one arena per core instead of glibc's eight: every thread memqd starts (workers, the applier, a recall's scan
-  // helper) would otherwise take an arena of its own, each keeping up to the threshold above free. No more threads
-  // than cores run at once, so they seldom wait for each other's arena. memqd's peak RSS at 100k memories swings by
-  // tens of MiB from run to run; with the limit its runs came out lower (docs/performance.md, host D).
-  ::mallopt(M_ARENA_MAX, static_cast<int>(std::max(2u, std::thread::hardware_concurrency())));
 }
 
 Server::~Server() {
@@ -467,7 +454,8 @@ nlohmann::json Server::status() {
           {"requests_served", requestsServed_.load()},
           {"messages_answered_inline", answeredInline_.load()},
           {"embedder", std::string(service_.embedder().model())},
-          {"scan_kernel", VectorIndex::kernelName()}};
+          {"scan_kernel", VectorIndex::kernelName()},
+          {"heap_huge_pages", heapUsesHugePages()}};
 }
 
 }  // namespace memq

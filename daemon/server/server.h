@@ -59,10 +59,6 @@ class Server {
   void run();
   void requestShutdown();
   bool fromSystemd() const { return fromSystemd_; }
-  // glibc's malloc as memqd wants it (server.cc says why). Process-wide, and an arena limit binds only threads that
-  // have none yet: memqd's main calls it first, before any thread starts.
-  static void tuneAllocator();
-
   // --- for sessions (I/O thread) ---
   asio::io_context& io() { return io_; }
   // Runs one message on a worker and calls `done(reply)` back on the I/O thread.

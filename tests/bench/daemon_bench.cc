@@ -45,6 +45,7 @@
 #include "client/rpc_client.h"
 #include "daemon/embed/hashbag.h"
 #include "daemon/git/git_repo_signals.h"
+#include "daemon/server/process_memory.h"
 #include "daemon/server/reply_json.h"
 #include "daemon/service/service.h"
 #include "protocol/envelope.h"
@@ -134,6 +135,9 @@ struct ThreadResult {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // memqd's allocator settings, so that the in-process figures are the same code under the same heap.
+  memq::reexecWithHugePageHeap(argv);
+  memq::tuneAllocator();
   std::string memqd = (fs::path(argv[0]).parent_path() / ".." / "bin" / "memqd").string();
   std::string loadDir;
   size_t n = 1000, gets = 20000;

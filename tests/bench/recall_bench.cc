@@ -36,6 +36,7 @@
 #include "daemon/embed/hashbag.h"
 #include "daemon/embed/vector_index.h"
 #include "daemon/recall/recall_engine.h"
+#include "daemon/server/process_memory.h"
 #include "daemon/store/memory_store.h"
 #include "tests/bench/bench_util.h"
 
@@ -88,6 +89,9 @@ struct Row {
 };
 
 int main(int argc, char** argv) {
+  // memqd's allocator settings, so that the in-process figures are the same code under the same heap.
+  memq::reexecWithHugePageHeap(argv);
+  memq::tuneAllocator();
   std::vector<size_t> sizes = {1000, 10000};
   std::string loadDir;
   std::string dbDir;

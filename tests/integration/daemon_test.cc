@@ -827,6 +827,91 @@ TEST_F(MemqdStatus, NamesTheVectorScanItRunsAndTheOneMemqScanKernelPicks) {
   EXPECT_EQ(scanOf("scalar"), "scalar");  // every CPU runs the portable kernel
 }
 
+// The environment a running process started with, as the kernel holds it (after an exec, the exec's): its bytes, in
+// which glibc may have cut GLIBC_TUNABLES at its ':' separators while reading it.
+std::string processEnviron(pid_t pid) { return readTextFile("/proc/" + std::to_string(pid) + "/environ"); }
+
+// The kernel's transparent huge page mode: "always", "madvise" (a process asks, as glibc.malloc.hugetlb=1 does) or
+// "never".
+std::string hugePageMode() {
+  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  std::getline(in, line);
+  for (const char* mode : {"always", "madvise"}) {
+    if (line.find(std::string("[") + mode + "]") != std::string::npos) return mode;
+  }
+  return "never";
+}
+
+TEST_F(MemqdStatus, GrowsItsHeapInHugePagesWhereTheKernelOffersThemUnlessGlibcTunablesSaysOtherwise) {
+  struct Seen {
+    bool reported = false;                // daemon/status's heap_huge_pages
+    std::string environ;                  // of the process answering
+    std::string name;                     // its name, as pgrep and ps show it
+    long hugeKib = -1;                    // AnonHugePages after the saves
+  };
+  auto startWith = [&](std::optional<std::string> tunables, int saves) {
+    MemqdLaunch launch;
+    launch.inChild = [tunables] {
+      if (tunables) {
+        ::setenv("GLIBC_TUNABLES", tunables->c_str(), 1);
+      } else {
+        ::unsetenv("GLIBC_TUNABLES");
+      }
+    };
+    Memqd daemon(dir_, std::move(launch));
+    Seen seen;
+    EXPECT_TRUE(daemon.start()) << daemon.log();
+    auto c = daemon.client(project_.string());
+    auto status = c.call("daemon/status", json::object());
+    EXPECT_TRUE(status.isOk()) << status.status().toString();
+    if (status) {
+      seen.reported = status->value("heap_huge_pages", false);
+      // Re-executed in place: the process answering is the one started, under the same pid.
+      EXPECT_EQ((*status)["pid"], daemon.pid());
+    }
+    seen.environ = processEnviron(daemon.pid());
+    seen.name = readTextFile("/proc/" + std::to_string(daemon.pid()) + "/comm");
+    // The rows of the vector index fill 2 MiB in 1,366 saves: at least one whole huge page of its storage.
+    for (int i = 0; i < saves; ++i) {
+      const std::string text = "note " + std::to_string(i) + " about the parser's buffer and its growth policy";
+      auto saved = c.call("memory/save", {{"summary", text}, {"files", {"src/f" + std::to_string(i % 7) + ".c"}}});
+      if (!saved) {
+        ADD_FAILURE() << saved.status().toString();
+        break;
+      }
+    }
+    seen.hugeKib = procStatusField("/proc/" + std::to_string(daemon.pid()) + "/smaps_rollup", "AnonHugePages");
+    EXPECT_EQ(daemon.stop(), 0);
+    return seen;
+  };
+
+  const bool offered = hugePageMode() != "never";
+  const Seen plain = startWith(std::nullopt, 1500);
+  if (offered) {
+    EXPECT_TRUE(plain.reported);
+    EXPECT_NE(plain.environ.find("GLIBC_TUNABLES=glibc.malloc.hugetlb=1"), std::string::npos);
+    EXPECT_GT(plain.hugeKib, 0) << "the heap grew without a single huge page";
+    EXPECT_EQ(plain.name, "memqd\n") << "re-executed under another name";
+  } else {
+    EXPECT_FALSE(plain.reported);
+    EXPECT_EQ(plain.environ.find("GLIBC_TUNABLES"), std::string::npos) << "re-executed for pages the kernel does not give";
+  }
+  // A user's own tunables are kept, and the huge page setting added after them.
+  const Seen other = startWith("glibc.malloc.mxfast=64", 0);
+  EXPECT_EQ(other.reported, offered);
+  EXPECT_NE(other.environ.find("GLIBC_TUNABLES=glibc.malloc.mxfast=64"), std::string::npos);
+  EXPECT_EQ(other.environ.find("glibc.malloc.hugetlb=1") != std::string::npos, offered);
+  // A user's choice about huge pages wins: no re-execution, no huge pages for the heap.
+  const Seen off = startWith("glibc.malloc.hugetlb=0", 1500);
+  EXPECT_FALSE(off.reported);
+  EXPECT_NE(off.environ.find("GLIBC_TUNABLES=glibc.malloc.hugetlb=0"), std::string::npos);
+  EXPECT_EQ(off.environ.find("glibc.malloc.hugetlb=1"), std::string::npos);
+  if (hugePageMode() == "madvise") {
+    EXPECT_EQ(off.hugeKib, 0);  // with `always` the kernel gives some unasked
+  }
+}
+
 TEST(MemqdFlags, AHotPollOutsideItsRangeIsAUsageErrorNamingTheOption) {
   fs::path dir = makeTempDir("hotflag");
   const std::string socket = (dir / "memqd.sock").string();
