@@ -50,7 +50,8 @@ std::optional<std::string> hugetlbSetting(const char* tunables) {
 
 void reexecWithHugePageHeap(char** argv) {
   const char* tunables = std::getenv("GLIBC_TUNABLES");
-  if (hugetlbSetting(tunables) || !kernelOffersHugePages()) return;  // already decided (by a user, or by the first start), or useless
+  // Already decided (by the user, or by this start's first image), or of no use.
+  if (hugetlbSetting(tunables) || !kernelOffersHugePages()) return;
   const std::string before = tunables != nullptr ? tunables : "";
   const std::string with = (before.empty() ? "" : before + ":") + std::string(kHugetlbTunable) + "=1";
   // The binary's own path, not /proc/self/exe: the kernel names a process after the file it executes, and `pgrep

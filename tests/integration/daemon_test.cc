@@ -802,18 +802,24 @@ TEST_F(MemqdHotPoll, TheIoThreadDoesNotPollWhileAWorkerRuns) {
   EXPECT_EQ(daemon.stop(), 0);
 }
 
+// A launch of memqd with the environment variable `name` set to `value`, or unset when it is nullopt: in memqd's
+// process only.
+MemqdLaunch launchWithEnv(std::string name, std::optional<std::string> value) {
+  MemqdLaunch launch;
+  launch.inChild = [name = std::move(name), value = std::move(value)] {
+    if (value) {
+      ::setenv(name.c_str(), value->c_str(), 1);
+    } else {
+      ::unsetenv(name.c_str());
+    }
+  };
+  return launch;
+}
+
 TEST_F(MemqdStatus, NamesTheVectorScanItRunsAndTheOneMemqScanKernelPicks) {
-  // memqd reads MEMQ_SCAN_KERNEL from the environment it starts with: set (or cleared) in its process only.
+  // memqd reads MEMQ_SCAN_KERNEL from the environment it starts with.
   auto scanOf = [&](std::optional<std::string> chosen) {
-    MemqdLaunch launch;
-    launch.inChild = [chosen] {
-      if (chosen) {
-        ::setenv("MEMQ_SCAN_KERNEL", chosen->c_str(), 1);
-      } else {
-        ::unsetenv("MEMQ_SCAN_KERNEL");
-      }
-    };
-    Memqd daemon(dir_, std::move(launch));
+    Memqd daemon(dir_, launchWithEnv("MEMQ_SCAN_KERNEL", std::move(chosen)));
     EXPECT_TRUE(daemon.start()) << daemon.log();
     auto c = daemon.client(project_.string());
     auto status = c.call("daemon/status", json::object());
@@ -851,15 +857,7 @@ TEST_F(MemqdStatus, GrowsItsHeapInHugePagesWhereTheKernelOffersThemUnlessGlibcTu
     long hugeKib = -1;                    // AnonHugePages after the saves
   };
   auto startWith = [&](std::optional<std::string> tunables, int saves) {
-    MemqdLaunch launch;
-    launch.inChild = [tunables] {
-      if (tunables) {
-        ::setenv("GLIBC_TUNABLES", tunables->c_str(), 1);
-      } else {
-        ::unsetenv("GLIBC_TUNABLES");
-      }
-    };
-    Memqd daemon(dir_, std::move(launch));
+    Memqd daemon(dir_, launchWithEnv("GLIBC_TUNABLES", std::move(tunables)));
     Seen seen;
     EXPECT_TRUE(daemon.start()) << daemon.log();
     auto c = daemon.client(project_.string());
@@ -895,7 +893,7 @@ TEST_F(MemqdStatus, GrowsItsHeapInHugePagesWhereTheKernelOffersThemUnlessGlibcTu
     EXPECT_EQ(plain.name, "memqd\n") << "re-executed under another name";
   } else {
     EXPECT_FALSE(plain.reported);
-    EXPECT_EQ(plain.environ.find("GLIBC_TUNABLES"), std::string::npos) << "re-executed for pages the kernel does not give";
+    EXPECT_EQ(plain.environ.find("GLIBC_TUNABLES"), std::string::npos) << "re-executed for pages the kernel lacks";
   }
   // A user's own tunables are kept, and the huge page setting added after them.
   const Seen other = startWith("glibc.malloc.mxfast=64", 0);
