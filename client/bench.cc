@@ -539,7 +539,9 @@ int runLoadBench(Context& ctx, const std::vector<std::string>& words) {
                   (row.dbBytes + row.walBytes) / 1048576.0, row.closedDbBytes / 1048576.0);
       if (!row.firstError.empty()) std::printf("         first error: %s\n", row.firstError.c_str());
       if (!row.scanKernel.empty()) std::printf("         memqd's vector scan: %s\n", row.scanKernel.c_str());
-      if (row.heapHugePages) std::printf("         memqd's heap in huge pages: %s\n", *row.heapHugePages ? "yes" : "no");
+      if (row.heapHugePages) {
+        std::printf("         memqd's heap in huge pages: %s\n", *row.heapHugePages ? "yes" : "no");
+      }
       std::fflush(stdout);
     }
   }

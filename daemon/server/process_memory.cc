@@ -2,6 +2,7 @@
 #include "daemon/server/process_memory.h"
 
 #include <malloc.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,14 +18,30 @@ namespace memq {
 namespace {
 
 constexpr std::string_view kHugetlbTunable = "glibc.malloc.hugetlb";
+// Set for the image memqd executes, and removed by it: whatever becomes of GLIBC_TUNABLES on the way (a secure
+// process drops it), memqd executes itself at most once.
+constexpr const char* kReexecutedMarker = "MEMQD_HEAP_REEXECUTED";
 
-// The kernel's transparent huge page mode allows a process to ask for them (madvise, which glibc does with
-// glibc.malloc.hugetlb=1) or gives them unasked (always).
-bool kernelOffersHugePages() {
+// The kernel's transparent huge page mode: "always", "madvise" or "never" (also when it cannot be read).
+std::string kernelHugePageMode() {
   std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string mode;
-  std::getline(in, mode);
-  return mode.find("[always]") != std::string::npos || mode.find("[madvise]") != std::string::npos;
+  std::string line;
+  std::getline(in, line);
+  for (const char* mode : {"always", "madvise"}) {
+    if (line.find(std::string("[") + mode + "]") != std::string::npos) return mode;
+  }
+  return "never";
+}
+
+// glibc's allocator is the process's, and knows glibc.malloc.hugetlb (glibc 2.35 and later).
+constexpr bool glibcAllocatorHasHugetlb() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return false;
+#elif defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
+  return true;
+#else
+  return false;
+#endif
 }
 
 // The value GLIBC_TUNABLES (`name=value` items separated by ':') gives glibc.malloc.hugetlb; nullopt when it does not
@@ -49,20 +66,26 @@ std::optional<std::string> hugetlbSetting(const char* tunables) {
 }  // namespace
 
 void reexecWithHugePageHeap(char** argv) {
+  if (std::getenv(kReexecutedMarker) != nullptr) {
+    ::unsetenv(kReexecutedMarker);  // not passed on to anything memqd starts
+    return;
+  }
+  if (!glibcAllocatorHasHugetlb() || ::getauxval(AT_SECURE) != 0) return;
   const char* tunables = std::getenv("GLIBC_TUNABLES");
-  // Already decided (by the user, or by this start's first image), or of no use.
-  if (hugetlbSetting(tunables) || !kernelOffersHugePages()) return;
+  if (hugetlbSetting(tunables) || kernelHugePageMode() != "madvise") return;  // the user decided, or nothing to ask
   const std::string before = tunables != nullptr ? tunables : "";
   const std::string with = (before.empty() ? "" : before + ":") + std::string(kHugetlbTunable) + "=1";
-  // The binary's own path, not /proc/self/exe: the kernel names a process after the file it executes, and `pgrep
-  // memqd` must still find it. A binary replaced since it started reads as "... (deleted)" and fails to execute.
+  // Executed by the path /proc/self/exe resolves to, not through the link itself: the kernel names a process after
+  // the file name it executes, and `pgrep -x memqd` must still find it. A binary replaced since it started resolves
+  // to "... (deleted)" and fails to execute.
   char self[4096];
-  const ssize_t length = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (length <= 0) return;
+  const ssize_t length = ::readlink("/proc/self/exe", self, sizeof(self));
+  if (length <= 0 || static_cast<size_t>(length) >= sizeof(self)) return;  // none, or cut short
   self[length] = '\0';
-  if (::setenv("GLIBC_TUNABLES", with.c_str(), 1) != 0) return;
+  if (::setenv("GLIBC_TUNABLES", with.c_str(), 1) != 0 || ::setenv(kReexecutedMarker, "1", 1) != 0) return;
   ::execv(self, argv);
-  // Not re-executed (no /proc, a binary replaced since): run as started, with the environment as it was.
+  // Not re-executed: run as started, with the environment as it was.
+  ::unsetenv(kReexecutedMarker);
   if (tunables != nullptr) {
     ::setenv("GLIBC_TUNABLES", before.c_str(), 1);
   } else {
@@ -71,7 +94,12 @@ void reexecWithHugePageHeap(char** argv) {
 }
 
 bool heapUsesHugePages() {
-  return hugetlbSetting(std::getenv("GLIBC_TUNABLES")) == "1" && kernelOffersHugePages();
+  static const bool huge = [] {
+    const std::string mode = kernelHugePageMode();
+    return mode == "always" || (mode == "madvise" && glibcAllocatorHasHugetlb() &&
+                                hugetlbSetting(std::getenv("GLIBC_TUNABLES")) == "1");
+  }();
+  return huge;
 }
 
 void tuneAllocator() {
