@@ -2,12 +2,16 @@
 #include "client/rpc_client.h"
 
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <thread>
 #include <utility>
 
@@ -20,6 +24,25 @@ using Clock = std::chrono::steady_clock;
 
 // Replies echo stored data, which the daemon parsed with the 64-level limit; allow some room above it.
 constexpr int kMaxReplyDepth = 256;
+
+// The waits for a reply that end awake (see RpcClient::call): the reads an agent waits on. Not memory/save: while a
+// save's reply is on its way, memqd's save applier wants the other core, and a client polling it slowed a stream of
+// saves (docs/performance.md).
+constexpr std::array<std::string_view, 4> kAwakeWaitMethods = {"memory/recall", "memory/search", "hints/for_tool",
+                                                               "hints/turn"};
+// Below this a reply comes about as soon as a timer could wake the thread; above the maximum, what a wake-up costs
+// is too small a share of the wait to be worth polling for.
+constexpr double kAwakeWaitMinMicros = 150;
+constexpr double kAwakeWaitMaxMicros = 20000;
+// Asleep for this share of the expected time, then awake until it has passed by kAwakeWaitSlackShare of itself (at
+// most kAwakeWaitMaxPollMicros): a query's recall varies around the connection's average by about a third.
+constexpr double kAwakeWaitSleepShare = 0.7;
+constexpr double kAwakeWaitSlackShare = 0.5;
+constexpr double kAwakeWaitMaxPollMicros = 400;
+// A round trip enters the moving average with this weight, and at most at this multiple of the average so far (one
+// reply behind a checkpoint does not make the next waits poll for long).
+constexpr double kReplyAverageWeight = 0.25;
+constexpr double kReplyOutlierBound = 4;
 
 Status connectError(const std::string& socketPath, const std::string& reason) {
   return Status(ErrorCode::kInternalError, "cannot connect to memqd at " + socketPath + ": " + reason,
@@ -96,7 +119,9 @@ RpcClient::RpcClient(RpcClient&& other) noexcept
       nextId_(other.nextId_),
       readBuffer_(std::move(other.readBuffer_)),
       scanned_(std::exchange(other.scanned_, 0)),
-      pending_(std::move(other.pending_)) {}
+      pending_(std::move(other.pending_)),
+      replyMicros_(std::move(other.replyMicros_)),
+      awakeWaits_(other.awakeWaits_) {}
 
 RpcClient& RpcClient::operator=(RpcClient&& other) noexcept {
   if (this != &other) {
@@ -107,6 +132,9 @@ RpcClient& RpcClient::operator=(RpcClient&& other) noexcept {
     readBuffer_ = std::move(other.readBuffer_);
     scanned_ = std::exchange(other.scanned_, 0);
     pending_ = std::move(other.pending_);
+    replyMicros_ = std::move(other.replyMicros_);
+    awakeWait_.reset();
+    awakeWaits_ = other.awakeWaits_;
   }
   return *this;
 }
@@ -145,6 +173,35 @@ Status RpcClient::writeAll(std::string_view bytes, Clock::time_point deadline) {
   return Status::ok();
 }
 
+bool RpcClient::readWithinAwakeWait(const AwakeWait& wait) {
+  char chunk[65536];
+  Clock::time_point now = Clock::now();
+  // A timer fires up to the thread's timer slack late (50 µs by default): asleep for that much less.
+  static thread_local const std::chrono::nanoseconds timerSlack(std::max(0, ::prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0)));
+  const Clock::time_point wakeAt = wait.sleepUntil - timerSlack;
+  if (now < wakeAt) {
+    const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(wakeAt - now).count();
+    const timespec sleep{static_cast<time_t>(nanos / 1'000'000'000), static_cast<long>(nanos % 1'000'000'000)};
+    pollfd pfd{fd_, POLLIN, 0};
+    // Ready (or an error, or a signal): the usual wait and read take it from here.
+    if (::ppoll(&pfd, 1, &sleep, nullptr) != 0) return false;
+  }
+  while (Clock::now() < wait.pollUntil) {
+    const ssize_t n = ::recv(fd_, chunk, sizeof(chunk), MSG_DONTWAIT);
+    if (n > 0) {
+      readBuffer_.append(chunk, static_cast<std::size_t>(n));
+      return true;
+    }
+    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return false;
+    for (int i = 0; i < 32; ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+  }
+  return false;
+}
+
 Result<std::size_t> RpcClient::awaitLine(Clock::time_point deadline) {
   if (fd_ < 0) return transportError("closed", "not connected to memqd");
   for (;;) {
@@ -156,6 +213,11 @@ Result<std::size_t> RpcClient::awaitLine(Clock::time_point deadline) {
     scanned_ = readBuffer_.size();
     if (readBuffer_.size() > kMaxReplyBytes) {
       return transportError("io", "memqd sent a line longer than " + std::to_string(kMaxReplyBytes) + " bytes");
+    }
+    if (awakeWait_) {
+      const AwakeWait wait = *awakeWait_;
+      awakeWait_.reset();
+      if (readWithinAwakeWait(wait)) continue;
     }
     bool failed = false;
     if (!waitFor(fd_, POLLIN, deadline, failed)) {
@@ -173,6 +235,17 @@ Result<std::size_t> RpcClient::awaitLine(Clock::time_point deadline) {
       return transportError("io", std::string("cannot read from memqd: ") + std::strerror(errno));
     }
   }
+}
+
+void RpcClient::noteReplyTime(const std::string& method, double micros) {
+  auto [it, first] = replyMicros_.emplace(method, micros);
+  if (!first) it->second += kReplyAverageWeight * (std::min(micros, kReplyOutlierBound * it->second) - it->second);
+}
+
+std::optional<double> RpcClient::expectedReplyMicros(const std::string& method) const {
+  auto it = replyMicros_.find(method);
+  if (it == replyMicros_.end()) return std::nullopt;
+  return it->second;
 }
 
 void RpcClient::consumeLine() {
@@ -211,8 +284,26 @@ Result<nlohmann::json> RpcClient::call(const std::string& method, nlohmann::json
   Clock::time_point deadline = Clock::now() + timeout;
   std::int64_t id = nextId_++;
   MEMQ_RETURN_IF_ERROR(writeAll(serializeMessage(makeRequest(id, method, std::move(params))) + "\n", deadline));
+  // Why the wait may end awake: a thread asleep until the reply comes is woken by the reply itself, and on a virtual
+  // machine whose idle vCPU halts at once, that wake-up (an interrupt to a halted vCPU, through the hypervisor) adds
+  // a tenth of a millisecond to the reply's path. Woken by a timer a little before the reply is due, the thread
+  // takes that cost while memqd still works, and reads the reply the moment it lands; as Linux's hybrid polling of
+  // block devices sleeps for part of a request's expected time and polls for the rest.
+  const Clock::time_point sent = Clock::now();
+  const bool awakeMethod =
+      std::find(kAwakeWaitMethods.begin(), kAwakeWaitMethods.end(), method) != kAwakeWaitMethods.end();
+  auto expected = replyMicros_.find(method);
+  if (awakeWaits_ && awakeMethod && expected != replyMicros_.end() && expected->second >= kAwakeWaitMinMicros &&
+      expected->second <= kAwakeWaitMaxMicros) {
+    const double micros = expected->second;
+    const double poll = std::min(kAwakeWaitMaxPollMicros, kAwakeWaitSlackShare * micros);
+    awakeWait_ = AwakeWait{
+        std::min(deadline, sent + std::chrono::microseconds(static_cast<int64_t>(kAwakeWaitSleepShare * micros))),
+        std::min(deadline, sent + std::chrono::microseconds(static_cast<int64_t>(micros + poll)))};
+  }
   for (;;) {
     Result<nlohmann::json> message = readJson(deadline);
+    awakeWait_.reset();  // a message came: any later wait (for the reply after a notification) sleeps
     if (!message) return message.status();
     nlohmann::json& reply = *message;
     if (!reply.is_object()) continue;  // a batch reply: this client never sends batches
@@ -224,6 +315,7 @@ Result<nlohmann::json> RpcClient::call(const std::string& method, nlohmann::json
     bool ours = idIt->is_number_integer() && idIt->get<std::int64_t>() == id;
     auto errorIt = reply.find("error");
     if (ours || (idIt->is_null() && errorIt != reply.end())) {
+      if (awakeMethod) noteReplyTime(method, std::chrono::duration<double, std::micro>(Clock::now() - sent).count());
       if (errorIt != reply.end()) return statusFromErrorObject(*errorIt);
       auto resultIt = reply.find("result");
       if (resultIt == reply.end()) return transportError("io", "memqd sent a reply without result or error");

@@ -2,10 +2,14 @@
 // throughput of many concurrent clients. Starts a real memqd (temp socket, temp data dir, a non-git project root)
 // and prints figures; asserts nothing (docs/performance.md records them). Usage:
 //   memq_bench_daemon [--memqd PATH] [--load DIR] [--n 1000] [--gets 20000] [--clients 32] [--seconds 10]
-//                     [--mix get:90,hints:10]... [--log-level info] [--phases abc] [--recall-passes 4]
-//                     [--memqd-arg ARG]...
+//                     [--mix get:90,hints:10]... [--log-level info] [--phases arbc] [--recall-passes 4]
+//                     [--memqd-arg ARG]... [--sleeping-client]
 // Phases:
 //   (a) memory/get round trips on one connection, one request in flight (p50/p95/p99 µs);
+//   (r) memory/recall round trips back to back on one connection, as an agent's client or `memq bench load` makes
+//       them, --recall-passes times over the queries (the first pass is warm-up). The client's waits for a reply end
+//       awake (RpcClient::call); with --sleeping-client every wait sleeps until the reply comes, to compare the two
+//       (in phase (b) too);
 //   (b) memory/recall over the socket and the same recall through an in-process Service opened on the same database
 //       (SQLite WAL lets a second process read), query by query, interleaved so machine load hits both alike, each
 //       query --recall-passes times with the side that goes first alternating (from query to query and from pass to
@@ -145,7 +149,8 @@ int main(int argc, char** argv) {
   double seconds = 10;
   std::vector<std::string> mixes;
   std::string logLevel = "info";
-  std::string phases = "abc";  // which of (a), (b), (c) to run
+  std::string phases = "arbc";  // which of (a), (r), (b), (c) to run
+  bool sleepingClient = false;
   int recallPasses = 4;
   std::vector<std::string> memqdArgs;  // appended to memqd's command line
   for (int i = 1; i < argc; ++i) {
@@ -168,6 +173,7 @@ int main(int argc, char** argv) {
     else if (a == "--phases") phases = next();
     else if (a == "--recall-passes") recallPasses = std::max(1, std::stoi(next()));
     else if (a == "--memqd-arg") memqdArgs.push_back(next());
+    else if (a == "--sleeping-client") sleepingClient = true;
     else {
       std::cerr << "unknown option " << a << "\n";
       return 2;
@@ -227,6 +233,7 @@ int main(int argc, char** argv) {
         std::cerr << "initialize: " << init.status().toString() << "\n";
         std::exit(1);
       }
+      c->setAwakeWaits(!sleepingClient);
       return std::move(*c);
     };
     memq::RpcClient client = connect();
@@ -283,6 +290,26 @@ int main(int argc, char** argv) {
     std::printf("\n(a) memory/get round trip, one connection, %zu calls: p50 %.0f µs, p95 %.0f µs, p99 %.0f µs;"
                 " memqd CPU %.0f µs per get; %.0f%% answered on memqd's I/O thread\n",
                 gets, g.p50, g.p95, g.p99, getCpuUs, 100.0 * getsInline / static_cast<double>(std::max<size_t>(gets, 1)));
+    }
+
+    // (r) recall round trips back to back.
+    if (runs('r')) {
+      std::vector<double> recallLat;
+      for (int pass = 0; pass < std::max(2, recallPasses); ++pass) {
+        for (const json& q : queries) {
+          auto ta = Clock::now();
+          auto r = client.call("memory/recall", recallParams(q));
+          if (!r) {
+            std::cerr << "recall: " << r.status().toString() << "\n";
+            return 1;
+          }
+          if (pass > 0) recallLat.push_back(micros(Clock::now() - ta) / 1000);
+        }
+      }
+      auto g = of(recallLat);
+      std::printf("\n(r) memory/recall back to back, one connection, %zu calls, the client's waits %s: p50 %.3f ms, "
+                  "p95 %.3f ms, p99 %.3f ms\n",
+                  recallLat.size(), sleepingClient ? "asleep" : "ending awake", g.p50, g.p95, g.p99);
     }
 
     // (b) recall over the socket vs in-process on the same database.

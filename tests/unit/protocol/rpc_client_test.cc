@@ -1,11 +1,13 @@
 // RpcClient against a scripted in-test server on a temporary Unix socket: connect failures (the CLI's exit 3), the
-// reply/notification split, error objects → Status, timeouts and closed connections. The real daemon is exercised by
-// the integration tests.
+// reply/notification split, error objects → Status, timeouts and closed connections, and the waits that end awake
+// (replies before, inside and after the awake end; a slow reply slept through). The real daemon is exercised by the
+// integration tests.
 #include "client/rpc_client.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -47,6 +49,16 @@ std::string readLine(int fd) {
     line.push_back(c);
   }
   return line;
+}
+
+std::string replyTo(const std::string& request, const json& result) {
+  return json{{"jsonrpc", "2.0"}, {"id", json::parse(request)["id"]}, {"result", result}}.dump() + "\n";
+}
+
+double threadCpuMillis() {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
 }
 
 void writeAll(int fd, const std::string& bytes) {
@@ -224,6 +236,95 @@ TEST(RpcClient, MoveTransfersTheConnection) {
   Result<json> reply = client.call("daemon/status", nullptr, 5s);
   ASSERT_TRUE(reply.isOk()) << reply.status().toString();
   EXPECT_EQ(*reply, true);
+}
+
+// Recalls answered after about a millisecond teach the client to wait for the next one asleep for 0.7 ms and then
+// awake, reading without sleeping, until about 1.5 ms. Replies that come before, inside and after that awake end, in
+// one piece or two, behind a notification, or a connection closed inside it: each call still gets its own reply.
+TEST(RpcClient, RepliesAreReadWhetherTheyComeBeforeInsideOrAfterTheAwakeEndOfAWait) {
+  ScriptedServer server;
+  constexpr int kTeaching = 6;
+  server.serve([&](int fd) {
+    for (int i = 0; i < kTeaching; ++i) {
+      std::string request = readLine(fd);
+      std::this_thread::sleep_for(1ms);
+      writeAll(fd, replyTo(request, i));
+    }
+    writeAll(fd, replyTo(readLine(fd), "at once"));
+    std::string request = readLine(fd);
+    std::this_thread::sleep_for(1100us);
+    writeAll(fd, replyTo(request, "inside"));
+    request = readLine(fd);
+    std::string reply = replyTo(request, "in two pieces");
+    std::this_thread::sleep_for(900us);
+    writeAll(fd, reply.substr(0, 10));
+    std::this_thread::sleep_for(300us);
+    writeAll(fd, reply.substr(10));
+    request = readLine(fd);
+    std::this_thread::sleep_for(900us);
+    writeAll(fd, R"({"jsonrpc":"2.0","method":"memory/changed","params":{"id":"a","action":"create"}})" "\n");
+    std::this_thread::sleep_for(5ms);
+    writeAll(fd, replyTo(request, "after a notification"));
+    request = readLine(fd);
+    std::this_thread::sleep_for(20ms);
+    writeAll(fd, replyTo(request, "late"));
+    readLine(fd);
+    std::this_thread::sleep_for(1ms);  // then hangs up inside the awake end
+  });
+  Result<RpcClient> client = RpcClient::connect(server.path(), 1s);
+  ASSERT_TRUE(client.isOk());
+  for (int i = 0; i < kTeaching; ++i) {
+    Result<json> reply = client->call("memory/recall", json{{"query", "x"}}, 5s);
+    ASSERT_TRUE(reply.isOk()) << reply.status().toString();
+    EXPECT_EQ(*reply, i);
+  }
+  ASSERT_TRUE(client->expectedReplyMicros("memory/recall").has_value());
+  for (const char* expected : {"at once", "inside", "in two pieces", "after a notification", "late"}) {
+    Result<json> reply = client->call("memory/recall", json{{"query", "x"}}, 5s);
+    ASSERT_TRUE(reply.isOk()) << expected << ": " << reply.status().toString();
+    EXPECT_EQ(*reply, expected);
+  }
+  Result<json> hungUp = client->call("memory/recall", json{{"query", "x"}}, 5s);
+  ASSERT_FALSE(hungUp.isOk());
+  EXPECT_EQ(hungUp.status().data()["transport"], "closed");
+  Result<json> notification = client->readMessage(1s);
+  ASSERT_TRUE(notification.isOk());
+  EXPECT_EQ(notification->at("method"), "memory/changed");
+}
+
+// Waking early and reading awake costs the client a bounded slice of CPU: a reply that comes long after the expected
+// time is slept for, not polled for. And only the reads an agent waits on are timed: a save's wait always sleeps.
+TEST(RpcClient, AWaitForAReplyFarSlowerThanExpectedSleeps) {
+  ScriptedServer server;
+  server.serve([&](int fd) {
+    for (int i = 0; i < 6; ++i) {
+      std::string request = readLine(fd);
+      std::this_thread::sleep_for(2ms);
+      writeAll(fd, replyTo(request, true));
+    }
+    std::string request = readLine(fd);
+    std::this_thread::sleep_for(300ms);
+    writeAll(fd, replyTo(request, "slow"));
+    writeAll(fd, replyTo(readLine(fd), "saved"));
+  });
+  Result<RpcClient> client = RpcClient::connect(server.path(), 1s);
+  ASSERT_TRUE(client.isOk());
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(client->call("memory/search", json::object(), 5s).isOk());
+  std::optional<double> expected = client->expectedReplyMicros("memory/search");
+  ASSERT_TRUE(expected.has_value());
+  EXPECT_GE(*expected, 1500);
+  EXPECT_LE(*expected, 50000);
+
+  const double cpuBefore = threadCpuMillis();
+  Result<json> slow = client->call("memory/search", json::object(), 5s);
+  const double cpuMillis = threadCpuMillis() - cpuBefore;
+  ASSERT_TRUE(slow.isOk()) << slow.status().toString();
+  EXPECT_EQ(*slow, "slow");
+  // Awake for at most a few hundred microseconds of the 300 ms, asleep for the rest.
+  EXPECT_LT(cpuMillis, 30.0);
+
+  ASSERT_TRUE(client->call("memory/save", json::object(), 5s).isOk());
+  EXPECT_FALSE(client->expectedReplyMicros("memory/save").has_value());
 }
 
 }  // namespace
