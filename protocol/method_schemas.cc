@@ -17,8 +17,10 @@ const std::vector<MethodSchema>& methodSchemas() {
       const detail::EmbeddedMethodSchema& embedded = detail::kEmbeddedMethodSchemas[i];
       nlohmann::json file = nlohmann::json::parse(embedded.text, nullptr, /*allow_exceptions=*/false);
       if (!file.is_object()) continue;
-      schemas.push_back(MethodSchema{embedded.method, file.value("params", nlohmann::json::object()),
-                                     file.value("result", nlohmann::json::object()), embedded.summary});
+      nlohmann::json params = file.value("params", nlohmann::json::object());
+      auto compiled = std::make_shared<const CompiledSchema>(params);
+      schemas.push_back(MethodSchema{embedded.method, std::move(params), file.value("result", nlohmann::json::object()),
+                                     embedded.summary, std::move(compiled)});
     }
     return schemas;
   }();

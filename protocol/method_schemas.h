@@ -8,8 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
 #include <string_view>
 #include <vector>
+
+#include "protocol/schema_validator.h"
 
 namespace memq {
 
@@ -18,6 +21,7 @@ struct MethodSchema {
   nlohmann::json params;     // JSON Schema for the params object (schema_validator.h subset)
   nlohmann::json result;     // JSON Schema for the result
   std::string_view summary;  // one line, for help texts and docs
+  std::shared_ptr<const CompiledSchema> compiledParams;  // params, compiled once: what every request is checked by
 };
 
 // Every method, sorted by schema file name (so "daemon/shutdown" comes before "export").

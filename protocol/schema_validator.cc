@@ -136,12 +136,13 @@ std::string lowercase(std::string_view s) {
 }
 
 // The declared property closest to a misspelt one, when it is close enough to be what was meant.
-std::optional<std::string> closestProperty(const std::string& unknown, const json& properties) {
-  if (!properties.is_object() || unknown.size() > 64) return std::nullopt;
+template <typename Properties>
+std::optional<std::string> closestProperty(const std::string& unknown, const Properties& properties) {
+  if (unknown.size() > 64) return std::nullopt;
   std::string needle = lowercase(unknown);
   std::optional<std::string> best;
   std::size_t bestDistance = 0;
-  for (const auto& [name, ignored] : properties.items()) {
+  for (const auto& [name, ignored] : properties) {
     std::size_t distance = editDistance(needle, lowercase(name));
     std::size_t allowed = std::min<std::size_t>(2, std::max<std::size_t>(1, name.size() / 4));
     if (distance <= allowed && (!best || distance < bestDistance)) {
@@ -167,205 +168,286 @@ Result<std::shared_ptr<const std::regex>> compiledPattern(const std::string& pat
   }
 }
 
-class Validator {
- public:
-  explicit Validator(std::string rootName) : rootName_(std::move(rootName)) {}
+// Where a value sits, as a chain through the caller's stack: the field's name is written out only for an error, so
+// a valid request builds no strings.
+struct FieldPath {
+  const FieldPath* parent = nullptr;
+  std::string_view key;  // a member's name, or empty for an element (then `index`) or the root
+  std::size_t index = 0;
+  bool element = false;
 
-  Status check(const json& schema, const json& value, const std::string& path) const {
-    std::string label = path.empty() ? rootName_ : path;
+  FieldPath member(std::string_view name) const { return FieldPath{this, name, 0, false}; }
+  FieldPath at(std::size_t i) const { return FieldPath{this, {}, i, true}; }
+
+  // "files[3].path"; "" at the root. An element's parent is its label, so a top-level array's items are
+  // "params[0]"; a member's is its path, so a top-level member is "summary".
+  std::string text(const std::string& rootName) const {
+    if (!parent) return std::string();
+    if (element) return parent->label(rootName) + "[" + std::to_string(index) + "]";
+    std::string base = parent->text(rootName);
+    return base.empty() ? std::string(key) : base + "." + std::string(key);
+  }
+  std::string label(const std::string& rootName) const {
+    std::string path = text(rootName);
+    return path.empty() ? rootName : path;
+  }
+};
+
+}  // namespace
+
+// One schema node with every keyword read out of its JSON once: checking a value looks nothing up by name.
+struct CompiledSchema::Node {
+  enum class Kind { kAny, kNever, kChecked };  // `true` or not a schema object; `false`; an object of keywords
+  Kind kind = Kind::kAny;
+
+  std::vector<std::string> types;  // the names declared under "type", in order (none: any type)
+  std::optional<json> enumValues;  // an array
+  std::optional<json> constValue;
+  std::optional<std::size_t> minLength, maxLength, minItems, maxItems;
+  std::optional<json> minimum, maximum, exclusiveMinimum, exclusiveMaximum;  // numbers
+  std::optional<std::string> pattern;
+  Result<std::shared_ptr<const std::regex>> regex = std::shared_ptr<const std::regex>();
+  std::unique_ptr<Node> items;
+
+  // Objects. properties is in the order of the schema's own map (sorted by name), as a value's members are.
+  std::vector<std::pair<std::string, Node>> properties;
+  enum class Additional { kUnchecked, kClosed, kSchema } additional = Additional::kUnchecked;
+  std::unique_ptr<Node> additionalSchema;
+  std::vector<std::string> required;
+
+  struct Alternative {
+    std::unique_ptr<Node> schema;
+    std::optional<std::string> type;  // the alternative's "type" when it is one name: it decides without checking
+  };
+  std::optional<std::vector<Alternative>> oneOf;
+
+  explicit Node(const json& schema) {
     if (schema.is_boolean()) {
-      if (schema.get<bool>()) return Status::ok();
-      return Status::invalidField(label, label + " is not allowed");
+      kind = schema.get<bool>() ? Kind::kAny : Kind::kNever;
+      return;
     }
-    if (!schema.is_object()) return Status::ok();
-
-    MEMQ_RETURN_IF_ERROR(checkType(schema, value, label));
-    if (auto it = schema.find("enum"); it != schema.end() && it->is_array()) {
-      if (std::find(it->begin(), it->end(), value) == it->end()) {
-        std::vector<std::string> allowed;
-        for (const json& option : *it) allowed.push_back(formatLiteral(option));
-        std::string list;
-        for (const std::string& option : allowed) list += (list.empty() ? "" : ", ") + option;
-        return Status::invalidField(label, label + " must be one of: " + list);
-      }
-    }
-    if (auto it = schema.find("const"); it != schema.end() && *it != value) {
-      return Status::invalidField(label, label + " must be " + formatLiteral(*it));
-    }
-    if (value.is_string()) MEMQ_RETURN_IF_ERROR(checkString(schema, value.get_ref<const std::string&>(), label));
-    if (value.is_number()) MEMQ_RETURN_IF_ERROR(checkNumber(schema, value, label));
-    if (value.is_array()) MEMQ_RETURN_IF_ERROR(checkArray(schema, value, label));
-    if (value.is_object()) MEMQ_RETURN_IF_ERROR(checkObject(schema, value, path));
-    if (auto it = schema.find("oneOf"); it != schema.end() && it->is_array()) {
-      MEMQ_RETURN_IF_ERROR(checkOneOf(*it, value, path, label));
-    }
-    return Status::ok();
-  }
-
- private:
-  // Exactly one alternative must hold. When none does, the error is that of the one alternative whose `type` the
-  // value has (a string entry's or an object entry's own error, naming the member at fault), else a list of the
-  // types allowed.
-  Status checkOneOf(const json& alternatives, const json& value, const std::string& path,
-                    const std::string& label) const {
-    size_t matched = 0;
-    std::optional<Status> typedError;
-    size_t typed = 0;
-    std::vector<std::string> types;
-    for (const json& alternative : alternatives) {
-      Status st = check(alternative, value, path);
-      if (st.isOk()) {
-        ++matched;
-        continue;
-      }
-      auto type = alternative.is_object() ? alternative.find("type") : alternative.end();
-      if (alternative.is_object() && type != alternative.end() && type->is_string()) {
-        types.emplace_back(withArticle(type->get<std::string>()));
-        if (typeMatches(type->get<std::string>(), value)) {
-          ++typed;
-          typedError = st;
+    if (!schema.is_object()) return;
+    kind = Kind::kChecked;
+    if (auto it = schema.find("type"); it != schema.end()) {
+      if (it->is_string()) {
+        types.push_back(it->get<std::string>());
+      } else if (it->is_array()) {
+        for (const json& name : *it) {
+          if (name.is_string()) types.push_back(name.get<std::string>());
         }
       }
     }
-    if (matched == 1) return Status::ok();
-    if (matched > 1) return Status::invalidField(label, label + " matches more than one of its allowed forms");
-    if (typed == 1) return *typedError;
-    if (types.empty()) return Status::invalidField(label, label + " matches none of its allowed forms");
-    return Status::invalidField(label, label + " must be " + joinAlternatives(types) + " (got " +
-                                           std::string(describeValue(value)) + ")");
-  }
-
-  std::string childPath(const std::string& path, const std::string& key) const {
-    return path.empty() ? key : path + "." + key;
-  }
-
-  Status checkType(const json& schema, const json& value, const std::string& label) const {
-    auto it = schema.find("type");
-    if (it == schema.end()) return Status::ok();
-    std::vector<std::string> names;
-    if (it->is_string()) {
-      names.push_back(it->get<std::string>());
-    } else if (it->is_array()) {
-      for (const json& name : *it) {
-        if (name.is_string()) names.push_back(name.get<std::string>());
-      }
-    }
-    if (names.empty()) return Status::ok();
-    for (const std::string& name : names) {
-      if (typeMatches(name, value)) return Status::ok();
-    }
-    std::vector<std::string> expected;
-    for (const std::string& name : names) expected.emplace_back(withArticle(name));
-    return Status::invalidField(
-        label, label + " must be " + joinAlternatives(expected) + " (got " + std::string(describeValue(value)) + ")");
-  }
-
-  Status checkString(const json& schema, const std::string& value, const std::string& label) const {
-    std::size_t length = codePoints(value);
-    if (auto it = schema.find("minLength"); it != schema.end() && nonNegative(*it)) {
-      std::size_t minimum = *nonNegative(*it);
-      if (length < minimum) {
-        if (minimum == 1) return Status::invalidField(label, label + " must not be empty");
-        return Status::invalidField(label,
-                                    label + " must be at least " + std::to_string(minimum) + " characters long");
-      }
-    }
-    if (auto it = schema.find("maxLength"); it != schema.end() && nonNegative(*it)) {
-      std::size_t maximum = *nonNegative(*it);
-      if (length > maximum) {
-        return Status::invalidField(label, label + " must be at most " + std::to_string(maximum) +
-                                               " characters long (it has " + std::to_string(length) + ")");
-      }
-    }
+    if (auto it = schema.find("enum"); it != schema.end() && it->is_array()) enumValues = *it;
+    if (auto it = schema.find("const"); it != schema.end()) constValue = *it;
+    auto count = [&](const char* keyword, std::optional<std::size_t>& out) {
+      if (auto it = schema.find(keyword); it != schema.end()) out = nonNegative(*it);
+    };
+    count("minLength", minLength);
+    count("maxLength", maxLength);
+    count("minItems", minItems);
+    count("maxItems", maxItems);
+    auto bound = [&](const char* keyword, std::optional<json>& out) {
+      if (auto it = schema.find(keyword); it != schema.end() && it->is_number()) out = *it;
+    };
+    bound("minimum", minimum);
+    bound("maximum", maximum);
+    bound("exclusiveMinimum", exclusiveMinimum);
+    bound("exclusiveMaximum", exclusiveMaximum);
     if (auto it = schema.find("pattern"); it != schema.end() && it->is_string()) {
-      const std::string& pattern = it->get_ref<const std::string&>();
-      if (value.size() > kMaxPatternSubjectBytes) {
-        return Status::invalidField(label, label + " is too long to check against the pattern " + pattern);
-      }
-      Result<std::shared_ptr<const std::regex>> regex = compiledPattern(pattern);
-      if (!regex) return regex.status();
-      if (!std::regex_search(value, **regex)) {
-        return Status::invalidField(label, label + " must match the pattern " + pattern);
-      }
+      pattern = it->get<std::string>();
+      regex = compiledPattern(*pattern);
     }
-    return Status::ok();
-  }
-
-  Status checkNumber(const json& schema, const json& value, const std::string& label) const {
-    if (auto it = schema.find("minimum"); it != schema.end() && it->is_number() && less(value, *it)) {
-      return Status::invalidField(label, label + " must be at least " + formatLiteral(*it));
+    if (auto it = schema.find("items"); it != schema.end()) items = std::make_unique<Node>(*it);
+    if (auto it = schema.find("properties"); it != schema.end() && it->is_object()) {
+      properties.reserve(it->size());
+      for (const auto& [name, property] : it->items()) properties.emplace_back(name, Node(property));
     }
-    if (auto it = schema.find("maximum"); it != schema.end() && it->is_number() && less(*it, value)) {
-      return Status::invalidField(label, label + " must be at most " + formatLiteral(*it));
-    }
-    if (auto it = schema.find("exclusiveMinimum"); it != schema.end() && it->is_number() && !less(*it, value)) {
-      return Status::invalidField(label, label + " must be greater than " + formatLiteral(*it));
-    }
-    if (auto it = schema.find("exclusiveMaximum"); it != schema.end() && it->is_number() && !less(value, *it)) {
-      return Status::invalidField(label, label + " must be less than " + formatLiteral(*it));
-    }
-    return Status::ok();
-  }
-
-  Status checkArray(const json& schema, const json& value, const std::string& label) const {
-    if (auto it = schema.find("minItems"); it != schema.end() && nonNegative(*it)) {
-      std::size_t minimum = *nonNegative(*it);
-      if (value.size() < minimum) {
-        if (minimum == 1) return Status::invalidField(label, label + " must not be empty");
-        return Status::invalidField(label, label + " must have at least " + std::to_string(minimum) + " items");
-      }
-    }
-    if (auto it = schema.find("maxItems"); it != schema.end() && nonNegative(*it)) {
-      std::size_t maximum = *nonNegative(*it);
-      if (value.size() > maximum) {
-        return Status::invalidField(label, label + " must have at most " + std::to_string(maximum) +
-                                               " items (it has " + std::to_string(value.size()) + ")");
-      }
-    }
-    if (auto it = schema.find("items"); it != schema.end()) {
-      for (std::size_t i = 0; i < value.size(); ++i) {
-        MEMQ_RETURN_IF_ERROR(check(*it, value[i], label + "[" + std::to_string(i) + "]"));
-      }
-    }
-    return Status::ok();
-  }
-
-  Status checkObject(const json& schema, const json& value, const std::string& path) const {
-    static const json kNoProperties = json::object();
-    auto propertiesIt = schema.find("properties");
-    const json& properties =
-        (propertiesIt != schema.end() && propertiesIt->is_object()) ? *propertiesIt : kNoProperties;
-
-    // Unknown fields first: a misspelt required field is better reported as the typo than as "x is required".
     if (auto it = schema.find("additionalProperties"); it != schema.end()) {
-      for (const auto& [key, member] : value.items()) {
-        if (properties.contains(key)) continue;
-        std::string fieldPath = childPath(path, key);
-        if (it->is_boolean() && !it->get<bool>()) {
-          std::string message = "unknown field '" + key + "'";
-          if (std::optional<std::string> guess = closestProperty(key, properties)) {
-            message += " (did you mean '" + *guess + "'?)";
-          }
-          return Status::invalidField(fieldPath, message);
-        }
-        MEMQ_RETURN_IF_ERROR(check(*it, member, fieldPath));
+      if (it->is_boolean() && !it->get<bool>()) {
+        additional = Additional::kClosed;
+      } else {
+        additional = Additional::kSchema;
+        additionalSchema = std::make_unique<Node>(*it);
       }
     }
     if (auto it = schema.find("required"); it != schema.end() && it->is_array()) {
       for (const json& name : *it) {
-        if (!name.is_string() || value.contains(name.get_ref<const std::string&>())) continue;
-        std::string fieldPath = childPath(path, name.get<std::string>());
-        return Status::invalidField(fieldPath, fieldPath + " is required");
+        if (name.is_string()) required.push_back(name.get<std::string>());
       }
     }
-    for (const auto& [key, propertySchema] : properties.items()) {
-      auto member = value.find(key);
-      if (member != value.end()) MEMQ_RETURN_IF_ERROR(check(propertySchema, *member, childPath(path, key)));
+    if (auto it = schema.find("oneOf"); it != schema.end() && it->is_array()) {
+      oneOf.emplace();
+      for (const json& alternative : *it) {
+        std::optional<std::string> type;
+        if (alternative.is_object()) {
+          if (auto t = alternative.find("type"); t != alternative.end() && t->is_string()) type = t->get<std::string>();
+        }
+        oneOf->push_back(Alternative{std::make_unique<Node>(alternative), std::move(type)});
+      }
+    }
+  }
+};
+
+namespace {
+
+using Node = CompiledSchema::Node;
+
+class Validator {
+ public:
+  explicit Validator(const std::string& rootName) : rootName_(rootName) {}
+
+  Status check(const Node& node, const json& value, const FieldPath& path) const {
+    if (node.kind == Node::Kind::kAny) return Status::ok();
+    if (node.kind == Node::Kind::kNever) return invalid(path, " is not allowed");
+
+    MEMQ_RETURN_IF_ERROR(checkType(node, value, path));
+    if (node.enumValues && std::find(node.enumValues->begin(), node.enumValues->end(), value) == node.enumValues->end()) {
+      std::string list;
+      for (const json& option : *node.enumValues) list += (list.empty() ? "" : ", ") + formatLiteral(option);
+      return invalid(path, " must be one of: " + list);
+    }
+    if (node.constValue && *node.constValue != value) return invalid(path, " must be " + formatLiteral(*node.constValue));
+    if (value.is_string()) MEMQ_RETURN_IF_ERROR(checkString(node, value.get_ref<const std::string&>(), path));
+    if (value.is_number()) MEMQ_RETURN_IF_ERROR(checkNumber(node, value, path));
+    if (value.is_array()) MEMQ_RETURN_IF_ERROR(checkArray(node, value, path));
+    if (value.is_object()) MEMQ_RETURN_IF_ERROR(checkObject(node, value, path));
+    if (node.oneOf) MEMQ_RETURN_IF_ERROR(checkOneOf(*node.oneOf, value, path));
+    return Status::ok();
+  }
+
+ private:
+  // InvalidParams for the value at `path`: its label, then `rest` ("summary must be a string").
+  Status invalid(const FieldPath& path, const std::string& rest) const {
+    std::string label = path.label(rootName_);
+    return Status::invalidField(label, label + rest);
+  }
+
+  // Exactly one alternative must hold. When none does, the error is that of the one alternative whose `type` the
+  // value has (a string entry's or an object entry's own error, naming the member at fault), else a list of the
+  // types allowed. An alternative of one type the value does not have fails without being checked.
+  Status checkOneOf(const std::vector<Node::Alternative>& alternatives, const json& value,
+                    const FieldPath& path) const {
+    size_t matched = 0;
+    std::optional<Status> typedError;
+    size_t typed = 0;
+    std::vector<std::string> types;
+    for (const Node::Alternative& alternative : alternatives) {
+      const bool typeHolds = alternative.type && typeMatches(*alternative.type, value);
+      if (alternative.type && !typeHolds) {
+        types.emplace_back(withArticle(*alternative.type));
+        continue;
+      }
+      Status st = check(*alternative.schema, value, path);
+      if (st.isOk()) {
+        ++matched;
+        continue;
+      }
+      if (alternative.type) {
+        types.emplace_back(withArticle(*alternative.type));
+        ++typed;
+        typedError = std::move(st);
+      }
+    }
+    if (matched == 1) return Status::ok();
+    if (matched > 1) return invalid(path, " matches more than one of its allowed forms");
+    if (typed == 1) return *typedError;
+    if (types.empty()) return invalid(path, " matches none of its allowed forms");
+    return invalid(path, " must be " + joinAlternatives(types) + " (got " + std::string(describeValue(value)) + ")");
+  }
+
+  Status checkType(const Node& node, const json& value, const FieldPath& path) const {
+    if (node.types.empty()) return Status::ok();
+    for (const std::string& name : node.types) {
+      if (typeMatches(name, value)) return Status::ok();
+    }
+    std::vector<std::string> expected;
+    for (const std::string& name : node.types) expected.emplace_back(withArticle(name));
+    return invalid(path, " must be " + joinAlternatives(expected) + " (got " + std::string(describeValue(value)) + ")");
+  }
+
+  Status checkString(const Node& node, const std::string& value, const FieldPath& path) const {
+    if (!node.minLength && !node.maxLength && !node.pattern) return Status::ok();
+    std::size_t length = codePoints(value);
+    if (node.minLength && length < *node.minLength) {
+      if (*node.minLength == 1) return invalid(path, " must not be empty");
+      return invalid(path, " must be at least " + std::to_string(*node.minLength) + " characters long");
+    }
+    if (node.maxLength && length > *node.maxLength) {
+      return invalid(path, " must be at most " + std::to_string(*node.maxLength) + " characters long (it has " +
+                               std::to_string(length) + ")");
+    }
+    if (node.pattern) {
+      if (value.size() > kMaxPatternSubjectBytes) {
+        return invalid(path, " is too long to check against the pattern " + *node.pattern);
+      }
+      if (!node.regex) return node.regex.status();
+      if (!std::regex_search(value, **node.regex)) return invalid(path, " must match the pattern " + *node.pattern);
     }
     return Status::ok();
   }
 
-  std::string rootName_;
+  Status checkNumber(const Node& node, const json& value, const FieldPath& path) const {
+    if (node.minimum && less(value, *node.minimum)) return invalid(path, " must be at least " + formatLiteral(*node.minimum));
+    if (node.maximum && less(*node.maximum, value)) return invalid(path, " must be at most " + formatLiteral(*node.maximum));
+    if (node.exclusiveMinimum && !less(*node.exclusiveMinimum, value)) {
+      return invalid(path, " must be greater than " + formatLiteral(*node.exclusiveMinimum));
+    }
+    if (node.exclusiveMaximum && !less(value, *node.exclusiveMaximum)) {
+      return invalid(path, " must be less than " + formatLiteral(*node.exclusiveMaximum));
+    }
+    return Status::ok();
+  }
+
+  Status checkArray(const Node& node, const json& value, const FieldPath& path) const {
+    if (node.minItems && value.size() < *node.minItems) {
+      if (*node.minItems == 1) return invalid(path, " must not be empty");
+      return invalid(path, " must have at least " + std::to_string(*node.minItems) + " items");
+    }
+    if (node.maxItems && value.size() > *node.maxItems) {
+      return invalid(path, " must have at most " + std::to_string(*node.maxItems) + " items (it has " +
+                               std::to_string(value.size()) + ")");
+    }
+    if (node.items) {
+      for (std::size_t i = 0; i < value.size(); ++i) MEMQ_RETURN_IF_ERROR(check(*node.items, value[i], path.at(i)));
+    }
+    return Status::ok();
+  }
+
+  // The schema's properties and the value's members are both sorted by name, so one pass pairs them.
+  Status checkObject(const Node& node, const json& value, const FieldPath& path) const {
+    const auto& members = value.get_ref<const json::object_t&>();
+    // Unknown fields first: a misspelt required field is better reported as the typo than as "x is required".
+    if (node.additional != Node::Additional::kUnchecked) {
+      auto property = node.properties.begin();
+      for (const auto& [key, member] : members) {
+        while (property != node.properties.end() && property->first < key) ++property;
+        if (property != node.properties.end() && property->first == key) continue;
+        const FieldPath field = path.member(key);
+        if (node.additional == Node::Additional::kClosed) {
+          std::string message = "unknown field '" + key + "'";
+          if (std::optional<std::string> guess = closestProperty(key, node.properties)) {
+            message += " (did you mean '" + *guess + "'?)";
+          }
+          return Status::invalidField(field.text(rootName_), message);
+        }
+        MEMQ_RETURN_IF_ERROR(check(*node.additionalSchema, member, field));
+      }
+    }
+    for (const std::string& name : node.required) {
+      if (members.find(name) != members.end()) continue;
+      std::string field = path.member(name).text(rootName_);
+      return Status::invalidField(field, field + " is required");
+    }
+    auto member = members.begin();
+    for (const auto& [name, propertySchema] : node.properties) {
+      while (member != members.end() && member->first < name) ++member;
+      if (member == members.end()) break;
+      if (member->first == name) MEMQ_RETURN_IF_ERROR(check(propertySchema, member->second, path.member(name)));
+    }
+    return Status::ok();
+  }
+
+  const std::string& rootName_;
 };
 
 Status lintError(const std::string& path, const std::string& message) {
@@ -443,13 +525,27 @@ Status lint(const json& schema, const std::string& path) {
 
 }  // namespace
 
-Status validateParams(const nlohmann::json& schema, const nlohmann::json& params) {
+CompiledSchema::CompiledSchema(const nlohmann::json& schema) : root_(std::make_unique<Node>(schema)) {}
+CompiledSchema::~CompiledSchema() = default;
+CompiledSchema::CompiledSchema(CompiledSchema&&) noexcept = default;
+CompiledSchema& CompiledSchema::operator=(CompiledSchema&&) noexcept = default;
+
+Status CompiledSchema::validateParams(const nlohmann::json& params) const {
   static const json kEmptyObject = json::object();
-  return Validator("params").check(schema, params.is_null() ? kEmptyObject : params, "");
+  static const std::string kParams = "params";
+  return Validator(kParams).check(*root_, params.is_null() ? kEmptyObject : params, FieldPath{});
+}
+
+Status CompiledSchema::validateValue(const nlohmann::json& value, const std::string& rootName) const {
+  return Validator(rootName).check(*root_, value, FieldPath{});
+}
+
+Status validateParams(const nlohmann::json& schema, const nlohmann::json& params) {
+  return CompiledSchema(schema).validateParams(params);
 }
 
 Status validateValue(const nlohmann::json& schema, const nlohmann::json& value, const std::string& rootName) {
-  return Validator(rootName).check(schema, value, "");
+  return CompiledSchema(schema).validateValue(value, rootName);
 }
 
 Status checkSchema(const nlohmann::json& schema) { return lint(schema, ""); }

@@ -14,14 +14,38 @@
 // "integer" means a JSON number written without fraction or exponent (nlohmann's integer types): the typed binders
 // downstream read it with get<int64_t>() and must not meet 5.0.
 //
-// Thread-safety: free functions; compiled patterns are cached behind a mutex, so any thread may call them.
+// A schema is read into a CompiledSchema before a value is checked: every keyword looked up once, field paths
+// written out only for an error. memqd keeps one per method (method_schemas.h) for the params of every request.
+//
+// Thread-safety: free functions; compiled patterns are cached behind a mutex, so any thread may call them. A
+// CompiledSchema is immutable once built: any thread may validate with it.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
+#include <string>
+
 #include "protocol/status.h"
 
 namespace memq {
+
+// A schema ready to check values against; validateParams and validateValue below compile one per call.
+class CompiledSchema {
+ public:
+  explicit CompiledSchema(const nlohmann::json& schema);
+  ~CompiledSchema();
+  CompiledSchema(CompiledSchema&&) noexcept;
+  CompiledSchema& operator=(CompiledSchema&&) noexcept;
+
+  Status validateParams(const nlohmann::json& params) const;  // as validateParams(schema, params)
+  Status validateValue(const nlohmann::json& value, const std::string& rootName) const;
+
+  struct Node;
+
+ private:
+  std::unique_ptr<Node> root_;
+};
 
 // Ok, or Status::invalidField(path, message) for the first violation found. Absent params (null) are validated as an
 // empty object, so a method with required fields reports the first missing one. Errors at the top level name the

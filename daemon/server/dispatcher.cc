@@ -79,7 +79,7 @@ Result<std::string> Dispatcher::invoke(ClientState& client, const Call& call) {
     return Status::invalidField("params", "params must be an object with named fields");
   }
   if (const MethodSchema* schema = findMethodSchema(call.method)) {
-    MEMQ_RETURN_IF_ERROR(validateParams(schema->params, params));
+    MEMQ_RETURN_IF_ERROR(schema->compiledParams->validateParams(params));
   }
   // initialize sets the connection's scopes rather than narrowing them, so its params are no request context.
   CommonParams common;

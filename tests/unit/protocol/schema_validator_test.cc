@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace memq {
 namespace {
@@ -239,6 +240,40 @@ TEST(SchemaValidator, OneOfTakesTheAlternativeOfTheValuesType) {
   expectInvalid(validateParams(both, {{"v", 3}}), "v", "v matches more than one of its allowed forms");
   EXPECT_FALSE(checkSchema(json{{"oneOf", json::array()}}).isOk());
   EXPECT_FALSE(checkSchema(json{{"oneOf", {{{"typo", 1}}}}}).isOk());
+}
+
+TEST(SchemaValidator, ACompiledSchemaChecksEveryValueAsAFreshOneDoes) {
+  // memqd compiles each method's params schema once and checks every request with it: nothing of one check may
+  // carry into the next.
+  const json schema = objectOf({{"files", {{"type", "array"},
+                                           {"items", {{"oneOf", {{{"type", "string"}, {"minLength", 1}},
+                                                                 objectOf({{"path", {{"type", "string"}}}}, {"path"})}}}}}},
+                                {"limit", {{"type", "integer"}, {"minimum", 1}}}},
+                               {"limit"});
+  const CompiledSchema compiled(schema);
+  const std::vector<json> values = {
+      {{"limit", 3}, {"files", {"a.c", {{"path", "b.c"}}}}},
+      {{"limit", 0}},
+      {{"files", {"a.c"}}},
+      {{"limit", 3}, {"files", {""}}},
+      {{"limit", 3}, {"files", {{{"path", 1}}}}},
+      {{"limit", 3}, {"fils", {}}},
+      {{"limit", 3}},
+      json::array({1}),
+      nullptr,
+  };
+  for (int round = 0; round < 2; ++round) {
+    for (const json& value : values) {
+      const Status once = compiled.validateParams(value);
+      const Status fresh = validateParams(schema, value);
+      EXPECT_EQ(once.isOk(), fresh.isOk()) << value.dump();
+      EXPECT_EQ(once.message(), fresh.message()) << value.dump();
+      EXPECT_EQ(once.data(), fresh.data()) << value.dump();
+    }
+  }
+  expectInvalid(compiled.validateParams(values[4]), "files[0].path", "files[0].path must be a string (got an integer)");
+  EXPECT_TRUE(compiled.validateParams(values[0]).isOk());
+  expectInvalid(compiled.validateValue(json::array({1}), "result"), "result", "result must be an object (got an array)");
 }
 
 }  // namespace
