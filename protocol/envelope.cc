@@ -95,13 +95,14 @@ EnvelopeItem parseCall(json& message) {
 }  // namespace
 
 Result<nlohmann::json> parseJson(std::string_view text, int maxDepth) {
+  // The fast reader takes what it is sure of (all the traffic between memqd and its clients), nesting no deeper than
+  // maxDepth; anything else, malformed input included, goes to nlohmann's parser, so acceptance and error messages
+  // are nlohmann's. Only that parser needs the nesting counted first: the fast reader stops at the limit itself.
+  if (json fast; readJsonFast(text, maxDepth, fast)) return fast;
   if (!nestingWithin(text, maxDepth)) {
     return Status(ErrorCode::kParseError,
                   "invalid JSON: nested deeper than " + std::to_string(maxDepth) + " levels");
   }
-  // The fast reader takes what it is sure of (all the traffic between memqd and its clients); anything else,
-  // malformed input included, goes to nlohmann's parser, so acceptance and error messages are nlohmann's.
-  if (json fast; readJsonFast(text, maxDepth, fast)) return fast;
   try {
     // nlohmann rejects ill-formed UTF-8 (including overlongs and lone surrogates) inside strings, and any byte
     // outside strings that is not JSON syntax, so a successful parse holds valid UTF-8 only.
