@@ -18,7 +18,10 @@
 //       `--memqd-arg --hot-poll-us --memqd-arg 0` compares the two without it;
 //       It prints memqd's own time per recall from its request log (with --log-level info), so the socket's share
 //       splits into the handler and the transport around it.
-//       It also prints what the reply's JSON costs apart, over the same queries' in-process hits: memqd's text writer
+//       It also times the same recall in-process through memqd's dispatcher (the request's text to the reply's:
+//       envelope, params validated and read, the service, the reply's text) against the service call alone, so the
+//       handler's share splits from the service's;
+//       and it prints what the reply's JSON costs apart, over the same queries' in-process hits: memqd's text writer
 //       against the nlohmann tree it replaced, and the client's parse against nlohmann's parser;
 //   (c) --clients connections, each a thread with one request in flight, running --mix for --seconds; requests/s and
 //       latency percentiles per method. Each --mix runs on its own; by default a get/hints mix (what the server
@@ -49,6 +52,7 @@
 #include "client/rpc_client.h"
 #include "daemon/embed/hashbag.h"
 #include "daemon/git/git_repo_signals.h"
+#include "daemon/server/dispatcher.h"
 #include "daemon/server/process_memory.h"
 #include "daemon/server/reply_json.h"
 #include "daemon/service/service.h"
@@ -332,6 +336,15 @@ int main(int argc, char** argv) {
         return 1;
       }
       auto ctx = service.context(state, memq::CommonParams{});
+      // The in-process side's request: the socket request's query and files, limit 3, threshold 0.01.
+      auto recallRequestOf = [](const json& params) {
+        memq::RecallRequest req;
+        req.query = params["query"];
+        req.files = params["files"].get<std::vector<std::string>>();
+        req.limit = 3;
+        req.threshold = 0.01;
+        return req;
+      };
       std::vector<double> socketLat, inprocLat, diff;
       std::vector<std::vector<memq::RecallHit>> replyHits;  // the first pass's hits, for the reply-JSON figures
       size_t mismatched = 0;
@@ -341,11 +354,7 @@ int main(int argc, char** argv) {
         for (size_t qi = 0; qi < queries.size(); ++qi) {
           const json& q = queries[qi];
           json params = recallParams(q);
-          memq::RecallRequest req;
-          req.query = params["query"];
-          req.files = params["files"].get<std::vector<std::string>>();
-          req.limit = 3;
-          req.threshold = 0.01;
+          const memq::RecallRequest req = recallRequestOf(params);
           // Alternate which goes first, so neither always finds the pages the other just read.
           memq::Result<json> overSocket = memq::Status::internal("not run");
           memq::Result<memq::RecallHits> inproc = memq::Status::internal("not run");
@@ -422,6 +431,47 @@ int main(int argc, char** argv) {
         }
       }
       const double replies = static_cast<double>(rounds) * static_cast<double>(std::max<size_t>(replyHits.size(), 1));
+
+      // memqd's dispatcher apart: the same recall in-process, as the service call alone and as the request's text
+      // through the dispatcher memqd runs (envelope parse, params validated and read, the service, the reply's
+      // text), paired query by query with the side that goes first alternating. What is left of the socket's
+      // share is the transport: the client's request and reply JSON, the kernel, wake-ups.
+      {
+        memq::Dispatcher dispatcher(service, memq::ServerHooks{});
+        std::vector<double> direct, dispatched, share;
+        int64_t id = 0;
+        for (int pass = 0; pass < recallPasses; ++pass) {
+          for (size_t qi = 0; qi < queries.size(); ++qi) {
+            json params = recallParams(queries[qi]);
+            params["mark_used"] = false;  // as the service call beside it: this side writes nothing
+            const std::string text = memq::serializeMessage(memq::makeRequest(++id, "memory/recall", params));
+            const memq::RecallRequest req = recallRequestOf(params);
+            double directMs = 0, dispatchedMs = 0;
+            for (int turn = 0; turn < 2; ++turn) {
+              auto ta = Clock::now();
+              if ((turn + pass + qi) % 2 == 0) {
+                auto reply = dispatcher.handleMessage(state, text);
+                dispatchedMs = micros(Clock::now() - ta) / 1000;
+                if (!reply || reply->find("\"result\"") == std::string::npos) {
+                  std::cerr << "dispatched recall failed: " << reply.value_or("(no reply)") << "\n";
+                  return 1;
+                }
+              } else {
+                auto hits = service.recall(*ctx, memq::RecallParams{req, /*markUsed=*/false});
+                directMs = micros(Clock::now() - ta) / 1000;
+              }
+            }
+            if (queries[qi].value("warmup", false)) continue;
+            direct.push_back(directMs);
+            dispatched.push_back(dispatchedMs);
+            share.push_back(dispatchedMs - directMs);
+          }
+        }
+        auto dd = of(direct), dp = of(dispatched), ds = of(share);
+        std::printf("    in-process through memqd's dispatcher: p50 %.3f ms (the service call alone %.3f ms);"
+                    " the dispatcher's share per query p50 %.1f µs, p95 %.1f µs\n",
+                    dp.p50, dd.p50, ds.p50 * 1000, ds.p95 * 1000);
+      }
       std::printf("    reply JSON (mean %.0f bytes): memqd writes it in %.1f µs (nlohmann tree + dump: %.1f µs);"
                   " the client parses it in %.1f µs (nlohmann::json::parse: %.1f µs)%s\n",
                   bytes / replies, textMs * 1000 / replies, treeMs * 1000 / replies, parseJsonMs * 1000 / replies,
