@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <unordered_set>
 
 namespace memq {
@@ -213,29 +214,98 @@ void RenameMap::followHeadLocked(const std::optional<git_oid>& head) {
   if (walk.complete) applyLocked(std::move(walk));
 }
 
-RenameEdges RenameMap::uncommittedLocked(git_tree* headTree, const std::vector<std::string>& targets) {
-  RenameEdges edges;
-  if (headTree == nullptr || targets.empty()) return edges;  // nothing committed: nothing to have been renamed
-  // First the files HEAD has that the index or the work tree lacks (a stat per tracked file, no untracked scan):
-  // usually none, and then nothing was renamed.
-  std::vector<std::string> specs;
-  {
-    git_diff_options opts;
-    git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
-    std::string root = location_.repoPrefix + "/";  // only the root's files can be a memory's refs
-    char* rootSpec[] = {root.data()};
-    if (!location_.repoPrefix.empty()) opts.pathspec = {rootSpec, 1};
-    git_diff* raw = nullptr;
-    if (const int rc = git_diff_tree_to_workdir_with_index(&raw, repository_.get(), headTree, &opts); rc < 0) {
-      spdlog::debug("memq: work-tree renames in {} not read: {}", location_.root, gitStatus(rc, "diff").message());
-      return edges;
-    }
+RenameMap::FileStamp RenameMap::stampOf(const std::string& path) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) return {};
+  return FileStamp{true, static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
+                   static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+                   static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec};
+}
+
+std::vector<std::string> RenameMap::treeDirectories(git_tree* headTree) const {
+  struct Walk {
+    std::string prefix;  // the root's repository path with a trailing '/', or "" at the work tree's top
+    std::string top;
+    std::vector<std::string> out;
+  } walk{location_.repoPrefix.empty() ? "" : location_.repoPrefix + "/", location_.gitWorkTreeTop, {}};
+  walk.out.push_back(location_.root);
+  git_tree_walk(
+      headTree, GIT_TREEWALK_PRE,
+      [](const char* parent, const git_tree_entry* entry, void* payload) -> int {
+        auto* w = static_cast<Walk*>(payload);
+        if (git_tree_entry_type(entry) != GIT_OBJECT_TREE) return 0;
+        const std::string dir = std::string(parent) + git_tree_entry_name(entry) + "/";
+        const bool inRoot = dir.compare(0, w->prefix.size(), w->prefix) == 0;
+        const bool aboveRoot = !inRoot && w->prefix.compare(0, dir.size(), dir) == 0;
+        if (!inRoot && !aboveRoot) return 1;  // beside the root: none of its files can be a memory's refs
+        if (inRoot && dir.size() > w->prefix.size()) w->out.push_back(w->top + "/" + dir.substr(0, dir.size() - 1));
+        return 0;
+      },
+      &walk);
+  return std::move(walk.out);
+}
+
+const std::vector<std::string>& RenameMap::deletedFilesLocked(git_tree* headTree) {
+  const git_oid* tree = git_tree_id(headTree);
+  const std::string indexPath = std::string(git_repository_path(repository_.get())) + "index";
+  if (deleted_ && deleted_->settled && git_oid_equal(tree, &deleted_->headTree) &&
+      stampOf(indexPath) == deleted_->index &&
+      std::all_of(deleted_->directories.begin(), deleted_->directories.end(),
+                  [](const auto& d) { return stampOf(d.first) == d.second; })) {
+    return deleted_->paths;
+  }
+  // Stamped before the diff reads them: a change while it runs shows as a changed stamp next time.
+  DeletedFiles now;
+  git_oid_cpy(&now.headTree, tree);
+  now.index = stampOf(indexPath);
+  std::vector<std::string> directories;
+  if (deleted_ && git_oid_equal(tree, &deleted_->headTree)) {
+    for (const auto& d : deleted_->directories) directories.push_back(d.first);  // the same tree, the same ones
+  } else {
+    directories = treeDirectories(headTree);
+  }
+  const auto stampedAt = std::chrono::system_clock::now();
+  for (std::string& d : directories) {
+    FileStamp stamp = stampOf(d);
+    now.directories.emplace_back(std::move(d), stamp);
+  }
+  // A change shortly before the stamp may share its clock tick with a later one; such stamps prove nothing.
+  const int64_t settledBefore =
+      std::chrono::duration_cast<std::chrono::nanoseconds>((stampedAt - options_.settle).time_since_epoch()).count();
+  auto settled = [&](const FileStamp& st) { return st.mtimeNs < settledBefore && st.ctimeNs < settledBefore; };
+  now.settled = settled(now.index) && std::all_of(now.directories.begin(), now.directories.end(),
+                                                  [&](const auto& d) { return settled(d.second); });
+  ++workTreeReads_;
+  git_diff_options opts;
+  git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
+  std::string root = location_.repoPrefix + "/";  // only the root's files can be a memory's refs
+  char* rootSpec[] = {root.data()};
+  if (!location_.repoPrefix.empty()) opts.pathspec = {rootSpec, 1};
+  git_diff* raw = nullptr;
+  if (const int rc = git_diff_tree_to_workdir_with_index(&raw, repository_.get(), headTree, &opts); rc < 0) {
+    spdlog::debug("memq: work-tree renames in {} not read: {}", location_.root, gitStatus(rc, "diff").message());
+    now.settled = false;
+  } else {
     DiffPtr diff(raw);
     for (size_t i = 0; i < git_diff_num_deltas(diff.get()); ++i) {
       const git_diff_delta* d = git_diff_get_delta(diff.get(), i);
-      if (d->status == GIT_DELTA_DELETED) specs.emplace_back(d->old_file.path);
+      if (d->status == GIT_DELTA_DELETED) now.paths.emplace_back(d->old_file.path);
     }
   }
+  deleted_ = std::move(now);
+  return deleted_->paths;
+}
+
+size_t RenameMap::workTreeReads() {
+  MutexLock lock(mutex_);
+  return workTreeReads_;
+}
+
+RenameEdges RenameMap::uncommittedLocked(git_tree* headTree, const std::vector<std::string>& targets) {
+  RenameEdges edges;
+  if (headTree == nullptr || targets.empty()) return edges;  // nothing committed: nothing to have been renamed
+  // First the files HEAD has that the index or the work tree lacks: usually none, and then nothing was renamed.
+  std::vector<std::string> specs = deletedFilesLocked(headTree);
   if (specs.empty()) return edges;
   // Then rename detection between those and the queried paths alone (staged, or untracked: moved on disk).
   for (const auto& t : targets) specs.push_back(repoPath(t));

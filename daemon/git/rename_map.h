@@ -8,16 +8,20 @@
 // the next lookup when they are a few, else by refresh() (the daemon's housekeeping), which walks on a repository
 // handle of its own so lookups do not wait; until then lookups answer from the renames known. A move elsewhere
 // (reset, rebase, checkout) is walked again by refresh(); only the very first lookup walks the whole window itself.
-// The uncommitted part is diffed per lookup, and only for a queried path that HEAD's tree does not have (a rename's
-// target is new there): first the files HEAD has and the index or work tree lacks (a stat per tracked file, as `git
-// status` without untracked files), and only when there are some, rename detection between those and the queried
-// paths.
+// The uncommitted part is read only for a queried path that HEAD's tree does not have (a rename's target is new
+// there): first the files HEAD has and the index or work tree lacks (a stat per tracked file, as `git status`
+// without untracked files), and only when there are some, rename detection between those and the queried paths.
+// Those files are kept with what they were read against: HEAD's tree, the index file, and the times of every
+// directory of HEAD's tree (removing or moving a file changes its directory's). A later lookup stats those
+// directories, and reads the files again when one of them changed, or had changed shortly before it was stamped
+// (RenameOptions::settle: a second change in the same clock tick would not show).
 // Paths are project-root relative (ProjectLocation::repoPrefix maps them to the repository's); a rename from
 // outside the root is not followed.
 // Thread-safety: a RenameMap may be used from any thread; its repository and state are used under one mutex.
 // RenameEdges is immutable once built.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -59,6 +63,9 @@ struct RenameOptions {
   uint16_t similarity = 50;     // percent, as git's default rename threshold
   size_t renameLimit = 1000;    // sources × targets compared per diff at most (git's diff.renameLimit)
   size_t maxEarlierPaths = 8;   // per queried path
+  // How long a directory (or the index) must have been left alone before an unchanged stamp of it is trusted: two
+  // changes within one tick of the file system's clock leave the same time (ext4 ticks in milliseconds, FAT in 2 s).
+  std::chrono::milliseconds settle{2000};
 };
 
 class RenameMap {
@@ -73,6 +80,8 @@ class RenameMap {
   // Brings the history part up to HEAD now, off the request path (so a later lookup finds it done). Returns the
   // commits diffed.
   int refresh();
+  // How many times the work tree has been diffed for its deleted files (tests).
+  size_t workTreeReads();
 
  private:
   using Edges = std::vector<std::pair<std::string, std::string>>;
@@ -97,6 +106,29 @@ class RenameMap {
   void followHeadLocked(const std::optional<git_oid>& head) REQUIRES(mutex_);
   // Renames not committed whose targets are among `targets` (root-relative paths HEAD's tree lacks).
   RenameEdges uncommittedLocked(git_tree* headTree, const std::vector<std::string>& targets) REQUIRES(mutex_);
+
+  // A file's or directory's identity and times, as lstat gives them; `exists` false when it does not.
+  struct FileStamp {
+    bool exists = false;
+    uint64_t inode = 0;
+    uint64_t size = 0;
+    int64_t mtimeNs = 0;
+    int64_t ctimeNs = 0;
+    bool operator==(const FileStamp&) const = default;
+  };
+  static FileStamp stampOf(const std::string& path);
+  // The files HEAD's tree has and the index or work tree lacks (repository paths), and what they were read against.
+  struct DeletedFiles {
+    git_oid headTree{};
+    FileStamp index;
+    std::vector<std::pair<std::string, FileStamp>> directories;  // absolute path, stamp before the read
+    bool settled = false;  // every stamp older than options_.settle: equal stamps then mean nothing changed
+    std::vector<std::string> paths;
+  };
+  // The deleted files now: deleted_'s when nothing it was read against changed, else read again (a diff).
+  const std::vector<std::string>& deletedFilesLocked(git_tree* headTree) REQUIRES(mutex_);
+  // The directories of `headTree` under the root (the root's own included), absolute.
+  std::vector<std::string> treeDirectories(git_tree* headTree) const;
   // `repoPath` relative to the root, or nullopt when it is outside it.
   std::optional<std::string> rootRelative(const char* repoPath) const;
   std::string repoPath(const std::string& rootRelative) const;
@@ -115,6 +147,8 @@ class RenameMap {
   // The renames of each first-parent commit read, newest first; at most maxCommits entries.
   std::deque<Edges> perCommit_ GUARDED_BY(mutex_);
   RenameEdges history_ GUARDED_BY(mutex_);
+  std::optional<DeletedFiles> deleted_ GUARDED_BY(mutex_);
+  size_t workTreeReads_ GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace memq

@@ -1,10 +1,13 @@
 // Unit tests of RenameMap over real repositories built with the git command line: renames committed (one, a
 // chain, with an edit), staged and only on disk, a project root below the repository's top, HEAD moving forward
-// and elsewhere (a long move walked by refresh, not by a lookup), and the earlier path that exists again being left
-// alone.
+// and elsewhere (a long move walked by refresh, not by a lookup), the earlier path that exists again being left
+// alone, and the work tree read again only when a directory or the index changed.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "daemon/git/rename_map.h"
@@ -29,10 +32,10 @@ class RenameMapTest : public ::testing::Test {
     repo_.commit({{"src/a.c", body("alpha")}, {"src/other.c", body("other")}}, "start");
   }
 
-  std::unique_ptr<RenameMap> open(const std::string& dir = "", bool exactRoot = false) {
+  std::unique_ptr<RenameMap> open(const std::string& dir = "", bool exactRoot = false, RenameOptions options = {}) {
     auto location = locateProject(dir.empty() ? repo_.dir() : dir, exactRoot);
     EXPECT_TRUE(location.isOk()) << location.status().toString();
-    auto map = RenameMap::open(*location);
+    auto map = RenameMap::open(*location, options);
     EXPECT_NE(map, nullptr);
     return map;
   }
@@ -149,6 +152,60 @@ TEST_F(RenameMapTest, ARootBelowTheTopSeesItsOwnPaths) {
   repo_.git("commit -qm rename");
   auto map = open(repo_.dir() + "/src", /*exactRoot=*/true);
   EXPECT_EQ(earlier(*map, "b.c"), std::vector<std::string>{"a.c"});
+}
+
+// The files HEAD has and the work tree lacks are read once and kept while nothing they were read against changes:
+// a later lookup stats the directories instead of diffing every tracked file. A move on disk, in any directory, and
+// a change of the index are seen by the next lookup.
+TEST_F(RenameMapTest, TheWorkTreeIsReadAgainOnlyWhenADirectoryOrTheIndexChanged) {
+  repo_.commit({{"src/deep/x.c", body("deep")}}, "deep");
+  RenameOptions options;
+  options.settle = std::chrono::milliseconds(40);
+  auto map = open("", false, options);
+  auto settle = [] { std::this_thread::sleep_for(std::chrono::milliseconds(100)); };
+  settle();
+  EXPECT_TRUE(earlier(*map, "src/b.c").empty());
+  EXPECT_EQ(map->workTreeReads(), 1u);
+  EXPECT_TRUE(earlier(*map, "src/b.c").empty());
+  EXPECT_TRUE(earlier(*map, "src/new.c").empty());
+  EXPECT_EQ(map->workTreeReads(), 1u);  // nothing changed: the first read answers
+  EXPECT_TRUE(earlier(*map, "src/a.c").empty());  // a path HEAD has needs no read at all
+  EXPECT_EQ(map->workTreeReads(), 1u);
+
+  // Moved on disk after the read: src's times changed, so the next lookup reads again and finds the rename.
+  std::filesystem::rename(repo_.dir() + "/src/a.c", repo_.dir() + "/src/b.c");
+  EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
+  EXPECT_EQ(map->workTreeReads(), 2u);
+  settle();
+  EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});  // stamped too soon at the last read
+  EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
+  EXPECT_EQ(map->workTreeReads(), 3u);
+
+  // A move two directories down.
+  std::filesystem::rename(repo_.dir() + "/src/deep/x.c", repo_.dir() + "/src/deep/y.c");
+  EXPECT_EQ(earlier(*map, "src/deep/y.c"), std::vector<std::string>{"src/deep/x.c"});
+  EXPECT_EQ(map->workTreeReads(), 4u);
+
+  // Put back, then a change of the index alone: a file taken out of it (still on disk) is one HEAD has and the
+  // index lacks.
+  std::filesystem::rename(repo_.dir() + "/src/b.c", repo_.dir() + "/src/a.c");
+  std::filesystem::rename(repo_.dir() + "/src/deep/y.c", repo_.dir() + "/src/deep/x.c");
+  settle();
+  EXPECT_TRUE(earlier(*map, "src/z.c").empty());
+  EXPECT_TRUE(earlier(*map, "src/z.c").empty());
+  EXPECT_EQ(map->workTreeReads(), 5u);
+  repo_.git("rm -q --cached src/other.c");
+  EXPECT_TRUE(earlier(*map, "src/z.c").empty());
+  EXPECT_EQ(map->workTreeReads(), 6u);
+}
+
+TEST_F(RenameMapTest, AWorkTreeChangedMomentsAgoIsReadOnEveryLookup) {
+  // Directories changed within the settle time (2 s by default) prove nothing by their times: a second change in
+  // the same clock tick would leave them as they are.
+  auto map = open();
+  EXPECT_TRUE(earlier(*map, "src/b.c").empty());
+  EXPECT_TRUE(earlier(*map, "src/b.c").empty());
+  EXPECT_EQ(map->workTreeReads(), 2u);
 }
 
 }  // namespace
