@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <chrono>
 #include <unordered_set>
 
 namespace memq {
@@ -214,12 +213,10 @@ void RenameMap::followHeadLocked(const std::optional<git_oid>& head) {
   if (walk.complete) applyLocked(std::move(walk));
 }
 
-RenameMap::FileStamp RenameMap::stampOf(const std::string& path) {
+std::optional<FileStamp> RenameMap::stampOf(const std::string& path) {
   struct stat st {};
-  if (lstat(path.c_str(), &st) != 0) return {};
-  return FileStamp{true, static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
-                   static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
-                   static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec};
+  if (lstat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileStamp::of(st);
 }
 
 std::vector<std::string> RenameMap::treeDirectories(git_tree* headTree) const {
@@ -264,15 +261,15 @@ const std::vector<std::string>& RenameMap::deletedFilesLocked(git_tree* headTree
   } else {
     directories = treeDirectories(headTree);
   }
-  const auto stampedAt = std::chrono::system_clock::now();
+  const int64_t stampedAt = FileStamp::nowNs();
   for (std::string& d : directories) {
-    FileStamp stamp = stampOf(d);
+    std::optional<FileStamp> stamp = stampOf(d);
     now.directories.emplace_back(std::move(d), stamp);
   }
   // A change shortly before the stamp may share its clock tick with a later one; such stamps prove nothing.
-  const int64_t settledBefore =
-      std::chrono::duration_cast<std::chrono::nanoseconds>((stampedAt - options_.settle).time_since_epoch()).count();
-  auto settled = [&](const FileStamp& st) { return st.mtimeNs < settledBefore && st.ctimeNs < settledBefore; };
+  auto settled = [&](const std::optional<FileStamp>& st) {
+    return !st || st->settledAt(stampedAt, options_.settle.count());
+  };
   now.settled = settled(now.index) && std::all_of(now.directories.begin(), now.directories.end(),
                                                   [&](const auto& d) { return settled(d.second); });
   ++workTreeReads_;

@@ -35,6 +35,7 @@
 #include "daemon/git/libgit2.h"
 #include "daemon/git/repo_location.h"
 #include "daemon/recall/repo_signals.h"
+#include "daemon/util/file_stamp.h"
 #include "daemon/util/thread_annotations.h"
 #include "protocol/status.h"
 
@@ -65,7 +66,7 @@ struct RenameOptions {
   size_t maxEarlierPaths = 8;   // per queried path
   // How long a directory (or the index) must have been left alone before an unchanged stamp of it is trusted: two
   // changes within one tick of the file system's clock leave the same time (ext4 ticks in milliseconds, FAT in 2 s).
-  std::chrono::milliseconds settle{2000};
+  std::chrono::nanoseconds settle{FileStamp::kSettleNs};
 };
 
 class RenameMap {
@@ -107,21 +108,13 @@ class RenameMap {
   // Renames not committed whose targets are among `targets` (root-relative paths HEAD's tree lacks).
   RenameEdges uncommittedLocked(git_tree* headTree, const std::vector<std::string>& targets) REQUIRES(mutex_);
 
-  // A file's or directory's identity and times, as lstat gives them; `exists` false when it does not.
-  struct FileStamp {
-    bool exists = false;
-    uint64_t inode = 0;
-    uint64_t size = 0;
-    int64_t mtimeNs = 0;
-    int64_t ctimeNs = 0;
-    bool operator==(const FileStamp&) const = default;
-  };
-  static FileStamp stampOf(const std::string& path);
+  // A file's or directory's stamp (lstat), or nullopt when nothing is at `path`.
+  static std::optional<FileStamp> stampOf(const std::string& path);
   // The files HEAD's tree has and the index or work tree lacks (repository paths), and what they were read against.
   struct DeletedFiles {
     git_oid headTree{};
-    FileStamp index;
-    std::vector<std::pair<std::string, FileStamp>> directories;  // absolute path, stamp before the read
+    std::optional<FileStamp> index;
+    std::vector<std::pair<std::string, std::optional<FileStamp>>> directories;  // absolute path, stamp before the read
     bool settled = false;  // every stamp older than options_.settle: equal stamps then mean nothing changed
     std::vector<std::string> paths;
   };

@@ -42,7 +42,10 @@ struct FileStamp {
   }
 
   // Whether what was read of the file at `readAtNs` can stand for it while its stamp stays the same.
-  bool settledAt(int64_t readAtNs) const { return readAtNs - std::max(modifiedNs, changedNs) >= kSettleNs; }
+  // `settleNs`: how long it must have been left alone (kSettleNs unless a caller's tests shorten it).
+  bool settledAt(int64_t readAtNs, int64_t settleNs = kSettleNs) const {
+    return readAtNs - std::max(modifiedNs, changedNs) >= settleNs;
+  }
 
   friend bool operator==(const FileStamp&, const FileStamp&) = default;
 };
