@@ -298,12 +298,33 @@ size_t RenameMap::workTreeReads() {
   return workTreeReads_;
 }
 
+size_t RenameMap::renameSearches() {
+  MutexLock lock(mutex_);
+  return renameSearches_;
+}
+
 RenameEdges RenameMap::uncommittedLocked(git_tree* headTree, const std::vector<std::string>& targets) {
   RenameEdges edges;
   if (headTree == nullptr || targets.empty()) return edges;  // nothing committed: nothing to have been renamed
   // First the files HEAD has that the index or the work tree lacks: usually none, and then nothing was renamed.
   std::vector<std::string> specs = deletedFilesLocked(headTree);
   if (specs.empty()) return edges;
+  // An answer for the same paths over the same deleted files stands while none of the queried files changed.
+  RenameAnswer answer;
+  answer.deletedRead = workTreeReads_;
+  const int64_t stampedAt = FileStamp::nowNs();
+  for (const auto& t : targets) answer.targets.emplace_back(t, stampOf(location_.root + "/" + t));
+  for (auto it = answers_.begin(); it != answers_.end(); ++it) {
+    if (it->settled && it->deletedRead == answer.deletedRead && it->targets == answer.targets) {
+      for (const auto& [from, to] : it->edges) edges.add(from, to);
+      if (it != answers_.begin()) std::rotate(answers_.begin(), it, std::next(it));
+      return edges;
+    }
+  }
+  answer.settled = std::all_of(answer.targets.begin(), answer.targets.end(), [&](const auto& t) {
+    return !t.second || t.second->settledAt(stampedAt, options_.settle.count());
+  });
+  ++renameSearches_;
   // Then rename detection between those and the queried paths alone (staged, or untracked: moved on disk).
   for (const auto& t : targets) specs.push_back(repoPath(t));
   std::vector<char*> spec;
@@ -318,9 +339,17 @@ RenameEdges RenameMap::uncommittedLocked(git_tree* headTree, const std::vector<s
     return edges;
   }
   DiffPtr diff(raw);
-  Edges found;
-  collectRenames(diff.get(), true, found);
-  for (const auto& [from, to] : found) edges.add(from, to);
+  collectRenames(diff.get(), true, answer.edges);
+  for (const auto& [from, to] : answer.edges) edges.add(from, to);
+  // Answers over an earlier read of the deleted files can match no more, and one for the same paths is this one's
+  // older self.
+  std::erase_if(answers_, [&](const RenameAnswer& kept) {
+    return kept.deletedRead != answer.deletedRead ||
+           std::equal(kept.targets.begin(), kept.targets.end(), answer.targets.begin(), answer.targets.end(),
+                      [](const auto& a, const auto& b) { return a.first == b.first; });
+  });
+  answers_.push_front(std::move(answer));
+  if (answers_.size() > kKeptAnswers) answers_.pop_back();
   return edges;
 }
 

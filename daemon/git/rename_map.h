@@ -14,7 +14,9 @@
 // Those files are kept with what they were read against: HEAD's tree, the index file, and the times of every
 // directory of HEAD's tree (removing or moving a file changes its directory's). A later lookup stats those
 // directories, and reads the files again when one of them changed, or had changed shortly before it was stamped
-// (RenameOptions::settle: a second change in the same clock tick would not show).
+// (RenameOptions::settle: a second change in the same clock tick would not show). The renames found among them
+// for a set of queried paths are kept the same way, with the stamps of the queried files (an edit in place leaves
+// its directory's times alone), for the last few sets asked about.
 // Paths are project-root relative (ProjectLocation::repoPrefix maps them to the repository's); a rename from
 // outside the root is not followed.
 // Thread-safety: a RenameMap may be used from any thread; its repository and state are used under one mutex.
@@ -81,8 +83,10 @@ class RenameMap {
   // Brings the history part up to HEAD now, off the request path (so a later lookup finds it done). Returns the
   // commits diffed.
   int refresh();
-  // How many times the work tree has been diffed for its deleted files (tests).
+  // How many times the work tree has been diffed for its deleted files, and how many times renames were looked for
+  // among them (tests).
   size_t workTreeReads();
+  size_t renameSearches();
 
  private:
   using Edges = std::vector<std::pair<std::string, std::string>>;
@@ -118,6 +122,15 @@ class RenameMap {
     bool settled = false;  // every stamp older than options_.settle: equal stamps then mean nothing changed
     std::vector<std::string> paths;
   };
+  // The renames found among one read of the deleted files for one set of queried paths, and the queried files'
+  // stamps before the search.
+  struct RenameAnswer {
+    size_t deletedRead = 0;  // workTreeReads_ after the read of the deleted files it searched
+    std::vector<std::pair<std::string, std::optional<FileStamp>>> targets;  // root-relative path, stamp
+    bool settled = false;
+    Edges edges;
+  };
+  static constexpr size_t kKeptAnswers = 8;
   // The deleted files now: deleted_'s when nothing it was read against changed, else read again (a diff).
   const std::vector<std::string>& deletedFilesLocked(git_tree* headTree) REQUIRES(mutex_);
   // The directories of `headTree` under the root (the root's own included), absolute.
@@ -142,6 +155,8 @@ class RenameMap {
   RenameEdges history_ GUARDED_BY(mutex_);
   std::optional<DeletedFiles> deleted_ GUARDED_BY(mutex_);
   size_t workTreeReads_ GUARDED_BY(mutex_) = 0;
+  std::deque<RenameAnswer> answers_ GUARDED_BY(mutex_);  // newest first, at most kKeptAnswers
+  size_t renameSearches_ GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace memq

@@ -315,7 +315,9 @@ TEST_F(AnchorsTest, ExportAndImportCarryAnchorsAndKeptContentToAnotherRepository
   auto stats = second->stats(*c, {});
   ASSERT_TRUE(stats.isOk());
   for (const auto& s : stats->scopes) {
-    if (s.scope == ScopeKind::kProject) EXPECT_EQ(s.counters.value("kept_versions", -1), 1);
+    if (s.scope == ScopeKind::kProject) {
+      EXPECT_EQ(s.counters.value("kept_versions", -1), 1);
+    }
   }
   // Exported again, the lines are the same bytes: the kept content came through intact.
   auto again = second->exportJsonl(*c, ExportRequest{});
@@ -399,7 +401,9 @@ TEST_F(RecallLinesTest, ARewrittenRangeStillOwnsItsNewLinesAndADeletedOneNothing
   ASSERT_FALSE(ids.empty());
   EXPECT_EQ(ids[0], late_);
   for (const auto& h : hits.hits) {
-    if (h.memory.id == early_) EXPECT_FALSE(h.signals.lineDistance.has_value()) << "a deleted anchor has no lines";
+    if (h.memory.id == early_) {
+      EXPECT_FALSE(h.signals.lineDistance.has_value()) << "a deleted anchor has no lines";
+    }
   }
 }
 
@@ -488,7 +492,9 @@ TEST_F(RecallLinesTest, StalenessSaysWhetherTheAnchoredLinesWereMovedRewrittenOr
   recallOn({{1, 1}}, &hits);
   EXPECT_EQ(stateOf(hits, late_), "moved fresh");
   for (const auto& h : hits.hits) {
-    if (h.memory.id == late_) EXPECT_EQ(h.anchoredLines[0].lines, (LineRanges{{160, 170}}));
+    if (h.memory.id == late_) {
+      EXPECT_EQ(h.anchoredLines[0].lines, (LineRanges{{160, 170}}));
+    }
   }
   // Early's lines deleted, late's rewritten: both stale, the file named in changed_files.
   std::string edited;

@@ -1,7 +1,8 @@
 // Unit tests of RenameMap over real repositories built with the git command line: renames committed (one, a
 // chain, with an edit), staged and only on disk, a project root below the repository's top, HEAD moving forward
 // and elsewhere (a long move walked by refresh, not by a lookup), the earlier path that exists again being left
-// alone, and the work tree read again only when a directory or the index changed.
+// alone, the work tree read again only when a directory or the index changed, and a rename found on disk searched
+// for again when the queried file changed.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -197,6 +198,34 @@ TEST_F(RenameMapTest, TheWorkTreeIsReadAgainOnlyWhenADirectoryOrTheIndexChanged)
   repo_.git("rm -q --cached src/other.c");
   EXPECT_TRUE(earlier(*map, "src/z.c").empty());
   EXPECT_EQ(map->workTreeReads(), 6u);
+}
+
+// The renames found for a set of queried paths are kept with the queried files' stamps: asked again they cost no
+// search, and a file rewritten in place (its directory's times unchanged) is searched for again, so a rename it no
+// longer is never comes back.
+TEST_F(RenameMapTest, ARenameFoundOnDiskIsKeptOnlyWhileTheQueriedFileIsUnchanged) {
+  RenameOptions options;
+  options.settle = std::chrono::milliseconds(40);
+  auto map = open("", false, options);
+  auto settle = [] { std::this_thread::sleep_for(std::chrono::milliseconds(100)); };
+  std::filesystem::rename(repo_.dir() + "/src/a.c", repo_.dir() + "/src/b.c");
+  settle();
+  EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
+  EXPECT_EQ(map->renameSearches(), 1u);
+  EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
+  EXPECT_EQ(map->renameSearches(), 1u);  // the same paths, nothing changed: the kept answer
+  EXPECT_TRUE(map->renamedFrom({"src/b.c", "src/c.c"}).size() == 1);
+  EXPECT_EQ(map->renameSearches(), 2u);  // another set of paths is another search
+
+  // Rewritten in place: nothing like a.c any more, and src's times are as they were.
+  testing::writeFile(repo_.dir() + "/src/b.c", body("unrelated"));
+  EXPECT_TRUE(earlier(*map, "src/b.c").empty());
+  EXPECT_EQ(map->renameSearches(), 3u);
+  EXPECT_EQ(map->workTreeReads(), 1u);  // the deleted files were not read again: only the search saw the edit
+  settle();
+  EXPECT_TRUE(earlier(*map, "src/b.c").empty());  // stamped too soon after the edit: searched again
+  EXPECT_TRUE(earlier(*map, "src/b.c").empty());
+  EXPECT_EQ(map->renameSearches(), 4u);
 }
 
 TEST_F(RenameMapTest, AWorkTreeChangedMomentsAgoIsReadOnEveryLookup) {
