@@ -5,6 +5,8 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include "protocol/utf8_sequence.h"
 
@@ -35,6 +37,19 @@ void appendControlEscape(std::string& out, unsigned char c) {
   }
 }
 
+// Whether all 8 bytes at `p` go out as they are (plainAscii), tested at once: a record's text is mostly such runs.
+// Each term is the exact "some byte is below n" or "some byte is zero" test of the bytes of one word.
+bool eightPlainAscii(const char* p) {
+  std::uint64_t w;
+  std::memcpy(&w, p, sizeof w);
+  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr std::uint64_t kHigh = 0x8080808080808080ULL;
+  const std::uint64_t control = (w - kOnes * 0x20) & ~w;
+  const std::uint64_t quote = ((w ^ (kOnes * '"')) - kOnes) & ~(w ^ (kOnes * '"'));
+  const std::uint64_t backslash = ((w ^ (kOnes * '\\')) - kOnes) & ~(w ^ (kOnes * '\\'));
+  return ((control | quote | backslash | w) & kHigh) == 0;
+}
+
 }  // namespace
 
 void appendJsonString(std::string& out, std::string_view text) {
@@ -43,6 +58,7 @@ void appendJsonString(std::string& out, std::string_view text) {
   size_t i = 0;
   while (i < text.size()) {
     size_t run = i;
+    while (run + 8 <= text.size() && eightPlainAscii(text.data() + run)) run += 8;
     while (run < text.size() && plainAscii(static_cast<unsigned char>(text[run]))) ++run;
     out.append(text.data() + i, run - i);
     i = run;

@@ -20,7 +20,7 @@
 //       splits into the handler and the transport around it.
 //       It also times the same recall in-process through memqd's dispatcher (the request's text to the reply's:
 //       envelope, params validated and read, the service, the reply's text) against the service call alone, so the
-//       handler's share splits from the service's;
+//       handler's share splits from the service's, and times the dispatcher's steps one by one over the same requests;
 //       and it prints what the reply's JSON costs apart, over the same queries' in-process hits: memqd's text writer
 //       against the nlohmann tree it replaced, and the client's parse against nlohmann's parser;
 //   (c) --clients connections, each a thread with one request in flight, running --mix for --seconds; requests/s and
@@ -55,8 +55,11 @@
 #include "daemon/server/dispatcher.h"
 #include "daemon/server/process_memory.h"
 #include "daemon/server/reply_json.h"
+#include "daemon/server/request_params.h"
 #include "daemon/service/service.h"
 #include "protocol/envelope.h"
+#include "protocol/method_schemas.h"
+#include "protocol/schema_validator.h"
 #include "tests/bench/bench_daemon.h"
 #include "tests/bench/bench_util.h"
 
@@ -471,6 +474,57 @@ int main(int argc, char** argv) {
         std::printf("    in-process through memqd's dispatcher: p50 %.3f ms (the service call alone %.3f ms);"
                     " the dispatcher's share per query p50 %.1f µs, p95 %.1f µs\n",
                     dp.p50, dd.p50, ds.p50 * 1000, ds.p95 * 1000);
+      }
+      // The dispatcher's steps one by one, over the same requests (the recall itself between them, untimed): what
+      // the dispatcher costs a recall apart from the caches a recall run just before or after it warms or cools.
+      {
+        double envelopeUs = 0, checkUs = 0, contextUs = 0, readUs = 0, replyUs = 0, freeUs = 0;
+        int calls = 0;
+        const memq::MethodSchema* schema = memq::findMethodSchema("memory/recall");
+        for (size_t qi = 0; qi < queries.size(); ++qi) {
+          json params = recallParams(queries[qi]);
+          params["mark_used"] = false;
+          const std::string text = memq::serializeMessage(memq::makeRequest(qi + 1, "memory/recall", params));
+          auto t0 = Clock::now();
+          auto envelope = std::make_unique<memq::Envelope>(memq::parseEnvelope(text));
+          auto t1 = Clock::now();
+          const json& sent = envelope->items.at(0).call->params;
+          const memq::Status checked = schema->compiledParams->validateParams(sent);
+          auto t2 = Clock::now();
+          auto common = memq::readCommonParams(sent);
+          auto callCtx = common ? service.context(state, *common) : memq::Result<memq::CallContext>(common.status());
+          auto t3 = Clock::now();
+          memq::RecallParams request;
+          const memq::Status read = memq::readParams(sent, request);
+          auto t4 = Clock::now();
+          if (!checked.isOk() || !callCtx || !read.isOk()) {
+            std::cerr << "the recall's params were refused\n";
+            return 1;
+          }
+          auto hits = service.recall(*callCtx, request);
+          if (!hits) {
+            std::cerr << "recall failed: " << hits.status().toString() << "\n";
+            return 1;
+          }
+          auto t5 = Clock::now();
+          const std::string reply = memq::replyText(*hits);
+          auto t6 = Clock::now();
+          envelope.reset();
+          auto t7 = Clock::now();
+          envelopeUs += micros(t1 - t0);
+          checkUs += micros(t2 - t1);
+          contextUs += micros(t3 - t2);
+          readUs += micros(t4 - t3);
+          replyUs += micros(t6 - t5);
+          freeUs += micros(t7 - t6);
+          ++calls;
+        }
+        const double n = std::max(calls, 1);
+        std::printf("    the dispatcher's steps, mean per recall: the request's JSON %.1f µs, the params checked %.1f,"
+                    " the request's context %.1f, the params read %.1f, the reply's text %.1f, the request freed"
+                    " %.1f: %.1f µs together\n",
+                    envelopeUs / n, checkUs / n, contextUs / n, readUs / n, replyUs / n, freeUs / n,
+                    (envelopeUs + checkUs + contextUs + readUs + replyUs + freeUs) / n);
       }
       std::printf("    reply JSON (mean %.0f bytes): memqd writes it in %.1f µs (nlohmann tree + dump: %.1f µs);"
                   " the client parses it in %.1f µs (nlohmann::json::parse: %.1f µs)%s\n",

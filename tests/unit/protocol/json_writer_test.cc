@@ -56,7 +56,9 @@ TEST(ProtocolJsonWriterTest, RandomBytesMatchTheSerialiser) {
   std::mt19937 rng(7);
   const std::vector<std::string> pieces = {"a", "Z", " ", "\"", "\\", "\n", "\t", "\x01", "\x1f", "\x7f", "é", "€",
                                            "𝄞", "\xC3", "\xE2\x82", "\xF0\x9D\x84", "\x80", "\xBF", "\xC0", "\xC1",
-                                           "\xED\xA0", "\xED\x9F\xBF", "\xEF\xBF\xBD", "\xF4\x90", "\xF5", "\xFF"};
+                                           "\xED\xA0", "\xED\x9F\xBF", "\xEF\xBF\xBD", "\xF4\x90", "\xF5", "\xFF",
+                                           // runs of plain text longer than the 8 bytes the writer tests at once
+                                           "a plain run", "sixteen bytes ok", "~~~~~~~~~~~~~~~~~~~~~~~~~~~~~"};
   for (int round = 0; round < 20000; ++round) {
     std::string s;
     const int length = static_cast<int>(rng() % 24);
@@ -68,6 +70,20 @@ TEST(ProtocolJsonWriterTest, RandomBytesMatchTheSerialiser) {
       }
     }
     ASSERT_EQ(written(s), expected(s)) << "round " << round;
+  }
+}
+
+// Every byte value at every offset of a long plain run: the writer tests 8 bytes at a time, so a byte that needs
+// care must be seen wherever it falls in such a block, and the plain bytes beside it come out as they are.
+TEST(ProtocolJsonWriterTest, ABytePlacedAnywhereInAPlainRunIsWrittenAsTheSerialiserWritesIt) {
+  for (int byte = 0; byte < 256; ++byte) {
+    for (size_t at = 0; at < 24; ++at) {
+      std::string s(24, 'x');
+      s[at] = static_cast<char>(byte);
+      ASSERT_EQ(written(s), expected(s)) << "byte " << byte << " at " << at;
+      s += "\xC3\xA9 and more plain text after it";
+      ASSERT_EQ(written(s), expected(s)) << "byte " << byte << " at " << at;
+    }
   }
 }
 
