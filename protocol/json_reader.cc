@@ -147,12 +147,7 @@ class Reader {
   bool string(std::string& out) {
     ++at_;  // '"'
     for (;;) {
-      size_t run = at_;
-      while (run < text_.size()) {
-        const auto c = static_cast<unsigned char>(text_[run]);
-        if (c < 0x20 || c == '"' || c == '\\' || c >= 0x80) break;
-        ++run;
-      }
+      const size_t run = plainJsonRunEnd(text_, at_);
       out.append(text_.data() + at_, run - at_);
       at_ = run;
       if (at_ >= text_.size()) return false;

@@ -5,8 +5,6 @@
 
 #include <charconv>
 #include <cmath>
-#include <cstdint>
-#include <cstring>
 
 #include "protocol/utf8_sequence.h"
 
@@ -14,9 +12,6 @@ namespace memq {
 namespace {
 
 constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";  // U+FFFD in UTF-8
-
-// Bytes that go out as they are when not inside a multi-byte sequence: printable ASCII but the quote and backslash.
-bool plainAscii(unsigned char c) { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\'; }
 
 void appendControlEscape(std::string& out, unsigned char c) {
   switch (c) {
@@ -37,19 +32,6 @@ void appendControlEscape(std::string& out, unsigned char c) {
   }
 }
 
-// Whether all 8 bytes at `p` go out as they are (plainAscii), tested at once: a record's text is mostly such runs.
-// Each term is the exact "some byte is below n" or "some byte is zero" test of the bytes of one word.
-bool eightPlainAscii(const char* p) {
-  std::uint64_t w;
-  std::memcpy(&w, p, sizeof w);
-  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
-  constexpr std::uint64_t kHigh = 0x8080808080808080ULL;
-  const std::uint64_t control = (w - kOnes * 0x20) & ~w;
-  const std::uint64_t quote = ((w ^ (kOnes * '"')) - kOnes) & ~(w ^ (kOnes * '"'));
-  const std::uint64_t backslash = ((w ^ (kOnes * '\\')) - kOnes) & ~(w ^ (kOnes * '\\'));
-  return ((control | quote | backslash | w) & kHigh) == 0;
-}
-
 }  // namespace
 
 void appendJsonString(std::string& out, std::string_view text) {
@@ -57,9 +39,7 @@ void appendJsonString(std::string& out, std::string_view text) {
   out += '"';
   size_t i = 0;
   while (i < text.size()) {
-    size_t run = i;
-    while (run + 8 <= text.size() && eightPlainAscii(text.data() + run)) run += 8;
-    while (run < text.size() && plainAscii(static_cast<unsigned char>(text[run]))) ++run;
+    const size_t run = plainJsonRunEnd(text, i);
     out.append(text.data() + i, run - i);
     i = run;
     if (i == text.size()) break;

@@ -161,5 +161,22 @@ TEST(ProtocolJsonReaderTest, RandomDocumentsAndTheirMutations) {
   }
 }
 
+// Every byte value at every offset of a long run of plain text in a string: the reader tests 8 bytes at a time, so
+// a quote, a backslash, a control character or a byte of a multi-byte sequence must stop the run wherever it falls.
+TEST(ProtocolJsonReaderTest, AByteAnywhereInAPlainRunIsReadAsNlohmannReadsIt) {
+  for (int byte = 0; byte < 256; ++byte) {
+    for (size_t at = 0; at < 24; ++at) {
+      std::string run(24, 'x');
+      run[at] = static_cast<char>(byte);
+      const bool plain = byte >= 0x20 && byte < 0x80 && byte != '"' && byte != '\\';
+      expectAgrees("{\"k\":\"" + run + "\",\"after\":\"more plain text than eight bytes\"}", plain);
+      if (byte == '"' || byte == '\\' || byte < 0x20) {
+        json ignored;
+        EXPECT_FALSE(readJsonFast("\"" + run + "\"", kMaxJsonDepth, ignored)) << "byte " << byte << " at " << at;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace memq
