@@ -17,6 +17,33 @@
 namespace memq {
 namespace {
 
+// The whole of the file at `path`, or nullopt when it cannot be read.
+std::optional<std::string> readWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return std::nullopt;
+  return bytes;
+}
+
+// The blob id of `bytes` as the file at `repoPath` would be stored: through the filters git_repository_hashfile
+// applies (GIT_FILTER_TO_ODB), then hashed.
+int hashAsStored(git_repository* repository, const std::string& repoPath, const std::string& bytes, git_oid& oid) {
+  git_filter_list* filters = nullptr;
+  if (const int rc = git_filter_list_load(&filters, repository, nullptr, repoPath.c_str(), GIT_FILTER_TO_ODB,
+                                          GIT_FILTER_ALLOW_UNSAFE);
+      rc < 0) {
+    return rc;
+  }
+  if (filters == nullptr) return git_odb_hash(&oid, bytes.data(), bytes.size(), GIT_OBJECT_BLOB);
+  git_buf filtered = GIT_BUF_INIT;
+  int rc = git_filter_list_apply_to_buffer(&filtered, filters, bytes.data(), bytes.size());
+  if (rc == 0) rc = git_odb_hash(&oid, filtered.ptr, filtered.size, GIT_OBJECT_BLOB);
+  git_buf_dispose(&filtered);
+  git_filter_list_free(filters);
+  return rc;
+}
+
 using Clock = std::chrono::steady_clock;
 
 // Project-root-relative path in canonical form ("a/b"), or nullopt for an absolute path, an empty one, or one
@@ -455,20 +482,38 @@ std::optional<std::string> GitRepoSignals::workTreeBlobId(const std::string& pat
   const int64_t readAt = FileStamp::nowNs();
   if (location_.inGit) {
     MutexLock lock(quickMu_);
-    if (auto known = workTreeIds_.find(full); known != workTreeIds_.end() && known->second.first == stamp) {
-      return known->second.second;
+    auto known = workTreeIds_.find(full);
+    if (known != workTreeIds_.end() && known->second.settled && known->second.stamp == stamp) {
+      return known->second.id;
+    }
+    // Trusted by its stamp only once that had settled before the hash, so a write within the same timestamp tick
+    // cannot leave a stale id behind (FileStamp); until then the bytes are read, compared with the last hash's and
+    // hashed themselves when they differ.
+    const bool settled = stamp.settledAt(readAt);
+    std::optional<std::string> bytes;
+    if (!settled && static_cast<size_t>(st.st_size) <= kMaxUnsettledBytes / 16) bytes = readWholeFile(full);
+    if (bytes && known != workTreeIds_.end() && !known->second.settled && *bytes == known->second.unsettledBytes) {
+      return known->second.id;
     }
     if (quickRepo_) {
-      // Through the repository so .gitattributes filters (eol conversion) apply: an unchanged file then hashes
-      // to the blob id git recorded, instead of looking stale on a CRLF checkout.
+      // Through the repository's filters (.gitattributes: eol conversion), as git hashes what it stores: an
+      // unchanged file then hashes to the blob id git recorded, instead of looking stale on a CRLF checkout.
       const std::string repoPath = location_.repoPrefix.empty() ? *p : location_.repoPrefix + "/" + *p;
-      if (git_repository_hashfile(&oid, quickRepo_.get(), full.c_str(), GIT_OBJECT_BLOB, repoPath.c_str()) == 0) {
+      const int rc = bytes ? hashAsStored(quickRepo_.get(), repoPath, *bytes, oid)
+                           : git_repository_hashfile(&oid, quickRepo_.get(), full.c_str(), GIT_OBJECT_BLOB,
+                                                     repoPath.c_str());
+      if (rc == 0) {
         std::string id = oidHex(oid);
-        // Kept only for a file that had settled before it was hashed, so a write within the same timestamp tick
-        // cannot leave a stale id behind (FileStamp).
-        if (stamp.settledAt(readAt)) {
-          if (workTreeIds_.size() >= kMaxWorkTreeIds) workTreeIds_.clear();
-          workTreeIds_[full] = {stamp, id};
+        if (settled || bytes) {
+          const size_t kept = bytes ? bytes->size() : 0;
+          if (workTreeIds_.size() >= kMaxWorkTreeIds || unsettledBytes_ + kept > kMaxUnsettledBytes) {
+            workTreeIds_.clear();
+            unsettledBytes_ = 0;
+          }
+          WorkTreeId& slot = workTreeIds_[full];
+          unsettledBytes_ -= slot.unsettledBytes.size();
+          slot = {stamp, id, bytes ? std::move(*bytes) : std::string(), settled};
+          unsettledBytes_ += slot.unsettledBytes.size();
         }
         return id;
       }

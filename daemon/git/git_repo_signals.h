@@ -134,9 +134,20 @@ class GitRepoSignals final : public RepoSignals {
   std::chrono::steady_clock::time_point headCheckedAt_ GUARDED_BY(quickMu_){};
   bool headChecked_ GUARDED_BY(quickMu_) = false;
   // Work-tree blob ids by full path, with the stamp of the file they were hashed from: a save naming a file that has
-  // not changed since costs one lstat instead of a read and a hash. Bounded: past kMaxWorkTreeIds it starts over.
+  // not changed since costs one lstat instead of a read and a hash. A file hashed moments after a change (its stamp
+  // not settled) keeps its bytes instead, so that reading it again costs a comparison rather than a hash while its
+  // bytes are the same (every hit on a file just edited asks). Bounded: past kMaxWorkTreeIds entries or
+  // kMaxUnsettledBytes of bytes kept it starts over.
+  struct WorkTreeId {
+    FileStamp stamp;
+    std::string id;
+    std::string unsettledBytes;  // the file's bytes when its stamp had not settled; empty once it had
+    bool settled = false;
+  };
   static constexpr size_t kMaxWorkTreeIds = 8192;
-  std::unordered_map<std::string, std::pair<FileStamp, std::string>> workTreeIds_ GUARDED_BY(quickMu_);
+  static constexpr size_t kMaxUnsettledBytes = size_t{64} << 20;
+  std::unordered_map<std::string, WorkTreeId> workTreeIds_ GUARDED_BY(quickMu_);
+  size_t unsettledBytes_ GUARDED_BY(quickMu_) = 0;
 
   std::unique_ptr<RenameMap> renames_;  // null outside git; thread-safe on its own
   // A queried file that HEAD lacks and no rename explains may still be a copy (or a move that left the original in

@@ -118,33 +118,48 @@ std::string readAndClose(int fd, const struct stat& st) {
   return content;
 }
 
-// readWorkTreeVersion's cache: by full path, the stamp the file had when read. Bounded by entries and bytes; past
-// either it starts over (the files a session works on are few, and re-reading one is cheap).
+// readWorkTreeVersion's cache: by full path, the file as last read and the stamp it had then. A file that had
+// settled when read is served by its stamp alone; one read moments after a change is read again every time, and is
+// hashed again only when its bytes differ from the last read's. Bounded by entries and bytes; past either it starts
+// over (the files a session works on are few, and re-reading one is cheap).
 class WorkTreeFileCache {
  public:
   static constexpr size_t kMaxEntries = 1024;
   static constexpr size_t kMaxBytes = size_t{64} << 20;
 
+  // The file when it was read settled with this very stamp.
   std::shared_ptr<const WorkTreeFile> find(const std::string& full, const FileStamp& stamp) {
     MutexLock lock(mu_);
     auto it = files_.find(full);
-    return it != files_.end() && it->second.first == stamp ? it->second.second : nullptr;
+    return it != files_.end() && it->second.settled && it->second.stamp == stamp ? it->second.file : nullptr;
   }
-  void remember(const std::string& full, const FileStamp& stamp, std::shared_ptr<const WorkTreeFile> file) {
+  // The file as last read, when its content was `content`.
+  std::shared_ptr<const WorkTreeFile> withContent(const std::string& full, const std::string& content) {
+    MutexLock lock(mu_);
+    auto it = files_.find(full);
+    return it != files_.end() && *it->second.file->content == content ? it->second.file : nullptr;
+  }
+  void remember(const std::string& full, const FileStamp& stamp, bool settled,
+                std::shared_ptr<const WorkTreeFile> file) {
     MutexLock lock(mu_);
     if (files_.size() >= kMaxEntries || bytes_ + file->content->size() > kMaxBytes) {
       files_.clear();
       bytes_ = 0;
     }
     auto& slot = files_[full];
-    if (slot.second) bytes_ -= slot.second->content->size();
+    if (slot.file) bytes_ -= slot.file->content->size();
     bytes_ += file->content->size();
-    slot = {stamp, std::move(file)};
+    slot = {stamp, settled, std::move(file)};
   }
 
  private:
+  struct Entry {
+    FileStamp stamp;
+    bool settled = false;
+    std::shared_ptr<const WorkTreeFile> file;
+  };
   Mutex mu_;
-  std::unordered_map<std::string, std::pair<FileStamp, std::shared_ptr<const WorkTreeFile>>> files_ GUARDED_BY(mu_);
+  std::unordered_map<std::string, Entry> files_ GUARDED_BY(mu_);
   size_t bytes_ GUARDED_BY(mu_) = 0;
 };
 
@@ -174,18 +189,22 @@ Result<std::shared_ptr<const WorkTreeFile>> readWorkTreeVersion(const std::strin
   if (!fd) return fd.status();
   const FileStamp stamp = FileStamp::of(st);
   const int64_t readAt = FileStamp::nowNs();
-  auto file = std::make_shared<WorkTreeFile>();
-  auto content = std::make_shared<const std::string>(readAndClose(*fd, st));
-  file->blobId = gitBlobId(*content);
-  if (file->blobId.empty()) return Status::internal(field + ": could not hash " + path);
-  file->lines = countLines(*content);
-  file->binary = isBinaryContent(*content);
-  file->content = std::move(content);
-  // Only a file that had settled before it was read: one written again within the same timestamp tick would keep
-  // its stamp (FileStamp).
-  if (stamp.settledAt(readAt) && static_cast<int64_t>(file->content->size()) == stamp.size) {
-    workTreeFileCache().remember(full, stamp, file);
+  std::string content = readAndClose(*fd, st);
+  // Served by its stamp later only if it had settled before it was read: one written again within the same
+  // timestamp tick would keep its stamp (FileStamp).
+  const bool settled = stamp.settledAt(readAt) && static_cast<int64_t>(content.size()) == stamp.size;
+  if (auto same = workTreeFileCache().withContent(full, content)) {
+    // The bytes of the last read: its blob id and counts hold (a file just saved is named by every recall after).
+    if (settled) workTreeFileCache().remember(full, stamp, settled, same);
+    return same;
   }
+  auto file = std::make_shared<WorkTreeFile>();
+  file->blobId = gitBlobId(content);
+  if (file->blobId.empty()) return Status::internal(field + ": could not hash " + path);
+  file->lines = countLines(content);
+  file->binary = isBinaryContent(content);
+  file->content = std::make_shared<const std::string>(std::move(content));
+  workTreeFileCache().remember(full, stamp, settled, file);
   return std::shared_ptr<const WorkTreeFile>(std::move(file));
 }
 

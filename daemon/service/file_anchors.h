@@ -46,7 +46,8 @@ struct WorkTreeFile {
 
 // readWorkTreeFile's file with its blob id and line count, shared. A file read before whose stamp (FileStamp) is
 // unchanged and was settled when it was read comes from a bounded process-wide cache, without being read or hashed
-// again: anchored saves and recalls with lines name the same few files over and over.
+// again: anchored saves and recalls with lines name the same few files over and over. A file changed moments ago is
+// read every time, and hashed and counted again only when its bytes differ from the last read's.
 Result<std::shared_ptr<const WorkTreeFile>> readWorkTreeVersion(const std::string& root, const std::string& path,
                                                                 const std::string& field);
 

@@ -1,6 +1,8 @@
 // Project location (work tree top, subdirectory roots, linked worktrees, outside git), blob ids for staleness,
 // and the degraded cases: empty repository, detached HEAD, shallow clone, no repository at all.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "daemon/git/git_repo_signals.h"
 #include "daemon/git/repo_location.h"
@@ -129,6 +131,35 @@ TEST(Staleness, BlobIdsFollowEditsAndDeletions) {
   repo.write("new.c", "n\n");
   EXPECT_EQ(s.currentBlobId("new.c"), trimmed(repo.git("hash-object new.c")));
   EXPECT_EQ(s.blobIdAtHead("new.c"), std::nullopt);
+}
+
+// A file written moments ago is hashed from the bytes read (its stamp could stay the same through a second write in
+// the same clock tick), through the filters git applies when it stores the file, and hashed again only when the
+// bytes differ from the last hash's.
+TEST(Staleness, AFileEditedMomentsAgoIsHashedFromItsBytesAsGitWouldStoreThem) {
+  TempDir tmp;
+  GitRepo repo(tmp.path() + "/repo");
+  repo.commit({{".gitattributes", "*.txt text\n"}, {"src/a.c", "int a;\n"}});
+  GitRepoSignals s(locateProject(repo.dir()).value());
+  const std::string path = repo.dir() + "/src/a.c";
+
+  repo.write("src/a.c", "int a = 1;\n");
+  EXPECT_EQ(s.workTreeBlobId("src/a.c"), trimmed(repo.git("hash-object src/a.c")));
+  EXPECT_EQ(s.workTreeBlobId("src/a.c"), trimmed(repo.git("hash-object src/a.c")));  // the same bytes
+  // The same size, the modification time given back: only the bytes tell.
+  struct stat before {};
+  ASSERT_EQ(::stat(path.c_str(), &before), 0);
+  repo.write("src/a.c", "int a = 9;\n");
+  const timespec times[2] = {before.st_atim, before.st_mtim};
+  ASSERT_EQ(utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+  EXPECT_EQ(s.workTreeBlobId("src/a.c"), trimmed(repo.git("hash-object src/a.c")));
+  EXPECT_NE(s.workTreeBlobId("src/a.c"), s.blobIdAtHead("src/a.c"));
+
+  // Line endings converted on the way in (.gitattributes `text`): the id of what git would store.
+  repo.write("notes.txt", "one\r\ntwo\r\n");
+  const std::string stored = trimmed(repo.git("hash-object notes.txt"));
+  EXPECT_NE(stored, trimmed(repo.git("hash-object --no-filters notes.txt")));
+  EXPECT_EQ(s.workTreeBlobId("notes.txt"), stored);
 }
 
 TEST(Staleness, SymlinksHashTheirTargetTextLikeGit) {
