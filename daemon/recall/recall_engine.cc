@@ -415,7 +415,13 @@ std::string_view anchoredLinesStateName(AnchoredLinesState state) {
   return "unchanged";
 }
 
-void annotateStaleness(RecallHit& h, RepoSignals& repo, const std::vector<RenamedPath>& renamed) {
+const std::optional<std::string>& CurrentBlobIds::of(const std::string& path) {
+  auto it = ids_.find(path);
+  if (it == ids_.end()) it = ids_.emplace(path, repo_.currentBlobId(path)).first;
+  return it->second;
+}
+
+void annotateStaleness(RecallHit& h, CurrentBlobIds& current, const std::vector<RenamedPath>& renamed) {
   // The file `path` became, when the query named it: the nearest renamed file that had `path`.
   auto becameOf = [&](const std::string& path) -> const std::string* {
     for (const auto& r : renamed) {
@@ -427,23 +433,23 @@ void annotateStaleness(RecallHit& h, RepoSignals& repo, const std::vector<Rename
   h.missingFiles.clear();
   for (const auto& f : h.memory.files) {
     if (!f.blobId) continue;
-    auto current = repo.currentBlobId(f.path);
-    if (!current) {
+    const std::optional<std::string>& now = current.of(f.path);
+    if (!now) {
       // Renamed rather than gone when its anchored lines were carried into the file it became.
       auto renamed = std::find_if(h.anchoredLines.begin(), h.anchoredLines.end(),
                                   [&](const auto& a) { return a.renamedFrom == f.path; });
       if (renamed == h.anchoredLines.end()) {
         const std::string* became = becameOf(f.path);
-        auto now = became ? repo.currentBlobId(*became) : std::nullopt;
-        if (!now) {
+        const std::optional<std::string> becameNow = became ? current.of(*became) : std::nullopt;
+        if (!becameNow) {
           h.missingFiles.push_back(f.path);
-        } else if (*now != *f.blobId) {
+        } else if (*becameNow != *f.blobId) {
           h.changedFiles.push_back(f.path);
         }
       } else if (renamed->state != AnchoredLinesState::kUnchanged && renamed->state != AnchoredLinesState::kMoved) {
         h.changedFiles.push_back(f.path);
       }
-    } else if (*current != *f.blobId) {
+    } else if (*now != *f.blobId) {
       // A file whose anchored lines survived unchanged or only moved: the memory's subject is still there.
       const bool linesHeld = std::any_of(h.anchoredLines.begin(), h.anchoredLines.end(), [&](const auto& a) {
         return a.path == f.path &&

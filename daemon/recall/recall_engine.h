@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "daemon/embed/embedder.h"
@@ -120,10 +121,22 @@ std::vector<RecallHit> rankAndSelect(std::vector<Candidate> candidates, const Re
 // write between gatherCandidates and now, e.g. another connection hid it) is dropped from `hits`, never returned.
 Status loadHitRows(RecallSource& store, std::vector<RecallHit>& hits);
 
+// The work tree's blob ids (RepoSignals::currentBlobId) as one pass over many hits sees them: each path asked once.
+// A file edited moments ago is read on every ask (its stamp proves nothing yet), and hits share files.
+class CurrentBlobIds {
+ public:
+  explicit CurrentBlobIds(RepoSignals& repo) : repo_(repo) {}
+  const std::optional<std::string>& of(const std::string& path);
+
+ private:
+  RepoSignals& repo_;
+  std::unordered_map<std::string, std::optional<std::string>> ids_;
+};
+
 // Marks a hit whose referenced files changed (stale) or vanished since the memory recorded them.
 // `renamed` (the query's renamed files, PreparedQuery::renamed): a plain ref on a path that one of them had is
 // compared with the file it became (the same blob: fresh; another: changed), not reported missing.
-void annotateStaleness(RecallHit& hit, RepoSignals& repo, const std::vector<RenamedPath>& renamed = {});
+void annotateStaleness(RecallHit& hit, CurrentBlobIds& current, const std::vector<RenamedPath>& renamed = {});
 
 nlohmann::json recallHitToJson(const RecallHit& hit, bool explain);
 

@@ -309,8 +309,9 @@ Result<RecallHits> Service::recall(const CallContext& ctx, const RecallParams& p
   }
   if (project && project->repo) {
     // Staleness only means something against the project's own repository.
+    CurrentBlobIds current(*project->repo);
     for (auto& h : hits) {
-      if (h.memory.scope == toString(ScopeKind::kProject)) annotateStaleness(h, *project->repo, query.renamed);
+      if (h.memory.scope == toString(ScopeKind::kProject)) annotateStaleness(h, current, query.renamed);
     }
   }
   for (auto& scope : *scopes) {

@@ -143,17 +143,18 @@ Result<std::vector<StaleMemory>> staleMemories(RecallSource& source, LineCarrier
                                                std::vector<Memory> memories) {
   // By blob ids first: a memory none of whose files changed is not read further.
   std::vector<RecallHit> changed;
+  CurrentBlobIds current(repo);
   for (auto& m : memories) {
     RecallHit h;
     h.memory = std::move(m);
-    annotateStaleness(h, repo);
+    annotateStaleness(h, current);
     if (!h.changedFiles.empty()) changed.push_back(std::move(h));
   }
   const bool anyAnchor =
       std::any_of(changed.begin(), changed.end(), [](const RecallHit& h) { return hasAnchor(h.memory); });
   if (carrier != nullptr && anyAnchor) {
     MEMQ_RETURN_IF_ERROR(annotateAnchoredLines(source, *carrier, workTree, scope, changed));
-    for (auto& h : changed) annotateStaleness(h, repo);  // the rule recall applies: held lines are not a change
+    for (auto& h : changed) annotateStaleness(h, current);  // the rule recall applies: held lines are not a change
   }
   std::vector<StaleMemory> stale;
   for (auto& h : changed) {
