@@ -337,10 +337,21 @@ std::string LineCarrier::head() {
 }
 
 std::optional<std::string> LineCarrier::blobAtHead(const std::string& path) {
+  const std::optional<git_oid> head = headCommit();
+  return head ? blobAtCommit(path, *head) : std::nullopt;
+}
+
+std::optional<git_oid> LineCarrier::headCommit() {
   if (!repository_) return std::nullopt;
   MutexLock lock(repositoryMutex_);
   git_oid oid;
   if (git_reference_name_to_id(&oid, repository_.get(), "HEAD") < 0) return std::nullopt;
+  return oid;
+}
+
+std::optional<std::string> LineCarrier::blobAtCommit(const std::string& path, const git_oid& oid) {
+  if (!repository_) return std::nullopt;
+  MutexLock lock(repositoryMutex_);
   if (!headTree_ || !git_oid_equal(&oid, &headOid_)) {
     headTree_.reset();
     git_commit* rawCommit = nullptr;

@@ -144,6 +144,10 @@ class LineCarrier {
   std::string head();
   // The blob id of `path` (relative to the repository's top) in HEAD's tree; nullopt without one.
   std::optional<std::string> blobAtHead(const std::string& path);
+  // HEAD's commit as read now, and the blob id of `path` in that commit's tree: one read of HEAD (a few file reads)
+  // for the many paths of one pass, which then all see the same HEAD.
+  std::optional<git_oid> headCommit();
+  std::optional<std::string> blobAtCommit(const std::string& path, const git_oid& oid);
   // Holds the diffs of `pairs` (an anchor's version → HEAD's version of its file) apart from the LRU, so that no
   // other carry evicts them, until the next call replaces the set; computes only those it does not hold already.
   // `tag` names the set (the HEAD it was made for; pinnedTag). Returns how many diffs it computed; a pair that

@@ -51,18 +51,26 @@ std::vector<std::string> WorkTreeVersions::withEarlierPaths(const std::vector<st
 
 namespace {
 
-// HEAD's blob of each path asked for, looked up once per pass.
+// HEAD's blob of each path asked for, looked up once per pass, in the HEAD the pass read first.
 class HeadBlobs {
  public:
   explicit HeadBlobs(LineCarrier& carrier) : carrier_(carrier) {}
   const std::optional<std::string>& of(const std::string& path) {
     auto it = blobs_.find(path);
-    if (it == blobs_.end()) it = blobs_.emplace(path, carrier_.blobAtHead(path)).first;
+    if (it == blobs_.end()) {
+      if (!headRead_) {
+        head_ = carrier_.headCommit();
+        headRead_ = true;
+      }
+      it = blobs_.emplace(path, head_ ? carrier_.blobAtCommit(path, *head_) : std::nullopt).first;
+    }
     return it->second;
   }
 
  private:
   LineCarrier& carrier_;
+  bool headRead_ = false;
+  std::optional<git_oid> head_;
   std::unordered_map<std::string, std::optional<std::string>> blobs_;
 };
 
