@@ -471,7 +471,8 @@ Status Service::normalizeQueryLines(const CallContext& ctx, Scope* scope, std::v
 std::vector<FileRef> Service::withBlobIds(Scope& scope, const std::vector<std::string>& paths) {
   std::vector<FileRef> out;
   for (const auto& p : paths) {
-    FileRef f{p, std::nullopt};
+    FileRef f;
+    f.path = p;
     if (scope.repo) f.blobId = scope.repo->currentBlobId(p);
     out.push_back(std::move(f));
   }
