@@ -247,11 +247,12 @@ const std::vector<std::string>& RenameMap::deletedFilesLocked(git_tree* headTree
   const std::string indexPath = std::string(git_repository_path(repository_.get())) + "index";
   if (deleted_ && deleted_->settled && git_oid_equal(tree, &deleted_->headTree) &&
       stampOf(indexPath) == deleted_->index &&
-      std::all_of(deleted_->directories.begin(), deleted_->directories.end(),
-                  [](const auto& d) { return stampOf(d.first) == d.second; })) {
+      (deleted_->watch ? !deleted_->watch->changed()
+                       : std::all_of(deleted_->directories.begin(), deleted_->directories.end(),
+                                     [](const auto& d) { return stampOf(d.first) == d.second; }))) {
     return deleted_->paths;
   }
-  // Stamped before the diff reads them: a change while it runs shows as a changed stamp next time.
+  // Watched or stamped before the diff reads them: a change while it runs shows next time.
   DeletedFiles now;
   git_oid_cpy(&now.headTree, tree);
   now.index = stampOf(indexPath);
@@ -261,9 +262,11 @@ const std::vector<std::string>& RenameMap::deletedFilesLocked(git_tree* headTree
   } else {
     directories = treeDirectories(headTree);
   }
+  deleted_.reset();  // its watch first: the new one may need the user's watches it holds
+  if (options_.watchDirectories) now.watch = DirectoryWatch::open(directories);
   const int64_t stampedAt = FileStamp::nowNs();
   for (std::string& d : directories) {
-    std::optional<FileStamp> stamp = stampOf(d);
+    std::optional<FileStamp> stamp = now.watch ? std::nullopt : stampOf(d);
     now.directories.emplace_back(std::move(d), stamp);
   }
   // A change shortly before the stamp may share its clock tick with a later one; such stamps prove nothing.
@@ -271,7 +274,7 @@ const std::vector<std::string>& RenameMap::deletedFilesLocked(git_tree* headTree
     return !st || st->settledAt(stampedAt, options_.settle.count());
   };
   now.settled = settled(now.index) && std::all_of(now.directories.begin(), now.directories.end(),
-                                                  [&](const auto& d) { return settled(d.second); });
+                                                  [&](const auto& d) { return settled(d.second); });  // none: watched
   ++workTreeReads_;
   git_diff_options opts;
   git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
@@ -315,7 +318,7 @@ RenameEdges RenameMap::uncommittedLocked(git_tree* headTree, const std::vector<s
   const int64_t stampedAt = FileStamp::nowNs();
   for (const auto& t : targets) answer.targets.emplace_back(t, stampOf(location_.root + "/" + t));
   for (auto it = answers_.begin(); it != answers_.end(); ++it) {
-    if (it->settled && it->deletedRead == answer.deletedRead && it->targets == answer.targets) {
+    if (it->deletedRead == answer.deletedRead && it->targets == answer.targets) {
       for (const auto& [from, to] : it->edges) edges.add(from, to);
       if (it != answers_.begin()) std::rotate(answers_.begin(), it, std::next(it));
       return edges;
@@ -341,6 +344,7 @@ RenameEdges RenameMap::uncommittedLocked(git_tree* headTree, const std::vector<s
   DiffPtr diff(raw);
   collectRenames(diff.get(), true, answer.edges);
   for (const auto& [from, to] : answer.edges) edges.add(from, to);
+  if (!answer.settled) return edges;  // a queried file changed moments ago: its stamp proves nothing next time
   // Answers over an earlier read of the deleted files can match no more, and one for the same paths is this one's
   // older self.
   std::erase_if(answers_, [&](const RenameAnswer& kept) {

@@ -11,10 +11,11 @@
 // The uncommitted part is read only for a queried path that HEAD's tree does not have (a rename's target is new
 // there): first the files HEAD has and the index or work tree lacks (a stat per tracked file, as `git status`
 // without untracked files), and only when there are some, rename detection between those and the queried paths.
-// Those files are kept with what they were read against: HEAD's tree, the index file, and the times of every
-// directory of HEAD's tree (removing or moving a file changes its directory's). A later lookup stats those
-// directories, and reads the files again when one of them changed, or had changed shortly before it was stamped
-// (RenameOptions::settle: a second change in the same clock tick would not show). The renames found among them
+// Those files are kept with what they were read against: HEAD's tree, the index file, and every directory of HEAD's
+// tree (removing or moving a file changes its directory). The directories are watched (DirectoryWatch, inotify),
+// or where a watch cannot be had their times are kept; a later lookup reads the files again when the watch saw a
+// change or a directory's time changed, or when the index changed; a time that had changed shortly before it was
+// stamped proves nothing (RenameOptions::settle: a second change in the same clock tick would not show). The renames found among them
 // for a set of queried paths are kept the same way, with the stamps of the queried files (an edit in place leaves
 // its directory's times alone), for the last few sets asked about.
 // Paths are project-root relative (ProjectLocation::repoPrefix maps them to the repository's); a rename from
@@ -34,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/git/directory_watch.h"
 #include "daemon/git/libgit2.h"
 #include "daemon/git/repo_location.h"
 #include "daemon/recall/repo_signals.h"
@@ -69,6 +71,8 @@ struct RenameOptions {
   // How long a directory (or the index) must have been left alone before an unchanged stamp of it is trusted: two
   // changes within one tick of the file system's clock leave the same time (ext4 ticks in milliseconds, FAT in 2 s).
   std::chrono::nanoseconds settle{FileStamp::kSettleNs};
+  // Watch the work tree's directories rather than stat each at every lookup (false: always the stamps; tests).
+  bool watchDirectories = true;
 };
 
 class RenameMap {
@@ -118,12 +122,14 @@ class RenameMap {
   struct DeletedFiles {
     git_oid headTree{};
     std::optional<FileStamp> index;
-    std::vector<std::pair<std::string, std::optional<FileStamp>>> directories;  // absolute path, stamp before the read
+    // Absolute path, and its stamp before the read when there is no watch.
+    std::vector<std::pair<std::string, std::optional<FileStamp>>> directories;
+    std::unique_ptr<DirectoryWatch> watch;  // begun before the read; null: the stamps tell
     bool settled = false;  // every stamp older than options_.settle: equal stamps then mean nothing changed
     std::vector<std::string> paths;
   };
   // The renames found among one read of the deleted files for one set of queried paths, and the queried files'
-  // stamps before the search.
+  // stamps before the search. Kept only when every stamp had settled.
   struct RenameAnswer {
     size_t deletedRead = 0;  // workTreeReads_ after the read of the deleted files it searched
     std::vector<std::pair<std::string, std::optional<FileStamp>>> targets;  // root-relative path, stamp

@@ -156,12 +156,17 @@ TEST_F(RenameMapTest, ARootBelowTheTopSeesItsOwnPaths) {
 }
 
 // The files HEAD has and the work tree lacks are read once and kept while nothing they were read against changes:
-// a later lookup stats the directories instead of diffing every tracked file. A move on disk, in any directory, and
-// a change of the index are seen by the next lookup.
-TEST_F(RenameMapTest, TheWorkTreeIsReadAgainOnlyWhenADirectoryOrTheIndexChanged) {
+// a later lookup asks the directories' watch (or stats the directories) instead of diffing every tracked file. A
+// move on disk, in any directory, and a change of the index are seen by the next lookup. With the stamps alone, a
+// read right after a change is not trusted (the directory's time proves nothing yet); a watch is.
+class RenameMapWorkTreeTest : public RenameMapTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(RenameMapWorkTreeTest, TheWorkTreeIsReadAgainOnlyWhenADirectoryOrTheIndexChanged) {
+  const bool watched = GetParam();
   repo_.commit({{"src/deep/x.c", body("deep")}}, "deep");
   RenameOptions options;
   options.settle = std::chrono::milliseconds(40);
+  options.watchDirectories = watched;
   auto map = open("", false, options);
   auto settle = [] { std::this_thread::sleep_for(std::chrono::milliseconds(100)); };
   settle();
@@ -173,19 +178,21 @@ TEST_F(RenameMapTest, TheWorkTreeIsReadAgainOnlyWhenADirectoryOrTheIndexChanged)
   EXPECT_TRUE(earlier(*map, "src/a.c").empty());  // a path HEAD has needs no read at all
   EXPECT_EQ(map->workTreeReads(), 1u);
 
-  // Moved on disk after the read: src's times changed, so the next lookup reads again and finds the rename.
+  // Moved on disk after the read: src changed, so the next lookup reads again and finds the rename.
   std::filesystem::rename(repo_.dir() + "/src/a.c", repo_.dir() + "/src/b.c");
   EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
   EXPECT_EQ(map->workTreeReads(), 2u);
+  // Stamped moments after the move, src's time proves nothing: read again once more. A watch needs no such read.
+  size_t reads = watched ? 2 : 3;
   settle();
-  EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});  // stamped too soon at the last read
   EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
-  EXPECT_EQ(map->workTreeReads(), 3u);
+  EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
+  EXPECT_EQ(map->workTreeReads(), reads);
 
   // A move two directories down.
   std::filesystem::rename(repo_.dir() + "/src/deep/x.c", repo_.dir() + "/src/deep/y.c");
   EXPECT_EQ(earlier(*map, "src/deep/y.c"), std::vector<std::string>{"src/deep/x.c"});
-  EXPECT_EQ(map->workTreeReads(), 4u);
+  EXPECT_EQ(map->workTreeReads(), ++reads);
 
   // Put back, then a change of the index alone: a file taken out of it (still on disk) is one HEAD has and the
   // index lacks.
@@ -194,11 +201,28 @@ TEST_F(RenameMapTest, TheWorkTreeIsReadAgainOnlyWhenADirectoryOrTheIndexChanged)
   settle();
   EXPECT_TRUE(earlier(*map, "src/z.c").empty());
   EXPECT_TRUE(earlier(*map, "src/z.c").empty());
-  EXPECT_EQ(map->workTreeReads(), 5u);
+  EXPECT_EQ(map->workTreeReads(), ++reads);
   repo_.git("rm -q --cached src/other.c");
   EXPECT_TRUE(earlier(*map, "src/z.c").empty());
-  EXPECT_EQ(map->workTreeReads(), 6u);
+  EXPECT_EQ(map->workTreeReads(), ++reads);
+  settle();
+  EXPECT_TRUE(earlier(*map, "src/z.c").empty());
+  EXPECT_TRUE(earlier(*map, "src/z.c").empty());
+  reads += 1;  // the last read was stamped moments after the index changed (the index is stamped, never watched)
+  EXPECT_EQ(map->workTreeReads(), reads);
+
+  // A directory of HEAD's tree moved away whole, then made again with its file back under another name.
+  std::filesystem::rename(repo_.dir() + "/src/deep", repo_.dir() + "/elsewhere");
+  EXPECT_TRUE(earlier(*map, "src/deep/w.c").empty());
+  EXPECT_EQ(map->workTreeReads(), ++reads);
+  std::filesystem::create_directories(repo_.dir() + "/src/deep");
+  std::filesystem::rename(repo_.dir() + "/elsewhere/x.c", repo_.dir() + "/src/deep/w.c");
+  EXPECT_EQ(earlier(*map, "src/deep/w.c"), std::vector<std::string>{"src/deep/x.c"});
+  EXPECT_EQ(map->workTreeReads(), ++reads);
 }
+
+INSTANTIATE_TEST_SUITE_P(WatchedAndStamped, RenameMapWorkTreeTest, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Watched" : "Stamped"; });
 
 // The renames found for a set of queried paths are kept with the queried files' stamps: asked again they cost no
 // search, and a file rewritten in place (its directory's times unchanged) is searched for again, so a rename it no
@@ -229,12 +253,34 @@ TEST_F(RenameMapTest, ARenameFoundOnDiskIsKeptOnlyWhileTheQueriedFileIsUnchanged
 }
 
 TEST_F(RenameMapTest, AWorkTreeChangedMomentsAgoIsReadOnEveryLookup) {
-  // Directories changed within the settle time (2 s by default) prove nothing by their times: a second change in
-  // the same clock tick would leave them as they are.
-  auto map = open();
+  // Directories and an index changed within the settle time (2 s by default) prove nothing by their times: a
+  // second change in the same clock tick would leave them as they are. Without a watch, the directories' times are
+  // all there is; with one, the index written moments ago still is.
+  for (const bool watched : {false, true}) {
+    RenameOptions options;
+    options.watchDirectories = watched;
+    auto map = open("", false, options);
+    EXPECT_TRUE(earlier(*map, "src/b.c").empty());
+    EXPECT_TRUE(earlier(*map, "src/b.c").empty());
+    EXPECT_EQ(map->workTreeReads(), 2u) << (watched ? "watched" : "stamped");
+  }
+}
+
+// With the directories watched, a move made right after a read (within the same clock tick, where a directory's
+// time could stay as it was) is still seen, and a read right after a change is trusted from then on.
+TEST_F(RenameMapTest, AWatchSeesAMoveMadeRightAfterARead) {
+  RenameOptions options;
+  options.settle = std::chrono::milliseconds(40);
+  auto map = open("", false, options);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the index settles
   EXPECT_TRUE(earlier(*map, "src/b.c").empty());
-  EXPECT_TRUE(earlier(*map, "src/b.c").empty());
+  std::filesystem::rename(repo_.dir() + "/src/a.c", repo_.dir() + "/src/b.c");
+  EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
+  EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
   EXPECT_EQ(map->workTreeReads(), 2u);
+  std::filesystem::rename(repo_.dir() + "/src/b.c", repo_.dir() + "/src/a.c");
+  EXPECT_TRUE(earlier(*map, "src/b.c").empty());
+  EXPECT_EQ(map->workTreeReads(), 3u);
 }
 
 }  // namespace
