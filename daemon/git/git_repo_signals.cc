@@ -1,11 +1,13 @@
 // Repository signals over libgit2; see git_repo_signals.h.
 #include "daemon/git/git_repo_signals.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <fstream>
 #include <iterator>
 #include <mutex>
@@ -17,21 +19,32 @@
 namespace memq {
 namespace {
 
-// The whole of the file at `path`, or nullopt when it cannot be read.
-std::optional<std::string> readWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return std::nullopt;
+// The file at `path`, at most `limit` bytes of it, or nullopt when it cannot be read or is longer.
+std::optional<std::string> readWholeFile(const std::string& path, size_t limit) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return std::nullopt;
+  std::string bytes;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 || bytes.size() + static_cast<size_t>(n) > limit) {
+      ::close(fd);
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    bytes.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
   return bytes;
 }
 
 // The blob id of `bytes` as the file at `repoPath` would be stored: through the filters git_repository_hashfile
-// applies (GIT_FILTER_TO_ODB), then hashed.
+// applies (GIT_FILTER_TO_ODB, its flags), then hashed.
 int hashAsStored(git_repository* repository, const std::string& repoPath, const std::string& bytes, git_oid& oid) {
   git_filter_list* filters = nullptr;
   if (const int rc = git_filter_list_load(&filters, repository, nullptr, repoPath.c_str(), GIT_FILTER_TO_ODB,
-                                          GIT_FILTER_ALLOW_UNSAFE);
+                                          GIT_FILTER_DEFAULT);
       rc < 0) {
     return rc;
   }
@@ -491,7 +504,9 @@ std::optional<std::string> GitRepoSignals::workTreeBlobId(const std::string& pat
     // hashed themselves when they differ.
     const bool settled = stamp.settledAt(readAt);
     std::optional<std::string> bytes;
-    if (!settled && static_cast<size_t>(st.st_size) <= kMaxUnsettledBytes / 16) bytes = readWholeFile(full);
+    if (!settled && static_cast<size_t>(st.st_size) <= kMaxUnsettledBytes / 16) {
+      bytes = readWholeFile(full, kMaxUnsettledBytes / 16);
+    }
     if (bytes && known != workTreeIds_.end() && !known->second.settled && *bytes == known->second.unsettledBytes) {
       return known->second.id;
     }

@@ -481,6 +481,10 @@ int main(int argc, char** argv) {
         double envelopeUs = 0, checkUs = 0, contextUs = 0, readUs = 0, replyUs = 0, freeUs = 0;
         int calls = 0;
         const memq::MethodSchema* schema = memq::findMethodSchema("memory/recall");
+        if (schema == nullptr) {
+          std::cerr << "memory/recall has no params schema\n";
+          return 1;
+        }
         for (size_t qi = 0; qi < queries.size(); ++qi) {
           json params = recallParams(queries[qi]);
           params["mark_used"] = false;
