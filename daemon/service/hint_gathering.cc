@@ -17,17 +17,18 @@ constexpr int kMaxFileMatches = 100;
 constexpr int kMaxGitTopic = 20;
 constexpr int kMaxTextMatches = 5;
 
-// The line signals of `memories` (rows of the project scope whose `store` and work tree at `root` are given, attached
+// The line signals of `memories` (rows of the project scope whose `store` and `location` are given, attached
 // to the tool's files) against the tool's `lines`, by pk: the very function recall ranks with, so hints and recall
 // agree on which memory is about the lines. The caller holds the scope's lock.
 Result<std::unordered_map<int64_t, Signals>> lineSignalsOf(MemoryStore& store, LineCarrier& carrier,
-                                                           const std::string& root, const std::vector<PathLines>& lines,
+                                                           const ProjectLocation& location,
+                                                           const std::vector<PathLines>& lines,
                                                            const std::vector<Memory>& memories) {
   std::vector<Candidate> candidates;
   for (const auto& m : memories) {
     if (m.state == MemoryState::kActive) candidates.push_back({m.pk, m.scope, {}, 0});
   }
-  WorkTreeVersions workTree(root);
+  WorkTreeVersions workTree(location.root, location.repoPrefix);
   MEMQ_RETURN_IF_ERROR(addLineSignals(store, carrier, workTree, lines, candidates));
   std::unordered_map<int64_t, Signals> out;
   for (auto& c : candidates) out.emplace(c.pk, std::move(c.signals));
@@ -70,7 +71,7 @@ Result<std::vector<HintCandidate>> gatherHintCandidates(const std::vector<std::s
       if (!ms) return ms.status();
       std::unordered_map<int64_t, Signals> byLines;
       if (scope->kind == ScopeKind::kProject && scope->carrier && !lines.empty()) {
-        auto signals = lineSignalsOf(store, *scope->carrier, scope->location.root, lines, *ms);
+        auto signals = lineSignalsOf(store, *scope->carrier, scope->location, lines, *ms);
         if (!signals) return signals.status();
         byLines = std::move(*signals);
       }

@@ -270,7 +270,8 @@ Result<RecallHits> Service::recall(const CallContext& ctx, const RecallParams& p
   }
   PreparedQuery query = prepareQuery(request, *options_.embedder, project ? project->repo.get() : nullptr);
   // The project's files as they are now, read once for the line signals and the hits' anchored lines.
-  WorkTreeVersions workTree(project ? project->location.root : std::string(), query.renamed);
+  WorkTreeVersions workTree(project ? project->location.root : std::string(),
+                            project ? project->location.repoPrefix : std::string(), query.renamed);
   std::vector<Candidate> all;
   for (auto& scope : *scopes) {
     CommittedLock lock(*scope->db);

@@ -13,8 +13,8 @@
 
 namespace memq {
 
-WorkTreeVersions::WorkTreeVersions(std::string workTree, const std::vector<RenamedPath>& renamed)
-    : workTree_(std::move(workTree)) {
+WorkTreeVersions::WorkTreeVersions(std::string workTree, std::string repoPrefix, const std::vector<RenamedPath>& renamed)
+    : workTree_(std::move(workTree)), repoPrefix_(std::move(repoPrefix)) {
   for (const auto& r : renamed) {
     for (const auto& e : r.earlier) renamedTo_.emplace(e, r.path);  // two queried files from one: the first
     renamedFrom_[r.path] = r.earlier;
@@ -37,6 +37,10 @@ const std::string& WorkTreeVersions::pathNow(const std::string& path) const {
   return it == renamedTo_.end() ? path : it->second;
 }
 
+std::string WorkTreeVersions::repoPath(const std::string& path) const {
+  return repoPrefix_.empty() ? path : repoPrefix_ + "/" + path;
+}
+
 std::vector<std::string> WorkTreeVersions::withEarlierPaths(const std::vector<std::string>& paths) const {
   std::vector<std::string> out = paths;
   for (const auto& p : paths) {
@@ -51,7 +55,8 @@ std::vector<std::string> WorkTreeVersions::withEarlierPaths(const std::vector<st
 
 namespace {
 
-// HEAD's blob of each path asked for, looked up once per pass, in the HEAD the pass read first.
+// HEAD's blob of each path asked for (relative to the repository's top), looked up once per pass, in the HEAD the
+// pass read first.
 class HeadBlobs {
  public:
   explicit HeadBlobs(LineCarrier& carrier) : carrier_(carrier) {}
@@ -127,7 +132,7 @@ Status addLineSignals(RecallSource& source, LineCarrier& carrier, WorkTreeVersio
     if (at == indexOf.end()) continue;  // not a candidate of this recall
     const FileVersion* to = workTree.at(ref.path);
     if (to == nullptr) continue;  // gone (or not a file): its anchors give no signal
-    auto carried = carryToWorkTree(carrier, ref, *to, heads.of(workTree.pathNow(ref.path)));
+    auto carried = carryToWorkTree(carrier, ref, *to, heads.of(workTree.repoPath(workTree.pathNow(ref.path))));
     if (!carried) continue;
     if (carried->lines.empty()) continue;  // every anchored line was deleted
     lineCandidates[at->second].anchors.push_back(
@@ -168,7 +173,7 @@ Status annotateAnchoredLines(RecallSource& source, LineCarrier& carrier, WorkTre
       if (ref.pk != h.memory.pk) continue;
       const FileVersion* to = workTree.at(ref.path);
       if (to == nullptr) continue;  // the file is gone: missing_files says so
-      auto carried = carryToWorkTree(carrier, ref, *to, heads.of(workTree.pathNow(ref.path)));
+      auto carried = carryToWorkTree(carrier, ref, *to, heads.of(workTree.repoPath(workTree.pathNow(ref.path))));
       if (!carried) continue;
       AnchoredLinesNow now{workTree.pathNow(ref.path), AnchoredLinesState::kUnchanged, carried->lines, {}};
       if (now.path != ref.path) now.renamedFrom = ref.path;

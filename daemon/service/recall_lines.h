@@ -26,16 +26,21 @@ namespace memq {
 // file, so anchors written on the old path are carried into the new one.
 class WorkTreeVersions {
  public:
-  explicit WorkTreeVersions(std::string workTree, const std::vector<RenamedPath>& renamed = {});
+  // `workTree`: the project root; `repoPrefix`: the root's path below the repository's top ("" at the top), for
+  // looking the files up in HEAD's tree.
+  WorkTreeVersions(std::string workTree, std::string repoPrefix, const std::vector<RenamedPath>& renamed = {});
   // `path` as it is now, or null when it is not a readable file (gone, a directory, too large).
   const FileVersion* at(const std::string& path);
   // The path `path`'s file has now: the queried file it was renamed to, or `path` itself.
   const std::string& pathNow(const std::string& path) const;
   // `paths` and every earlier path of those that were renamed.
   std::vector<std::string> withEarlierPaths(const std::vector<std::string>& paths) const;
+  // `path` (root-relative) as the repository names it: relative to its top.
+  std::string repoPath(const std::string& path) const;
 
  private:
   std::string workTree_;
+  std::string repoPrefix_;
   std::unordered_map<std::string, std::string> renamedTo_;                 // earlier path → queried path
   std::unordered_map<std::string, std::vector<std::string>> renamedFrom_;  // queried path → earlier paths
   std::unordered_map<std::string, std::optional<FileVersion>> versions_;

@@ -94,7 +94,7 @@ Result<StaleReport> Service::reviewStale(const CallContext& ctx, const ReviewReq
   if (!ms) return ms.status();
   // Anchored lines are carried as recall carries its hits' (review_lines.h), a batch at a time: carrying reads the
   // batch's anchored refs, and the report stops at its limit.
-  WorkTreeVersions workTree(project.location.root);
+  WorkTreeVersions workTree(project.location.root, project.location.repoPrefix);
   for (size_t at = 0; at < ms->size() && report.memories.size() < request.limit; at += kStaleBatch) {
     const size_t end = std::min(ms->size(), at + kStaleBatch);
     std::vector<Memory> batch(std::make_move_iterator(ms->begin() + at), std::make_move_iterator(ms->begin() + end));
