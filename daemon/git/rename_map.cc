@@ -262,8 +262,20 @@ const std::vector<std::string>& RenameMap::deletedFilesLocked(git_tree* headTree
   } else {
     directories = treeDirectories(headTree);
   }
-  deleted_.reset();  // its watch first: the new one may need the user's watches it holds
-  if (options_.watchDirectories) now.watch = DirectoryWatch::open(directories);
+  // Watched only at the work tree's top: a root below it could be moved away with its parents, which no watch of
+  // its own directories sees.
+  if (options_.watchDirectories && location_.repoPrefix.empty()) {
+    std::unique_ptr<DirectoryWatch> kept = deleted_ ? std::move(deleted_->watch) : nullptr;
+    const bool sameTree = deleted_ && git_oid_equal(tree, &deleted_->headTree);
+    deleted_.reset();
+    if (kept && sameTree && kept->rearm(directories)) {
+      now.watch = std::move(kept);  // the same directories: the same inotify instance, no close to wait for
+    } else {
+      kept.reset();  // its watches first: the new one may need them
+      now.watch = DirectoryWatch::open(directories);
+    }
+  }
+  deleted_.reset();
   const int64_t stampedAt = FileStamp::nowNs();
   for (std::string& d : directories) {
     std::optional<FileStamp> stamp = now.watch ? std::nullopt : stampOf(d);
