@@ -15,27 +15,17 @@
 #include <utility>
 
 #include "daemon/model/file_path.h"
+#include "daemon/util/read_file.h"
 
 namespace memq {
 namespace {
 
-// The file at `path`, at most `limit` bytes of it, or nullopt when it cannot be read or is longer.
+// The file at `path` when it holds at most `limit` bytes and can be read.
 std::optional<std::string> readWholeFile(const std::string& path, size_t limit) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return std::nullopt;
-  std::string bytes;
-  char buffer[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 || bytes.size() + static_cast<size_t>(n) > limit) {
-      ::close(fd);
-      return std::nullopt;
-    }
-    if (n == 0) break;
-    bytes.append(buffer, static_cast<size_t>(n));
-  }
-  ::close(fd);
+  std::optional<std::string> bytes = readAllAndClose(fd, limit);
+  if (bytes && bytes->size() > limit) return std::nullopt;
   return bytes;
 }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstring>
 #include <optional>
 #include <unordered_map>
 #include <utility>
@@ -16,6 +17,7 @@
 #include "daemon/git/libgit2.h"
 #include "daemon/model/file_path.h"
 #include "daemon/util/file_stamp.h"
+#include "daemon/util/read_file.h"
 #include "daemon/util/thread_annotations.h"
 
 namespace memq {
@@ -103,19 +105,15 @@ Result<int> openWorkTreeFile(const std::string& root, const std::string& path, c
   return fd;
 }
 
-// Reads the whole of `fd` (st_size bytes at most) and closes it; a file that shrank while read is taken as read.
-std::string readAndClose(int fd, const struct stat& st) {
-  std::string content(static_cast<size_t>(st.st_size), '\0');
-  size_t got = 0;
-  while (got < content.size()) {
-    const ssize_t n = ::read(fd, content.data() + got, content.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
+// The whole of the file open as `fd` (stat'ed as `st`), closed after; refused as too large when it grew past the
+// limit while read, or as unreadable. A file that shrank while read is taken as read.
+Result<std::string> readAndClose(int fd, const struct stat& st, const std::string& field, const std::string& path) {
+  std::optional<std::string> content = readAllAndClose(fd, kMaxAnchoredFileBytes, static_cast<size_t>(st.st_size));
+  if (!content) {
+    return Status::invalidField(field, field + ": " + path + " could not be read: " + std::strerror(errno));
   }
-  ::close(fd);
-  content.resize(got);
-  return content;
+  if (content->size() > kMaxAnchoredFileBytes) return tooLarge(field, path, content->size());
+  return std::move(*content);
 }
 
 // readWorkTreeVersion's cache: by full path, the file as last read and the stamp it had then. A file that had
@@ -174,7 +172,7 @@ Result<std::string> readWorkTreeFile(const std::string& root, const std::string&
   struct stat st {};
   auto fd = openWorkTreeFile(root, path, field, st);
   if (!fd) return fd.status();
-  return readAndClose(*fd, st);
+  return readAndClose(*fd, st, field, path);
 }
 
 Result<std::shared_ptr<const WorkTreeFile>> readWorkTreeVersion(const std::string& root, const std::string& path,
@@ -189,7 +187,9 @@ Result<std::shared_ptr<const WorkTreeFile>> readWorkTreeVersion(const std::strin
   if (!fd) return fd.status();
   const FileStamp stamp = FileStamp::of(st);
   const int64_t readAt = FileStamp::nowNs();
-  std::string content = readAndClose(*fd, st);
+  auto read = readAndClose(*fd, st, field, path);
+  if (!read) return read.status();
+  std::string content = std::move(*read);
   // Served by its stamp later only if it had settled before it was read: one written again within the same
   // timestamp tick would keep its stamp (FileStamp).
   const bool settled = stamp.settledAt(readAt) && static_cast<int64_t>(content.size()) == stamp.size;
