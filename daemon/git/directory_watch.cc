@@ -69,24 +69,26 @@ bool DirectoryWatch::watchAll(const std::vector<std::string>& directories) {
 
 DirectoryWatch::~DirectoryWatch() { ::close(fd_); }
 
-bool DirectoryWatch::changed() {
-  if (changed_) return true;
+DirectoryWatch::Queue DirectoryWatch::takeEvents() {
   // Any event at all is a change (IN_Q_OVERFLOW and IN_IGNORED included); what it was does not matter.
   alignas(struct inotify_event) char buffer[4096];
   const ssize_t n = ::read(fd_, buffer, sizeof buffer);
-  if (n != -1 || errno != EAGAIN) changed_ = true;  // an event, or a read that failed: nothing can be trusted
+  if (n > 0) return Queue::kEvents;
+  return n == -1 && errno == EAGAIN ? Queue::kEmpty : Queue::kFailed;
+}
+
+bool DirectoryWatch::changed() {
+  // An event, or a read that failed: nothing can be trusted.
+  if (!changed_ && takeEvents() != Queue::kEmpty) changed_ = true;
   return changed_;
 }
 
 bool DirectoryWatch::rearm(const std::vector<std::string>& directories) {
   // Drop what is queued first: an event from here on is a change after the caller's next read.
-  alignas(struct inotify_event) char buffer[4096];
-  for (;;) {
-    const ssize_t n = ::read(fd_, buffer, sizeof buffer);
-    if (n > 0) continue;
-    if (n == -1 && errno == EAGAIN) break;
-    return false;
+  Queue queue;
+  while ((queue = takeEvents()) == Queue::kEvents) {
   }
+  if (queue == Queue::kFailed) return false;
   changed_ = false;
   // Adding a watch on a directory watched already only renews it; a directory made (or replaced) since is new.
   return watchAll(directories);

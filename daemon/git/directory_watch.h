@@ -40,8 +40,12 @@ class DirectoryWatch {
   bool rearm(const std::vector<std::string>& directories);
 
  private:
+  enum class Queue { kEmpty, kEvents, kFailed };
+
   explicit DirectoryWatch(int fd) : fd_(fd) {}
   bool watchAll(const std::vector<std::string>& directories);
+  // Takes what is queued, up to a buffer's worth.
+  Queue takeEvents();
 
   int fd_;
   bool changed_ = false;

@@ -256,26 +256,26 @@ const std::vector<std::string>& RenameMap::deletedFilesLocked(git_tree* headTree
   DeletedFiles now;
   git_oid_cpy(&now.headTree, tree);
   now.index = stampOf(indexPath);
+  const bool sameTree = deleted_ && git_oid_equal(tree, &deleted_->headTree);
   std::vector<std::string> directories;
-  if (deleted_ && git_oid_equal(tree, &deleted_->headTree)) {
-    for (const auto& d : deleted_->directories) directories.push_back(d.first);  // the same tree, the same ones
+  std::unique_ptr<DirectoryWatch> kept;  // the same tree's watch: the same directories, the same inotify instance
+  if (sameTree) {
+    for (const auto& d : deleted_->directories) directories.push_back(d.first);
+    kept = std::move(deleted_->watch);
   } else {
     directories = treeDirectories(headTree);
   }
+  deleted_.reset();  // its watch, if not kept, before a new one that may need the user's watches it holds
   // Watched only at the work tree's top: a root below it could be moved away with its parents, which no watch of
-  // its own directories sees.
+  // its own directories sees. A watch kept is armed again rather than closed (closing one waits for the kernel).
   if (options_.watchDirectories && location_.repoPrefix.empty()) {
-    std::unique_ptr<DirectoryWatch> kept = deleted_ ? std::move(deleted_->watch) : nullptr;
-    const bool sameTree = deleted_ && git_oid_equal(tree, &deleted_->headTree);
-    deleted_.reset();
-    if (kept && sameTree && kept->rearm(directories)) {
-      now.watch = std::move(kept);  // the same directories: the same inotify instance, no close to wait for
+    if (kept && kept->rearm(directories)) {
+      now.watch = std::move(kept);
     } else {
-      kept.reset();  // its watches first: the new one may need them
+      kept.reset();
       now.watch = DirectoryWatch::open(directories);
     }
   }
-  deleted_.reset();
   const int64_t stampedAt = FileStamp::nowNs();
   for (std::string& d : directories) {
     std::optional<FileStamp> stamp = now.watch ? std::nullopt : stampOf(d);
@@ -336,7 +336,7 @@ RenameEdges RenameMap::uncommittedLocked(git_tree* headTree, const std::vector<s
       return edges;
     }
   }
-  answer.settled = std::all_of(answer.targets.begin(), answer.targets.end(), [&](const auto& t) {
+  const bool settled = std::all_of(answer.targets.begin(), answer.targets.end(), [&](const auto& t) {
     return !t.second || t.second->settledAt(stampedAt, options_.settle.count());
   });
   ++renameSearches_;
@@ -356,7 +356,7 @@ RenameEdges RenameMap::uncommittedLocked(git_tree* headTree, const std::vector<s
   DiffPtr diff(raw);
   collectRenames(diff.get(), true, answer.edges);
   for (const auto& [from, to] : answer.edges) edges.add(from, to);
-  if (!answer.settled) return edges;  // a queried file changed moments ago: its stamp proves nothing next time
+  if (!settled) return edges;  // a queried file changed moments ago: its stamp proves nothing next time
   // Answers over an earlier read of the deleted files can match no more, and one for the same paths is this one's
   // older self.
   std::erase_if(answers_, [&](const RenameAnswer& kept) {

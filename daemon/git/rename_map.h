@@ -15,9 +15,9 @@
 // tree (removing or moving a file changes its directory). The directories are watched (DirectoryWatch, inotify),
 // or where a watch cannot be had their times are kept; a later lookup reads the files again when the watch saw a
 // change or a directory's time changed, or when the index changed; a time that had changed shortly before it was
-// stamped proves nothing (RenameOptions::settle: a second change in the same clock tick would not show). The renames found among them
-// for a set of queried paths are kept the same way, with the stamps of the queried files (an edit in place leaves
-// its directory's times alone), for the last few sets asked about.
+// stamped proves nothing (RenameOptions::settle: a second change in the same clock tick would not show). The
+// renames found among them for a set of queried paths are kept the same way, with the stamps of the queried files
+// (an edit in place leaves its directory's times alone), for the last few sets asked about.
 // Paths are project-root relative (ProjectLocation::repoPrefix maps them to the repository's); a rename from
 // outside the root is not followed.
 // Thread-safety: a RenameMap may be used from any thread; its repository and state are used under one mutex.
@@ -133,7 +133,6 @@ class RenameMap {
   struct RenameAnswer {
     size_t deletedRead = 0;  // workTreeReads_ after the read of the deleted files it searched
     std::vector<std::pair<std::string, std::optional<FileStamp>>> targets;  // root-relative path, stamp
-    bool settled = false;
     Edges edges;
   };
   static constexpr size_t kKeptAnswers = 8;
