@@ -329,11 +329,8 @@ void LineCarrier::clearCache() {
 }
 
 std::string LineCarrier::head() {
-  if (!repository_) return "";
-  MutexLock lock(repositoryMutex_);
-  git_oid oid;
-  if (git_reference_name_to_id(&oid, repository_.get(), "HEAD") < 0) return "";
-  return oidHex(oid);
+  const std::optional<git_oid> oid = headCommit();
+  return oid ? oidHex(*oid) : "";
 }
 
 std::optional<std::string> LineCarrier::blobAtHead(const std::string& path) {

@@ -30,6 +30,45 @@ class FakeRepo : public RepoSignals {
   std::optional<std::string> currentBlobId(const std::string&) override { return std::nullopt; }
 };
 
+// The work tree as staleness sees it: fixed blob ids, and how many times each path was asked for.
+class CountingRepo : public FakeRepo {
+ public:
+  std::unordered_map<std::string, std::string> ids;
+  std::unordered_map<std::string, int> asked;
+  std::optional<std::string> currentBlobId(const std::string& path) override {
+    ++asked[path];
+    auto it = ids.find(path);
+    return it == ids.end() ? std::nullopt : std::optional<std::string>(it->second);
+  }
+};
+
+// Staleness over many hits asks each file's current blob id once (a file edited moments ago is read on every ask),
+// and each hit is judged on it: changed, missing, fresh.
+TEST(StalenessTest, HitsSharingAFileAskItsBlobIdOnce) {
+  CountingRepo repo;
+  repo.ids = {{"a.c", "new"}, {"b.c", "same"}};
+  std::vector<RecallHit> hits(3);
+  auto ref = [](const std::string& path, const std::string& blob) {
+    FileRef f;
+    f.path = path;
+    f.blobId = blob;
+    return f;
+  };
+  for (auto& h : hits) h.memory.files = {ref("a.c", "old"), ref("b.c", "same")};
+  hits[2].memory.files.push_back(ref("gone.c", "x"));
+  CurrentBlobIds current(repo);
+  for (auto& h : hits) annotateStaleness(h, current);
+  EXPECT_EQ(repo.asked["a.c"], 1);
+  EXPECT_EQ(repo.asked["b.c"], 1);
+  EXPECT_EQ(repo.asked["gone.c"], 1);
+  for (const auto& h : hits) {
+    EXPECT_TRUE(h.stale);
+    EXPECT_EQ(h.changedFiles, std::vector<std::string>{"a.c"});
+  }
+  EXPECT_EQ(hits[2].missingFiles, std::vector<std::string>{"gone.c"});
+  EXPECT_TRUE(hits[0].missingFiles.empty());
+}
+
 class RecallTest : public ::testing::Test {
  protected:
   void SetUp() override {
