@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <set>
 #include <unordered_set>
 
 namespace memq {
@@ -49,6 +51,29 @@ namespace {
 
 using DiffPtr = GitPtr<git_diff, git_diff_free>;
 using RevwalkPtr = GitPtr<git_revwalk, git_revwalk_free>;
+using ConfigPtr = GitPtr<git_config, git_config_free>;
+
+// The user's excludes file as git finds it: core.excludesFile, else $XDG_CONFIG_HOME/git/ignore, else
+// ~/.config/git/ignore. Empty when none can be named.
+std::string userExcludesFile(git_repository* repository) {
+  git_config* raw = nullptr;
+  if (git_repository_config_snapshot(&raw, repository) == 0) {
+    ConfigPtr config(raw);
+    git_buf path = GIT_BUF_INIT;
+    if (git_config_get_path(&path, config.get(), "core.excludesfile") == 0) {
+      std::string out(path.ptr, path.size);
+      git_buf_dispose(&path);
+      return out;
+    }
+  }
+  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg != nullptr && *xdg != '\0') {
+    return std::string(xdg) + "/git/ignore";
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    return std::string(home) + "/.config/git/ignore";
+  }
+  return {};
+}
 
 }  // namespace
 
@@ -67,14 +92,17 @@ std::unique_ptr<RenameMap> RenameMap::open(const ProjectLocation& location, Rena
     }
     handle.reset(raw);
   }
+  std::vector<std::string> ignoreFiles{location.gitCommonDir + "/info/exclude"};
+  if (std::string user = userExcludesFile(handles[0].get()); !user.empty()) ignoreFiles.push_back(std::move(user));
   return std::unique_ptr<RenameMap>(
-      new RenameMap(location, std::move(handles[0]), std::move(handles[1]), options));
+      new RenameMap(location, std::move(handles[0]), std::move(handles[1]), options, std::move(ignoreFiles)));
 }
 
 RenameMap::RenameMap(ProjectLocation location, RepositoryPtr repository, RepositoryPtr walkRepository,
-                     RenameOptions options)
+                     RenameOptions options, std::vector<std::string> ignoreFilesOutsideTree)
     : location_(std::move(location)),
       options_(options),
+      ignoreFilesOutsideTree_(std::move(ignoreFilesOutsideTree)),
       repository_(std::move(repository)),
       walkRepository_(std::move(walkRepository)) {}
 
@@ -219,6 +247,21 @@ std::optional<FileStamp> RenameMap::stampOf(const std::string& path) {
   return FileStamp::of(st);
 }
 
+RenameMap::Stamps RenameMap::ignoreFileStamps(const std::vector<std::string>& targets) const {
+  // Each directory's .gitignore from the top down (git reads them all for a path), once however many targets share it.
+  std::set<std::string> files{location_.gitWorkTreeTop + "/.gitignore"};
+  for (const std::string& target : targets) {
+    const std::string path = repoPath(target);
+    for (size_t slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+      files.insert(location_.gitWorkTreeTop + "/" + path.substr(0, slash) + "/.gitignore");
+    }
+  }
+  Stamps out;
+  for (const std::string& file : files) out.emplace_back(file, stampOf(file));
+  for (const std::string& file : ignoreFilesOutsideTree_) out.emplace_back(file, stampOf(file));
+  return out;
+}
+
 std::vector<std::string> RenameMap::treeDirectories(git_tree* headTree) const {
   struct Walk {
     std::string prefix;  // the root's repository path with a trailing '/', or "" at the work tree's top
@@ -329,16 +372,20 @@ RenameEdges RenameMap::uncommittedLocked(git_tree* headTree, const std::vector<s
   answer.deletedRead = workTreeReads_;
   const int64_t stampedAt = FileStamp::nowNs();
   for (const auto& t : targets) answer.targets.emplace_back(t, stampOf(location_.root + "/" + t));
+  answer.ignoreFiles = ignoreFileStamps(targets);
   for (auto it = answers_.begin(); it != answers_.end(); ++it) {
-    if (it->deletedRead == answer.deletedRead && it->targets == answer.targets) {
+    if (it->deletedRead == answer.deletedRead && it->targets == answer.targets &&
+        it->ignoreFiles == answer.ignoreFiles) {
       for (const auto& [from, to] : it->edges) edges.add(from, to);
       if (it != answers_.begin()) std::rotate(answers_.begin(), it, std::next(it));
       return edges;
     }
   }
-  const bool settled = std::all_of(answer.targets.begin(), answer.targets.end(), [&](const auto& t) {
+  auto settledStamp = [&](const auto& t) {
     return !t.second || t.second->settledAt(stampedAt, options_.settle.count());
-  });
+  };
+  const bool settled = std::all_of(answer.targets.begin(), answer.targets.end(), settledStamp) &&
+                       std::all_of(answer.ignoreFiles.begin(), answer.ignoreFiles.end(), settledStamp);
   ++renameSearches_;
   // Then rename detection between those and the queried paths alone (staged, or untracked: moved on disk).
   for (const auto& t : targets) specs.push_back(repoPath(t));

@@ -17,7 +17,10 @@
 // change or a directory's time changed, or when the index changed; a time that had changed shortly before it was
 // stamped proves nothing (RenameOptions::settle: a second change in the same clock tick would not show). The
 // renames found among them for a set of queried paths are kept the same way, with the stamps of the queried files
-// (an edit in place leaves its directory's times alone), for the last few sets asked about.
+// (an edit in place leaves its directory's times alone) and of the ignore files that decide whether each is
+// untracked or ignored (an ignored file is no rename's target: .gitignore in each of its directories, the
+// repository's info/exclude, the user's excludes file as configured when the map was opened), for the last few
+// sets asked about.
 // Paths are project-root relative (ProjectLocation::repoPrefix maps them to the repository's); a rename from
 // outside the root is not followed.
 // Thread-safety: a RenameMap may be used from any thread; its repository and state are used under one mutex.
@@ -94,6 +97,7 @@ class RenameMap {
 
  private:
   using Edges = std::vector<std::pair<std::string, std::string>>;
+  using Stamps = std::vector<std::pair<std::string, std::optional<FileStamp>>>;  // path, stamp (none: not there)
   // The renames of the first-parent commits from `head` back to `known` (excluded) or `limit` commits.
   struct Walk {
     git_oid head{};
@@ -104,7 +108,8 @@ class RenameMap {
   // Commits a lookup walks itself when HEAD moved forward; a longer move is refresh()'s.
   static constexpr size_t kRequestWalk = 64;
 
-  RenameMap(ProjectLocation location, RepositoryPtr repository, RepositoryPtr walkRepository, RenameOptions options);
+  RenameMap(ProjectLocation location, RepositoryPtr repository, RepositoryPtr walkRepository, RenameOptions options,
+            std::vector<std::string> ignoreFilesOutsideTree);
   static std::optional<git_oid> readHead(git_repository* repository, git_tree** headTree);
   Walk walkHistory(git_repository* repository, const git_oid& head, const std::optional<git_oid>& known,
                    size_t limit);
@@ -118,21 +123,25 @@ class RenameMap {
 
   // A file's or directory's stamp (lstat), or nullopt when nothing is at `path`.
   static std::optional<FileStamp> stampOf(const std::string& path);
+  // The stamps of the ignore files whose rules apply to `targets` (root-relative): each one's directories'
+  // .gitignore from the repository's top down, then ignoreFilesOutsideTree_.
+  Stamps ignoreFileStamps(const std::vector<std::string>& targets) const;
   // The files HEAD's tree has and the index or work tree lacks (repository paths), and what they were read against.
   struct DeletedFiles {
     git_oid headTree{};
     std::optional<FileStamp> index;
     // Absolute path, and its stamp before the read when there is no watch.
-    std::vector<std::pair<std::string, std::optional<FileStamp>>> directories;
+    Stamps directories;
     std::unique_ptr<DirectoryWatch> watch;  // begun before the read; null: the stamps tell
     bool settled = false;  // every stamp older than options_.settle: equal stamps then mean nothing changed
     std::vector<std::string> paths;
   };
-  // The renames found among one read of the deleted files for one set of queried paths, and the queried files'
-  // stamps before the search. Kept only when every stamp had settled.
+  // The renames found among one read of the deleted files for one set of queried paths, and the stamps before the
+  // search of the queried files and of the ignore files that rule on them. Kept only when every stamp had settled.
   struct RenameAnswer {
     size_t deletedRead = 0;  // workTreeReads_ after the read of the deleted files it searched
-    std::vector<std::pair<std::string, std::optional<FileStamp>>> targets;  // root-relative path, stamp
+    Stamps targets;          // root-relative path, stamp
+    Stamps ignoreFiles;      // absolute path, stamp
     Edges edges;
   };
   static constexpr size_t kKeptAnswers = 8;
@@ -148,6 +157,8 @@ class RenameMap {
 
   const ProjectLocation location_;
   const RenameOptions options_;
+  // The repository's info/exclude and the user's excludes file (core.excludesFile, else git's default), absolute.
+  const std::vector<std::string> ignoreFilesOutsideTree_;
   // Lock order: walkMutex_ → mutex_. Lookups take mutex_ only; refresh() walks under walkMutex_ alone.
   Mutex walkMutex_;
   Mutex mutex_;

@@ -2,11 +2,12 @@
 // chain, with an edit), staged and only on disk, a project root below the repository's top, HEAD moving forward
 // and elsewhere (a long move walked by refresh, not by a lookup), the earlier path that exists again being left
 // alone, the work tree read again only when a directory or the index changed, and a rename found on disk searched
-// for again when the queried file changed.
+// for again when the queried file or an ignore file that rules on it changed.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -258,6 +259,44 @@ TEST_F(RenameMapTest, ARenameFoundOnDiskIsKeptOnlyWhileTheQueriedFileIsUnchanged
   EXPECT_TRUE(earlier(*map, "src/b.c").empty());  // stamped too soon after the edit: searched again
   EXPECT_TRUE(earlier(*map, "src/b.c").empty());
   EXPECT_EQ(map->renameSearches(), 4u);
+}
+
+// An ignored file is no rename's target. A kept answer stands only while the ignore files that rule on its queried
+// paths are as they were: an in-place edit of .gitignore or of the repository's info/exclude (no directory entry
+// comes or goes, so neither the watch nor a directory's times show it) is searched again, so a file ignored since
+// does not keep the rename it was.
+TEST_F(RenameMapTest, ARenameFoundOnDiskIsSearchedAgainWhenAnIgnoreFileChanges) {
+  const std::string gitignore = repo_.dir() + "/.gitignore";
+  const std::string exclude = repo_.dir() + "/.git/info/exclude";
+  testing::writeFile(gitignore, "*.o\n");
+  testing::writeFile(exclude, "");
+  RenameOptions options;
+  options.settle = std::chrono::milliseconds(40);
+  auto map = open("", false, options);
+  auto settle = [] { std::this_thread::sleep_for(std::chrono::milliseconds(100)); };
+  std::filesystem::rename(repo_.dir() + "/src/a.c", repo_.dir() + "/src/b.c");
+  settle();
+  EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
+  EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
+  EXPECT_EQ(map->renameSearches(), 1u);
+
+  auto appendTo = [](const std::string& path, const std::string& line) {
+    std::ofstream(path, std::ios::app) << line;  // in place: the same inode, no entry made or removed
+  };
+  appendTo(gitignore, "src/b.c\n");
+  EXPECT_TRUE(earlier(*map, "src/b.c").empty());
+  EXPECT_EQ(map->renameSearches(), 2u);
+
+  testing::writeFile(gitignore, "*.o\n");  // rewritten in place: b.c is untracked again
+  settle();
+  EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
+  EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
+  EXPECT_EQ(map->renameSearches(), 3u);
+
+  appendTo(exclude, "b.c\n");
+  EXPECT_TRUE(earlier(*map, "src/b.c").empty());
+  EXPECT_EQ(map->renameSearches(), 4u);
+  EXPECT_EQ(map->workTreeReads(), 1u);  // the deleted files were read once: only the searches saw the edits
 }
 
 TEST_F(RenameMapTest, AWorkTreeChangedMomentsAgoIsReadOnEveryLookup) {
