@@ -41,7 +41,9 @@ TEST_F(CleanShutdownTest, SigtermLeavesEverySaveInTheDatabaseFileAndNoWal) {
   ASSERT_EQ(daemon_->stop(), 0) << daemon_->log();
 
   const fs::path wal = dbPath + "-wal";
-  if (fs::exists(wal)) EXPECT_EQ(fs::file_size(wal), 0u) << "memqd stopped cleanly but its WAL still holds frames";
+  if (fs::exists(wal)) {
+    EXPECT_EQ(fs::file_size(wal), 0u) << "memqd stopped cleanly but its WAL still holds frames";
+  }
   const fs::path copy = dir_ / "copy";
   fs::create_directories(copy);
   fs::copy_file(dbPath, copy / "memory.db");

@@ -69,7 +69,9 @@ class AnchoredRefsTest : public StoreFixture {
       EXPECT_EQ((*got)[i].anchor.lines, want[i].anchor.lines);
       EXPECT_EQ((*got)[i].anchor.blob, want[i].anchor.blob);
       ASSERT_EQ((*got)[i].anchor.keptContent == nullptr, want[i].anchor.keptContent == nullptr);
-      if (want[i].anchor.keptContent) EXPECT_EQ(*(*got)[i].anchor.keptContent, *want[i].anchor.keptContent);
+      if (want[i].anchor.keptContent) {
+        EXPECT_EQ(*(*got)[i].anchor.keptContent, *want[i].anchor.keptContent);
+      }
     }
   }
 

@@ -44,7 +44,9 @@ class CleanCloseTest : public StoreFixture {
   // The -wal after close: absent or empty; and the database file alone (no WAL, no journal) holds `n` rows.
   void expectFolded(int n) {
     const fs::path wal = dbPath().string() + "-wal";
-    if (fs::exists(wal)) EXPECT_EQ(fs::file_size(wal), 0u) << "the WAL still holds frames after a clean close";
+    if (fs::exists(wal)) {
+      EXPECT_EQ(fs::file_size(wal), 0u) << "the WAL still holds frames after a clean close";
+    }
     const fs::path copy = dir_ / "copy";
     fs::create_directories(copy);
     fs::copy_file(dbPath(), copy / "memory.db");

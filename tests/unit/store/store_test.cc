@@ -775,7 +775,7 @@ class TextLaneTest : public StoreTest {
     }
     // The file lane, from the mirror, against findByPaths' SQL, which sees only the uses written.
     ASSERT_TRUE(store_->flushUsage().isOk());
-    for (const std::vector<std::string> paths : {std::vector<std::string>{"src/jwt.ts"},
+    for (const std::vector<std::string>& paths : {std::vector<std::string>{"src/jwt.ts"},
                                                  std::vector<std::string>{"src/jwt.ts", "src/jwks.ts", "src/jwt.ts"},
                                                  std::vector<std::string>{"lib/clock.c", "src/jwks.ts", "none.c"}}) {
       std::string in;
