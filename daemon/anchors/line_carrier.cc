@@ -341,9 +341,7 @@ std::optional<std::string> LineCarrier::blobAtHead(const std::string& path) {
 std::optional<git_oid> LineCarrier::headCommit() {
   if (!repository_) return std::nullopt;
   MutexLock lock(repositoryMutex_);
-  git_oid oid;
-  if (git_reference_name_to_id(&oid, repository_.get(), "HEAD") < 0) return std::nullopt;
-  return oid;
+  return headReader_.read(repository_.get());
 }
 
 std::optional<std::string> LineCarrier::blobAtCommit(const std::string& path, const git_oid& oid) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "daemon/anchors/line_ranges.h"
+#include "daemon/git/head_reader.h"
 #include "daemon/git/libgit2.h"
 #include "daemon/util/thread_annotations.h"
 #include "protocol/status.h"
@@ -144,8 +145,8 @@ class LineCarrier {
   std::string head();
   // The blob id of `path` (relative to the repository's top) in HEAD's tree; nullopt without one.
   std::optional<std::string> blobAtHead(const std::string& path);
-  // HEAD's commit as read now, and the blob id of `path` in that commit's tree: one read of HEAD (a few file reads)
-  // for the many paths of one pass, which then all see the same HEAD.
+  // HEAD's commit as read now (HeadReader: resolved again only when its files changed), and the blob id of `path`
+  // in that commit's tree: one read of HEAD for the many paths of one pass, which then all see the same HEAD.
   std::optional<git_oid> headCommit();
   std::optional<std::string> blobAtCommit(const std::string& path, const git_oid& oid);
   // Holds the diffs of `pairs` (an anchor's version → HEAD's version of its file) apart from the LRU, so that no
@@ -167,6 +168,7 @@ class LineCarrier {
   // conditionally (std::unique_lock), which the analysis cannot follow: repository_ carries no annotation.
   Mutex repositoryMutex_;
   RepositoryPtr repository_;
+  HeadReader headReader_ GUARDED_BY(repositoryMutex_);
   git_oid headOid_ GUARDED_BY(repositoryMutex_){};
   TreePtr headTree_ GUARDED_BY(repositoryMutex_);  // HEAD's tree as of headOid_, re-read when HEAD moves
   const Options options_;

@@ -214,16 +214,24 @@ void RenameMap::applyLocked(Walk walk) {
   }
 }
 
-std::optional<git_oid> RenameMap::readHead(git_repository* repository, git_tree** headTree) {
+std::optional<git_oid> RenameMap::readHead(git_repository* repository) {
   git_oid head;
   if (git_reference_name_to_id(&head, repository, "HEAD") < 0) return std::nullopt;  // unborn
-  if (headTree != nullptr) {
-    git_commit* raw = nullptr;
-    if (git_commit_lookup(&raw, repository, &head) < 0) return std::nullopt;
-    CommitPtr commit(raw);
-    (void)git_commit_tree(headTree, commit.get());
-  }
   return head;
+}
+
+git_tree* RenameMap::headTreeLocked(const std::optional<git_oid>& head) {
+  if (head && headTree_ && git_oid_equal(&*head, &headTreeCommit_)) return headTree_.get();
+  headTree_.reset();
+  if (!head) return nullptr;
+  git_commit* rawCommit = nullptr;
+  if (git_commit_lookup(&rawCommit, repository_.get(), &*head) < 0) return nullptr;
+  CommitPtr commit(rawCommit);
+  git_tree* rawTree = nullptr;
+  if (git_commit_tree(&rawTree, commit.get()) < 0) return nullptr;
+  headTree_.reset(rawTree);
+  headTreeCommit_ = *head;
+  return headTree_.get();
 }
 
 void RenameMap::followHeadLocked(const std::optional<git_oid>& head) {
@@ -420,19 +428,18 @@ std::vector<RenamedPath> RenameMap::renamedFrom(const std::vector<std::string>& 
   std::vector<RenamedPath> out;
   if (paths.empty()) return out;
   MutexLock lock(mutex_);
-  git_tree* rawTree = nullptr;
-  const std::optional<git_oid> head = readHead(repository_.get(), &rawTree);
-  TreePtr headTree(rawTree);
+  const std::optional<git_oid> head = headReader_.read(repository_.get());
+  git_tree* headTree = headTreeLocked(head);
   followHeadLocked(head);
   // The paths HEAD's tree lacks: only those may be an uncommitted rename's target.
   std::vector<std::string> newPaths;
   for (const std::string& path : paths) {
     git_tree_entry* entry = nullptr;
-    const bool atHead = headTree && git_tree_entry_bypath(&entry, headTree.get(), repoPath(path).c_str()) == 0;
+    const bool atHead = headTree && git_tree_entry_bypath(&entry, headTree, repoPath(path).c_str()) == 0;
     TreeEntryPtr owned(entry);
     if (!atHead) newPaths.push_back(path);
   }
-  const RenameEdges uncommitted = uncommittedLocked(headTree.get(), newPaths);
+  const RenameEdges uncommitted = uncommittedLocked(headTree, newPaths);
   const auto follow = [this](const std::string& p) { return !fileInWorkTree(p); };
   for (const std::string& path : paths) {
     std::vector<std::string> earlier = earlierPaths(path, {&uncommitted, &history_}, options_.maxEarlierPaths, follow);
@@ -445,7 +452,7 @@ int RenameMap::refresh() {
   // The walk runs on its own repository handle under walkMutex_, so lookups go on meanwhile; the result is taken
   // only if no lookup moved the state on in the meantime (else the next refresh starts from there).
   MutexLock walking(walkMutex_);
-  const std::optional<git_oid> head = readHead(walkRepository_.get(), nullptr);
+  const std::optional<git_oid> head = readHead(walkRepository_.get());
   std::optional<git_oid> known;
   bool walked = false;
   {

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "daemon/git/directory_watch.h"
+#include "daemon/git/head_reader.h"
 #include "daemon/git/libgit2.h"
 #include "daemon/git/repo_location.h"
 #include "daemon/recall/repo_signals.h"
@@ -110,7 +111,10 @@ class RenameMap {
 
   RenameMap(ProjectLocation location, RepositoryPtr repository, RepositoryPtr walkRepository, RenameOptions options,
             std::vector<std::string> ignoreFilesOutsideTree);
-  static std::optional<git_oid> readHead(git_repository* repository, git_tree** headTree);
+  // HEAD's commit through `repository` (refresh()'s handle; lookups read it through headReader_).
+  static std::optional<git_oid> readHead(git_repository* repository);
+  // HEAD's tree for lookups: headTree_, looked up again when `head` is another commit; null without one.
+  git_tree* headTreeLocked(const std::optional<git_oid>& head) REQUIRES(mutex_);
   Walk walkHistory(git_repository* repository, const git_oid& head, const std::optional<git_oid>& known,
                    size_t limit);
   // Renames in one commit against its first parent, as root-relative edges.
@@ -164,6 +168,9 @@ class RenameMap {
   Mutex mutex_;
   RepositoryPtr repository_ PT_GUARDED_BY(mutex_);          // lookups: HEAD, short walks, the work tree
   RepositoryPtr walkRepository_ PT_GUARDED_BY(walkMutex_);  // refresh()'s long walks
+  HeadReader headReader_ GUARDED_BY(mutex_);
+  git_oid headTreeCommit_ GUARDED_BY(mutex_){};
+  TreePtr headTree_ GUARDED_BY(mutex_);  // the tree of headTreeCommit_
   bool walked_ GUARDED_BY(mutex_) = false;
   git_oid head_ GUARDED_BY(mutex_){};
   // The renames of each first-parent commit read, newest first; at most maxCommits entries.

@@ -1,0 +1,64 @@
+// HEAD's commit, kept while the files it was resolved from are unchanged; see head_reader.h.
+#include "daemon/git/head_reader.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+
+namespace memq {
+
+std::optional<FileStamp> HeadReader::stampOf(const std::string& path) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileStamp::of(st);
+}
+
+void HeadReader::stampInto(Stamps& out, std::string path) {
+  std::optional<FileStamp> s = stampOf(path);
+  out.emplace_back(std::move(path), s);
+}
+
+std::optional<git_oid> HeadReader::read(git_repository* repository) {
+  if (!stamps_.empty() && std::all_of(stamps_.begin(), stamps_.end(),
+                                      [](const auto& kept) { return stampOf(kept.first) == kept.second; })) {
+    return head_;
+  }
+  stamps_.clear();
+  ++resolutions_;
+  // The files HEAD resolves through, stamped before it is read: a change made while it is read shows next time.
+  const std::string gitDir = git_repository_path(repository);          // ends with '/'
+  const std::string commonDir = git_repository_commondir(repository);  // ends with '/'
+  const int64_t stampedAt = FileStamp::nowNs();
+  Stamps before;
+  stampInto(before, gitDir + "HEAD");
+  head_.reset();
+  git_reference* raw = nullptr;
+  if (git_reference_lookup(&raw, repository, "HEAD") < 0) return head_;
+  ReferencePtr head(raw);
+  if (git_reference_type(head.get()) == GIT_REFERENCE_DIRECT) {
+    head_ = *git_reference_target(head.get());  // detached
+  } else {
+    const std::string branch = git_reference_symbolic_target(head.get());
+    // The branch's stamps are taken after HEAD's was read, but before the branch is read.
+    stampInto(before, commonDir + branch);
+    stampInto(before, commonDir + "packed-refs");
+    git_reference* rawBranch = nullptr;
+    if (git_reference_lookup(&rawBranch, repository, branch.c_str()) < 0) return head_;  // unborn
+    ReferencePtr resolved(rawBranch);
+    if (git_reference_type(resolved.get()) != GIT_REFERENCE_DIRECT) {
+      git_oid oid;
+      if (git_reference_name_to_id(&oid, repository, "HEAD") == 0) head_ = oid;
+      return head_;  // a symbolic branch: resolved every time
+    }
+    head_ = *git_reference_target(resolved.get());
+    // A ref outside refs/heads may live in this work tree's own git dir, not the common one: not kept.
+    if (branch.rfind("refs/heads/", 0) != 0) return head_;
+  }
+  const bool settled = std::all_of(before.begin(), before.end(), [&](const auto& s) {
+    return !s.second || s.second->settledAt(stampedAt, settleNs_);
+  });
+  if (settled) stamps_ = std::move(before);
+  return head_;
+}
+
+}  // namespace memq
