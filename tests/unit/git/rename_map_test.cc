@@ -42,6 +42,18 @@ class RenameMapTest : public ::testing::Test {
     return map;
   }
 
+  // Options whose stamps are trusted once 40 ms old, so that settle() (a wait past that) makes them so.
+  static RenameOptions settlingQuickly(bool watched = true) {
+    RenameOptions options;
+    options.settle = std::chrono::milliseconds(40);
+    options.watchDirectories = watched;
+    return options;
+  }
+  static void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(100)); }
+  void move(const std::string& from, const std::string& to) {
+    std::filesystem::rename(repo_.dir() + "/" + from, repo_.dir() + "/" + to);
+  }
+
   // The earlier paths of `path`, empty when it was never renamed.
   static std::vector<std::string> earlier(RenameMap& map, const std::string& path) {
     for (auto& r : map.renamedFrom({path})) {
@@ -95,20 +107,20 @@ TEST_F(RenameMapTest, StagedAndOnDiskRenamesAreFollowedBeforeTheyAreCommitted) {
   EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
   repo_.git("reset -q --hard");
   // Moved on disk only: a.c deleted in the work tree, c.c untracked, with an edit.
-  std::filesystem::rename(repo_.dir() + "/src/a.c", repo_.dir() + "/src/c.c");
+  move("src/a.c", "src/c.c");
   repo_.write("src/c.c", body("alpha", 38) + "edited\n");
   EXPECT_EQ(earlier(*map, "src/c.c"), std::vector<std::string>{"src/a.c"});
   // Into a new directory, not added.
   std::filesystem::create_directories(repo_.dir() + "/new/dir");
-  std::filesystem::rename(repo_.dir() + "/src/c.c", repo_.dir() + "/new/dir/moved.c");
+  move("src/c.c", "new/dir/moved.c");
   EXPECT_EQ(earlier(*map, "new/dir/moved.c"), std::vector<std::string>{"src/a.c"});
-  std::filesystem::rename(repo_.dir() + "/new/dir/moved.c", repo_.dir() + "/src/c.c");
+  move("new/dir/moved.c", "src/c.c");
   // An uncommitted rename of a committed one: the chain goes on into history.
   std::filesystem::remove(repo_.dir() + "/src/c.c");
   repo_.git("checkout -q -- src/a.c");
   repo_.git("mv src/a.c src/b.c");
   repo_.git("commit -qm rename");
-  std::filesystem::rename(repo_.dir() + "/src/b.c", repo_.dir() + "/src/d.c");
+  move("src/b.c", "src/d.c");
   EXPECT_EQ(earlier(*map, "src/d.c"), (std::vector<std::string>{"src/b.c", "src/a.c"}));
 }
 
@@ -169,11 +181,7 @@ TEST_P(RenameMapWorkTreeTest, TheWorkTreeIsReadAgainOnlyWhenADirectoryOrTheIndex
   const bool watched = GetParam();
   if (watched && !watchable(repo_.dir())) GTEST_SKIP() << repo_.dir() << " cannot be watched here";
   repo_.commit({{"src/deep/x.c", body("deep")}}, "deep");
-  RenameOptions options;
-  options.settle = std::chrono::milliseconds(40);
-  options.watchDirectories = watched;
-  auto map = open("", false, options);
-  auto settle = [] { std::this_thread::sleep_for(std::chrono::milliseconds(100)); };
+  auto map = open("", false, settlingQuickly(watched));
   settle();
   EXPECT_TRUE(earlier(*map, "src/b.c").empty());
   EXPECT_EQ(map->workTreeReads(), 1u);
@@ -184,7 +192,7 @@ TEST_P(RenameMapWorkTreeTest, TheWorkTreeIsReadAgainOnlyWhenADirectoryOrTheIndex
   EXPECT_EQ(map->workTreeReads(), 1u);
 
   // Moved on disk after the read: src changed, so the next lookup reads again and finds the rename.
-  std::filesystem::rename(repo_.dir() + "/src/a.c", repo_.dir() + "/src/b.c");
+  move("src/a.c", "src/b.c");
   EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
   EXPECT_EQ(map->workTreeReads(), 2u);
   // Stamped moments after the move, src's time proves nothing: read again once more. A watch needs no such read.
@@ -195,14 +203,14 @@ TEST_P(RenameMapWorkTreeTest, TheWorkTreeIsReadAgainOnlyWhenADirectoryOrTheIndex
   EXPECT_EQ(map->workTreeReads(), reads);
 
   // A move two directories down.
-  std::filesystem::rename(repo_.dir() + "/src/deep/x.c", repo_.dir() + "/src/deep/y.c");
+  move("src/deep/x.c", "src/deep/y.c");
   EXPECT_EQ(earlier(*map, "src/deep/y.c"), std::vector<std::string>{"src/deep/x.c"});
   EXPECT_EQ(map->workTreeReads(), ++reads);
 
   // Put back, then a change of the index alone: a file taken out of it (still on disk) is one HEAD has and the
   // index lacks.
-  std::filesystem::rename(repo_.dir() + "/src/b.c", repo_.dir() + "/src/a.c");
-  std::filesystem::rename(repo_.dir() + "/src/deep/y.c", repo_.dir() + "/src/deep/x.c");
+  move("src/b.c", "src/a.c");
+  move("src/deep/y.c", "src/deep/x.c");
   settle();
   EXPECT_TRUE(earlier(*map, "src/z.c").empty());
   EXPECT_TRUE(earlier(*map, "src/z.c").empty());
@@ -217,15 +225,15 @@ TEST_P(RenameMapWorkTreeTest, TheWorkTreeIsReadAgainOnlyWhenADirectoryOrTheIndex
   EXPECT_EQ(map->workTreeReads(), reads);
 
   // A directory of HEAD's tree moved away whole, then made again with its file back under another name.
-  std::filesystem::rename(repo_.dir() + "/src/deep", repo_.dir() + "/elsewhere");
+  move("src/deep", "elsewhere");
   EXPECT_TRUE(earlier(*map, "src/deep/w.c").empty());
   EXPECT_EQ(map->workTreeReads(), ++reads);
   std::filesystem::create_directories(repo_.dir() + "/src/deep");
-  std::filesystem::rename(repo_.dir() + "/elsewhere/x.c", repo_.dir() + "/src/deep/w.c");
+  move("elsewhere/x.c", "src/deep/w.c");
   EXPECT_EQ(earlier(*map, "src/deep/w.c"), std::vector<std::string>{"src/deep/x.c"});
   EXPECT_EQ(map->workTreeReads(), ++reads);
   // The directory made again is watched as well: a move inside it alone is seen.
-  std::filesystem::rename(repo_.dir() + "/src/deep/w.c", repo_.dir() + "/src/deep/x.c");
+  move("src/deep/w.c", "src/deep/x.c");
   EXPECT_TRUE(earlier(*map, "src/deep/w.c").empty());
   EXPECT_EQ(map->workTreeReads(), ++reads);
 }
@@ -237,11 +245,8 @@ INSTANTIATE_TEST_SUITE_P(WatchedAndStamped, RenameMapWorkTreeTest, ::testing::Bo
 // search, and a file rewritten in place (its directory's times unchanged) is searched for again, so a rename it no
 // longer is never comes back.
 TEST_F(RenameMapTest, ARenameFoundOnDiskIsKeptOnlyWhileTheQueriedFileIsUnchanged) {
-  RenameOptions options;
-  options.settle = std::chrono::milliseconds(40);
-  auto map = open("", false, options);
-  auto settle = [] { std::this_thread::sleep_for(std::chrono::milliseconds(100)); };
-  std::filesystem::rename(repo_.dir() + "/src/a.c", repo_.dir() + "/src/b.c");
+  auto map = open("", false, settlingQuickly());
+  move("src/a.c", "src/b.c");
   settle();
   EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
   EXPECT_EQ(map->renameSearches(), 1u);
@@ -270,11 +275,8 @@ TEST_F(RenameMapTest, ARenameFoundOnDiskIsSearchedAgainWhenAnIgnoreFileChanges) 
   const std::string exclude = repo_.dir() + "/.git/info/exclude";
   testing::writeFile(gitignore, "*.o\n");
   testing::writeFile(exclude, "");
-  RenameOptions options;
-  options.settle = std::chrono::milliseconds(40);
-  auto map = open("", false, options);
-  auto settle = [] { std::this_thread::sleep_for(std::chrono::milliseconds(100)); };
-  std::filesystem::rename(repo_.dir() + "/src/a.c", repo_.dir() + "/src/b.c");
+  auto map = open("", false, settlingQuickly());
+  move("src/a.c", "src/b.c");
   settle();
   EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
   EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
@@ -317,16 +319,14 @@ TEST_F(RenameMapTest, AWorkTreeChangedMomentsAgoIsReadOnEveryLookup) {
 // time could stay as it was) is still seen, and a read right after a change is trusted from then on.
 TEST_F(RenameMapTest, AWatchSeesAMoveMadeRightAfterARead) {
   if (!watchable(repo_.dir())) GTEST_SKIP() << repo_.dir() << " cannot be watched here";
-  RenameOptions options;
-  options.settle = std::chrono::milliseconds(40);
-  auto map = open("", false, options);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the index settles
+  auto map = open("", false, settlingQuickly());
+  settle();  // the index settles
   EXPECT_TRUE(earlier(*map, "src/b.c").empty());
-  std::filesystem::rename(repo_.dir() + "/src/a.c", repo_.dir() + "/src/b.c");
+  move("src/a.c", "src/b.c");
   EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
   EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
   EXPECT_EQ(map->workTreeReads(), 2u);
-  std::filesystem::rename(repo_.dir() + "/src/b.c", repo_.dir() + "/src/a.c");
+  move("src/b.c", "src/a.c");
   EXPECT_TRUE(earlier(*map, "src/b.c").empty());
   EXPECT_EQ(map->workTreeReads(), 3u);
 }
