@@ -1,28 +1,13 @@
 // HEAD's commit, kept while the files it was resolved from are unchanged; see head_reader.h.
 #include "daemon/git/head_reader.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 
 namespace memq {
 
-std::optional<FileStamp> HeadReader::stampOf(const std::string& path) {
-  struct stat st {};
-  if (lstat(path.c_str(), &st) != 0) return std::nullopt;
-  return FileStamp::of(st);
-}
-
-void HeadReader::stampInto(Stamps& out, std::string path) {
-  std::optional<FileStamp> s = stampOf(path);
-  out.emplace_back(std::move(path), s);
-}
-
 std::optional<git_oid> HeadReader::read(git_repository* repository) {
-  if (!stamps_.empty() && std::all_of(stamps_.begin(), stamps_.end(),
-                                      [](const auto& kept) { return stampOf(kept.first) == kept.second; })) {
-    return head_;
-  }
+  const auto unchanged = [](const auto& kept) { return FileStamp::ofPath(kept.first) == kept.second; };
+  if (!stamps_.empty() && std::all_of(stamps_.begin(), stamps_.end(), unchanged)) return head_;
   stamps_.clear();
   ++resolutions_;
   // The files HEAD resolves through, stamped before it is read: a change made while it is read shows next time.
@@ -30,7 +15,11 @@ std::optional<git_oid> HeadReader::read(git_repository* repository) {
   const std::string commonDir = git_repository_commondir(repository);  // ends with '/'
   const int64_t stampedAt = FileStamp::nowNs();
   Stamps before;
-  stampInto(before, gitDir + "HEAD");
+  const auto stamp = [&before](std::string path) {
+    std::optional<FileStamp> s = FileStamp::ofPath(path);
+    before.emplace_back(std::move(path), s);
+  };
+  stamp(gitDir + "HEAD");
   head_.reset();
   git_reference* raw = nullptr;
   if (git_reference_lookup(&raw, repository, "HEAD") < 0) return head_;
@@ -40,8 +29,8 @@ std::optional<git_oid> HeadReader::read(git_repository* repository) {
   } else {
     const std::string branch = git_reference_symbolic_target(head.get());
     // The branch's stamps are taken after HEAD's was read, but before the branch is read.
-    stampInto(before, commonDir + branch);
-    stampInto(before, commonDir + "packed-refs");
+    stamp(commonDir + branch);
+    stamp(commonDir + "packed-refs");
     git_reference* rawBranch = nullptr;
     if (git_reference_lookup(&rawBranch, repository, branch.c_str()) < 0) return head_;  // unborn
     ReferencePtr resolved(rawBranch);

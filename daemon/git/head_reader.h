@@ -32,8 +32,6 @@ class HeadReader {
 
  private:
   using Stamps = std::vector<std::pair<std::string, std::optional<FileStamp>>>;
-  static std::optional<FileStamp> stampOf(const std::string& path);  // nullopt: nothing there
-  static void stampInto(Stamps& out, std::string path);
 
   const int64_t settleNs_;
   std::optional<git_oid> head_;

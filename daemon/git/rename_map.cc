@@ -249,12 +249,6 @@ void RenameMap::followHeadLocked(const std::optional<git_oid>& head) {
   if (walk.complete) applyLocked(std::move(walk));
 }
 
-std::optional<FileStamp> RenameMap::stampOf(const std::string& path) {
-  struct stat st {};
-  if (lstat(path.c_str(), &st) != 0) return std::nullopt;
-  return FileStamp::of(st);
-}
-
 RenameMap::Stamps RenameMap::ignoreFileStamps(const std::vector<std::string>& targets) const {
   // Each directory's .gitignore from the top down (git reads them all for a path), once however many targets share it.
   std::set<std::string> files{location_.gitWorkTreeTop + "/.gitignore"};
@@ -265,8 +259,8 @@ RenameMap::Stamps RenameMap::ignoreFileStamps(const std::vector<std::string>& ta
     }
   }
   Stamps out;
-  for (const std::string& file : files) out.emplace_back(file, stampOf(file));
-  for (const std::string& file : ignoreFilesOutsideTree_) out.emplace_back(file, stampOf(file));
+  for (const std::string& file : files) out.emplace_back(file, FileStamp::ofPath(file));
+  for (const std::string& file : ignoreFilesOutsideTree_) out.emplace_back(file, FileStamp::ofPath(file));
   return out;
 }
 
@@ -297,16 +291,16 @@ const std::vector<std::string>& RenameMap::deletedFilesLocked(git_tree* headTree
   const git_oid* tree = git_tree_id(headTree);
   const std::string indexPath = std::string(git_repository_path(repository_.get())) + "index";
   if (deleted_ && deleted_->settled && git_oid_equal(tree, &deleted_->headTree) &&
-      stampOf(indexPath) == deleted_->index &&
+      FileStamp::ofPath(indexPath) == deleted_->index &&
       (deleted_->watch ? !deleted_->watch->changed()
                        : std::all_of(deleted_->directories.begin(), deleted_->directories.end(),
-                                     [](const auto& d) { return stampOf(d.first) == d.second; }))) {
+                                     [](const auto& d) { return FileStamp::ofPath(d.first) == d.second; }))) {
     return deleted_->paths;
   }
   // Watched or stamped before the diff reads them: a change while it runs shows next time.
   DeletedFiles now;
   git_oid_cpy(&now.headTree, tree);
-  now.index = stampOf(indexPath);
+  now.index = FileStamp::ofPath(indexPath);
   const bool sameTree = deleted_ && git_oid_equal(tree, &deleted_->headTree);
   std::vector<std::string> directories;
   std::unique_ptr<DirectoryWatch> kept;  // the same tree's watch: the same directories, the same inotify instance
@@ -329,7 +323,7 @@ const std::vector<std::string>& RenameMap::deletedFilesLocked(git_tree* headTree
   }
   const int64_t stampedAt = FileStamp::nowNs();
   for (std::string& d : directories) {
-    std::optional<FileStamp> stamp = now.watch ? std::nullopt : stampOf(d);
+    std::optional<FileStamp> stamp = now.watch ? std::nullopt : FileStamp::ofPath(d);
     now.directories.emplace_back(std::move(d), stamp);
   }
   // A change shortly before the stamp may share its clock tick with a later one; such stamps prove nothing.
@@ -379,7 +373,7 @@ RenameEdges RenameMap::uncommittedLocked(git_tree* headTree, const std::vector<s
   RenameAnswer answer;
   answer.deletedRead = workTreeReads_;
   const int64_t stampedAt = FileStamp::nowNs();
-  for (const auto& t : targets) answer.targets.emplace_back(t, stampOf(location_.root + "/" + t));
+  for (const auto& t : targets) answer.targets.emplace_back(t, FileStamp::ofPath(location_.root + "/" + t));
   answer.ignoreFiles = ignoreFileStamps(targets);
   for (auto it = answers_.begin(); it != answers_.end(); ++it) {
     if (it->deletedRead == answer.deletedRead && it->targets == answer.targets &&

@@ -125,8 +125,6 @@ class RenameMap {
   // Renames not committed whose targets are among `targets` (root-relative paths HEAD's tree lacks).
   RenameEdges uncommittedLocked(git_tree* headTree, const std::vector<std::string>& targets) REQUIRES(mutex_);
 
-  // A file's or directory's stamp (lstat), or nullopt when nothing is at `path`.
-  static std::optional<FileStamp> stampOf(const std::string& path);
   // The stamps of the ignore files whose rules apply to `targets` (root-relative): each one's directories'
   // .gitignore from the repository's top down, then ignoreFilesOutsideTree_.
   Stamps ignoreFileStamps(const std::vector<std::string>& targets) const;

@@ -2,7 +2,7 @@
 // that a file read before is unchanged without reading it again, the way git's index does. A file written twice
 // within its file system's timestamp granularity could keep all five, so a stamp is only trusted once the file has
 // not been written for kSettleNs before it was read (git calls the other case "racily clean" and re-reads it).
-// Pure; safe from any thread.
+// Pure but for ofPath (one lstat); safe from any thread.
 #pragma once
 
 #include <sys/stat.h>
@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
+#include <string>
 
 namespace memq {
 
@@ -32,6 +34,13 @@ struct FileStamp {
     s.modifiedNs = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
     s.changedNs = int64_t{st.st_ctim.tv_sec} * 1'000'000'000 + st.st_ctim.tv_nsec;
     return s;
+  }
+
+  // The stamp of what is at `path` itself (lstat: a symbolic link's own), or nullopt when nothing is there.
+  static std::optional<FileStamp> ofPath(const std::string& path) {
+    struct stat st {};
+    if (lstat(path.c_str(), &st) != 0) return std::nullopt;
+    return of(st);
   }
 
   // The wall clock now, in the stamps' unit.
