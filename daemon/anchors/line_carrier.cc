@@ -347,18 +347,10 @@ std::optional<git_oid> LineCarrier::headCommit() {
 std::optional<std::string> LineCarrier::blobAtCommit(const std::string& path, const git_oid& oid) {
   if (!repository_) return std::nullopt;
   MutexLock lock(repositoryMutex_);
-  if (!headTree_ || !git_oid_equal(&oid, &headOid_)) {
-    headTree_.reset();
-    git_commit* rawCommit = nullptr;
-    if (git_commit_lookup(&rawCommit, repository_.get(), &oid) < 0) return std::nullopt;
-    CommitPtr commit(rawCommit);
-    git_tree* rawTree = nullptr;
-    if (git_commit_tree(&rawTree, commit.get()) < 0) return std::nullopt;
-    headTree_.reset(rawTree);
-    headOid_ = oid;
-  }
+  git_tree* tree = headTree_.of(repository_.get(), oid);
+  if (tree == nullptr) return std::nullopt;
   git_tree_entry* raw = nullptr;
-  if (git_tree_entry_bypath(&raw, headTree_.get(), path.c_str()) < 0) return std::nullopt;
+  if (git_tree_entry_bypath(&raw, tree, path.c_str()) < 0) return std::nullopt;
   TreeEntryPtr entry(raw);
   if (git_tree_entry_type(entry.get()) != GIT_OBJECT_BLOB) return std::nullopt;
   return oidHex(*git_tree_entry_id(entry.get()));

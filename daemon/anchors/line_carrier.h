@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "daemon/anchors/line_ranges.h"
+#include "daemon/git/commit_tree.h"
 #include "daemon/git/head_reader.h"
 #include "daemon/git/libgit2.h"
 #include "daemon/util/thread_annotations.h"
@@ -169,8 +170,7 @@ class LineCarrier {
   Mutex repositoryMutex_;
   RepositoryPtr repository_;
   HeadReader headReader_ GUARDED_BY(repositoryMutex_);
-  git_oid headOid_ GUARDED_BY(repositoryMutex_){};
-  TreePtr headTree_ GUARDED_BY(repositoryMutex_);  // HEAD's tree as of headOid_, re-read when HEAD moves
+  CommitTree headTree_ GUARDED_BY(repositoryMutex_);  // the tree of the HEAD last asked about
   const Options options_;
 
   mutable Mutex cacheMutex_;

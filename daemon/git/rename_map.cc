@@ -220,20 +220,6 @@ std::optional<git_oid> RenameMap::readHead(git_repository* repository) {
   return head;
 }
 
-git_tree* RenameMap::headTreeLocked(const std::optional<git_oid>& head) {
-  if (head && headTree_ && git_oid_equal(&*head, &headTreeCommit_)) return headTree_.get();
-  headTree_.reset();
-  if (!head) return nullptr;
-  git_commit* rawCommit = nullptr;
-  if (git_commit_lookup(&rawCommit, repository_.get(), &*head) < 0) return nullptr;
-  CommitPtr commit(rawCommit);
-  git_tree* rawTree = nullptr;
-  if (git_commit_tree(&rawTree, commit.get()) < 0) return nullptr;
-  headTree_.reset(rawTree);
-  headTreeCommit_ = *head;
-  return headTree_.get();
-}
-
 void RenameMap::followHeadLocked(const std::optional<git_oid>& head) {
   if (!head) {  // unborn: no history, nothing renamed
     perCommit_.clear();
@@ -423,7 +409,7 @@ std::vector<RenamedPath> RenameMap::renamedFrom(const std::vector<std::string>& 
   if (paths.empty()) return out;
   MutexLock lock(mutex_);
   const std::optional<git_oid> head = headReader_.read(repository_.get());
-  git_tree* headTree = headTreeLocked(head);
+  git_tree* headTree = head ? headTree_.of(repository_.get(), *head) : nullptr;
   followHeadLocked(head);
   // The paths HEAD's tree lacks: only those may be an uncommitted rename's target.
   std::vector<std::string> newPaths;

@@ -38,6 +38,7 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/git/commit_tree.h"
 #include "daemon/git/directory_watch.h"
 #include "daemon/git/head_reader.h"
 #include "daemon/git/libgit2.h"
@@ -113,8 +114,6 @@ class RenameMap {
             std::vector<std::string> ignoreFilesOutsideTree);
   // HEAD's commit through `repository` (refresh()'s handle; lookups read it through headReader_).
   static std::optional<git_oid> readHead(git_repository* repository);
-  // HEAD's tree for lookups: headTree_, looked up again when `head` is another commit; null without one.
-  git_tree* headTreeLocked(const std::optional<git_oid>& head) REQUIRES(mutex_);
   Walk walkHistory(git_repository* repository, const git_oid& head, const std::optional<git_oid>& known,
                    size_t limit);
   // Renames in one commit against its first parent, as root-relative edges.
@@ -167,8 +166,7 @@ class RenameMap {
   RepositoryPtr repository_ PT_GUARDED_BY(mutex_);          // lookups: HEAD, short walks, the work tree
   RepositoryPtr walkRepository_ PT_GUARDED_BY(walkMutex_);  // refresh()'s long walks
   HeadReader headReader_ GUARDED_BY(mutex_);
-  git_oid headTreeCommit_ GUARDED_BY(mutex_){};
-  TreePtr headTree_ GUARDED_BY(mutex_);  // the tree of headTreeCommit_
+  CommitTree headTree_ GUARDED_BY(mutex_);  // the tree of the HEAD last looked up
   bool walked_ GUARDED_BY(mutex_) = false;
   git_oid head_ GUARDED_BY(mutex_){};
   // The renames of each first-parent commit read, newest first; at most maxCommits entries.
