@@ -1,6 +1,6 @@
 // Unit tests of HeadReader over real repositories built with the git command line: HEAD kept while its files are
 // unchanged, and every way HEAD moves seen at once (a commit, a branch switch, a detached HEAD, a reset, refs
-// packed and then moved, a linked worktree's own HEAD); an unborn branch and files changed moments ago resolved on
+// packed and then moved, packed-refs rewritten, a linked worktree's own HEAD); an unborn branch and files changed moments ago resolved on
 // every read.
 #include <gtest/gtest.h>
 
