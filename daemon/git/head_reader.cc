@@ -1,25 +1,21 @@
 // HEAD's commit, kept while the files it was resolved from are unchanged; see head_reader.h.
 #include "daemon/git/head_reader.h"
 
-#include <algorithm>
+#include <string>
+#include <utility>
 
 namespace memq {
 
 std::optional<git_oid> HeadReader::read(git_repository* repository) {
-  const auto unchanged = [](const auto& kept) { return FileStamp::ofPath(kept.first) == kept.second; };
-  if (!stamps_.empty() && std::all_of(stamps_.begin(), stamps_.end(), unchanged)) return head_;
+  if (!stamps_.empty() && stamps_.unchanged()) return head_;
   stamps_.clear();
   ++resolutions_;
   // The files HEAD resolves through, stamped before it is read: a change made while it is read shows next time.
   const std::string gitDir = git_repository_path(repository);          // ends with '/'
   const std::string commonDir = git_repository_commondir(repository);  // ends with '/'
   const int64_t stampedAt = FileStamp::nowNs();
-  Stamps before;
-  const auto stamp = [&before](std::string path) {
-    std::optional<FileStamp> s = FileStamp::ofPath(path);
-    before.emplace_back(std::move(path), s);
-  };
-  stamp(gitDir + "HEAD");
+  PathStamps before;
+  before.add(gitDir + "HEAD");
   head_.reset();
   git_reference* raw = nullptr;
   if (git_reference_lookup(&raw, repository, "HEAD") < 0) return head_;
@@ -29,8 +25,8 @@ std::optional<git_oid> HeadReader::read(git_repository* repository) {
   } else {
     const std::string branch = git_reference_symbolic_target(head.get());
     // The branch's stamps are taken after HEAD's was read, but before the branch is read.
-    stamp(commonDir + branch);
-    stamp(commonDir + "packed-refs");
+    before.add(commonDir + branch);
+    before.add(commonDir + "packed-refs");
     git_reference* rawBranch = nullptr;
     if (git_reference_lookup(&rawBranch, repository, branch.c_str()) < 0) return head_;  // unborn
     ReferencePtr resolved(rawBranch);
@@ -43,10 +39,7 @@ std::optional<git_oid> HeadReader::read(git_repository* repository) {
     // A ref outside refs/heads may live in this work tree's own git dir, not the common one: not kept.
     if (branch.rfind("refs/heads/", 0) != 0) return head_;
   }
-  const bool settled = std::all_of(before.begin(), before.end(), [&](const auto& s) {
-    return !s.second || s.second->settledAt(stampedAt, settleNs_);
-  });
-  if (settled) stamps_ = std::move(before);
+  if (before.settledAt(stampedAt, settleNs_)) stamps_ = std::move(before);
   return head_;
 }
 

@@ -11,9 +11,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <string>
-#include <utility>
-#include <vector>
 
 #include "daemon/git/libgit2.h"
 #include "daemon/util/file_stamp.h"
@@ -31,11 +28,9 @@ class HeadReader {
   size_t resolutions() const { return resolutions_; }
 
  private:
-  using Stamps = std::vector<std::pair<std::string, std::optional<FileStamp>>>;
-
   const int64_t settleNs_;
   std::optional<git_oid> head_;
-  Stamps stamps_;  // what head_ was resolved from; empty: resolve again
+  PathStamps stamps_;  // what head_ was resolved from; empty: resolve again
   size_t resolutions_ = 0;
 };
 

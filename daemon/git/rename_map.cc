@@ -235,7 +235,7 @@ void RenameMap::followHeadLocked(const std::optional<git_oid>& head) {
   if (walk.complete) applyLocked(std::move(walk));
 }
 
-RenameMap::Stamps RenameMap::ignoreFileStamps(const std::vector<std::string>& targets) const {
+PathStamps RenameMap::ignoreFileStamps(const std::vector<std::string>& targets) const {
   // Each directory's .gitignore from the top down (git reads them all for a path), once however many targets share it.
   std::set<std::string> files{location_.gitWorkTreeTop + "/.gitignore"};
   for (const std::string& target : targets) {
@@ -244,9 +244,9 @@ RenameMap::Stamps RenameMap::ignoreFileStamps(const std::vector<std::string>& ta
       files.insert(location_.gitWorkTreeTop + "/" + path.substr(0, slash) + "/.gitignore");
     }
   }
-  Stamps out;
-  for (const std::string& file : files) out.emplace_back(file, FileStamp::ofPath(file));
-  for (const std::string& file : ignoreFilesOutsideTree_) out.emplace_back(file, FileStamp::ofPath(file));
+  PathStamps out;
+  for (const std::string& file : files) out.add(file);
+  for (const std::string& file : ignoreFilesOutsideTree_) out.add(file);
   return out;
 }
 
@@ -278,9 +278,7 @@ const std::vector<std::string>& RenameMap::deletedFilesLocked(git_tree* headTree
   const std::string indexPath = std::string(git_repository_path(repository_.get())) + "index";
   if (deleted_ && deleted_->settled && git_oid_equal(tree, &deleted_->headTree) &&
       FileStamp::ofPath(indexPath) == deleted_->index &&
-      (deleted_->watch ? !deleted_->watch->changed()
-                       : std::all_of(deleted_->directories.begin(), deleted_->directories.end(),
-                                     [](const auto& d) { return FileStamp::ofPath(d.first) == d.second; }))) {
+      (deleted_->watch ? !deleted_->watch->changed() : deleted_->directoryStamps.unchanged())) {
     return deleted_->paths;
   }
   // Watched or stamped before the diff reads them: a change while it runs shows next time.
@@ -291,7 +289,7 @@ const std::vector<std::string>& RenameMap::deletedFilesLocked(git_tree* headTree
   std::vector<std::string> directories;
   std::unique_ptr<DirectoryWatch> kept;  // the same tree's watch: the same directories, the same inotify instance
   if (sameTree) {
-    for (const auto& d : deleted_->directories) directories.push_back(d.first);
+    directories = std::move(deleted_->directories);
     kept = std::move(deleted_->watch);
   } else {
     directories = treeDirectories(headTree);
@@ -308,16 +306,13 @@ const std::vector<std::string>& RenameMap::deletedFilesLocked(git_tree* headTree
     }
   }
   const int64_t stampedAt = FileStamp::nowNs();
-  for (std::string& d : directories) {
-    std::optional<FileStamp> stamp = now.watch ? std::nullopt : FileStamp::ofPath(d);
-    now.directories.emplace_back(std::move(d), stamp);
+  if (!now.watch) {
+    for (const std::string& d : directories) now.directoryStamps.add(d);
   }
+  now.directories = std::move(directories);
   // A change shortly before the stamp may share its clock tick with a later one; such stamps prove nothing.
-  auto settled = [&](const std::optional<FileStamp>& st) {
-    return !st || st->settledAt(stampedAt, options_.settle.count());
-  };
-  now.settled = settled(now.index) && std::all_of(now.directories.begin(), now.directories.end(),
-                                                  [&](const auto& d) { return settled(d.second); });  // none: watched
+  now.settled = (!now.index || now.index->settledAt(stampedAt, options_.settle.count())) &&
+                now.directoryStamps.settledAt(stampedAt, options_.settle.count());
   ++workTreeReads_;
   git_diff_options opts;
   git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
@@ -359,7 +354,7 @@ RenameEdges RenameMap::uncommittedLocked(git_tree* headTree, const std::vector<s
   RenameAnswer answer;
   answer.deletedRead = workTreeReads_;
   const int64_t stampedAt = FileStamp::nowNs();
-  for (const auto& t : targets) answer.targets.emplace_back(t, FileStamp::ofPath(location_.root + "/" + t));
+  for (const auto& t : targets) answer.targets.add(location_.root + "/" + t);
   answer.ignoreFiles = ignoreFileStamps(targets);
   for (auto it = answers_.begin(); it != answers_.end(); ++it) {
     if (it->deletedRead == answer.deletedRead && it->targets == answer.targets &&
@@ -369,11 +364,8 @@ RenameEdges RenameMap::uncommittedLocked(git_tree* headTree, const std::vector<s
       return edges;
     }
   }
-  auto settledStamp = [&](const auto& t) {
-    return !t.second || t.second->settledAt(stampedAt, options_.settle.count());
-  };
-  const bool settled = std::all_of(answer.targets.begin(), answer.targets.end(), settledStamp) &&
-                       std::all_of(answer.ignoreFiles.begin(), answer.ignoreFiles.end(), settledStamp);
+  const bool settled = answer.targets.settledAt(stampedAt, options_.settle.count()) &&
+                       answer.ignoreFiles.settledAt(stampedAt, options_.settle.count());
   ++renameSearches_;
   // Then rename detection between those and the queried paths alone (staged, or untracked: moved on disk).
   for (const auto& t : targets) specs.push_back(repoPath(t));
@@ -396,8 +388,7 @@ RenameEdges RenameMap::uncommittedLocked(git_tree* headTree, const std::vector<s
   // older self.
   std::erase_if(answers_, [&](const RenameAnswer& kept) {
     return kept.deletedRead != answer.deletedRead ||
-           std::equal(kept.targets.begin(), kept.targets.end(), answer.targets.begin(), answer.targets.end(),
-                      [](const auto& a, const auto& b) { return a.first == b.first; });
+           kept.targets.samePaths(answer.targets);
   });
   answers_.push_front(std::move(answer));
   if (answers_.size() > kKeptAnswers) answers_.pop_back();

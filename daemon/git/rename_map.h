@@ -99,7 +99,6 @@ class RenameMap {
 
  private:
   using Edges = std::vector<std::pair<std::string, std::string>>;
-  using Stamps = std::vector<std::pair<std::string, std::optional<FileStamp>>>;  // path, stamp (none: not there)
   // The renames of the first-parent commits from `head` back to `known` (excluded) or `limit` commits.
   struct Walk {
     git_oid head{};
@@ -126,13 +125,13 @@ class RenameMap {
 
   // The stamps of the ignore files whose rules apply to `targets` (root-relative): each one's directories'
   // .gitignore from the repository's top down, then ignoreFilesOutsideTree_.
-  Stamps ignoreFileStamps(const std::vector<std::string>& targets) const;
+  PathStamps ignoreFileStamps(const std::vector<std::string>& targets) const;
   // The files HEAD's tree has and the index or work tree lacks (repository paths), and what they were read against.
   struct DeletedFiles {
     git_oid headTree{};
     std::optional<FileStamp> index;
-    // Absolute path, and its stamp before the read when there is no watch.
-    Stamps directories;
+    std::vector<std::string> directories;  // absolute
+    PathStamps directoryStamps;             // taken before the read when there is no watch
     std::unique_ptr<DirectoryWatch> watch;  // begun before the read; null: the stamps tell
     bool settled = false;  // every stamp older than options_.settle: equal stamps then mean nothing changed
     std::vector<std::string> paths;
@@ -141,8 +140,8 @@ class RenameMap {
   // search of the queried files and of the ignore files that rule on them. Kept only when every stamp had settled.
   struct RenameAnswer {
     size_t deletedRead = 0;  // workTreeReads_ after the read of the deleted files it searched
-    Stamps targets;          // root-relative path, stamp
-    Stamps ignoreFiles;      // absolute path, stamp
+    PathStamps targets;      // absolute paths
+    PathStamps ignoreFiles;  // absolute paths
     Edges edges;
   };
   static constexpr size_t kKeptAnswers = 8;

@@ -2,7 +2,10 @@
 // that a file read before is unchanged without reading it again, the way git's index does. A file written twice
 // within its file system's timestamp granularity could keep all five, so a stamp is only trusted once the file has
 // not been written for kSettleNs before it was read (git calls the other case "racily clean" and re-reads it).
-// Pure but for ofPath (one lstat); safe from any thread.
+// PathStamps: several paths' stamps taken together, to tell later that none of them changed and whether they could be
+// trusted when taken.
+// Pure but for the lstat calls (FileStamp::ofPath, PathStamps::add and unchanged); safe from any thread, a PathStamps
+// as safe as any value.
 #pragma once
 
 #include <sys/stat.h>
@@ -12,6 +15,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace memq {
 
@@ -57,6 +62,45 @@ struct FileStamp {
   }
 
   friend bool operator==(const FileStamp&, const FileStamp&) = default;
+};
+
+class PathStamps {
+ public:
+  // A path and its stamp when added; none when nothing was there.
+  using Entry = std::pair<std::string, std::optional<FileStamp>>;
+
+  // Stamps `path` now.
+  void add(std::string path) {
+    std::optional<FileStamp> stamp = FileStamp::ofPath(path);
+    entries_.emplace_back(std::move(path), stamp);
+  }
+
+  // Whether every path's stamp is still the one added (a path that had nothing still has nothing).
+  bool unchanged() const {
+    return std::all_of(entries_.begin(), entries_.end(),
+                       [](const Entry& e) { return FileStamp::ofPath(e.first) == e.second; });
+  }
+
+  // Whether every stamp had settled at `readAtNs` (FileStamp::settledAt); a path that had nothing needs no settling.
+  bool settledAt(int64_t readAtNs, int64_t settleNs = FileStamp::kSettleNs) const {
+    return std::all_of(entries_.begin(), entries_.end(),
+                       [&](const Entry& e) { return !e.second || e.second->settledAt(readAtNs, settleNs); });
+  }
+
+  // Whether `other` stamped the same paths in the same order, whatever their stamps.
+  bool samePaths(const PathStamps& other) const {
+    return std::equal(entries_.begin(), entries_.end(), other.entries_.begin(), other.entries_.end(),
+                      [](const Entry& a, const Entry& b) { return a.first == b.first; });
+  }
+
+  bool empty() const { return entries_.empty(); }
+  void clear() { entries_.clear(); }
+  const std::vector<Entry>& entries() const { return entries_; }
+
+  friend bool operator==(const PathStamps&, const PathStamps&) = default;
+
+ private:
+  std::vector<Entry> entries_;
 };
 
 }  // namespace memq
