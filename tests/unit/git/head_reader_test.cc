@@ -1,7 +1,7 @@
 // Unit tests of HeadReader over real repositories built with the git command line: HEAD kept while its files are
 // unchanged, and every way HEAD moves seen at once (a commit, a branch switch, a detached HEAD, a reset, refs
-// packed and then moved, packed-refs rewritten, a linked worktree's own HEAD); an unborn branch and files changed moments ago resolved on
-// every read.
+// packed and then moved, packed-refs rewritten, a linked worktree's own HEAD); an unborn branch, a HEAD outside
+// refs/heads, a branch that is itself symbolic and files changed moments ago resolved on every read.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -130,6 +130,36 @@ TEST_F(HeadReaderTest, AnUnbornBranchIsNoHeadAndIsResolvedEveryTime) {
   EXPECT_EQ(reader.resolutions(), 2u);
   const std::string first = empty.commit({{"a.c", "one\n"}});
   EXPECT_EQ(read(reader, repository.get()), first);
+}
+
+TEST_F(HeadReaderTest, AHeadOutsideRefsHeadsIsResolvedOnEveryRead) {
+  // Such a ref may live in a linked worktree's own git dir, whose stamps the reader does not take: never kept.
+  const std::string first = repo_.rev("HEAD");
+  const std::string second = repo_.commit({{"a.c", "two\n"}});
+  repo_.git("update-ref refs/custom/tip " + first);
+  repo_.git("symbolic-ref HEAD refs/custom/tip");
+  settle();
+  HeadReader reader(kSettleNs);
+  EXPECT_EQ(read(reader), first);
+  EXPECT_EQ(read(reader), first);
+  EXPECT_EQ(reader.resolutions(), 2u);
+  repo_.git("update-ref refs/custom/tip " + second);
+  EXPECT_EQ(read(reader), second);
+}
+
+TEST_F(HeadReaderTest, ABranchThatIsItselfSymbolicIsResolvedOnEveryRead) {
+  const std::string first = repo_.rev("HEAD");
+  const std::string second = repo_.commit({{"a.c", "two\n"}});
+  repo_.git("branch -q old " + first);
+  repo_.git("symbolic-ref refs/heads/alias refs/heads/old");
+  repo_.git("symbolic-ref HEAD refs/heads/alias");
+  settle();
+  HeadReader reader(kSettleNs);
+  EXPECT_EQ(read(reader), first);
+  EXPECT_EQ(read(reader), first);
+  EXPECT_EQ(reader.resolutions(), 2u);
+  repo_.git("symbolic-ref refs/heads/alias refs/heads/main");  // the alias's target moves; HEAD's file does not
+  EXPECT_EQ(read(reader), second);
 }
 
 TEST_F(HeadReaderTest, FilesChangedMomentsAgoAreResolvedOnEveryRead) {
