@@ -278,7 +278,7 @@ Result<std::vector<Candidate>> gatherCandidates(RecallSource& store, const Recal
     } else {
       for (auto& s : table.signals()) s.subjectBm25 = s.textBm25;
     }
-    lap(&RecallTimings::unicodeMs);
+    lap(&RecallTimings::rescoreMs);
   }
 
   const int64_t nowMs =

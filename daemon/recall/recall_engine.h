@@ -100,6 +100,7 @@ PreparedQuery prepareQuery(const RecallRequest& request, const Embedder& embedde
 // Wall time per lane, accumulated (benchmarks and diagnostics; gatherCandidates adds to it when given one).
 struct RecallTimings {
   double unicodeMs = 0;
+  double rescoreMs = 0;  // every candidate's text and subject bm25 (the default ranker)
   double trigramMs = 0;  // the trigram lane and, when it ran, the bigram fallback
   double filesMs = 0;    // file and co-change affinity
   double semanticMs = 0;  // the wait for the semantic lane once the others are done (it runs beside them)

@@ -326,6 +326,7 @@ int main(int argc, char** argv) {
         row.prepare += ms(t1 - t0);
         row.rank += ms(t3 - t2);
         row.phases.unicodeMs += phases.unicodeMs;
+        row.phases.rescoreMs += phases.rescoreMs;
         row.phases.trigramMs += phases.trigramMs;
         row.phases.filesMs += phases.filesMs;
         row.phases.semanticMs += phases.semanticMs;
@@ -369,14 +370,16 @@ int main(int argc, char** argv) {
                 r.cpuP50, r.cpuP95, r.reopenMs);
   }
   std::printf("\nrecall phases, mean ms per query (trigram runs = queries that queried the trigram lane)\n");
-  std::printf("%8s %9s %9s %9s %9s %9s %9s %9s %9s %12s\n", "N", "prepare", "unicode", "trigram", "files", "semantic",
-              "load", "rank", "total", "trigram runs");
+  std::printf("%8s %9s %9s %9s %9s %9s %9s %9s %9s %9s %12s\n", "N", "prepare", "unicode", "rescore", "trigram",
+              "files", "semantic", "load", "rank", "total", "trigram runs");
   for (const auto& r : rows) {
     double q = r.queries ? static_cast<double>(r.queries) : 1;
     const auto& p = r.phases;
-    double total = (r.prepare + p.unicodeMs + p.trigramMs + p.filesMs + p.semanticMs + p.loadMs + r.rank) / q;
-    std::printf("%8zu %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %12d\n", r.n, r.prepare / q, p.unicodeMs / q,
-                p.trigramMs / q, p.filesMs / q, p.semanticMs / q, p.loadMs / q, r.rank / q, total, p.trigramRuns);
+    double total =
+        (r.prepare + p.unicodeMs + p.rescoreMs + p.trigramMs + p.filesMs + p.semanticMs + p.loadMs + r.rank) / q;
+    std::printf("%8zu %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %12d\n", r.n, r.prepare / q,
+                p.unicodeMs / q, p.rescoreMs / q, p.trigramMs / q, p.filesMs / q, p.semanticMs / q, p.loadMs / q,
+                r.rank / q, total, p.trigramRuns);
   }
   return 0;
 }
