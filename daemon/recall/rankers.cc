@@ -49,6 +49,7 @@ double defaultThreshold(Ranker ranker) { return ranker == Ranker::kReference ? 0
 ScoreBreakdown referenceScore(const Signals& s, bool withTerms) {
   constexpr double K = 60;
   ScoreBreakdown b;
+  if (withTerms) b.terms = nlohmann::json::object();
   double directional = 0;
   auto term = [&](const char* name, double v) {
     if (withTerms) b.terms[name] = v;
@@ -110,6 +111,7 @@ double normalised(const std::optional<double>& bm25, double best) {
 
 ScoreBreakdown defaultScore(const Signals& s, const RankContext& c, bool withTerms) {
   ScoreBreakdown b;
+  if (withTerms) b.terms = nlohmann::json::object();
   auto term = [&](const char* name, double v) {
     if (withTerms && v != 0) b.terms[name] = v;
     return v;

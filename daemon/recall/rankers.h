@@ -13,7 +13,8 @@ enum class Ranker { kDefault, kReference };
 std::string_view rankerName(Ranker ranker);
 bool parseRanker(std::string_view name, Ranker& out);
 
-// `withTerms` false leaves breakdown.terms empty (same score): recall names the terms only of the hits it returns.
+// `withTerms` false leaves breakdown.terms null (same score): recall names the terms only of the hits it returns, and
+// only when asked to explain them.
 ScoreBreakdown referenceScore(const Signals& s, bool withTerms = true);
 ScoreBreakdown defaultScore(const Signals& s, const RankContext& context, bool withTerms = true);
 

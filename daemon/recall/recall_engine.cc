@@ -377,7 +377,9 @@ std::vector<RecallHit> rankAndSelect(std::vector<Candidate> candidates, const Re
     h.signals = c.signals;
     h.score = sc.score;
     h.normalizedScore = top > 0 ? std::min(1.0, h.score / top) : 0;
-    h.breakdown = request.ranker == Ranker::kReference ? referenceScore(h.signals) : defaultScore(h.signals, ctx);
+    if (request.explain) {
+      h.breakdown = request.ranker == Ranker::kReference ? referenceScore(h.signals) : defaultScore(h.signals, ctx);
+    }
     out.push_back(std::move(h));
   }
   return out;

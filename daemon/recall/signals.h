@@ -71,7 +71,9 @@ struct RankContext {
 
 struct ScoreBreakdown {
   double score = 0;
-  nlohmann::json terms = nlohmann::json::object();  // each term of the score, for `explain`
+  // Each term of the score, for `explain`: an object when the ranker was asked for them, else null (an empty object
+  // is a heap allocation, and ranking scores every candidate).
+  nlohmann::json terms;
 };
 
 }  // namespace memq

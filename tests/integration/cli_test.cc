@@ -155,6 +155,12 @@ TEST_F(CliTest, EveryCommandAnswersInJsonMode) {
   EXPECT_EQ(recall["memories"][0]["id"], id);
   EXPECT_TRUE(recall["memories"][0].contains("score"));
   EXPECT_TRUE(recall["memories"][0]["signals"].is_array());
+  // --explain names the ranker's terms of each hit; without it no hit carries them.
+  EXPECT_GT(recall["memories"][0]["explain"]["terms"].value("relevance", 0.0), 0.0) << recall.dump();
+  EXPECT_FALSE(ok("recall 'jwt expiry' --file src/auth/jwt.ts --limit 2")["memories"][0].contains("explain"));
+  json reference = ok("recall --file src/auth/jwt.ts --ranker reference --explain");
+  ASSERT_FALSE(reference["memories"].empty()) << reference.dump();
+  EXPECT_GT(reference["memories"][0]["explain"]["terms"].value("directional", 0.0), 0.0) << reference.dump();
   EXPECT_TRUE(ok("recall --file src/auth/jwt.ts --ranker reference")["memories"].is_array());
 
   EXPECT_TRUE(ok("pin " + id)["pinned"].get<bool>());
