@@ -28,6 +28,27 @@ TEST(ReferenceRanker, HandComputedCases) {
   EXPECT_NEAR(referenceScore(s).score, 0.7365515390, 1e-6);
 }
 
+// Scored without terms (every candidate while ranking): the same score, and no terms object built.
+TEST(Rankers, WithoutTermsTheScoreIsTheSameAndNoTermsAreBuilt) {
+  Signals s;
+  s.ftsUnicode = 2;
+  s.bm25Unicode = -3.0;
+  s.textBm25 = -3.0;
+  s.fileAffinity = true;
+  s.matchedFiles = 1;
+  s.semantic = 0.4;
+  s.semanticRank = 1;
+  RankContext ctx;
+  ctx.bestBm25Unicode = ctx.bestTextBm25 = ctx.bestSubjectBm25 = -4.0;
+  ctx.queriedFiles = 1;
+  EXPECT_EQ(referenceScore(s, false).score, referenceScore(s, true).score);
+  EXPECT_TRUE(referenceScore(s, false).terms.is_null());
+  EXPECT_TRUE(referenceScore(s, true).terms.contains("directional"));
+  EXPECT_EQ(defaultScore(s, ctx, false).score, defaultScore(s, ctx, true).score);
+  EXPECT_TRUE(defaultScore(s, ctx, false).terms.is_null());
+  EXPECT_TRUE(defaultScore(s, ctx, true).terms.contains("relevance"));
+}
+
 TEST(ReferenceRanker, NoDirectionalSignalMeansZeroWhateverTheBonuses) {
   Signals s;
   s.useCount = 100;

@@ -322,6 +322,32 @@ TEST_F(RecallTest, EveryCandidateGetsItsBm25AndTheTextLanesHitsAreNotScoredTwice
   EXPECT_GT(fileOnlyNotMatching, 0u);
 }
 
+// A hit names the ranker's terms only when the request asks to explain it; without explain they are never built
+// (every hit's terms null), and the score is the same either way.
+TEST_F(RecallTest, HitsNameTheirScoreTermsOnlyWhenExplained) {
+  save("rollout checklist for the gateway", {"gw.conf"});
+  save("rollout notes for the gateway canary", {"gw.conf"});
+  for (Ranker ranker : {Ranker::kDefault, Ranker::kReference}) {
+    RecallRequest r{.query = "rollout checklist gateway", .files = {"gw.conf"}, .limit = 5, .threshold = 0};
+    r.ranker = ranker;
+    // One set of candidates ranked both ways: gathering again would age them by the time in between.
+    auto candidates = gatherCandidates(*store_, r, prepareQuery(r, embedder_, nullptr), nullptr);
+    ASSERT_TRUE(candidates.isOk());
+    auto plain = rankAndSelect(*candidates, r);
+    r.explain = true;
+    auto explained = rankAndSelect(*candidates, r);
+    ASSERT_EQ(plain.size(), 2u) << rankerName(ranker);
+    ASSERT_EQ(explained.size(), plain.size()) << rankerName(ranker);
+    for (size_t i = 0; i < plain.size(); ++i) {
+      EXPECT_TRUE(plain[i].breakdown.terms.is_null()) << rankerName(ranker) << " " << plain[i].breakdown.terms.dump();
+      ASSERT_TRUE(explained[i].breakdown.terms.is_object()) << rankerName(ranker);
+      EXPECT_FALSE(explained[i].breakdown.terms.empty()) << rankerName(ranker);
+      EXPECT_EQ(explained[i].memory.pk, plain[i].memory.pk);
+      EXPECT_EQ(explained[i].score, plain[i].score);
+    }
+  }
+}
+
 TEST_F(RecallTest, AHitPutAwayAfterRankingIsDroppedWhenLoaded) {
   std::string kept = save("rollout checklist for the gateway", {"gw.conf"}, "drain first");
   std::string hidden = save("rollout checklist for the gateway canary", {"gw.conf"});
