@@ -4,15 +4,34 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <chrono>
 #include <system_error>
 
 namespace memq {
+
+namespace {
+
+// A spinning thread's hint to the core (and to a hypervisor watching for spins) that it waits.
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
 
 bool ScanHelpers::Job::takeBackOrWait() {
   int state = kQueued;
   if (state_.compare_exchange_strong(state, kTakenBack, std::memory_order_acq_rel)) return true;
   if (state == kTakenBack) return true;
-  // A helper has started it: wait for kDone, whose release store publishes the job's writes.
+  // A helper has started it: wait for kDone, whose release store publishes the job's writes. Awake at first: the
+  // owner asks once its own share is done, so the helper is at most about a chunk behind, and an owner that slept
+  // would leave its core to halt and be woken through the hypervisor on a virtual machine.
+  const auto spinUntil = std::chrono::steady_clock::now() + kAwakeWait;
+  while (state == kRunning && std::chrono::steady_clock::now() < spinUntil) {
+    cpuRelax();
+    state = state_.load(std::memory_order_acquire);
+  }
   while (state == kRunning) {
     state_.wait(kRunning, std::memory_order_acquire);
     state = state_.load(std::memory_order_acquire);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <deque>
 #include <functional>
@@ -30,6 +31,8 @@ class ScanHelpers {
     // work); false once a helper that had started it has finished it (its writes are visible then). After either,
     // nothing the job's work reads is touched by a helper again, so the owner may free it.
     bool takeBackOrWait();
+    // How long takeBackOrWait waits awake for a started job before it sleeps.
+    static constexpr std::chrono::microseconds kAwakeWait{100};
 
    private:
     friend class ScanHelpers;

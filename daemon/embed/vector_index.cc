@@ -544,13 +544,13 @@ void VectorIndex::scan(const ScanQuery& sq, size_t begin, size_t end, ScanResult
   }
 }
 
-VectorIndex::ScanResult VectorIndex::scanChunks(const ScanQuery& sq, std::atomic<size_t>& next, size_t n) const {
-  ScanResult out;
+void VectorIndex::scanChunks(const ScanQuery& sq, std::atomic<size_t>& next, size_t n, ScanResult& out) const {
+  out.candidates.clear();
+  out.bestLowers.clear();
   out.gate = sq.minGate;
   for (size_t begin = next.fetch_add(kScanChunk); begin < n; begin = next.fetch_add(kScanChunk)) {
     scan(sq, begin, std::min(n, begin + kScanChunk), out);
   }
-  return out;
 }
 
 struct VectorIndex::PreparedScan {
@@ -571,6 +571,11 @@ void VectorIndex::prepareScan(std::span<const float> query, size_t stride, size_
   out.sq.sparse = &out.sparse;
   out.sq.k = k;
   out.sq.minGate = static_cast<double>(minScore) - std::fabs(static_cast<double>(minScore)) * 1e-6 - 1e-9;
+}
+
+void VectorIndex::releaseIfLarge(ScanResult& scratch) {
+  constexpr size_t kKeptCandidates = 1 << 16;
+  if (scratch.candidates.capacity() > kKeptCandidates) std::vector<Candidate>().swap(scratch.candidates);
 }
 
 // Two threads scan at once by taking chunks of rows in turn rather than a half each, so when the helper starts late
@@ -603,11 +608,18 @@ VectorIndex::PendingTopK::PendingTopK(const VectorIndex& index, std::vector<floa
   if (!st.usable) return;
   prepareScan(st.query, index.stride_, k, minScore, st.prepared);
   if (n < kScanChunk) return;
+  // The helper's hits are written into room made here: a helper that allocated while the caller's thread did would
+  // make one of them wait for the other's malloc arena (a sleep, and on a virtual machine a wake-up through the
+  // hypervisor). Its candidates go to a scratch of its thread's, kept between scans for the same reason.
+  st.helperHits.reserve(k);
   st.helper = std::make_shared<ScanHelpers::Job>([&st, n] {
     try {
+      thread_local ScanResult scratch;
       // The helper's rows' exact top k too, while the caller is still busy elsewhere: the k best of all the rows
       // are among the k best of the helper's and the k best of the caller's.
-      st.helperHits = st.index.exactTopK(st.query, st.k, st.minScore, st.index.scanChunks(st.prepared.sq, st.next, n));
+      st.index.scanChunks(st.prepared.sq, st.next, n, scratch);
+      st.index.exactTopK(st.query, st.k, st.minScore, scratch, st.helperHits);
+      releaseIfLarge(scratch);
     } catch (...) {
       st.helperError = std::current_exception();
     }
@@ -626,7 +638,11 @@ std::vector<VectorIndex::Hit> VectorIndex::PendingTopK::get() {
   if (!st.usable || st.done) return {};
   st.done = true;
   const size_t n = st.index.keys_.size();
-  std::vector<Hit> hits = st.index.exactTopK(st.query, st.k, st.minScore, st.index.scanChunks(st.prepared.sq, st.next, n));
+  thread_local ScanResult scratch;
+  st.index.scanChunks(st.prepared.sq, st.next, n, scratch);
+  std::vector<Hit> hits;
+  st.index.exactTopK(st.query, st.k, st.minScore, scratch, hits);
+  releaseIfLarge(scratch);
   // Every chunk is taken by now: a helper that has not started the job never will, and one that has is finishing
   // its last chunk or its hits.
   if (st.helper && !st.helper->takeBackOrWait()) {
@@ -690,9 +706,9 @@ std::vector<std::vector<VectorIndex::Hit>> VectorIndex::topKMany(std::span<const
   return out;
 }
 
-std::vector<VectorIndex::Hit> VectorIndex::exactTopK(std::span<const float> query, size_t k, float minScore,
-                                                     ScanResult result) const {
-  std::vector<Hit> hits;
+void VectorIndex::exactTopK(std::span<const float> query, size_t k, float minScore, ScanResult& result,
+                            std::vector<Hit>& hits) const {
+  hits.clear();
   std::vector<Candidate>& candidates = result.candidates;
   const double gate = result.gate;
 
@@ -748,7 +764,6 @@ std::vector<VectorIndex::Hit> VectorIndex::exactTopK(std::span<const float> quer
     }
   }
   std::sort(hits.begin(), hits.end(), hitBefore);
-  return hits;
 }
 
 }  // namespace memq

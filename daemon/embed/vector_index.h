@@ -125,6 +125,9 @@ class VectorIndex {
     double gate = 0;
     std::vector<double> bestLowers;  // a min-heap (std::greater) of at most k lower bounds
   };
+  // A thread's scan scratch keeps its storage between scans, up to a bound: one query whose candidates were most of
+  // a large index does not hold that much memory for the life of the thread.
+  static void releaseIfLarge(ScanResult& scratch);
   // Whether topK scans for this query at all: k > 0, some rows, and a query of dim() finite components.
   bool scans(std::span<const float> query, size_t k) const;
   // Scans rows [begin, end) into `into`, whose gate and lower bounds carry over from the rows it read before.
@@ -132,11 +135,19 @@ class VectorIndex {
   // The query quantised for a scan (its codes live here, so a ScanQuery may point into it).
   struct PreparedScan;
   static void prepareScan(std::span<const float> query, size_t stride, size_t k, float minScore, PreparedScan& out);
-  // Scans the chunks of `n` rows that `next` hands out (kScanChunk rows each, by fetch_add) until none is left.
-  ScanResult scanChunks(const ScanQuery& query, std::atomic<size_t>& next, size_t n) const;
+  // Scans the chunks of `n` rows that `next` hands out (kScanChunk rows each, by fetch_add) until none is left, into
+  // `out` (emptied first; its storage is reused).
+  void scanChunks(const ScanQuery& query, std::atomic<size_t>& next, size_t n, ScanResult& out) const;
   static constexpr size_t kScanChunk = 4096;
-  // The exact top k of a scan's candidates (re-scored in float).
-  std::vector<Hit> exactTopK(std::span<const float> query, size_t k, float minScore, ScanResult result) const;
+  // The exact top k of a scan's candidates (re-scored in float), into `hits` (emptied first; its storage is reused).
+  // Reorders result.candidates.
+  void exactTopK(std::span<const float> query, size_t k, float minScore, ScanResult& result,
+                 std::vector<Hit>& hits) const;
+  std::vector<Hit> exactTopK(std::span<const float> query, size_t k, float minScore, ScanResult&& result) const {
+    std::vector<Hit> hits;
+    exactTopK(query, k, minScore, result, hits);
+    return hits;
+  }
 
   size_t dim_;
   size_t stride_;  // dim_ rounded up to a multiple of 64, so the SIMD kernels need no tail loop
