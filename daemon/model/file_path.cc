@@ -131,7 +131,8 @@ bool hasDotDot(std::string_view path) {
 
 }  // namespace
 
-Result<std::string> normalizeFilePath(std::string_view rawPath, std::string_view projectRoot, const std::string& field) {
+Result<std::string> normalizeFilePath(std::string_view rawPath, std::string_view projectRoot, const std::string& field,
+                                      std::optional<std::string>* rootOnDisk) {
   if (rawPath.empty()) return Status::invalidField(field, field + " is empty");
   if (rawPath.size() > kMaxPathBytes) {
     return Status::invalidField(field, field + " is " + std::to_string(rawPath.size()) +
@@ -197,9 +198,11 @@ Result<std::string> normalizeFilePath(std::string_view rawPath, std::string_view
     std::error_code ec;
     std::string onDisk = root + "/" + normalized;
     if (std::filesystem::symlink_status(onDisk, ec).type() != std::filesystem::file_type::not_found && !ec) {
-      std::string realRootPath = realPathOr(root);
+      std::optional<std::string> resolvedHere;
+      std::optional<std::string>& realRootPath = rootOnDisk != nullptr ? *rootOnDisk : resolvedHere;
+      if (!realRootPath) realRootPath = realPathOr(root);
       std::string realFile = realPathOr(onDisk);
-      if (!isInside(realFile, realRootPath)) {
+      if (!isInside(realFile, *realRootPath)) {
         return outsideRoot(field, "path '" + std::string(rawPath) + "' resolves outside the project root");
       }
     }

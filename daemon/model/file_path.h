@@ -2,6 +2,7 @@
 // Pure, except for the symlink checks, which read the file system.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -26,7 +27,10 @@ inline constexpr size_t kMaxPathBytes = 4095;
 // InvalidParams for one that is malformed (empty, longer than kMaxPathBytes, a NUL byte, the root itself, `..` after
 // a symlink that does not resolve) or that holds a credential (data.kinds names it; the message never quotes such a
 // path, and a path is refused rather than stored redacted, because a redacted path names another file).
-Result<std::string> normalizeFilePath(std::string_view path, std::string_view projectRoot, const std::string& field);
+// `rootOnDisk`, when given: where the root's real path is kept between calls for the same root (the paths of one
+// request), so that the root is resolved on disk once rather than once for each path that exists.
+Result<std::string> normalizeFilePath(std::string_view path, std::string_view projectRoot, const std::string& field,
+                                      std::optional<std::string>* rootOnDisk = nullptr);
 
 // Lexical normalisation only ("a/./b/../c" → "a/c"); returns false when the path climbs above its start.
 bool lexicallyNormalize(std::string_view path, std::string& out);

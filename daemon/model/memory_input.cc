@@ -126,10 +126,11 @@ Result<std::vector<std::string>> normalizeFiles(const std::vector<std::string>& 
   }
   std::vector<std::string> out;
   std::unordered_set<std::string> seen;
+  std::optional<std::string> rootOnDisk;  // the root's real path, resolved once for all the paths
   for (size_t i = 0; i < files.size(); ++i) {
     std::string itemField = field + "[" + std::to_string(i) + "]";
     MEMQ_RETURN_IF_ERROR(checkUtf8(files[i], itemField));
-    auto normalized = normalizeFilePath(files[i], projectRoot, itemField);
+    auto normalized = normalizeFilePath(files[i], projectRoot, itemField, &rootOnDisk);
     if (!normalized) return normalized.status();
     if (seen.insert(*normalized).second) out.push_back(std::move(*normalized));
   }

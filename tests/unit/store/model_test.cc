@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "daemon/model/file_path.h"
 #include "daemon/model/memory_input.h"
@@ -94,6 +96,37 @@ TEST(ModelTest, SymlinkOutOfTheRootIsRefused) {
   auto r = normalizeFilePath("etc-link/passwd", (dir / "root").string(), "files[0]");
   EXPECT_FALSE(r.isOk());
   EXPECT_EQ(r.status().code(), ErrorCode::kForbidden);
+  fs::remove_all(dir);
+}
+
+TEST(ModelTest, PathsUnderARootReachedThroughASymlinkAreCheckedAgainstItsRealPathEachOfThem) {
+  // The root is named through a symlink, so its real path differs from its name; it is resolved once for the
+  // request's paths, and every existing path is still checked against it: those inside are kept, one that
+  // escapes through a symlink is refused wherever it stands in the list.
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("memq-model-roots-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "real-root" / "src");
+  fs::create_directories(dir / "outside");
+  std::ofstream(dir / "real-root" / "src" / "a.c") << "a";
+  std::ofstream(dir / "real-root" / "b.c") << "b";
+  std::ofstream(dir / "outside" / "secret.txt") << "s";
+  fs::create_symlink(dir / "real-root", dir / "root-link");
+  fs::create_symlink(dir / "outside", dir / "real-root" / "out");
+  const std::string root = (dir / "root-link").string();
+
+  auto kept = normalizeFiles({"src/a.c", "b.c", "missing.c"}, root);
+  ASSERT_TRUE(kept.isOk()) << kept.status().message();
+  EXPECT_EQ(*kept, (std::vector<std::string>{"src/a.c", "b.c", "missing.c"}));
+  for (const std::vector<std::string>& files : {std::vector<std::string>{"src/a.c", "out/secret.txt"},
+                                                std::vector<std::string>{"out/secret.txt", "b.c"},
+                                                std::vector<std::string>{"b.c", "src/a.c", "out/secret.txt"}}) {
+    auto refused = normalizeFiles(files, root);
+    ASSERT_FALSE(refused.isOk());
+    EXPECT_EQ(refused.status().code(), ErrorCode::kForbidden);
+    const size_t escaping = static_cast<size_t>(std::find(files.begin(), files.end(), "out/secret.txt") - files.begin());
+    EXPECT_EQ(fieldOf(refused.status()), "files[" + std::to_string(escaping) + "]");
+  }
   fs::remove_all(dir);
 }
 
