@@ -7,18 +7,9 @@
 #include <chrono>
 #include <system_error>
 
+#include "daemon/util/cpu_relax.h"
+
 namespace memq {
-
-namespace {
-
-// A spinning thread's hint to the core (and to a hypervisor watching for spins) that it waits.
-inline void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
-}  // namespace
 
 bool ScanHelpers::Job::takeBackOrWait() {
   int state = kQueued;

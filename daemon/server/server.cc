@@ -16,6 +16,7 @@
 #include "daemon/server/session.h"
 #include "daemon/server/version.h"
 #include "daemon/service/anchor_rebase.h"
+#include "daemon/util/cpu_relax.h"
 #include "protocol/envelope.h"
 
 namespace memq {
@@ -93,9 +94,7 @@ void Server::runLoop() {
     if (io_.stopped()) break;
     const bool hot = std::chrono::steady_clock::now().time_since_epoch().count() < hotUntil_;
     if (hot && nothingElseRuns(0)) {
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#endif
+      cpuRelax();
       continue;
     }
     if (io_.run_one() == 0) break;
