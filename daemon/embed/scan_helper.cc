@@ -2,6 +2,7 @@
 #include "daemon/embed/scan_helper.h"
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -36,6 +37,10 @@ ScanHelpers& ScanHelpers::instance() {
 }
 
 ScanHelpers::ScanHelpers(size_t threads) {
+  // The main thread's cores, not the calling thread's: a caller pinned to one core would otherwise leave the helpers
+  // nowhere else to go.
+  CPU_ZERO(&allowed_);
+  if (::sched_getaffinity(::getpid(), sizeof allowed_, &allowed_) == 0) allowedCount_ = CPU_COUNT(&allowed_);
   for (size_t i = 0; i < threads; ++i) {
     try {
       threads_.emplace_back([this] { run(); });
@@ -62,10 +67,22 @@ bool ScanHelpers::submit(const std::shared_ptr<Job>& job) {
   }
   {
     MutexLock lock(mutex_);
+    keepOffCpu(::sched_getcpu());
     queue_.push_back(job);
   }
   wake_.notifyOne();
   return true;
+}
+
+void ScanHelpers::keepOffCpu(int cpu) {
+  if (cpu < 0 || cpu == avoidedCpu_ || allowedCount_ < 2 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed_)) return;
+  cpu_set_t others = allowed_;
+  CPU_CLR(cpu, &others);
+  for (auto& t : threads_) {
+    // A refusal (a cpuset changed under the process) leaves that helper where the kernel puts it.
+    ::pthread_setaffinity_np(t.native_handle(), sizeof others, &others);
+  }
+  avoidedCpu_ = cpu;
 }
 
 void ScanHelpers::run() {

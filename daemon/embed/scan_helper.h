@@ -6,8 +6,15 @@
 // has started it (the owner then does the work itself). So an owner never waits for a helper that is busy with
 // another job: it waits only for a job a helper has already started.
 //
+// A helper never shares the submitting thread's core when another is allowed: submit() keeps the helpers off the core
+// it runs on (their CPU affinity; a system call only when that core changes). Left to itself, a kernel that packs
+// wake-ups onto busy virtual CPUs, so that an idle one can stay halted, woke the helper on the submitter's core, where
+// it preempted the submitter and the two halves of a recall ran one after the other (docs/performance.md).
+//
 // Thread-safety: submit() may be called from any thread; a Job's takeBackOrWait() by its owner only.
 #pragma once
+
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
@@ -58,8 +65,13 @@ class ScanHelpers {
  private:
   explicit ScanHelpers(size_t threads);
   void run();
+  // Moves the helpers off `cpu` (the submitter's) when they may run there and another allowed core exists.
+  void keepOffCpu(int cpu) REQUIRES(mutex_);
 
   Mutex mutex_;
+  cpu_set_t allowed_{};        // the cores the main thread may run on when the helpers started
+  int allowedCount_ = 0;
+  int avoidedCpu_ GUARDED_BY(mutex_) = -1;  // the core the helpers are kept off, -1 for none
   CondVar wake_;
   std::deque<std::shared_ptr<Job>> queue_ GUARDED_BY(mutex_);
   bool stopping_ GUARDED_BY(mutex_) = false;

@@ -1,8 +1,10 @@
 // ScanHelpers: every job is claimed once, by a helper or by its owner; an owner waits only for a job a helper has
-// started, and then until that job is done.
+// started, and then until that job is done; a helper runs off the submitting thread's core.
 #include "daemon/embed/scan_helper.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
@@ -107,6 +109,44 @@ TEST(ScanHelpersTest, AJobTakenBackBeforeAnyHelperStartedItNeverRuns) {
   EXPECT_FALSE(ran->load());
   gate->release = true;
   for (auto& b : barrier) EXPECT_FALSE(b->takeBackOrWait());
+}
+
+TEST(ScanHelpersTest, AHelperRunsOffTheCoreOfTheThreadThatSubmittedItsJob) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  if (CPU_COUNT(&allowed) < 2) GTEST_SKIP() << "one core allowed: nowhere else for a helper to run";
+  // From a thread pinned to each allowed core in turn, so the helpers must move every time (to and fro on two).
+  for (int round = 0; round < 2; ++round) {
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (!CPU_ISSET(cpu, &allowed)) continue;
+      std::atomic<int> ranOnCpu{-1};
+      std::atomic<bool> mayRunOnSubmitters{true};
+      std::thread submitter([&] {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        ASSERT_EQ(::pthread_setaffinity_np(::pthread_self(), sizeof one, &one), 0);
+        ASSERT_EQ(::sched_getcpu(), cpu);
+        auto job = std::make_shared<ScanHelpers::Job>([&] {
+          cpu_set_t mine;
+          CPU_ZERO(&mine);
+          ::sched_getaffinity(0, sizeof mine, &mine);
+          mayRunOnSubmitters = CPU_ISSET(cpu, &mine);
+          ranOnCpu = ::sched_getcpu();
+        });
+        ASSERT_TRUE(ScanHelpers::instance().submit(job));
+        // Waited for, not taken back: a job taken back ran nowhere.
+        const auto deadline = std::chrono::steady_clock::now() + 10s;
+        while (ranOnCpu.load() < 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(100us);
+        ASSERT_FALSE(job->takeBackOrWait()) << "no helper took the job";
+      });
+      submitter.join();
+      EXPECT_FALSE(mayRunOnSubmitters.load()) << "a helper may still run on core " << cpu << ", the submitter's";
+      EXPECT_NE(ranOnCpu.load(), cpu);
+      EXPECT_GE(ranOnCpu.load(), 0);
+    }
+  }
 }
 
 }  // namespace
