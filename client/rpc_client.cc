@@ -2,6 +2,7 @@
 #include "client/rpc_client.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -193,11 +194,10 @@ bool RpcClient::readWithinAwakeWait(const AwakeWait& wait) {
       return true;
     }
     if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return false;
-    for (int i = 0; i < 32; ++i) {
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#endif
-    }
+    // Yield rather than pause: where memqd's thread shares this core (a kernel that packs threads onto few virtual
+    // CPUs puts it here), a poll that kept the core would hold off the very reply it waits for, by up to a time
+    // slice. With nothing else to run here the call returns at once.
+    ::sched_yield();
   }
   return false;
 }
