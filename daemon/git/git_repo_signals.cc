@@ -217,13 +217,14 @@ GitRepoSignals::HeadView GitRepoSignals::observeHead(bool force) {
   if (!force && headChecked_ && now - headCheckedAt_ < options_.headCheckInterval) return head_;
   headChecked_ = true;
   headCheckedAt_ = now;
-  git_oid oid;
-  // Resolves a symbolic HEAD and a detached one alike; an unborn branch is GIT_ENOTFOUND.
-  if (git_reference_name_to_id(&oid, quickRepo_.get(), "HEAD") < 0) {
+  // A symbolic HEAD and a detached one alike, through libgit2 only when HEAD's files changed; nullopt when unborn.
+  const std::optional<git_oid> resolved = headReader_.read(quickRepo_.get());
+  if (!resolved) {
     head_ = {};
     headTree_.reset();
     return head_;
   }
+  const git_oid oid = *resolved;
   const std::string commit = oidHex(oid);
   if (commit == head_.commit && headTree_) return head_;
   git_commit* rawCommit = nullptr;
@@ -245,6 +246,8 @@ GitRepoSignals::HeadView GitRepoSignals::observeHead(bool force) {
 }
 
 std::string GitRepoSignals::head() { return observeHead(false).commit; }
+
+void GitRepoSignals::observeHeadNow() { observeHead(true); }
 
 void GitRepoSignals::publishCochange(std::shared_ptr<const CoChangeSnapshot> snap) {
   MutexLock lock(snapMu_);

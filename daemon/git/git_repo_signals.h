@@ -4,8 +4,8 @@
 // renames a path came through (RenameMap).
 //
 // Freshness: nothing is computed at construction. The first co-change lookup refreshes (from the database cache
-// when it matches, else by walking history); later lookups re-read HEAD at most once per headCheckInterval and
-// refresh only when it moved. The dependency graph is built on the first blast-radius lookup for a HEAD tree.
+// when it matches, else by walking history); later lookups re-read HEAD at most once per headCheckInterval, or when
+// a request starts (observeHeadNow), and refresh only when it moved. The dependency graph is built on the first blast-radius lookup for a HEAD tree.
 // Failures never throw: an unborn HEAD, a shallow or corrupt history, a missing database or a directory outside
 // git all give empty signals (radius 0, no neighbours) and a log line; refresh() reports the reason.
 //
@@ -32,6 +32,7 @@
 #include "daemon/git/cochange_snapshot.h"
 #include "daemon/git/copy_sources.h"
 #include "daemon/git/dependency_graph.h"
+#include "daemon/git/head_reader.h"
 #include "daemon/git/libgit2.h"
 #include "daemon/git/rename_map.h"
 #include "daemon/git/repo_location.h"
@@ -98,6 +99,7 @@ class GitRepoSignals final : public RepoSignals {
   // The HEAD commit (40-hex) as last observed (re-read at most once per headCheckInterval); "" when unborn or
   // outside git.
   std::string head() override;
+  void observeHeadNow() override;
 
   const ProjectLocation& location() const { return location_; }
 
@@ -129,6 +131,7 @@ class GitRepoSignals final : public RepoSignals {
 
   Mutex quickMu_;
   RepositoryPtr quickRepo_ PT_GUARDED_BY(quickMu_);  // the repository is used under quickMu_
+  HeadReader headReader_ GUARDED_BY(quickMu_);  // HEAD's commit, resolved again only when its files changed
   HeadView head_ GUARDED_BY(quickMu_);
   TreePtr headTree_ GUARDED_BY(quickMu_);
   std::chrono::steady_clock::time_point headCheckedAt_ GUARDED_BY(quickMu_){};

@@ -268,6 +268,8 @@ Result<RecallHits> Service::recall(const CallContext& ctx, const RecallParams& p
       fillFromWorkingSet(hintsOf(*ctx.client)->workingSet, project->location.root, request.files, request.lines);
     }
   }
+  // HEAD as it is now for every lookup below: a commit made just before this recall counts in it.
+  if (project && project->repo) project->repo->observeHeadNow();
   PreparedQuery query = prepareQuery(request, *options_.embedder, project ? project->repo.get() : nullptr);
   // The project's files as they are now, read once for the line signals and the hits' anchored lines.
   WorkTreeVersions workTree(project ? project->location.root : std::string(),

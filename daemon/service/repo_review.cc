@@ -43,6 +43,7 @@ Result<CochangeResult> Service::repoCochange(const CallContext& ctx, const Cocha
   CochangeResult result;
   result.file = at->path;
   if (at->scope->repo) {
+    at->scope->repo->observeHeadNow();
     result.neighbors = at->scope->repo->cochangeNeighbors(result.file, request.limit);
     result.head = at->scope->repo->head();
   }
@@ -55,6 +56,7 @@ Result<BlastRadius> Service::repoBlastRadius(const CallContext& ctx, const FileR
   BlastRadius result;
   result.file = at->path;
   if (at->scope->repo) {
+    at->scope->repo->observeHeadNow();
     result.radius = at->scope->repo->blastRadius(result.file);
     result.dependents = at->scope->repo->dependents(result.file);
   }
@@ -89,6 +91,7 @@ Result<StaleReport> Service::reviewStale(const CallContext& ctx, const ReviewReq
   StaleReport report;
   Scope& project = **scope;
   if (!project.repo) return report;
+  project.repo->observeHeadNow();
   CommittedLock lock(*project.db);
   auto ms = project.db->store().memoriesWithFiles(kMaxReviewedMemories);
   if (!ms) return ms.status();

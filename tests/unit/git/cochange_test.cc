@@ -282,6 +282,25 @@ TEST(CoChange, HeadChecksAreRateLimited) {
   EXPECT_EQ(signals.cochangeNeighbors("a.c", 10).size(), 1u);
 }
 
+TEST(CoChange, ObservingHeadNowSeesANewHeadWithinTheInterval) {
+  Project p;
+  p.repo.touch({"a.c", "b.c"});
+  GitSignalsOptions opts;
+  opts.headCheckInterval = std::chrono::hours(1);
+  GitRepoSignals signals(p.location(), opts);
+  EXPECT_TRUE(signals.cochangeNeighbors("a.c", 10).empty());
+  const std::string before = signals.head();
+  const std::string commit = p.repo.touch({"a.c", "b.c"});
+  EXPECT_EQ(signals.head(), before) << "within the interval a lookup keeps its view of HEAD";
+  // What a request does at its start: the lookups after it see the commit made just before.
+  signals.observeHeadNow();
+  EXPECT_EQ(signals.head(), commit);
+  EXPECT_EQ(signals.cochangeNeighbors("a.c", 10).size(), 1u);
+  // With HEAD unchanged, looking again keeps the same view.
+  signals.observeHeadNow();
+  EXPECT_EQ(signals.head(), commit);
+}
+
 TEST(CoChange, WindowEvictsTheOldestCommitsIncrementally) {
   Project p;
   p.repo.touch({"a.c", "b.c"});  // falls out of a window of 4 after the next refresh
