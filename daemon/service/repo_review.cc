@@ -91,7 +91,6 @@ Result<StaleReport> Service::reviewStale(const CallContext& ctx, const ReviewReq
   StaleReport report;
   Scope& project = **scope;
   if (!project.repo) return report;
-  project.repo->observeHeadNow();
   CommittedLock lock(*project.db);
   auto ms = project.db->store().memoriesWithFiles(kMaxReviewedMemories);
   if (!ms) return ms.status();
