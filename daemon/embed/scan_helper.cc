@@ -39,8 +39,7 @@ ScanHelpers& ScanHelpers::instance() {
 ScanHelpers::ScanHelpers(size_t threads) {
   // The main thread's cores, not the calling thread's: a caller pinned to one core would otherwise leave the helpers
   // nowhere else to go.
-  CPU_ZERO(&allowed_);
-  if (::sched_getaffinity(::getpid(), sizeof allowed_, &allowed_) == 0) allowedCount_ = CPU_COUNT(&allowed_);
+  if (::sched_getaffinity(::getpid(), sizeof allowed_, &allowed_) != 0) CPU_ZERO(&allowed_);
   for (size_t i = 0; i < threads; ++i) {
     try {
       threads_.emplace_back([this] { run(); });
@@ -75,7 +74,9 @@ bool ScanHelpers::submit(const std::shared_ptr<Job>& job) {
 }
 
 void ScanHelpers::keepOffCpu(int cpu) {
-  if (cpu < 0 || cpu == avoidedCpu_ || allowedCount_ < 2 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed_)) return;
+  if (cpu < 0 || cpu == avoidedCpu_ || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed_) || CPU_COUNT(&allowed_) < 2) {
+    return;
+  }
   cpu_set_t others = allowed_;
   CPU_CLR(cpu, &others);
   for (auto& t : threads_) {

@@ -69,8 +69,7 @@ class ScanHelpers {
   void keepOffCpu(int cpu) REQUIRES(mutex_);
 
   Mutex mutex_;
-  cpu_set_t allowed_{};        // the cores the main thread may run on when the helpers started
-  int allowedCount_ = 0;
+  cpu_set_t allowed_{};  // the cores the main thread may run on when the helpers started (none: unknown)
   int avoidedCpu_ GUARDED_BY(mutex_) = -1;  // the core the helpers are kept off, -1 for none
   CondVar wake_;
   std::deque<std::shared_ptr<Job>> queue_ GUARDED_BY(mutex_);

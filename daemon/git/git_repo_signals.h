@@ -4,8 +4,9 @@
 // renames a path came through (RenameMap).
 //
 // Freshness: nothing is computed at construction. The first co-change lookup refreshes (from the database cache
-// when it matches, else by walking history); later lookups re-read HEAD at most once per headCheckInterval, or when
-// a request starts (observeHeadNow), and refresh only when it moved. The dependency graph is built on the first blast-radius lookup for a HEAD tree.
+// when it matches, else by walking history); later lookups re-read HEAD when a request starts (observeHeadNow) and
+// otherwise at most once per headCheckInterval, and refresh only when it moved. The dependency graph is built on the
+// first blast-radius lookup for a HEAD tree.
 // Failures never throw: an unborn HEAD, a shallow or corrupt history, a missing database or a directory outside
 // git all give empty signals (radius 0, no neighbours) and a log line; refresh() reports the reason.
 //
@@ -96,8 +97,8 @@ class GitRepoSignals final : public RepoSignals {
   // there is no regular file or symlink at that path.
   std::optional<std::string> workTreeBlobId(const std::string& path);
 
-  // The HEAD commit (40-hex) as last observed (re-read at most once per headCheckInterval); "" when unborn or
-  // outside git.
+  // The HEAD commit (40-hex) as last observed (at the request's start, or at most headCheckInterval ago); "" when
+  // unborn or outside git.
   std::string head() override;
   void observeHeadNow() override;
 

@@ -40,8 +40,8 @@ class RepoSignals {
   virtual RepoRefreshInfo refresh() { return {}; }
   virtual std::string head() { return ""; }
   // Looks at HEAD now, for the lookups that follow: a request that reads these signals calls it once at its start,
-  // so a commit or checkout made just before the request counts in it. Lookups in between may answer from a view of
-  // HEAD up to an interval old (GitSignalsOptions::headCheckInterval), since they come many to a request.
+  // so a commit or checkout made just before the request counts in it. The lookups themselves, many to a request,
+  // may answer from the view of HEAD taken then.
   virtual void observeHeadNow() {}
   // Tracked files that depend on `path` (for repo/blast_radius).
   virtual std::vector<std::string> dependents(const std::string& path) { return {}; }
