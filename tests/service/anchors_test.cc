@@ -19,35 +19,36 @@ namespace {
 
 namespace fs = std::filesystem;
 using memq::testing::GitRepo;
+using memq::testing::GitServiceTest;
 using memq::testing::TempDir;
 using memq::testing::makeGitService;
 using memq::testing::numberedLines;
 using memq::testing::trimmed;
 
-class AnchorsTest : public ::testing::Test {
+class AnchorsTest : public GitServiceTest {
  protected:
+  AnchorsTest() : GitServiceTest("anchors-test") {}
+
   void SetUp() override {
-    repo_ = std::make_unique<GitRepo>(tmp_.path() + "/project");
+    GitServiceTest::SetUp();
     repo_->commit({{"src/a.c", numberedLines(10)}, {"src/b.c", numberedLines(200, "b")}}, "start");
     root_ = repo_->dir();
-    service_ = makeService(tmp_.path() + "/data");
-    connect(*service_, client_, root_);
+    startService();
+    connect(client_);
   }
 
   std::unique_ptr<Service> makeService(const std::string& dataDir) { return makeGitService(dataDir, embedder_); }
 
-  static void connect(Service& service, ClientState& client, const std::string& root) {
+  // `client` initialized on `service` for the project at `root`: another project, or another data dir's Service.
+  static void connectElsewhere(Service& service, ClientState& client, const std::string& root) {
     InitializeRequest request;
     request.clientName = "anchors-test";
     request.projectRoot = root;
     ASSERT_TRUE(service.initialize(client, request).isOk());
   }
 
-  CallContext ctx() {
-    auto c = service_->context(client_, {});
-    EXPECT_TRUE(c.isOk()) << c.status().toString();
-    return c.isOk() ? *c : CallContext{};
-  }
+  using GitServiceTest::ctx;
+  CallContext ctx() { return ctx(client_); }
 
   Result<SaveResult> save(const std::string& summary, std::vector<FileEntry> files) {
     SaveInput in;
@@ -87,11 +88,7 @@ class AnchorsTest : public ::testing::Test {
     return nullptr;
   }
 
-  TempDir tmp_;
-  std::unique_ptr<GitRepo> repo_;
   std::string root_;
-  HashbagEmbedder embedder_;
-  std::unique_ptr<Service> service_;
   ClientState client_;
 };
 
@@ -250,7 +247,7 @@ TEST_F(AnchorsTest, AProjectOutsideGitKeepsEveryAnchoredVersion) {
   TempDir plain;
   memq::testing::writeFile(plain.path() + "/notes.txt", numberedLines(5));
   ClientState other;
-  connect(*service_, other, plain.path());
+  connectElsewhere(*service_, other, plain.path());
   auto c = service_->context(other, {});
   ASSERT_TRUE(c.isOk());
   SaveInput in;
@@ -294,7 +291,7 @@ TEST_F(AnchorsTest, ExportAndImportCarryAnchorsAndKeptContentToAnotherRepository
                      memq::testing::shellQuote(clone.dir()));
   auto second = makeService(elsewhere.path() + "/data");
   ClientState client;
-  connect(*second, client, clone.dir());
+  connectElsewhere(*second, client, clone.dir());
   auto c = second->context(client, {});
   ASSERT_TRUE(c.isOk());
   auto imported = second->importJsonl(*c, ImportRequest{page->jsonl, false});

@@ -18,9 +18,7 @@
 namespace memq {
 namespace {
 
-using memq::testing::GitRepo;
-using memq::testing::TempDir;
-using memq::testing::makeGitService;
+using memq::testing::GitServiceTest;
 using memq::testing::numberedLines;
 
 // src/b.c with lines `from`..`to` removed (0, 0: none) and those in `rewrittenFrom`..`rewrittenTo` replaced.
@@ -33,27 +31,18 @@ std::string editedB(int from, int to, int rewrittenFrom, int rewrittenTo) {
   return out;
 }
 
-class ReviewLinesTest : public ::testing::Test {
+class ReviewLinesTest : public GitServiceTest {
  protected:
+  ReviewLinesTest() : GitServiceTest("review-lines-test") {}
+
   void SetUp() override {
-    repo_ = std::make_unique<GitRepo>(tmp_.path() + "/project");
+    GitServiceTest::SetUp();
     repo_->commit({{"src/a.c", numberedLines(10, "a")}, {"src/b.c", numberedLines(200, "b")}}, "start");
-    service_ = makeGitService(tmp_.path() + "/data", embedder_);
+    startService();
     connect(client_);
   }
 
-  void connect(ClientState& client) {
-    InitializeRequest request;
-    request.clientName = "review-lines-test";
-    request.projectRoot = repo_->dir();
-    ASSERT_TRUE(service_->initialize(client, request).isOk());
-  }
-
-  CallContext ctx(ClientState& client) {
-    auto c = service_->context(client, {});
-    EXPECT_TRUE(c.isOk()) << c.status().toString();
-    return c.isOk() ? *c : CallContext{};
-  }
+  using GitServiceTest::ctx;
   CallContext ctx() { return ctx(client_); }
 
   std::string save(const std::string& summary, std::vector<FileEntry> files, const char* category = nullptr) {
@@ -86,10 +75,6 @@ class ReviewLinesTest : public ::testing::Test {
     return nullptr;
   }
 
-  TempDir tmp_;
-  std::unique_ptr<GitRepo> repo_;
-  HashbagEmbedder embedder_;
-  std::unique_ptr<Service> service_;
   ClientState client_;
 };
 

@@ -18,9 +18,7 @@
 namespace memq {
 namespace {
 
-using memq::testing::GitRepo;
-using memq::testing::TempDir;
-using memq::testing::makeGitService;
+using memq::testing::GitServiceTest;
 using memq::testing::numberedLines;
 using Kind = WorkingSet::Kind;
 
@@ -91,28 +89,16 @@ TEST(WorkingSetTest, OlderEventsGoFirstPastSixteenEventsOrSixtyFourRanges) {
 
 // --- through the Service -----------------------------------------------------------------------------------------
 
-class WorkingSetServiceTest : public ::testing::Test {
+// connect(client, tab): a connection of tab `tab` (a new hook run of that agent session), or of no tab ("").
+class WorkingSetServiceTest : public GitServiceTest {
  protected:
+  WorkingSetServiceTest() : GitServiceTest("working-set-test") {}
+
   void SetUp() override {
-    repo_ = std::make_unique<GitRepo>(tmp_.path() + "/project");
+    GitServiceTest::SetUp();
     repo_->commit({{"src/a.c", numberedLines(10)}, {"src/b.c", numberedLines(200, "b")}}, "start");
-    service_ = makeGitService(tmp_.path() + "/data", embedder_);
+    startService();
     connect(agent_, "session-1");
-  }
-
-  // A connection of tab `tab` (a new hook run of that agent session), or of no tab.
-  void connect(ClientState& client, const std::string& tab) {
-    InitializeRequest request;
-    request.clientName = "working-set-test";
-    request.projectRoot = repo_->dir();
-    request.tab = tab;
-    ASSERT_TRUE(service_->initialize(client, request).isOk());
-  }
-
-  CallContext ctx(ClientState& client) {
-    auto c = service_->context(client, {});
-    EXPECT_TRUE(c.isOk()) << c.status().toString();
-    return c.isOk() ? *c : CallContext{};
   }
 
   // What the Claude Code hook sends after a tool call: hints/for_tool with the lines the tool touched.
@@ -150,10 +136,6 @@ class WorkingSetServiceTest : public ::testing::Test {
     return got.isOk() ? got->memory.files.size() : 99;
   }
 
-  TempDir tmp_;
-  std::unique_ptr<GitRepo> repo_;
-  HashbagEmbedder embedder_;
-  std::unique_ptr<Service> service_;
   ClientState agent_;
 };
 

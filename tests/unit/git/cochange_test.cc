@@ -38,6 +38,13 @@ struct Project {
   }
 };
 
+// Options whose lookups re-read HEAD at most once per `interval`.
+GitSignalsOptions headCheckedEvery(std::chrono::milliseconds interval) {
+  GitSignalsOptions opts;
+  opts.headCheckInterval = interval;
+  return opts;
+}
+
 struct Expected {
   std::string path;
   int count;
@@ -260,9 +267,7 @@ TEST(CoChange, HeadMovingSidewaysRebuilds) {
 TEST(CoChange, LookupsNoticeANewHeadWithoutAnExplicitRefresh) {
   Project p;
   p.repo.touch({"a.c", "b.c"});
-  GitSignalsOptions opts;
-  opts.headCheckInterval = std::chrono::milliseconds(0);
-  GitRepoSignals signals(p.location(), opts);
+  GitRepoSignals signals(p.location(), headCheckedEvery(std::chrono::milliseconds(0)));
   EXPECT_TRUE(signals.cochangeNeighbors("a.c", 10).empty());
   p.repo.touch({"a.c", "b.c"});
   EXPECT_EQ(signals.cochangeNeighbors("a.c", 10).size(), 1u);
@@ -271,9 +276,7 @@ TEST(CoChange, LookupsNoticeANewHeadWithoutAnExplicitRefresh) {
 TEST(CoChange, HeadChecksAreRateLimited) {
   Project p;
   p.repo.touch({"a.c", "b.c"});
-  GitSignalsOptions opts;
-  opts.headCheckInterval = std::chrono::hours(1);
-  GitRepoSignals signals(p.location(), opts);
+  GitRepoSignals signals(p.location(), headCheckedEvery(std::chrono::hours(1)));
   EXPECT_TRUE(signals.cochangeNeighbors("a.c", 10).empty());
   p.repo.touch({"a.c", "b.c"});
   // Within the interval the lookup answers from what it has; an explicit refresh always looks.
@@ -285,9 +288,7 @@ TEST(CoChange, HeadChecksAreRateLimited) {
 TEST(CoChange, ObservingHeadNowSeesANewHeadWithinTheInterval) {
   Project p;
   p.repo.touch({"a.c", "b.c"});
-  GitSignalsOptions opts;
-  opts.headCheckInterval = std::chrono::hours(1);
-  GitRepoSignals signals(p.location(), opts);
+  GitRepoSignals signals(p.location(), headCheckedEvery(std::chrono::hours(1)));
   EXPECT_TRUE(signals.cochangeNeighbors("a.c", 10).empty());
   const std::string before = signals.head();
   const std::string commit = p.repo.touch({"a.c", "b.c"});
@@ -402,9 +403,7 @@ TEST(CoChange, SubdirectoryRootGetsRelativeNeighboursAndExcludesOutsiders) {
 TEST(CoChange, ConcurrentLookupsDuringCommitsAndRefreshes) {
   Project p;
   for (int i = 0; i < 3; ++i) p.repo.touch({"a.c", "b.c", "c.c"});
-  GitSignalsOptions opts;
-  opts.headCheckInterval = std::chrono::milliseconds(0);
-  GitRepoSignals signals(p.location(), opts);
+  GitRepoSignals signals(p.location(), headCheckedEvery(std::chrono::milliseconds(0)));
   std::atomic<bool> stop{false};
   std::vector<std::thread> readers;
   std::atomic<int> lookups{0};
