@@ -61,7 +61,8 @@ int callAndPrint(Context& ctx, const std::string& method, json params,
   return kExitOk;
 }
 
-// A result's `warnings` (an answer that may be incomplete), on stderr: stdout stays the answer itself.
+// A result's `warnings` (an answer that may be incomplete, or text an update cut), on stderr: stdout stays the answer
+// itself.
 void printWarnings(Context& ctx, const json& r) {
   auto it = r.find("warnings");
   if (it == r.end() || !it->is_array()) return;
@@ -210,7 +211,10 @@ int cmdUpdate(Context& ctx, const std::vector<std::string>& words) {
     if (auto rc = anchoredFilesOf(ctx, a.values("file"), p["files"])) return *rc;
   }
   if (p.size() == 1) return usageError("memq update: nothing to change (give --summary, --details, --category, --topic or --file)");
-  return callAndPrint(ctx, "memory/update", p, [&](const json& r) { printMemory(ctx, r); });
+  return callAndPrint(ctx, "memory/update", p, [&](const json& r) {
+    printMemory(ctx, r);
+    printWarnings(ctx, r);
+  });
 }
 
 int cmdList(Context& ctx, const std::vector<std::string>& words) {

@@ -323,6 +323,7 @@ json replyJson(const Memory& memory) { return memoryToJson(memory); }
 json replyJson(const UpdateOutcome& r) {
   json out = memoryToJson(r.memory);
   out["redactions"] = redactionsJson(r.redactions);
+  out["warnings"] = r.warnings;
   return out;
 }
 

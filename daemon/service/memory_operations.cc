@@ -30,6 +30,19 @@ AnchorSource anchorSource(const Scope& scope) {
   return AnchorSource{scope.location.root, scope.repo.get()};
 }
 
+// Whether a write changed the memory, and so is told to subscribers: any field of its record but its use. Not its
+// updated_at alone, a millisecond clock: a change in the millisecond of the one before leaves it as it was.
+bool changedBy(const std::optional<Memory>& before, const Memory& after) {
+  if (!before) return true;
+  auto record = [](const Memory& m) {
+    nlohmann::json j = memoryToJson(m);
+    j.erase("use_count");
+    j.erase("last_used_at");
+    return j;
+  };
+  return record(*before) != record(after);
+}
+
 }  // namespace
 
 Status Service::prepareSaveInput(const CallContext& ctx, SaveInput& input, SecretScrubber& scrub) {
@@ -137,14 +150,13 @@ Result<Memory> Service::mutate(const CallContext& ctx, const std::string& id, co
     return teamChange(ctx, *r->scope, r->id, action, team->reason);
   }
   Result<Memory> out = Status::internal("unreached");
-  std::string before;
+  std::optional<Memory> before;
   {
     CommittedLock lock(*r->scope->db);
-    auto m = r->scope->db->store().get(r->id);
-    if (m) before = m->updatedAt;
+    if (auto m = r->scope->db->store().get(r->id)) before = std::move(*m);
     out = op(r->scope->db->store(), r->id);
   }
-  if (out && out->updatedAt != before) emit(*r->scope, r->id, action);
+  if (out && changedBy(before, *out)) emit(*r->scope, r->id, action);
   return out;
 }
 
@@ -170,16 +182,16 @@ Result<UpdateOutcome> Service::update(const CallContext& ctx, const UpdateReques
     MEMQ_RETURN_IF_ERROR(anchorFileRefs(*request.files, "files", anchorSource(*r->scope), *in.files));
   }
   Result<Memory> out = Status::internal("unreached");
-  std::string before;
+  std::optional<Memory> before;
+  std::vector<std::string> warnings;
   {
     CommittedLock lock(*r->scope->db);
-    auto m = r->scope->db->store().get(r->id);
-    if (m) before = m->updatedAt;
-    out = r->scope->db->store().update(r->id, in, ctx.actor);
+    if (auto m = r->scope->db->store().get(r->id)) before = std::move(*m);
+    out = r->scope->db->store().update(r->id, in, ctx.actor, &warnings);
   }
   if (!out) return out.status();
-  if (out->updatedAt != before) emit(*r->scope, r->id, "update");
-  return UpdateOutcome{std::move(*out), scrub.takeRedactions()};
+  if (changedBy(before, *out)) emit(*r->scope, r->id, "update");
+  return UpdateOutcome{std::move(*out), scrub.takeRedactions(), std::move(warnings)};
 }
 
 Result<ListResult> Service::list(const CallContext& ctx, const ListFilter& filter) {
@@ -369,12 +381,15 @@ Result<SupersedeResult> Service::supersede(const CallContext& ctx, const Superse
     return SupersedeResult{std::move(*old), std::move(*by)};
   }
   Result<std::pair<Memory, Memory>> out = Status::internal("unreached");
+  std::optional<Memory> before;
   {
     CommittedLock lock(*oldR->scope->db);
+    if (auto m = oldR->scope->db->store().get(oldR->id)) before = std::move(*m);
     out = oldR->scope->db->store().supersede(oldR->id, byR->id, ctx.actor);
   }
   if (!out) return out.status();
-  emit(*oldR->scope, oldR->id, "supersede");
+  // Superseding again by the same replacement changes nothing, and so tells no subscriber.
+  if (changedBy(before, out->first)) emit(*oldR->scope, oldR->id, "supersede");
   return SupersedeResult{std::move(out->first), std::move(out->second)};
 }
 

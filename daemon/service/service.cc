@@ -22,6 +22,16 @@ bool narrows(ReadScope connection, ReadScope request) {
   return connection == request;
 }
 
+// A request (or a repeated initialize) may narrow the connection's read scope, never widen it: ok when `request` is
+// within `connection`, else the error naming read_scope.
+Status checkNarrows(ReadScope connection, ReadScope request) {
+  if (narrows(connection, request)) return Status::ok();
+  return Status(ErrorCode::kScopeUnavailable,
+                std::string("read_scope ") + readScopeName(request) + " is wider than this connection's (" +
+                    readScopeName(connection) + ")",
+                nlohmann::json{{"field", "read_scope"}});
+}
+
 ReadScope readScopeOf(ScopeKind kind) { return kind == ScopeKind::kProject ? ReadScope::kProject : ReadScope::kGlobal; }
 
 // `project_root` names a directory that memqd opens: a NUL would cut it short at the first system call (std::filesystem
@@ -136,14 +146,8 @@ Result<CallContext> Service::context(ClientState& client, const CommonParams& pa
     MEMQ_RETURN_IF_ERROR(checkProjectRoot(ctx.projectRoot));
   }
   if (params.readScope) {
-    const ReadScope r = *params.readScope;
-    if (!narrows(ctx.readScope, r)) {
-      return Status(ErrorCode::kScopeUnavailable,
-                    std::string("read_scope ") + readScopeName(r) + " is wider than this connection's (" +
-                        readScopeName(ctx.readScope) + ")",
-                    nlohmann::json{{"field", "read_scope"}});
-    }
-    ctx.readScope = r;
+    MEMQ_RETURN_IF_ERROR(checkNarrows(ctx.readScope, *params.readScope));
+    ctx.readScope = *params.readScope;
   }
   if (params.writeScope) {
     const WriteScope w = *params.writeScope;
@@ -168,17 +172,13 @@ Result<InitializeResult> Service::initialize(ClientState& client, const Initiali
   MEMQ_RETURN_IF_ERROR(scrubFreeText(clientName, "client_name"));
   if (request.projectRoot) MEMQ_RETURN_IF_ERROR(checkProjectRoot(*request.projectRoot));
   const std::string& parentToken = request.parent;
-  {
+  if (request.readScope) {
     MutexLock lock(client.mutex);
-    client.clientName = std::move(*clientName);
-    if (request.projectRoot) client.projectRoot = *request.projectRoot;
-    if (request.readScope) client.readScope = *request.readScope;
-    if (request.writeScope) client.writeScope = *request.writeScope;
-    if (request.source) client.source = *request.source;
+    MEMQ_RETURN_IF_ERROR(checkNarrows(client.readScope, *request.readScope));
   }
   std::unordered_set<std::string> inherited;
-  bool isSubagent = false;
-  if (!parentToken.empty()) {
+  const bool isSubagent = !parentToken.empty();
+  if (isSubagent) {
     std::shared_ptr<TabHints> parentHints;
     {
       MutexLock reg(clientsMutex_);
@@ -191,7 +191,14 @@ Result<InitializeResult> Service::initialize(ClientState& client, const Initiali
     }
     MutexLock lock(parentHints->mutex);
     inherited = parentHints->state.seenSet();
-    isSubagent = true;
+  }
+  {
+    MutexLock lock(client.mutex);
+    client.clientName = std::move(*clientName);
+    if (request.projectRoot) client.projectRoot = *request.projectRoot;
+    if (request.readScope) client.readScope = *request.readScope;
+    if (request.writeScope) client.writeScope = *request.writeScope;
+    if (request.source) client.source = *request.source;
   }
   // A named tab resumes its hint state; a tab seen for the first time (or a connection without one) starts fresh.
   // A subagent's tab is kept apart from its parent's tab of the same name: it has its own budget and inheritance.

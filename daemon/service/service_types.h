@@ -138,6 +138,7 @@ struct UpdateRequest {
 struct UpdateOutcome {
   Memory memory;
   std::vector<Redaction> redactions;
+  std::vector<std::string> warnings;  // what the new text lost on the way in (truncation, dropped topics)
 };
 
 // --- memory/search and memory/recall ---

@@ -551,13 +551,21 @@ TEST_F(DaemonTest, AuditSinceKeepsEventsAtOrAfterTheTime) {
   EXPECT_EQ(printed["events"][0]["memory_id"], second);
 }
 
-TEST_F(DaemonTest, UpdateReportsTheRedactionsOfItsNewText) {
+TEST_F(DaemonTest, UpdateReportsTheRedactionsAndTruncationsOfItsNewText) {
   auto c = daemon_->client(project_);
   std::string id = save(c, "The staging database login")["id"];
   auto clean = c.call("memory/update", {{"id", id}, {"details", "ask the platform team"}});
   ASSERT_TRUE(clean.isOk()) << clean.status().toString();
   expectMatchesResultSchema("memory/update", *clean);
   EXPECT_EQ((*clean)["redactions"], json::array());
+  EXPECT_EQ((*clean)["warnings"], json::array());
+  // Text cut on the way in is said, as a save says it.
+  auto longer = c.call("memory/update", {{"id", id}, {"summary", std::string(260, 'x')}});
+  ASSERT_TRUE(longer.isOk()) << longer.status().toString();
+  expectMatchesResultSchema("memory/update", *longer);
+  ASSERT_EQ((*longer)["warnings"].size(), 1u) << longer->dump();
+  EXPECT_NE((*longer)["warnings"][0].get<std::string>().find("summary"), std::string::npos) << longer->dump();
+  EXPECT_LT((*longer)["summary"].get<std::string>().size(), 260u);
   auto secret = c.call("memory/update", {{"id", id}, {"details", "password: Tr0ub4dor&3xQz81"}});
   ASSERT_TRUE(secret.isOk()) << secret.status().toString();
   expectMatchesResultSchema("memory/update", *secret);

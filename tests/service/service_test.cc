@@ -121,6 +121,47 @@ TEST_F(ServiceTest, InitializeReportsTheProjectAndASession) {
   EXPECT_NE(connect(client_).session, result.session) << "each connection has its own token";
 }
 
+TEST_F(ServiceTest, ARepeatedInitializeMayNarrowTheReadScopeButNeverWidenIt) {
+  ClientState c;
+  connect(c, [](InitializeRequest& r) { r.readScope = ReadScope::kProject; });
+  InitializeRequest wider;
+  wider.clientName = "someone-else";
+  wider.readScope = ReadScope::kAll;
+  wider.source = "user";
+  auto refused = service_->initialize(c, wider);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kScopeUnavailable);
+  EXPECT_EQ(fieldOf(refused.status()), "read_scope");
+  // Refused, it changed nothing: neither the scope nor the name or source it carried.
+  CallContext now = ctx({}, &c);
+  EXPECT_EQ(now.readScope, ReadScope::kProject);
+  EXPECT_EQ(now.actor.toString(), "agent:service-test");
+  connect(c, [](InitializeRequest& r) { r.readScope = ReadScope::kNone; });
+  EXPECT_EQ(ctx({}, &c).readScope, ReadScope::kNone);
+}
+
+TEST_F(ServiceTest, AnInitializeNamingAParentNotConnectedLeavesTheConnectionAsItWas) {
+  fs::create_directories(dir_ / "elsewhere");
+  ClientState c;
+  connect(c);
+  InitializeRequest orphan;
+  orphan.clientName = "orphan";
+  orphan.projectRoot = (dir_ / "elsewhere").string();
+  orphan.readScope = ReadScope::kGlobal;
+  orphan.writeScope = WriteScope::kNone;
+  orphan.source = "user";
+  orphan.parent = "no-such-session";
+  auto refused = service_->initialize(c, orphan);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kInvalidParams);
+  EXPECT_EQ(fieldOf(refused.status()), "parent");
+  CallContext now = ctx({}, &c);
+  EXPECT_EQ(now.projectRoot, root_);
+  EXPECT_EQ(now.readScope, ReadScope::kAll);
+  EXPECT_EQ(now.writeScope, WriteScope::kProject);
+  EXPECT_EQ(now.actor.toString(), "agent:service-test");
+}
+
 TEST_F(ServiceTest, SaveGetUpdateAndList) {
   auto saved = save("Use pnpm, never npm, in this repository", {}, "npm breaks the lockfile");
   EXPECT_EQ(saved.status, SaveStatus::kCreated);
@@ -489,18 +530,18 @@ TEST_F(ServiceTest, RefuseModeRefusesCredentialsNamingTheField) {
 TEST_F(ServiceTest, MutationsAreReportedToTheChangeListener) {
   auto saved = save("A memory whose changes are heard");
   save("A global one", inScope(ScopeKind::kGlobal));
-  // A state change is reported when it moves the memory's updated_at, a millisecond clock: the pauses keep each
-  // change in a millisecond of its own.
-  const auto nextMillisecond = [] { std::this_thread::sleep_for(std::chrono::milliseconds(3)); };
-  nextMillisecond();
+  // Back to back, most of these fall in one millisecond of updated_at's clock: each change is heard all the same.
   ASSERT_TRUE(service_->pin(ctx(), MemoryRef{saved.id}).isOk());
-  nextMillisecond();
   ASSERT_TRUE(service_->pin(ctx(), MemoryRef{saved.id}).isOk());  // already pinned: nothing changes
-  nextMillisecond();
   ASSERT_TRUE(service_->unpin(ctx(), MemoryRef{saved.id}).isOk());
+  ASSERT_TRUE(service_->hide(ctx(), StateChangeRequest{saved.id, std::nullopt}).isOk());
+  ASSERT_TRUE(service_->hide(ctx(), StateChangeRequest{saved.id, std::nullopt}).isOk());  // hidden already
+  auto by = save("The memory that replaces it");
+  ASSERT_TRUE(service_->supersede(ctx(), SupersedeRequest{saved.id, by.id}).isOk());
+  ASSERT_TRUE(service_->supersede(ctx(), SupersedeRequest{saved.id, by.id}).isOk());  // superseded by it already
   std::string actions;
   for (const auto& e : events_) actions += e.action + " ";
-  ASSERT_EQ(events_.size(), 4u) << actions;
+  ASSERT_EQ(events_.size(), 7u) << actions;
   EXPECT_EQ(events_[0].action, "create");
   EXPECT_EQ(events_[0].scope, ScopeKind::kProject);
   EXPECT_EQ(events_[0].projectRoot, root_);
@@ -508,6 +549,10 @@ TEST_F(ServiceTest, MutationsAreReportedToTheChangeListener) {
   EXPECT_EQ(events_[2].action, "pin");
   EXPECT_EQ(events_[2].id, saved.id);
   EXPECT_EQ(events_[3].action, "unpin");
+  EXPECT_EQ(events_[4].action, "hide");
+  EXPECT_EQ(events_[5].action, "create");
+  EXPECT_EQ(events_[6].action, "supersede");
+  EXPECT_EQ(events_[6].id, saved.id);
 }
 
 TEST_F(ServiceTest, HintsNeedAConnectionAndCountTurns) {
