@@ -421,6 +421,46 @@ TEST_F(StoreTest, ReopenKeepsEverything) {
   EXPECT_EQ(store_->activeIndex().size(), 1u);
 }
 
+TEST_F(StoreTest, BothFullTextLanesNameTheRightRowsAfterAVacuum) {
+  // Purged rows leave gaps in the keys; a VACUUM that renumbered the rows would leave the external-content lanes
+  // pointing at other rows' text.
+  std::vector<std::string> ids;
+  for (const char* word : {"amber", "basalt", "cobalt", "dolomite", "emerald", "feldspar", "garnet"}) {
+    ids.push_back(save(std::string("The ") + word + " build step needs its own cache").id);
+  }
+  for (size_t i : {0, 2, 3}) ASSERT_TRUE(store_->purge(ids[i], true, user_).isOk());
+  store_.reset();
+  {
+    SQLite::Database db(path_, SQLite::OPEN_READWRITE);
+    db.exec("VACUUM");
+  }
+  open();
+  const std::vector<std::pair<std::string, std::string>> kept = {
+      {"basalt", ids[1]}, {"emerald", ids[4]}, {"feldspar", ids[5]}, {"garnet", ids[6]}};
+  for (const std::string lane : {"memories_fts", "memories_fts_tri"}) {
+    EXPECT_NO_THROW(MemoryStoreTestAccess::database(*store_).exec("INSERT INTO " + lane + "(" + lane +
+                                                                    ") VALUES('integrity-check')"))
+        << lane;
+    for (const auto& [word, id] : kept) {
+      SQLite::Statement q(MemoryStoreTestAccess::database(*store_),
+                          "SELECT m.id FROM " + lane + " f JOIN memories m ON m.pk = f.rowid WHERE " + lane +
+                              " MATCH ?");
+      q.bind(1, word);
+      ASSERT_TRUE(q.executeStep()) << lane << " " << word;
+      EXPECT_EQ(q.getColumn(0).getString(), id) << lane << " " << word;
+      EXPECT_FALSE(q.executeStep()) << lane << " " << word;
+    }
+  }
+  for (const FtsLane lane : {FtsLane::kUnicode, FtsLane::kTrigram}) {
+    for (const auto& [word, id] : kept) {
+      auto hits = store_->searchFts(lane, "\"" + word + "\"", 10);
+      ASSERT_TRUE(hits.isOk());
+      ASSERT_EQ(hits->size(), 1u) << word;
+      EXPECT_EQ(hits->front().pk, *store_->pkOf(id)) << word;
+    }
+  }
+}
+
 TEST_F(StoreTest, LoadManyReturnsTheAskedRowsInTheAskedOrderWithTheirFilesAcrossChunks) {
   // More than one chunk of the loader's IN lists (32 pks), lists of every length up to it (up to 8 distinct pks, one
   // by one: 7 asked and the missing one), a pk asked for twice and one that does not exist: each row comes back as
@@ -705,6 +745,28 @@ TEST_F(StoreTest, SimilarEdgesAreStoredOnceAndWeighedByCosine) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM (SELECT MIN(src_pk, dst_pk), MAX(src_pk, dst_pk) FROM memory_edges "
                   "GROUP BY 1, 2 HAVING COUNT(*) > 1)"),
             0);
+}
+
+TEST_F(StoreTest, AnUpdateOrASupersedeLeavesNoSimilarEdgeOfTheOldText) {
+  auto similarEdgesOf = [&](const std::string& id) {
+    const std::string pk = std::to_string(store_->get(id)->pk);
+    return count("SELECT COUNT(*) FROM memory_edges WHERE kind = 'similar' AND " + pk + " IN (src_pk, dst_pk)");
+  };
+  const auto a = save("Run the linter before every commit in this repo");
+  const auto b = save("Run the linter before each commit here");
+  const auto c = save("Always run the linter before a commit in this repo");
+  ASSERT_GT(similarEdgesOf(a.id), 0);
+  ASSERT_GT(similarEdgesOf(b.id), 0);
+  // Rewritten to text like none of the others: the edges its old text had are gone, not kept beside no new ones.
+  ASSERT_TRUE(store_->update(a.id, UpdateInput{.summary = "Deploys go through the staging cluster first"}, user_)
+                  .isOk());
+  EXPECT_EQ(similarEdgesOf(a.id), 0);
+  // Superseded, a row is no one's neighbour; the supersedes edge is what links it to its replacement.
+  ASSERT_TRUE(store_->supersede(b.id, c.id, user_).isOk());
+  EXPECT_EQ(similarEdgesOf(b.id), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges WHERE kind = 'supersedes' AND src_pk = " +
+                  std::to_string(store_->get(c.id)->pk) + " AND dst_pk = " + std::to_string(store_->get(b.id)->pk)),
+            1);
 }
 
 TEST_F(StoreTest, ParaphraseOfRejectedContentIsWrittenWithAWarning) {
