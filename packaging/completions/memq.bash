@@ -8,7 +8,7 @@ _memq_commands="save get update list search recall hide restore pin unpin supers
 # Options of each command (global options are handled separately).
 _memq_command_options() {
     case "$1" in
-        save) echo "--details --category --topic --file --source --merge-topics" ;;
+        save) echo "--details --category --topic --file --source --merge-topics --no-anchor" ;;
         update) echo "--summary --details --category --topic --file" ;;
         list) echo "--category --topic --pinned --state --file --limit --offset" ;;
         search) echo "--limit --ranker --explain" ;;
@@ -23,7 +23,7 @@ _memq_command_options() {
         export) echo "--state" ;;
         import) echo "--from-empryo" ;;
         daemon) echo "--foreground" ;;
-        bench) echo "--dataset --ranker --limit --max-splits --no-semantic --keep --json --n --clients" ;;
+        bench) echo "--dataset --ranker --limit --max-splits --no-semantic --keep --lines --dump --json --n --clients" ;;
     esac
 }
 
@@ -48,7 +48,7 @@ _memq() {
     local i=1 command="" command_index=0
     while [[ $i -lt $cword ]]; do
         case "${words[i]}" in
-            --socket|--project|--scope) i=$((i + 2)); continue ;;
+            --socket|--project|--scope|--tab) i=$((i + 2)); continue ;;
             --color) i=$((i + 1)); [[ "${words[i]}" == auto || "${words[i]}" == always || "${words[i]}" == never ]] && i=$((i + 1)); continue ;;
             --json|--help|-h|--version|--no-pager) i=$((i + 1)); continue ;;
             -*) i=$((i + 1)); continue ;;
@@ -68,19 +68,19 @@ _memq() {
         --scope) COMPREPLY=($(compgen -W "project global team" -- "$cur")); return ;;
         --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
         --by|--id) COMPREPLY=($(compgen -W "$(_memq_ids)" -- "$cur")); return ;;
-        --socket|--file|--from-empryo) COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
+        --socket|--file|--from-empryo|--dump) COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
         --project|--dataset) COMPREPLY=($(compgen -d -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
         --category) COMPREPLY=($(compgen -W "pref decision gotcha context" -- "$cur")); return ;;
         --source) COMPREPLY=($(compgen -W "user agent" -- "$cur")); return ;;
         --state) COMPREPLY=($(compgen -W "active hidden superseded rejected all" -- "$cur")); return ;;
         --ranker) COMPREPLY=($(compgen -W "default reference" -- "$cur")); return ;;
-        --details|--topic|--summary|--limit|--offset|--max-chars|--threshold|--reason|--query|--since|--n|--max-splits)
+        --details|--topic|--summary|--limit|--offset|--max-chars|--threshold|--reason|--query|--since|--n|--max-splits|--clients|--tab)
             return ;;
     esac
 
     if [[ -z "$command" ]]; then
         if [[ "$cur" == -* ]]; then
-            COMPREPLY=($(compgen -W "--json --socket --project --scope --no-pager --color --help --version" -- "$cur"))
+            COMPREPLY=($(compgen -W "--json --socket --project --scope --tab --no-pager --color --help --version" -- "$cur"))
         else
             COMPREPLY=($(compgen -W "$_memq_commands" -- "$cur"))
         fi
@@ -96,7 +96,7 @@ _memq() {
     local n=0 j=$((command_index + 1))
     while [[ $j -lt $cword ]]; do
         case "${words[j]}" in
-            --pinned|--explain|--no-mark|--merge-topics|--yes|--foreground|--no-semantic|--keep|--json|--no-pager|--*=*) ;;
+            --pinned|--explain|--no-mark|--merge-topics|--no-anchor|--yes|--foreground|--no-semantic|--keep|--lines|--json|--no-pager|--*=*) ;;
             --*) j=$((j + 1)) ;;
             *) n=$((n + 1)) ;;
         esac

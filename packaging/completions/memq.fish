@@ -21,7 +21,7 @@ function __memq_needs_command
             continue
         end
         switch $w
-            case --socket --project --scope
+            case --socket --project --scope --tab
                 set skip 1
             case '-*'
             case '*'
@@ -50,10 +50,11 @@ end
 
 complete -c memq -f
 # Global options.
-complete -c memq -n __memq_needs_command -l json -d 'JSON output'
+complete -c memq -l json -d 'JSON output'
 complete -c memq -n __memq_needs_command -l socket -r -F -d "the daemon's socket"
 complete -c memq -n __memq_needs_command -l project -r -a '(__fish_complete_directories)' -d 'the project directory'
 complete -c memq -n __memq_needs_command -l scope -x -a 'project global team' -d 'only this scope'
+complete -c memq -n __memq_needs_command -l tab -x -d 'the agent tab this command acts for'
 complete -c memq -l no-pager -d 'do not page'
 complete -c memq -l color -x -a 'auto always never' -d 'colour in human output'
 complete -c memq -l help -s h -d "the command's usage"
@@ -106,6 +107,7 @@ complete -c memq -n '__fish_seen_subcommand_from save update recall hint list' -
 complete -c memq -n '__fish_seen_subcommand_from save update' -l details -x
 complete -c memq -n '__fish_seen_subcommand_from save' -l source -x -a 'user agent'
 complete -c memq -n '__fish_seen_subcommand_from save' -l merge-topics
+complete -c memq -n '__fish_seen_subcommand_from save' -l no-anchor -d 'save the files as named'
 complete -c memq -n '__fish_seen_subcommand_from update' -l summary -x
 complete -c memq -n '__fish_seen_subcommand_from list' -l pinned
 complete -c memq -n '__fish_seen_subcommand_from list export' -l state -x -a 'active hidden superseded rejected all'
@@ -136,4 +138,5 @@ complete -c memq -n '__fish_seen_subcommand_from bench' -l clients -x
 complete -c memq -n '__fish_seen_subcommand_from bench' -l max-splits -x
 complete -c memq -n '__fish_seen_subcommand_from bench' -l no-semantic
 complete -c memq -n '__fish_seen_subcommand_from bench' -l keep
+complete -c memq -n '__fish_seen_subcommand_from bench' -l lines
 complete -c memq -n '__fish_seen_subcommand_from bench' -l dump -r -F
