@@ -55,5 +55,20 @@ TEST(SocketPath, DefaultReadsTheEnvironment) {
   EXPECT_EQ(defaultSocketPath(), "/tmp/memq-" + std::to_string(::getuid()) + "/memqd.sock");
 }
 
+// The suite's own guard (tests/CMakeLists.txt): under ctest every test has a home of its own, so the default socket
+// and data directory of a daemon a test starts without naming them are the sandbox's, never the user's.
+TEST(TestEnvironment, TestsRunInAHomeOfTheirOwnWithoutTheCallersSocketOrDataDirectory) {
+  const char* sandbox = std::getenv("MEMQ_TEST_HOME");
+  if (sandbox == nullptr) GTEST_SKIP() << "not run by ctest (MEMQ_TEST_HOME is unset)";
+  const std::string home = sandbox;
+  auto env = [](const char* name) { return std::string(std::getenv(name) ? std::getenv(name) : "(unset)"); };
+  EXPECT_EQ(env("HOME"), home);
+  EXPECT_EQ(env("XDG_DATA_HOME"), home + "/data");
+  EXPECT_EQ(env("XDG_CONFIG_HOME"), home + "/config");
+  EXPECT_EQ(env("MEMQ_SOCKET"), "(unset)");
+  EXPECT_EQ(env("MEMQ_DATA_DIR"), "(unset)");
+  EXPECT_EQ(defaultSocketPath(), home + "/run/memq/memqd.sock");
+}
+
 }  // namespace
 }  // namespace memq
