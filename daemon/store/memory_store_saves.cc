@@ -182,7 +182,12 @@ SaveEffects MemoryStore::applySave(const SaveRecord& record) {
       out.memory = std::move(m);
       return effects;
     }
-    // Active: dedup.
+    // Active: dedup. The row keeps its category: a save asking for another one is told so, not silently ignored.
+    if (input.category && input.category != m.category) {
+      out.warnings.push_back("category " + *input.category + " not applied: memory " + m.id + " keeps " +
+                             (m.category ? "its category " + *m.category : "no category") +
+                             " (memory/update changes it)");
+    }
     nlohmann::json detail = {{"use_count", m.useCount + 1}};
     std::vector<std::string> topics = m.topics;
     if (input.mergeTopics) {

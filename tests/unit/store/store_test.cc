@@ -104,6 +104,40 @@ TEST_F(StoreTest, SaveCreatesThenDedupsActive) {
   EXPECT_EQ(events(a.id, "dedup"), 1);
 }
 
+TEST_F(StoreTest, ADedupKeepsTheCategoryAndSaysWhenTheSaveAskedForAnother) {
+  auto saveAs = [&](const std::optional<std::string>& category) {
+    SaveInput in;
+    in.summary = "Deploys wait for the staging smoke test";
+    in.category = category;
+    auto r = store_->save(*normalizeSave(in, root_), {}, actor_);
+    EXPECT_TRUE(r.isOk()) << r.status().toString();
+    return *r;
+  };
+  const auto created = saveAs(std::string("decision"));
+  const auto same = saveAs(std::string("decision"));
+  EXPECT_EQ(same.status, "deduped");
+  EXPECT_TRUE(same.warnings.empty());
+  const auto other = saveAs(std::string("gotcha"));
+  EXPECT_EQ(other.status, "deduped");
+  ASSERT_EQ(other.warnings.size(), 1u);
+  EXPECT_EQ(other.warnings[0], "category gotcha not applied: memory " + created.id +
+                                   " keeps its category decision (memory/update changes it)");
+  EXPECT_EQ(store_->get(created.id)->category, "decision");
+  EXPECT_TRUE(saveAs(std::nullopt).warnings.empty()) << "a save naming no category asks for none";
+}
+
+TEST_F(StoreTest, ATextThatTruncationMakesIdenticalToAnotherSaysSo) {
+  // Two texts that differ only past the details bound: both are cut, and the cut texts are the same.
+  const std::string details(kMaxDetailsUnits, 'd');
+  const auto first = save("Long notes are cut at the details bound", details + " one tail");
+  const auto longer = save("Long notes are cut at the details bound", details + " another tail");
+  EXPECT_EQ(longer.status, "deduped");
+  EXPECT_EQ(longer.id, first.id);
+  EXPECT_NE(std::find(longer.warnings.begin(), longer.warnings.end(),
+                      "after truncation this text is identical to memory " + first.id),
+            longer.warnings.end());
+}
+
 TEST_F(StoreTest, DedupMergesTopicsOnlyWhenAsked) {
   auto a = save("JWT expiry uses the container clock", "", {}, {"auth"});
   SaveInput in;
@@ -459,6 +493,30 @@ TEST_F(StoreTest, BothFullTextLanesNameTheRightRowsAfterAVacuum) {
       EXPECT_EQ(hits->front().pk, *store_->pkOf(id)) << word;
     }
   }
+}
+
+TEST_F(StoreTest, OpeningEmbedsRowsWithoutAVectorAndKeepsOtherModelsVectorsApart) {
+  const auto a = save("The cache warms up after each deploy");
+  const auto b = save("Fonts are vendored under assets/fonts");
+  const std::string pkA = std::to_string(store_->get(a.id)->pk);
+  const std::string pkB = std::to_string(store_->get(b.id)->pk);
+  const std::string model(HashbagEmbedder().model());
+  auto vectors = [&](const std::string& pk, const std::string& ofModel) {
+    return count("SELECT COUNT(*) FROM memory_embeddings WHERE memory_pk = " + pk + " AND model = '" + ofModel + "'");
+  };
+  // Another embedder's vector beside a's own, and b's own vector gone (a row written by a build that did not embed).
+  MemoryStoreTestAccess::database(*store_).exec(
+      "INSERT INTO memory_embeddings(memory_pk, model, dim, vector) VALUES(" + pkA + ", 'other-model', 3, zeroblob(12))");
+  MemoryStoreTestAccess::database(*store_).exec("DELETE FROM memory_embeddings WHERE memory_pk = " + pkB);
+  open();
+  EXPECT_EQ(vectors(pkB, model), 1) << "embedded again when the store opened";
+  EXPECT_EQ(vectors(pkA, model), 1);
+  EXPECT_EQ(vectors(pkA, "other-model"), 1) << "another model's vector is neither read nor overwritten";
+  ASSERT_EQ(store_->activeIndex().size(), 2u);
+  const auto expected = HashbagEmbedder().embed(memoryEmbedSource("Fonts are vendored under assets/fonts", "", {}));
+  auto score = store_->activeIndex().score(*store_->pkOf(b.id), expected);
+  ASSERT_TRUE(score.has_value());
+  EXPECT_NEAR(*score, 1.0f, 1e-5);
 }
 
 TEST_F(StoreTest, LoadManyReturnsTheAskedRowsInTheAskedOrderWithTheirFilesAcrossChunks) {
