@@ -21,6 +21,7 @@
 #include "client/commands.h"
 #include "daemon/anchors/line_ranges.h"
 #include "daemon/model/memory.h"
+#include "daemon/model/memory_input.h"
 
 namespace memq::cli {
 
@@ -250,7 +251,10 @@ int hookReply(Context& ctx, const std::string& event) {
     std::string prompt = stringField(hook, "prompt");
     if (prompt.empty()) return kExitOk;
     method = "memory/recall";
-    params = {{"query", prompt}, {"limit", 3}};
+    // The block holds each memory's summary and only marks its details, so the details must not take recall's
+    // character budget (max_chars counts summary and details): a budget no three memories can exceed.
+    constexpr int kRecalled = 3;
+    params = {{"query", prompt}, {"limit", kRecalled}, {"max_chars", kRecalled * (kMaxSummaryUnits + kMaxDetailsUnits)}};
   } else if (event == "PostToolUse") {
     std::string tool = stringField(hook, "tool_name");
     json input = hook.contains("tool_input") ? hook["tool_input"] : json::object();

@@ -106,6 +106,20 @@ TEST_F(HookTest, UserPromptSubmitRepliesWithRecalledMemories) {
   expectSilent(hook("UserPromptSubmit", input), "empty prompt");
 }
 
+TEST_F(HookTest, UserPromptSubmitRecallsMemoriesWhoseDetailsAreLongAsReadilyAsShortOnes) {
+  // The block shows summaries only; details of 1,500 characters each must not crowd the second and third memory out
+  // of recall's character budget.
+  std::vector<std::string> ids;
+  for (const char* summary : {"The billing worker retries webhooks three times", "The billing worker logs to syslog",
+                              "The billing worker runs in its own container"}) {
+    ids.push_back(save({{"summary", summary}, {"details", std::string(1500, 'x')}}));
+  }
+  json input = {{"session_id", "long-details"}, {"transcript_path", "/tmp/t.jsonl"}, {"cwd", project_},
+                {"hook_event_name", "UserPromptSubmit"}, {"prompt", "what does the billing worker do?"}};
+  std::string context = expectReply(hook("UserPromptSubmit", input), "UserPromptSubmit");
+  for (const auto& id : ids) EXPECT_NE(context.find(id.substr(0, 8)), std::string::npos) << context;
+}
+
 TEST_F(HookTest, PostToolUseForFileToolsRepliesWithHintsForThatFile) {
   save({{"summary", "JWT expiry uses the container clock"}, {"category", "gotcha"}, {"files", {"src/auth/jwt.ts"}}});
   const std::string abs = project_ + "/src/auth/jwt.ts";  // Claude Code sends absolute paths
