@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -572,6 +573,81 @@ TEST_F(ServiceTest, HintsNeedAConnectionAndCountTurns) {
   auto again = service_->hintsForTool(ctx(), HintsRequest{"read", {"gen/api.cc"}, ""});
   ASSERT_TRUE(again.isOk());
   EXPECT_TRUE(again->hints.empty()) << "once per turn";
+}
+
+TEST_F(ServiceTest, HintsReadOnlyTheScopesTheRequestReads) {
+  SaveInput in;
+  in.summary = "Never edit generated files by hand";
+  in.category = "gotcha";
+  in.files = {"gen/api.cc"};
+  ASSERT_TRUE(service_->save(ctx(), in).isOk());
+  const HintsRequest read{"read", {"gen/api.cc"}, ""};
+  ClientState none;
+  connect(none, [](InitializeRequest& r) { r.readScope = ReadScope::kNone; });
+  ASSERT_TRUE(service_->hintsForTool(ctx({}, &none), read).isOk());
+  EXPECT_TRUE(service_->hintsForTool(ctx({}, &none), read)->hints.empty()) << "read_scope none reads nothing";
+  ClientState global;
+  connect(global, [](InitializeRequest& r) { r.readScope = ReadScope::kGlobal; });
+  EXPECT_TRUE(service_->hintsForTool(ctx({}, &global), read)->hints.empty()) << "the project is not read";
+  CommonParams narrowed;
+  narrowed.readScope = ReadScope::kNone;
+  EXPECT_TRUE(service_->hintsForTool(ctx(narrowed), read)->hints.empty()) << "a request's own read_scope";
+  // The same request reading the project finds it: the answers above were empty for their scopes alone.
+  auto hints = service_->hintsForTool(ctx(), read);
+  ASSERT_TRUE(hints.isOk()) << hints.status().toString();
+  ASSERT_EQ(hints->hints.size(), 1u);
+}
+
+TEST_F(ServiceTest, ARecalledMemoryIsRecalledAgainOnLaterTurns) {
+  const auto saved = save("The release script signs tags with the team key");
+  for (int turn = 0; turn < 3; ++turn) {
+    EXPECT_TRUE(holds(recalledIds("release script tags"), saved.id)) << "turn " << turn;
+    ASSERT_TRUE(service_->hintsTurn(ctx(), NoParams{}).isOk());
+  }
+}
+
+TEST_F(ServiceTest, AMemoryNoTextLaneFindsIsRecalledByItsEmbedding) {
+  // Neither "deploying" nor "approved" begins or is part of a word of the text, so neither full-text lane finds it;
+  // their stems are its words' stems, so the embeddings are close (cosine 0.22).
+  const auto saved = save("Kubernetes deployments need two approvals");
+  save("The font cache lives in the home directory");
+  RecallParams request;
+  request.query.query = "deploying approved";
+  request.query.limit = 10;
+  auto r = service_->recall(ctx(), request);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  ASSERT_FALSE(r->hits.empty());
+  EXPECT_EQ(r->hits[0].memory.id, saved.id);
+  std::vector<std::string> lanes;
+  r->hits[0].signals.forEachFiredLane([&](const char* lane) { lanes.push_back(lane); });
+  EXPECT_EQ(lanes, std::vector<std::string>{"semantic"});
+}
+
+TEST_F(ServiceTest, ConcurrentSavesOfOneTextCreateOneMemory) {
+  constexpr int kSavers = 6;
+  std::vector<std::thread> savers;
+  std::vector<Result<SaveResult>> results(kSavers, Status::internal("not run"));
+  for (int i = 0; i < kSavers; ++i) {
+    savers.emplace_back([&, i] {
+      SaveInput in;
+      in.summary = "Two connections racing to save the same note";
+      results[i] = service_->save(ctx(), in);
+    });
+  }
+  for (auto& t : savers) t.join();
+  int created = 0;
+  std::set<std::string> ids;
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    if (r->status == SaveStatus::kCreated) ++created;
+    else EXPECT_EQ(r->status, SaveStatus::kDeduped);
+    ids.insert(r->id);
+  }
+  EXPECT_EQ(created, 1);
+  EXPECT_EQ(ids.size(), 1u);
+  ListFilter all;
+  all.state = std::nullopt;
+  EXPECT_EQ(service_->list(ctx(), all)->total, 1);
 }
 
 TEST_F(ServiceTest, ReviewClustersGroupNearDuplicatesOfOneScope) {
