@@ -106,6 +106,7 @@ _memq() {
     case "$command" in
         daemon) [[ $n -eq 0 ]] && COMPREPLY=($(compgen -W "start stop restart status" -- "$cur")) ;;
         review) [[ $n -eq 0 ]] && COMPREPLY=($(compgen -W "clusters stale dead" -- "$cur")) ;;
+        team) [[ $n -eq 0 ]] && COMPREPLY=($(compgen -W "connect status disconnect" -- "$cur")) ;;
         hook)
             if [[ $n -eq 0 ]]; then
                 COMPREPLY=($(compgen -W "claude-code" -- "$cur"))

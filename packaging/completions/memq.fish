@@ -129,6 +129,7 @@ complete -c memq -n '__fish_seen_subcommand_from attach detach; and not __memq_f
 complete -c memq -n '__memq_first_arg_of daemon' -a 'start stop restart status'
 complete -c memq -n '__fish_seen_subcommand_from daemon' -l foreground
 complete -c memq -n '__memq_first_arg_of review' -a 'clusters stale dead'
+complete -c memq -n '__memq_first_arg_of team' -a 'connect status disconnect'
 complete -c memq -n '__memq_first_arg_of hook' -a claude-code
 complete -c memq -n '__fish_seen_subcommand_from claude-code' -a 'SessionStart UserPromptSubmit PostToolUse'
 complete -c memq -n '__memq_first_arg_of bench' -a 'retrieval load'

@@ -236,6 +236,19 @@ class CompletionTest : public CliConventionsTest {
   }
 };
 
+TEST_F(CompletionTest, BashCompletesSubcommandsAndTheOptionsOfEachCommand) {
+  auto complete = [&](const std::string& words, int cword) {
+    return runCommand(env() + "bash -c " +
+                      shellQuote("source " + completions() + "/memq.bash; COMP_WORDS=(" + words + "); COMP_CWORD=" +
+                                 std::to_string(cword) + "; _memq; printf '%s\\n' \"${COMPREPLY[@]}\"")).out;
+  };
+  EXPECT_EQ(complete("memq team ''", 2), "connect\nstatus\ndisconnect\n");
+  EXPECT_EQ(complete("memq review ''", 2), "clusters\nstale\ndead\n");
+  EXPECT_EQ(complete("memq save x --no-a", 3), "--no-anchor\n");
+  EXPECT_EQ(complete("memq --t", 1), "--tab\n");
+  EXPECT_EQ(complete("memq bench retrieval --du", 3), "--dump\n");
+}
+
 TEST_F(CompletionTest, IdsCompleteFromTheRunningDaemonAndNeverStartOne) {
   CommandResult saved = run("--json save 'Completion finds this memory'");
   ASSERT_EQ(saved.exitCode, 0) << saved.err;
