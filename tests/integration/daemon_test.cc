@@ -18,8 +18,6 @@
 
 #include "daemon/server/listener.h"
 #include "memqd_fixture.h"
-#include "protocol/method_schemas.h"
-#include "protocol/schema_validator.h"
 
 namespace memq::testing {
 namespace {
@@ -61,13 +59,6 @@ class DaemonTest : public ::testing::Test {
   std::string project_;
   std::unique_ptr<Memqd> daemon_;
 };
-
-void expectMatchesResultSchema(const std::string& method, const json& result) {
-  const MethodSchema* schema = findMethodSchema(method);
-  ASSERT_NE(schema, nullptr) << method;
-  Status st = validateParams(schema->result, result);
-  EXPECT_TRUE(st.isOk()) << method << ": " << st.message() << "\n" << result.dump();
-}
 
 TEST_F(DaemonTest, EveryMethodAnswersWithItsDocumentedResult) {
   auto c = daemon_->client(project_);

@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "client/rpc_client.h"
+#include "protocol/method_schemas.h"
+#include "protocol/schema_validator.h"
 
 namespace memq::testing {
 
@@ -320,5 +322,13 @@ class MemqdTest : public ::testing::Test {
   std::string project_;
   std::unique_ptr<Memqd> daemon_;
 };
+
+// `result` is what the method's result schema (schema/methods/) allows.
+inline void expectMatchesResultSchema(const std::string& method, const nlohmann::json& result) {
+  const MethodSchema* schema = findMethodSchema(method);
+  ASSERT_NE(schema, nullptr) << method;
+  Status st = validateParams(schema->result, result);
+  EXPECT_TRUE(st.isOk()) << method << ": " << st.message() << "\n" << result.dump();
+}
 
 }  // namespace memq::testing

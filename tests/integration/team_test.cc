@@ -196,6 +196,8 @@ TEST_F(TeamTest, ASaveByOneTeammateReachesTheOthersRecallAndSubscriberWithinASec
   startTeammate(b_, "b", "bob");
   auto subscriber = b_.daemon->client(b_.project, "listener");
   ASSERT_TRUE(subscriber.call("subscribe", {{"scopes", {"team"}}}).isOk());
+  auto everyScope = b_.daemon->client(b_.project, "every-scope listener");
+  ASSERT_TRUE(everyScope.call("subscribe", {{"scopes", {"project", "global", "team"}}}).isOk());
 
   auto writer = a_.daemon->client(a_.project);
   auto saved = teamSave(writer, "Release builds need the LTO flag set in the toolchain file");
@@ -208,6 +210,12 @@ TEST_F(TeamTest, ASaveByOneTeammateReachesTheOthersRecallAndSubscriberWithinASec
   ASSERT_FALSE(change.is_null()) << "B's subscriber heard nothing of " << id << " within 1 s\n" << b_.daemon->log();
   EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(1000));
   EXPECT_EQ(change["action"], "create");
+  EXPECT_FALSE(waitForChange(everyScope, id, milliseconds(1000)).is_null()) << "subscribed to all three scopes";
+  // stats reads the team scope with the others, as its result schema says.
+  auto stats = b_.daemon->client(b_.project).call("stats", json::object());
+  ASSERT_TRUE(stats.isOk()) << stats.status().toString();
+  expectMatchesResultSchema("stats", *stats);
+  EXPECT_TRUE((*stats)["scopes"].contains("team")) << stats->dump();
 
   // Read your own write: A's own recall has it at once, from its replica.
   auto own = recallIds(a_, "LTO flag toolchain");
