@@ -262,7 +262,11 @@ Result<RecallHits> Service::recall(const CallContext& ctx, const RecallParams& p
   const bool markUsed = params.markUsed;
   RecallHits out;
   out.explain = request.explain;
-  if (ctx.readScope == ReadScope::kNone) return out;
+  if (ctx.readScope == ReadScope::kNone) {
+    // Nothing is read, but the request is checked as any other: a bad file is refused, not answered empty.
+    MEMQ_RETURN_IF_ERROR(checkQueryFiles(ctx, request.files, request.lines));
+    return out;
+  }
   auto scopes = readScopes(ctx);
   if (!scopes) return scopes.status();
   if (request.query.empty() && request.files.empty()) return out;
@@ -314,11 +318,17 @@ Result<RecallHits> Service::recall(const CallContext& ctx, const RecallParams& p
       MEMQ_RETURN_IF_ERROR(
           annotateAnchoredLines(scope->db->store(), *scope->carrier, workTree, scopeName, hits));
     }
-    if (!markUsed) continue;
+  }
+  // Uses are recorded once every scope has answered: a recall that fails counts no use anywhere.
+  for (auto& scope : *scopes) {
+    if (!markUsed) break;
+    const std::string scopeName = toString(scope->kind);
     std::vector<int64_t> pks;
     for (const auto& h : hits) {
       if (h.memory.scope == scopeName) pks.push_back(h.memory.pk);
     }
+    if (pks.empty()) continue;
+    CommittedLock lock(*scope->db);
     auto st = scope->db->store().markUsed(pks);
     if (!st) spdlog::warn("could not record usage in {}: {}", scope->db->store().path(), st.message());
   }

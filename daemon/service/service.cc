@@ -176,6 +176,21 @@ Result<InitializeResult> Service::initialize(ClientState& client, const Initiali
     MutexLock lock(client.mutex);
     MEMQ_RETURN_IF_ERROR(checkNarrows(client.readScope, *request.readScope));
   }
+  // The project is located before anything changes too: a root memqd cannot open leaves the connection as it was
+  // (the CLI then initialises again without one).
+  std::optional<ProjectLocation> project;
+  {
+    std::string root;
+    {
+      MutexLock lock(client.mutex);
+      root = request.projectRoot ? *request.projectRoot : client.projectRoot;
+    }
+    if (!root.empty()) {
+      auto loc = registry_.locate(root);
+      if (!loc) return loc.status();
+      project = std::move(*loc);
+    }
+  }
   std::unordered_set<std::string> inherited;
   const bool isSubagent = !parentToken.empty();
   if (isSubagent) {
@@ -224,7 +239,7 @@ Result<InitializeResult> Service::initialize(ClientState& client, const Initiali
   }
   InitializeResult result;
   result.embedderModel = std::string(options_.embedder->model());
-  std::string root;
+  result.project = std::move(project);
   {
     MutexLock lock(client.mutex);
     if (client.token.empty()) client.token = newUuidV4();
@@ -232,16 +247,10 @@ Result<InitializeResult> Service::initialize(ClientState& client, const Initiali
     client.initialized = true;
     client.hints = std::move(hints);
     client.tabKey = tabKey;
-    root = client.projectRoot;
   }
   {
     MutexLock reg(clientsMutex_);
     clients_[result.session] = &client;
-  }
-  if (!root.empty()) {
-    auto loc = registry_.locate(root);
-    if (!loc) return loc.status();
-    result.project = *loc;
   }
   return result;
 }
@@ -458,6 +467,14 @@ Result<std::vector<std::string>> Service::normalizePaths(const CallContext& ctx,
   return out;
 }
 
+Status Service::checkQueryFiles(const CallContext& ctx, const std::vector<std::string>& files,
+                                std::vector<PathLines> lines) {
+  if (files.empty()) return Status::ok();
+  auto paths = normalizePaths(ctx, nullptr, files, "files", kMaxQueryFiles);
+  if (!paths) return paths.status();
+  return normalizeQueryLines(ctx, nullptr, lines);
+}
+
 Status Service::normalizeQueryLines(const CallContext& ctx, Scope* scope, std::vector<PathLines>& lines) {
   std::vector<PathLines> merged;
   for (auto& l : lines) {
@@ -488,7 +505,11 @@ std::vector<FileRef> Service::withBlobIds(Scope& scope, const std::vector<std::s
 
 Result<HintResult> Service::hintsForTool(const CallContext& ctx, const HintsRequest& request) {
   if (ctx.client == nullptr) return HintResult{};
-  if (ctx.readScope == ReadScope::kNone) return HintResult{};  // hints honour read_scope (docs/design.md §4)
+  if (ctx.readScope == ReadScope::kNone) {
+    // Hints honour read_scope (docs/design.md §4): nothing is read, but a bad file is refused, not answered empty.
+    MEMQ_RETURN_IF_ERROR(checkQueryFiles(ctx, request.files, request.lines));
+    return HintResult{};
+  }
   auto scopes = readScopes(ctx);
   if (!scopes) return scopes.status();
   std::shared_ptr<Scope> project;
@@ -497,21 +518,23 @@ Result<HintResult> Service::hintsForTool(const CallContext& ctx, const HintsRequ
   }
   std::vector<std::string> files;
   std::vector<PathLines> lines = request.lines;
+  std::vector<PathLines> toolLines;
+  const HintContext hintContext = hintContextForTool(request.tool);
   if (!request.files.empty()) {
     auto p = normalizePaths(ctx, project.get(), request.files, "files", kMaxQueryFiles);
     if (!p) return p.status();
     files = *p;
     MEMQ_RETURN_IF_ERROR(normalizeQueryLines(ctx, project.get(), lines));
-    if (project) {
-      // The tool's lines join the tab's working set; a file named without lines gets the tab's.
-      WorkingSet& workingSet = hintsOf(*ctx.client)->workingSet;
-      noteToolLines(workingSet, project->location.root, hintContextForTool(request.tool), lines);
-      fillFromWorkingSet(workingSet, project->location.root, files, lines);
-    }
+    toolLines = lines;
+    // A file named without lines gets the tab's (the files named with lines keep the tool's).
+    if (project) fillFromWorkingSet(hintsOf(*ctx.client)->workingSet, project->location.root, files, lines);
   }
-  const HintContext hintContext = hintContextForTool(request.tool);
   auto candidates = gatherHintCandidates(*scopes, files, lines, hintContext, request.query);
   if (!candidates) return candidates.status();
+  // The tool's lines join the tab's working set once the request has an answer: a failed one changes nothing.
+  if (project && !toolLines.empty()) {
+    noteToolLines(hintsOf(*ctx.client)->workingSet, project->location.root, hintContext, toolLines);
+  }
   auto tab = hintsOf(*ctx.client);
   MutexLock lock(tab->mutex);
   return selectHints(tab->state, std::move(*candidates), hintContext);

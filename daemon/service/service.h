@@ -116,6 +116,8 @@ class Service {
   // The paths of a query's anchored files (recall, hints) normalised like its `files`, which were checked first;
   // each set of lines merged into one per path.
   Status normalizeQueryLines(const CallContext& ctx, Scope* scope, std::vector<PathLines>& lines);
+  // The checks a query's files and lines get, for a request that then reads nothing (read_scope none).
+  Status checkQueryFiles(const CallContext& ctx, const std::vector<std::string>& files, std::vector<PathLines> lines);
   // The project scope and one `file` normalised against its root (the repo/* methods that name a file).
   struct ProjectFile {
     std::shared_ptr<Scope> scope;

@@ -390,8 +390,9 @@ Result<std::pair<Memory, Memory>> MemoryStore::supersede(const std::string& oldI
     if (!byM) return Status(ErrorCode::kNotFound, "replacement memory " + byId + " not found in the " + scope() +
                                                       " scope", nlohmann::json{{"field", "by"}});
     if (byM->state != MemoryState::kActive) {
-      return Status(ErrorCode::kConflict, "replacement " + byId + " is " + std::string(stateName(byM->state)) +
-                                              "; it must be active");
+      return Status(ErrorCode::kConflict,
+                    "replacement " + byId + " is " + std::string(stateName(byM->state)) + "; it must be active",
+                    nlohmann::json{{"field", "by"}, {"id", byId}, {"state", stateName(byM->state)}});
     }
     if (oldM->state == MemoryState::kSuperseded && oldM->supersededBy == byId) return std::pair{*oldM, *byM};
     if (oldM->state != MemoryState::kActive && oldM->state != MemoryState::kHidden) {

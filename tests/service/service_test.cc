@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <mutex>
 #include <random>
 #include <set>
 #include <string>
@@ -36,14 +37,17 @@ class ServiceTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
 
-  std::unique_ptr<Service> makeService(SecretsMode mode, const std::string& dataDir = "") {
+  std::unique_ptr<Service> makeService(SecretsMode mode, const std::string& dataDir = "", int saveBatch = 1) {
     ServiceOptions options;
     options.dataDir = dataDir.empty() ? (dir_ / "data").string() : dataDir;
     options.embedder = &embedder_;
     options.secretsMode = mode;
-    options.saveBatch = 1;
+    options.saveBatch = saveBatch;
     auto service = std::make_unique<Service>(options);
-    service->setChangeListener([this](const ChangeEvent& e) { events_.push_back(e); });
+    service->setChangeListener([this](const ChangeEvent& e) {
+      std::lock_guard lock(eventsMutex_);  // saves on several threads report at once
+      events_.push_back(e);
+    });
     return service;
   }
 
@@ -108,6 +112,7 @@ class ServiceTest : public ::testing::Test {
   std::string root_;
   std::unique_ptr<Service> service_;
   ClientState client_;
+  std::mutex eventsMutex_;
   std::vector<ChangeEvent> events_;
 };
 
@@ -161,6 +166,32 @@ TEST_F(ServiceTest, AnInitializeNamingAParentNotConnectedLeavesTheConnectionAsIt
   EXPECT_EQ(now.readScope, ReadScope::kAll);
   EXPECT_EQ(now.writeScope, WriteScope::kProject);
   EXPECT_EQ(now.actor.toString(), "agent:service-test");
+}
+
+TEST_F(ServiceTest, AnInitializeNamingAProjectThatCannotBeOpenedLeavesTheConnectionAsItWas) {
+  ClientState c;
+  connect(c);
+  InitializeRequest missing;
+  missing.clientName = "elsewhere";
+  missing.projectRoot = (dir_ / "no-such-directory").string();
+  missing.readScope = ReadScope::kGlobal;
+  missing.tab = "a-tab";
+  auto refused = service_->initialize(c, missing);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kScopeUnavailable);
+  EXPECT_EQ(fieldOf(refused.status()), "project_root");
+  CallContext now = ctx({}, &c);
+  EXPECT_EQ(now.projectRoot, root_);
+  EXPECT_EQ(now.readScope, ReadScope::kAll);
+  EXPECT_EQ(now.actor.toString(), "agent:service-test");
+  // So initialising again without a project works, as the CLI does after such a refusal.
+  InitializeRequest plain;
+  plain.clientName = "again";
+  ClientState fresh;
+  ASSERT_FALSE(service_->initialize(fresh, missing).isOk());
+  auto again = service_->initialize(fresh, plain);
+  ASSERT_TRUE(again.isOk()) << again.status().toString();
+  EXPECT_FALSE(again->project.has_value());
 }
 
 TEST_F(ServiceTest, SaveGetUpdateAndList) {
@@ -288,6 +319,34 @@ TEST_F(ServiceTest, SupersedeAcrossScopesIsRefusedNamingBy) {
   ASSERT_FALSE(r.isOk());
   EXPECT_EQ(r.status().code(), ErrorCode::kInvalidParams);
   EXPECT_EQ(fieldOf(r.status()), "by");
+}
+
+TEST_F(ServiceTest, SupersedingByAMemoryThatIsNotActiveIsAConflictNamingBy) {
+  auto old = save("The cache key includes the compiler version");
+  auto hidden = save("The cache key includes the compiler and its flags");
+  ASSERT_TRUE(service_->hide(ctx(), StateChangeRequest{hidden.id, std::nullopt}).isOk());
+  auto r = service_->supersede(ctx(), SupersedeRequest{old.id, hidden.id});
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().code(), ErrorCode::kConflict);
+  EXPECT_EQ(fieldOf(r.status()), "by");
+  EXPECT_EQ(r.status().data().value("id", ""), hidden.id);
+  EXPECT_EQ(r.status().data().value("state", ""), "hidden");
+  EXPECT_EQ(service_->get(ctx(), MemoryRef{old.id})->memory.state, MemoryState::kActive) << "refused, it changed nothing";
+}
+
+TEST_F(ServiceTest, ARecallThatReadsNothingStillRefusesABadFile) {
+  CommonParams none;
+  none.readScope = ReadScope::kNone;
+  RecallParams request;
+  request.query.query = "anything";
+  request.query.files = {"../../etc/passwd"};
+  auto r = service_->recall(ctx(none), request);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().code(), ErrorCode::kForbidden);
+  request.query.files = {"src/fine.ts"};
+  auto fine = service_->recall(ctx(none), request);
+  ASSERT_TRUE(fine.isOk()) << fine.status().toString();
+  EXPECT_TRUE(fine->hits.empty());
 }
 
 TEST_F(ServiceTest, PurgeNeedsConfirmationThenDeletesForGood) {
@@ -584,8 +643,13 @@ TEST_F(ServiceTest, HintsReadOnlyTheScopesTheRequestReads) {
   const HintsRequest read{"read", {"gen/api.cc"}, ""};
   ClientState none;
   connect(none, [](InitializeRequest& r) { r.readScope = ReadScope::kNone; });
-  ASSERT_TRUE(service_->hintsForTool(ctx({}, &none), read).isOk());
-  EXPECT_TRUE(service_->hintsForTool(ctx({}, &none), read)->hints.empty()) << "read_scope none reads nothing";
+  auto unread = service_->hintsForTool(ctx({}, &none), read);
+  ASSERT_TRUE(unread.isOk()) << unread.status().toString();
+  EXPECT_TRUE(unread->hints.empty()) << "read_scope none reads nothing";
+  // Nothing is read, yet the files are checked as in any request.
+  auto outside = service_->hintsForTool(ctx({}, &none), HintsRequest{"read", {"../../etc/passwd"}, ""});
+  ASSERT_FALSE(outside.isOk());
+  EXPECT_EQ(outside.status().code(), ErrorCode::kForbidden);
   ClientState global;
   connect(global, [](InitializeRequest& r) { r.readScope = ReadScope::kGlobal; });
   EXPECT_TRUE(service_->hintsForTool(ctx({}, &global), read)->hints.empty()) << "the project is not read";
@@ -624,30 +688,41 @@ TEST_F(ServiceTest, AMemoryNoTextLaneFindsIsRecalledByItsEmbedding) {
 }
 
 TEST_F(ServiceTest, ConcurrentSavesOfOneTextCreateOneMemory) {
-  constexpr int kSavers = 6;
-  std::vector<std::thread> savers;
-  std::vector<Result<SaveResult>> results(kSavers, Status::internal("not run"));
-  for (int i = 0; i < kSavers; ++i) {
-    savers.emplace_back([&, i] {
-      SaveInput in;
-      in.summary = "Two connections racing to save the same note";
-      results[i] = service_->save(ctx(), in);
-    });
+  // With each save committed alone, and with saves batched and applied in the background as memqd runs them (a
+  // save of text already handed off must see it).
+  // Each on a project of its own: a project's database lives in the project, not in the data directory.
+  fs::create_directories(dir_ / "batched" / "data");
+  fs::create_directories(dir_ / "batched" / "project");
+  auto batched = makeService(SecretsMode::kRedact, (dir_ / "batched" / "data").string(), 256);
+  for (Service* service : {service_.get(), batched.get()}) {
+    const std::string project = service == batched.get() ? (dir_ / "batched" / "project").string() : root_;
+    ClientState client;
+    connect(client, [&](InitializeRequest& r) { r.projectRoot = project; }, service);
+    constexpr int kSavers = 6;
+    std::vector<std::thread> savers;
+    std::vector<Result<SaveResult>> results(kSavers, Status::internal("not run"));
+    for (int i = 0; i < kSavers; ++i) {
+      savers.emplace_back([&, i] {
+        SaveInput in;
+        in.summary = "Two connections racing to save the same note";
+        results[i] = service->save(ctx({}, &client, service), in);
+      });
+    }
+    for (auto& t : savers) t.join();
+    int created = 0;
+    std::set<std::string> ids;
+    for (const auto& r : results) {
+      ASSERT_TRUE(r.isOk()) << r.status().toString();
+      if (r->status == SaveStatus::kCreated) ++created;
+      else EXPECT_EQ(r->status, SaveStatus::kDeduped);
+      ids.insert(r->id);
+    }
+    EXPECT_EQ(created, 1);
+    EXPECT_EQ(ids.size(), 1u);
+    ListFilter all;
+    all.state = std::nullopt;
+    EXPECT_EQ(service->list(ctx({}, &client, service), all)->total, 1);
   }
-  for (auto& t : savers) t.join();
-  int created = 0;
-  std::set<std::string> ids;
-  for (const auto& r : results) {
-    ASSERT_TRUE(r.isOk()) << r.status().toString();
-    if (r->status == SaveStatus::kCreated) ++created;
-    else EXPECT_EQ(r->status, SaveStatus::kDeduped);
-    ids.insert(r->id);
-  }
-  EXPECT_EQ(created, 1);
-  EXPECT_EQ(ids.size(), 1u);
-  ListFilter all;
-  all.state = std::nullopt;
-  EXPECT_EQ(service_->list(ctx(), all)->total, 1);
 }
 
 TEST_F(ServiceTest, ReviewClustersGroupNearDuplicatesOfOneScope) {
