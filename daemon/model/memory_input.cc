@@ -64,6 +64,13 @@ std::string topicsText(const std::vector<std::string>& topics) {
   return out;
 }
 
+std::optional<std::string> categoryKeptWarning(const std::optional<std::string>& asked, const std::string& id,
+                                               const std::optional<std::string>& kept, std::string_view howToChange) {
+  if (!asked || asked == kept) return std::nullopt;
+  return "category " + *asked + " not applied: memory " + id + " keeps " +
+         (kept ? "its category " + *kept : std::string("no category")) + " (" + std::string(howToChange) + ")";
+}
+
 Result<std::string> normalizeSummary(std::string_view summary, std::vector<std::string>& warnings, bool& truncated) {
   MEMQ_RETURN_IF_ERROR(checkUtf8(summary, "summary"));
   std::string s = trimText(summary);

@@ -77,6 +77,10 @@ Result<std::vector<std::string>> normalizeTopics(const std::vector<std::string>&
 Result<std::vector<std::string>> normalizeFiles(const std::vector<std::string>& files, std::string_view projectRoot,
                                                 const std::string& field = "files", size_t maxFiles = kMaxFiles);
 Status checkCategory(const std::optional<std::string>& category);
+// A save of existing text keeps the memory's category: the warning that says so when the save asked for another,
+// or nullopt when it asked for none or the same. `howToChange` ends the sentence ("memory/update changes it").
+std::optional<std::string> categoryKeptWarning(const std::optional<std::string>& asked, const std::string& id,
+                                               const std::optional<std::string>& kept, std::string_view howToChange);
 
 // Trims ASCII and Unicode white space from both ends.
 std::string trimText(std::string_view text);

@@ -68,11 +68,7 @@ Result<SaveResult> Service::teamSave(const CallContext& ctx, Scope& scope, SaveI
   // never queued.
   auto normalized = normalizeSave(input, loc->root);
   if (!normalized) return normalized.status();
-  for (size_t i = 0; i < input.files.size(); ++i) {
-    if (input.files[i].lines) {
-      MEMQ_RETURN_IF_ERROR(validateRanges(*input.files[i].lines, "files[" + std::to_string(i) + "].lines"));
-    }
-  }
+  MEMQ_RETURN_IF_ERROR(checkTeamSaveFiles(input.files, loc->root));
   SaveResult result;
   result.scope = ScopeKind::kTeam;
   result.redactions = scrub.takeRedactions();
@@ -95,6 +91,12 @@ Result<SaveResult> Service::teamSave(const CallContext& ctx, Scope& scope, SaveI
   if (saved->status == SaveStatus::kCreated || saved->status == SaveStatus::kDeduped) {
     CommittedLock lock(*scope.db);
     if (auto m = scope.db->store().get(saved->id)) result.memory = std::move(*m);
+    if (saved->status == SaveStatus::kDeduped && result.memory) {
+      if (auto kept = categoryKeptWarning(normalized->category, result.id, result.memory->category,
+                                          "a team memory keeps the category it was saved with")) {
+        result.warnings.push_back(std::move(*kept));
+      }
+    }
     if (saved->status == SaveStatus::kCreated) {
       SaveOutcome advice = scope.db->store().adviceForCreated(saved->id);
       result.similar = std::move(advice.similar);

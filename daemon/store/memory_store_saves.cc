@@ -183,10 +183,8 @@ SaveEffects MemoryStore::applySave(const SaveRecord& record) {
       return effects;
     }
     // Active: dedup. The row keeps its category: a save asking for another one is told so, not silently ignored.
-    if (input.category && input.category != m.category) {
-      out.warnings.push_back("category " + *input.category + " not applied: memory " + m.id + " keeps " +
-                             (m.category ? "its category " + *m.category : "no category") +
-                             " (memory/update changes it)");
+    if (auto kept = categoryKeptWarning(input.category, m.id, m.category, "memory/update changes it")) {
+      out.warnings.push_back(std::move(*kept));
     }
     nlohmann::json detail = {{"use_count", m.useCount + 1}};
     std::vector<std::string> topics = m.topics;

@@ -111,6 +111,10 @@ void logNotice(void*, const char* message) { spdlog::debug("team server: {}", me
 
 }  // namespace
 
+Status checkTeamSaveFiles(const std::vector<FileEntry>& files, std::string_view projectRoot) {
+  return filesJson(files, projectRoot).status();
+}
+
 std::string conninfoWithoutPassword(const std::string& conninfo) {
   char* error = nullptr;
   PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &error);

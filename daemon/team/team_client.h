@@ -127,4 +127,9 @@ class TeamClient {
 // `conninfo` with any password removed (and other values kept), for logs and messages.
 std::string conninfoWithoutPassword(const std::string& conninfo);
 
+// A team save's file entries as the server will hold them (paths normalised, lines well formed, a blob 40 lowercase
+// hex digits): ok, or the error naming files[i]. Checked before a save is sent or queued, so an offline save is
+// refused as an online one is.
+Status checkTeamSaveFiles(const std::vector<FileEntry>& files, std::string_view projectRoot);
+
 }  // namespace memq

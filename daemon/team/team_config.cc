@@ -71,7 +71,11 @@ Status writeTeamConninfo(const ProjectLocation& location, const std::optional<st
   if (!location.inGit) {
     std::error_code ec;
     if (!conninfo) {
+      // Gone already is disconnected; a file that stays would keep the project connected.
       std::filesystem::remove(path, ec);
+      if (ec && ec != std::errc::no_such_file_or_directory) {
+        return Status(ErrorCode::kStorageError, "cannot remove " + path + ": " + ec.message());
+      }
       return Status::ok();
     }
     std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);

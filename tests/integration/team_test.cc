@@ -375,6 +375,14 @@ TEST_F(TeamTest, ATeamSaveIsToldOfATeammatesSimilarMemoryAndWarnedNearARejectedO
     warned |= w.get<std::string>().rfind("similar_rejected", 0) == 0;
   }
   EXPECT_TRUE(warned) << paraphrase->dump();
+  // The same text again, asking for another category: a dedup that keeps the memory's, and says so.
+  auto again = teamSave(bc, "Use bun for installing the packages in this repo", {{"category", "gotcha"}});
+  ASSERT_TRUE(again.isOk()) << again.status().toString();
+  EXPECT_EQ((*again)["status"], "deduped");
+  EXPECT_EQ((*again)["warnings"], json::array({"category gotcha not applied: memory " + (*near)["id"].get<std::string>() +
+                                               " keeps no category (a team memory keeps the category it was saved "
+                                               "with)"}))
+      << again->dump();
 }
 
 TEST_F(TeamTest, AReplicaAheadOfARestoredServerStartsOverFromTheServersJournal) {
@@ -473,6 +481,12 @@ TEST_F(TeamTest, WithTheServerDownLocalScopesWorkTeamRecallWarnsAndATeamSaveIsQu
                              a_.project);
   EXPECT_EQ(cli.exitCode, 0) << cli.err;
   EXPECT_NE(cli.out.find("queued"), std::string::npos) << cli.out;
+  // Input the server would refuse is refused here too, offline: never queued.
+  auto badBlob = teamSave(c, "An anchored note with a blob id that is not one",
+                          {{"files", json::array({{{"path", "src/a.ts"}, {"lines", {{1, 2}}}, {"blob", "xyz"}}})}});
+  ASSERT_FALSE(badBlob.isOk()) << badBlob->dump();
+  EXPECT_EQ(badBlob.status().code(), ErrorCode::kInvalidParams);
+  EXPECT_EQ(badBlob.status().data().value("field", ""), "files[0].blob");
   auto status = c.call("team/status", json::object());
   ASSERT_TRUE(status.isOk());
   EXPECT_FALSE((*status)["online"].get<bool>());
