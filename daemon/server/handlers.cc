@@ -23,7 +23,8 @@ struct ServiceMethodTypes<Result<Reply_> (Service::*)(const CallContext&, const 
   using Reply = Reply_;
 };
 
-// Results that carry memory records are written as text (replyText); the rest are built as a tree (replyJson).
+// The results with a replyText (save, get, recall, search) are written as text; the rest are built as a tree
+// (replyJson).
 template <typename Reply>
 constexpr bool kWrittenAsText = requires(const Reply& r) { replyText(r); };
 
