@@ -144,6 +144,12 @@ Result<std::shared_ptr<Scope>> TeamScopes::forProject(const ProjectLocation& loc
 Result<std::shared_ptr<Scope>> TeamScopes::connect(const ProjectLocation& location, const std::string& conninfo) {
   MEMQ_RETURN_IF_ERROR(checkTeamConninfo(conninfo));
   MEMQ_RETURN_IF_ERROR(migrateIfReachable(conninfo));
+  {
+    // The replica is opened before the setting is written: one that cannot be opened leaves the project as it was.
+    MutexLock lock(mutex_);
+    auto replica = open(conninfo);
+    if (!replica) return replica.status();
+  }
   MEMQ_RETURN_IF_ERROR(writeTeamConninfo(location, conninfo));
   MutexLock lock(mutex_);
   projects_.erase(location.root);  // read again below

@@ -87,7 +87,9 @@ Result<nlohmann::json> fileJson(const FileEntry& entry, size_t i, std::string_vi
   MEMQ_RETURN_IF_ERROR(validateRanges(*entry.lines, field + ".lines"));
   nlohmann::json out = {{"path", *path}, {"lines", lineRangesToJson(normalizeRanges(*entry.lines))}};
   if (entry.blob) {
-    if (!isBlobId(*entry.blob)) return Status::invalidField(field + ".blob", "blob must be 40 lowercase hex digits");
+    if (!isBlobId(*entry.blob)) {
+      return Status::invalidField(field + ".blob", field + ".blob must be 40 lowercase hex digits");
+    }
     out["blob"] = *entry.blob;
   }
   return out;
