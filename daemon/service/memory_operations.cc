@@ -231,8 +231,11 @@ Result<ListResult> Service::list(const CallContext& ctx, const ListFilter& filte
 
 Result<RecallHits> Service::search(const CallContext& ctx, const SearchRequest& request) {
   RecallParams params{request.query, /*markUsed=*/false};
+  // Its files are checked as recall's are, then left out: search ranks by text alone.
+  MEMQ_RETURN_IF_ERROR(checkQueryFiles(ctx, params.query.files, params.query.lines));
   params.query.useFileSignals = false;
   params.query.files.clear();
+  params.query.lines.clear();
   auto hits = recall(ctx, params);
   if (hits) markActed(ctx.client);
   return hits;
@@ -442,8 +445,11 @@ Result<PurgeResult> Service::purge(const CallContext& ctx, const PurgeRequest& r
 }
 
 Result<Memory> Service::attach(const CallContext& ctx, const FilesChange& request) {
+  MEMQ_RETURN_IF_ERROR(requireWrites(ctx));
   auto r = resolve(ctx, request.id);
   if (!r) return r.status();
+  // Refused for what the memory is before its files are read: a team memory's refs are the server's.
+  if (r->scope->kind == ScopeKind::kTeam) return teamUnsupported("memory/attach");
   auto paths = normalizePaths(ctx, r->scope.get(), filePaths(request.files), "files");
   if (!paths) return paths.status();
   auto refs = withBlobIds(*r->scope, *paths);
@@ -453,8 +459,11 @@ Result<Memory> Service::attach(const CallContext& ctx, const FilesChange& reques
 }
 
 Result<Memory> Service::detach(const CallContext& ctx, const FilesChange& request) {
+  MEMQ_RETURN_IF_ERROR(requireWrites(ctx));
   auto r = resolve(ctx, request.id);
   if (!r) return r.status();
+  // Refused for what the memory is before its files are read: a team memory's refs are the server's.
+  if (r->scope->kind == ScopeKind::kTeam) return teamUnsupported("memory/detach");
   auto paths = normalizePaths(ctx, r->scope.get(), filePaths(request.files), "files");
   if (!paths) return paths.status();
   return mutate(ctx, r->id, "detach",

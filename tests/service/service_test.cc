@@ -335,6 +335,10 @@ TEST_F(ServiceTest, SupersedingByAMemoryThatIsNotActiveIsAConflictNamingBy) {
 }
 
 TEST_F(ServiceTest, ARecallThatReadsNothingStillRefusesABadFile) {
+  SaveInput in;
+  in.summary = "The fine module parses anything";
+  in.files = {"src/fine.ts"};
+  ASSERT_TRUE(service_->save(ctx(), in).isOk());
   CommonParams none;
   none.readScope = ReadScope::kNone;
   RecallParams request;
@@ -346,7 +350,25 @@ TEST_F(ServiceTest, ARecallThatReadsNothingStillRefusesABadFile) {
   request.query.files = {"src/fine.ts"};
   auto fine = service_->recall(ctx(none), request);
   ASSERT_TRUE(fine.isOk()) << fine.status().toString();
-  EXPECT_TRUE(fine->hits.empty());
+  EXPECT_TRUE(fine->hits.empty()) << "read_scope none reads nothing";
+  auto read = service_->recall(ctx(), request);
+  ASSERT_TRUE(read.isOk()) << read.status().toString();
+  EXPECT_EQ(read->hits.size(), 1u) << "the same recall reading the project finds it";
+}
+
+TEST_F(ServiceTest, SearchChecksTheFilesItLeavesOut) {
+  const auto saved = save("Search ranks by the text alone");
+  SearchRequest request;
+  request.query.query = "search ranks text";
+  request.query.files = {"../outside.ts"};
+  auto refused = service_->search(ctx(), request);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kForbidden);
+  request.query.files = {"src/anything.ts"};
+  auto found = service_->search(ctx(), request);
+  ASSERT_TRUE(found.isOk()) << found.status().toString();
+  ASSERT_FALSE(found->hits.empty());
+  EXPECT_EQ(found->hits[0].memory.id, saved.id);
 }
 
 TEST_F(ServiceTest, PurgeNeedsConfirmationThenDeletesForGood) {
@@ -616,6 +638,17 @@ TEST_F(ServiceTest, MutationsAreReportedToTheChangeListener) {
 }
 
 TEST_F(ServiceTest, HintsNeedAConnectionAndCountTurns) {
+  CallContext noConnection = ctx();
+  noConnection.client = nullptr;
+  SaveInput gotcha;
+  gotcha.summary = "Generated files are rebuilt by make gen";
+  gotcha.category = "gotcha";
+  gotcha.files = {"gen/schema.cc"};
+  ASSERT_TRUE(service_->save(ctx(), gotcha).isOk());
+  auto without = service_->hintsForTool(noConnection, HintsRequest{"read", {"gen/schema.cc"}, ""});
+  ASSERT_TRUE(without.isOk()) << without.status().toString();
+  EXPECT_TRUE(without->hints.empty()) << "hint state belongs to a connection: none, no hints";
+  EXPECT_EQ(service_->hintsTurn(noConnection, NoParams{})->turn, 0);
   auto turn = service_->hintsTurn(ctx(), NoParams{});
   ASSERT_TRUE(turn.isOk());
   EXPECT_EQ(turn->turn, 1);
