@@ -342,10 +342,8 @@ TEST_F(DaemonTest, AWriteReachesASubscriberWithinASecond) {
   ASSERT_TRUE(listener.call("subscribe", json::object()).isOk());
   auto writer = daemon_->client(project_, "writer");
   json saved = save(writer, "Notifications reach subscribers");
-  auto start = std::chrono::steady_clock::now();
-  auto msg = listener.readMessage(std::chrono::seconds(1));
+  auto msg = listener.readMessage(std::chrono::seconds(1));  // the wait is the bound
   ASSERT_TRUE(msg.isOk()) << msg.status().toString();
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
   EXPECT_EQ((*msg)["method"], "memory/changed");
   EXPECT_EQ((*msg)["params"]["id"], saved["id"]);
   EXPECT_EQ((*msg)["params"]["action"], "create");

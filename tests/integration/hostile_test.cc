@@ -96,7 +96,8 @@ class HostileTest : public ::testing::Test {
 
 enum class Expect {
   kError,         // one NDJSON error reply with `code`; the same connection then still answers a request
-  kClose,         // the daemon closes the connection (within `wait`), without a reply
+  kClose,         // the daemon closes the connection (within `wait`): a stall's timeout
+  kCloseAtOnce,   // the daemon closes the connection before any stall timeout could, without a reply
   kSkipped,       // no reply at all; the same connection then still answers a request
   kLspError,      // one Content-Length framed error reply with `code`; the connection still answers
   kCustom,        // `check` decides
@@ -166,13 +167,14 @@ std::vector<RawCase> rawCases() {
       {"lsp_ok_then_error", lsp(R"({"jsonrpc":"2.0","id":7,"method":"nope"})"), Expect::kLspError, notFound},
       {"lsp_oversized_body", "Content-Length: " + std::to_string((1u << 20) + 1) + "\r\n\r\n" + std::string((1u << 20) + 1, 'x'),
        Expect::kLspError, invalidRequest},
-      {"lsp_bad_length", "Content-Length: twelve\r\n\r\n{}", Expect::kClose},
-      {"lsp_negative_length", "Content-Length: -5\r\n\r\n{}", Expect::kClose},
-      {"lsp_huge_length", "Content-Length: 99999999999999999999999\r\n\r\n{}", Expect::kClose},
-      {"lsp_conflicting_lengths", "Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}", Expect::kClose},
-      {"lsp_header_without_colon", "Content-Length: 2\r\nbogus header\r\n\r\n{}", Expect::kClose},
+      // Bytes that cannot be framed: closed at once, well before a stall's timeout could close them, and unanswered.
+      {"lsp_bad_length", "Content-Length: twelve\r\n\r\n{}", Expect::kCloseAtOnce},
+      {"lsp_negative_length", "Content-Length: -5\r\n\r\n{}", Expect::kCloseAtOnce},
+      {"lsp_huge_length", "Content-Length: 99999999999999999999999\r\n\r\n{}", Expect::kCloseAtOnce},
+      {"lsp_conflicting_lengths", "Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}", Expect::kCloseAtOnce},
+      {"lsp_header_without_colon", "Content-Length: 2\r\nbogus header\r\n\r\n{}", Expect::kCloseAtOnce},
       {"lsp_header_block_too_big", "Content-Length: 2\r\nX-Pad: " + std::string(1u << 20, 'p') + "\r\n\r\n{}",
-       Expect::kClose},
+       Expect::kCloseAtOnce},
       // Stalls: a timeout closes each (the daemon runs with short timeouts for this test).
       {"half_a_content_length_header", "Content-Len", Expect::kClose, 0, milliseconds(kPartialTimeoutMs * 5)},
       {"content_length_header_then_silence", "Content-Length: 100\r\n\r\n", Expect::kClose, 0,
@@ -282,6 +284,13 @@ TEST_F(HostileTest, RawBytesGetADefinedErrorOrAClose) {
       }
       case Expect::kClose: {
         EXPECT_TRUE(c.closedWithin(tc.wait)) << "still open after " << tc.wait.count() << " ms";
+        break;
+      }
+      case Expect::kCloseAtOnce: {
+        size_t received = 0;
+        EXPECT_TRUE(c.closedWithin(milliseconds(kPartialTimeoutMs / 2), &received))
+            << "still open after " << kPartialTimeoutMs / 2 << " ms";
+        EXPECT_EQ(received, 0u) << "a connection closed for its framing gets no reply";
         break;
       }
       case Expect::kCustom:

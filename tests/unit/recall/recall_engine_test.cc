@@ -148,6 +148,9 @@ TEST_F(RecallTest, PutAwayMemoriesNeverComeBack) {
       }
     }
   }
+  // The active memory on the same file and words is found: the loops above were not empty for another reason.
+  RecallRequest control{.query = "deploy", .files = {"deploy.sh"}, .limit = 50, .threshold = -1e9};
+  EXPECT_EQ(recallIds(control), std::vector<std::string>{replacement});
   // Nor by embedding: the index holds active rows only.
   auto vec = embedder_.embed(memoryEmbedSource(text, "", {}));
   for (const auto& h : store_->activeIndex().topK(vec, 50, -1)) {
@@ -172,12 +175,17 @@ TEST_F(RecallTest, DegenerateQueriesReturnNormally) {
 }
 
 TEST_F(RecallTest, SelectionSkipsWhatDoesNotFitInsteadOfStopping) {
-  std::string big = save("alpha rollout notes", {}, std::string(1900, 'd'));
+  // The big memory ranks first (the queried file is its own, and the whole query is its summary), so a selection
+  // that stopped at the first memory past the budget would return nothing.
+  std::string big = save("alpha rollout notes", {"rollout.c"}, std::string(1900, 'd'));
   std::string small = save("alpha rollout short", {});
-  RecallRequest r{.query = "alpha rollout", .limit = 5, .maxChars = 200, .threshold = 0};
-  auto ids = recallIds(r);
-  EXPECT_EQ(std::count(ids.begin(), ids.end(), big), 0);
-  EXPECT_EQ(std::count(ids.begin(), ids.end(), small), 1);
+  RecallRequest unbounded{.query = "alpha rollout notes", .files = {"rollout.c"}, .limit = 5, .maxChars = 100000,
+                          .threshold = 0};
+  auto ranked = recallIds(unbounded);
+  ASSERT_EQ(ranked, (std::vector<std::string>{big, small}));
+  RecallRequest r = unbounded;
+  r.maxChars = 200;
+  EXPECT_EQ(recallIds(r), std::vector<std::string>{small});
 }
 
 TEST_F(RecallTest, CochangeLaneTakesTheStrongestNeighbours) {

@@ -761,6 +761,8 @@ TEST_F(StoreTest, SimilarEdgesAndHintsCoverActiveOnly) {
   ASSERT_TRUE(store_->hide(a.id, std::nullopt, user_).isOk());
   auto c = save("Use bun for installing all packages in this repo");
   for (const auto& h : c.similar) EXPECT_NE(h.id, a.id);
+  EXPECT_TRUE(std::any_of(c.similar.begin(), c.similar.end(), [&](const auto& h) { return h.id == b.id; }))
+      << "the active near-duplicate is still named";
   EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges e JOIN memories m ON m.pk IN (e.src_pk, e.dst_pk) "
                   "WHERE m.state != 'active'"), 0);
 }
