@@ -178,6 +178,11 @@ TEST_F(HookTest, PostToolUseForGitCommandsRepliesWithGitHints) {
 }
 
 TEST_F(HookTest, MalformedInputIsSilent) {
+  // A memory a prompt of "42" finds: the number 42 as a prompt is silent because it is refused, not for want of one.
+  std::string id = save({{"summary", "The debug server listens on port 42"}});
+  const std::string found =
+      expectReply(hook("UserPromptSubmit", {{"cwd", project_}, {"prompt", "42"}}), "UserPromptSubmit");
+  EXPECT_NE(found.find(id.substr(0, 8)), std::string::npos) << found;
   expectSilent(daemon_->memq("hook claude-code UserPromptSubmit", dir_.string(), "not json"), "not JSON");
   expectSilent(daemon_->memq("hook claude-code UserPromptSubmit", dir_.string(), ""), "empty stdin");
   expectSilent(daemon_->memq("hook claude-code UserPromptSubmit", dir_.string(), "[1,2]"), "an array");
