@@ -287,11 +287,23 @@ TEST_F(DaemonTest, ASubagentNamingItsParentsTabGetsItsOwnSubagentState) {
   auto s1 = sub.call("hints/for_tool", read);
   ASSERT_TRUE(s1.isOk()) << s1.status().toString();
   EXPECT_EQ((*s1)["hints"].size(), 1u) << s1->dump();
-  // And the parent's tab was not turned into a subagent's: it still knows it showed the pref this turn.
+  // And the parent's tab was not turned into a subagent's: it still knows it showed the pref this turn, and it
+  // keeps the parent's budget (60), not a subagent's (10, one of it spent above): twelve new decisions all show (a
+  // decision, unlike a gotcha or a pref, does not slip through a spent budget).
   auto again = daemon_->client(project_, "hook", {{"tab", "session-9"}});
   auto a1 = again.call("hints/for_tool", read);
   ASSERT_TRUE(a1.isOk());
   EXPECT_TRUE((*a1)["hints"].empty()) << a1->dump();
+  size_t shown = 0;
+  for (int i = 0; i < 12; ++i) {
+    const std::string file = "src/module" + std::to_string(i) + ".ts";
+    save(setup, "Module " + std::to_string(i) + " must be built before the tests run", {{"files", {file}},
+                                                                                      {"category", "decision"}});
+    auto h = again.call("hints/for_tool", {{"tool", "read"}, {"files", {file}}});
+    ASSERT_TRUE(h.isOk()) << h.status().toString();
+    shown += (*h)["hints"].size();
+  }
+  EXPECT_EQ(shown, 12u);
 }
 
 TEST_F(DaemonTest, RetainedTabsAreBoundedAndAKeptTabIsNeverEvictedToMakeRoomForItself) {
