@@ -127,6 +127,24 @@ TEST_F(ServiceTest, InitializeReportsTheProjectAndASession) {
   EXPECT_NE(connect(client_).session, result.session) << "each connection has its own token";
 }
 
+// `request` is refused on `client` with `code` naming `field`, and the connection is as it was: its project, scopes
+// and actor.
+void expectInitializeRefusedChangingNothing(Service& service, ClientState& client, const InitializeRequest& request,
+                                            ErrorCode code, const std::string& field) {
+  auto before = service.context(client, CommonParams{});
+  ASSERT_TRUE(before.isOk()) << before.status().toString();
+  auto refused = service.initialize(client, request);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_EQ(refused.status().code(), code) << refused.status().toString();
+  EXPECT_EQ(refused.status().data().value("field", ""), field) << refused.status().toString();
+  auto after = service.context(client, CommonParams{});
+  ASSERT_TRUE(after.isOk()) << after.status().toString();
+  EXPECT_EQ(after->projectRoot, before->projectRoot);
+  EXPECT_EQ(after->readScope, before->readScope);
+  EXPECT_EQ(after->writeScope, before->writeScope);
+  EXPECT_EQ(after->actor.toString(), before->actor.toString());
+}
+
 TEST_F(ServiceTest, ARepeatedInitializeMayNarrowTheReadScopeButNeverWidenIt) {
   ClientState c;
   connect(c, [](InitializeRequest& r) { r.readScope = ReadScope::kProject; });
@@ -134,14 +152,8 @@ TEST_F(ServiceTest, ARepeatedInitializeMayNarrowTheReadScopeButNeverWidenIt) {
   wider.clientName = "someone-else";
   wider.readScope = ReadScope::kAll;
   wider.source = "user";
-  auto refused = service_->initialize(c, wider);
-  ASSERT_FALSE(refused.isOk());
-  EXPECT_EQ(refused.status().code(), ErrorCode::kScopeUnavailable);
-  EXPECT_EQ(fieldOf(refused.status()), "read_scope");
-  // Refused, it changed nothing: neither the scope nor the name or source it carried.
-  CallContext now = ctx({}, &c);
-  EXPECT_EQ(now.readScope, ReadScope::kProject);
-  EXPECT_EQ(now.actor.toString(), "agent:service-test");
+  expectInitializeRefusedChangingNothing(*service_, c, wider, ErrorCode::kScopeUnavailable, "read_scope");
+  EXPECT_EQ(ctx({}, &c).readScope, ReadScope::kProject);
   connect(c, [](InitializeRequest& r) { r.readScope = ReadScope::kNone; });
   EXPECT_EQ(ctx({}, &c).readScope, ReadScope::kNone);
 }
@@ -157,15 +169,8 @@ TEST_F(ServiceTest, AnInitializeNamingAParentNotConnectedLeavesTheConnectionAsIt
   orphan.writeScope = WriteScope::kNone;
   orphan.source = "user";
   orphan.parent = "no-such-session";
-  auto refused = service_->initialize(c, orphan);
-  ASSERT_FALSE(refused.isOk());
-  EXPECT_EQ(refused.status().code(), ErrorCode::kInvalidParams);
-  EXPECT_EQ(fieldOf(refused.status()), "parent");
-  CallContext now = ctx({}, &c);
-  EXPECT_EQ(now.projectRoot, root_);
-  EXPECT_EQ(now.readScope, ReadScope::kAll);
-  EXPECT_EQ(now.writeScope, WriteScope::kProject);
-  EXPECT_EQ(now.actor.toString(), "agent:service-test");
+  expectInitializeRefusedChangingNothing(*service_, c, orphan, ErrorCode::kInvalidParams, "parent");
+  EXPECT_EQ(ctx({}, &c).projectRoot, root_);
 }
 
 TEST_F(ServiceTest, AnInitializeNamingAProjectThatCannotBeOpenedLeavesTheConnectionAsItWas) {
@@ -176,14 +181,8 @@ TEST_F(ServiceTest, AnInitializeNamingAProjectThatCannotBeOpenedLeavesTheConnect
   missing.projectRoot = (dir_ / "no-such-directory").string();
   missing.readScope = ReadScope::kGlobal;
   missing.tab = "a-tab";
-  auto refused = service_->initialize(c, missing);
-  ASSERT_FALSE(refused.isOk());
-  EXPECT_EQ(refused.status().code(), ErrorCode::kScopeUnavailable);
-  EXPECT_EQ(fieldOf(refused.status()), "project_root");
-  CallContext now = ctx({}, &c);
-  EXPECT_EQ(now.projectRoot, root_);
-  EXPECT_EQ(now.readScope, ReadScope::kAll);
-  EXPECT_EQ(now.actor.toString(), "agent:service-test");
+  expectInitializeRefusedChangingNothing(*service_, c, missing, ErrorCode::kScopeUnavailable, "project_root");
+  EXPECT_EQ(ctx({}, &c).projectRoot, root_);
   // So initialising again without a project works, as the CLI does after such a refusal.
   InitializeRequest plain;
   plain.clientName = "again";
