@@ -480,7 +480,12 @@ TEST_F(HostileFilesTest, TheOtherUserCannotReadWhatMemqdWrites) {
   auto r = saveIn(project_, "a note only its owner may read");
   ASSERT_TRUE(r.isOk()) << r.status().toString();
   fs::path memqDir = fs::path(project_) / ".memq";
-  // The test can see the files (the other user can list the project), but not read them.
+  // The other user can read what is not memqd's beside them (runuser works, the project is reachable)...
+  writeTextFile(fs::path(project_) / "README", "public\n");
+  ASSERT_EQ(::chmod((fs::path(project_) / "README").c_str(), 0644), 0);
+  ASSERT_EQ(::chmod(project_.c_str(), 0755), 0);
+  ASSERT_TRUE(otherUserCanRead(fs::path(project_) / "README"));
+  // ...but none of what memqd wrote.
   ASSERT_TRUE(fs::exists(memqDir / "memory.db"));
   EXPECT_FALSE(otherUserCanRead(memqDir / "memory.db"));
   EXPECT_FALSE(otherUserCanRead(memqDir / "memory.db-saves"));
