@@ -637,6 +637,28 @@ TEST_F(TeamTest, AConninfoWithAPasswordIsRefusedAndNeverStored) {
   EXPECT_EQ(saved.status().code(), ErrorCode::kScopeUnavailable);
 }
 
+TEST_F(TeamTest, AConnectWhoseReplicaCannotBeOpenedStoresNothing) {
+  a_.dir = root_ / "a";
+  a_.project = (a_.dir / "proj").string();
+  initGitRepo(a_.project);
+  a_.daemon = std::make_unique<Memqd>(a_.dir);
+  ASSERT_TRUE(a_.daemon->start()) << a_.daemon->log();
+  // Where the replicas go is a file: no replica can be made there.
+  const fs::path replicas = fs::path(a_.daemon->dataDir()) / "team";
+  writeTextFile(replicas, "not a directory\n");
+  auto c = a_.daemon->client(a_.project);
+  auto refused = c.call("team/connect", {{"conninfo", conninfo("alice")}});
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kStorageError) << refused.status().toString();
+  auto notSet = c.call("team/status", json::object());
+  ASSERT_TRUE(notSet.isOk()) << notSet.status().toString();
+  EXPECT_FALSE((*notSet)["configured"].get<bool>()) << "the project's setting was written anyway: " << notSet->dump();
+  fs::remove(replicas);
+  auto connected = c.call("team/connect", {{"conninfo", conninfo("alice")}});
+  ASSERT_TRUE(connected.isOk()) << connected.status().toString();
+  EXPECT_TRUE(c.call("team/status", json::object())->value("configured", false));
+}
+
 TEST_F(TeamTest, TheFirstConnectAsTheOwnerMigratesAnEmptyDatabaseAndAWriterIsToldHow) {
   const std::string fresh = "fresh_" + db_.substr(0, 50);
   ASSERT_EQ(cluster_->createDatabase(fresh, "memq_owner"), "");
