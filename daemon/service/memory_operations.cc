@@ -323,17 +323,18 @@ Result<RecallHits> Service::recall(const CallContext& ctx, const RecallParams& p
     }
   }
   // Uses are recorded once every scope has answered: a recall that fails counts no use anywhere.
-  for (auto& scope : *scopes) {
-    if (!markUsed) break;
-    const std::string scopeName = toString(scope->kind);
-    std::vector<int64_t> pks;
-    for (const auto& h : hits) {
-      if (h.memory.scope == scopeName) pks.push_back(h.memory.pk);
+  if (markUsed) {
+    for (auto& scope : *scopes) {
+      const std::string scopeName = toString(scope->kind);
+      std::vector<int64_t> pks;
+      for (const auto& h : hits) {
+        if (h.memory.scope == scopeName) pks.push_back(h.memory.pk);
+      }
+      if (pks.empty()) continue;
+      CommittedLock lock(*scope->db);
+      auto st = scope->db->store().markUsed(pks);
+      if (!st) spdlog::warn("could not record usage in {}: {}", scope->db->store().path(), st.message());
     }
-    if (pks.empty()) continue;
-    CommittedLock lock(*scope->db);
-    auto st = scope->db->store().markUsed(pks);
-    if (!st) spdlog::warn("could not record usage in {}: {}", scope->db->store().path(), st.message());
   }
   if (project && project->repo) {
     // Staleness only means something against the project's own repository.

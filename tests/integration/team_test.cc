@@ -124,6 +124,15 @@ class TeamTest : public ::testing::Test {
     }
   }
 
+  // A teammate's project (an empty git repository) and memqd, with no team scope yet.
+  void startUnconnected(Teammate& t, const std::string& name) {
+    t.dir = root_ / name;
+    t.project = (t.dir / "proj").string();
+    initGitRepo(t.project);
+    t.daemon = std::make_unique<Memqd>(t.dir);
+    ASSERT_TRUE(t.daemon->start()) << t.daemon->log();
+  }
+
   static Result<json> teamSave(RpcClient& c, const std::string& summary, json extra = json::object()) {
     json params = {{"summary", summary}, {"scope", "team"}};
     params.update(extra);
@@ -614,11 +623,7 @@ TEST_F(TeamTest, HostileInputThroughTheTeamPathGetsTheLocalCodesAndChangesNothin
 }
 
 TEST_F(TeamTest, AConninfoWithAPasswordIsRefusedAndNeverStored) {
-  a_.dir = root_ / "a";
-  a_.project = (a_.dir / "proj").string();
-  initGitRepo(a_.project);
-  a_.daemon = std::make_unique<Memqd>(a_.dir);
-  ASSERT_TRUE(a_.daemon->start()) << a_.daemon->log();
+  ASSERT_NO_FATAL_FAILURE(startUnconnected(a_, "a"));
   auto cli = a_.daemon->memq("team connect " + shellQuote(conninfo("alice") + " password=hunter2"), a_.project);
   EXPECT_EQ(cli.exitCode, 2) << cli.out << cli.err;
   EXPECT_NE(cli.err.find("passfile"), std::string::npos) << cli.err;
@@ -638,11 +643,7 @@ TEST_F(TeamTest, AConninfoWithAPasswordIsRefusedAndNeverStored) {
 }
 
 TEST_F(TeamTest, AConnectWhoseReplicaCannotBeOpenedStoresNothing) {
-  a_.dir = root_ / "a";
-  a_.project = (a_.dir / "proj").string();
-  initGitRepo(a_.project);
-  a_.daemon = std::make_unique<Memqd>(a_.dir);
-  ASSERT_TRUE(a_.daemon->start()) << a_.daemon->log();
+  ASSERT_NO_FATAL_FAILURE(startUnconnected(a_, "a"));
   // Where the replicas go is a file: no replica can be made there.
   const fs::path replicas = fs::path(a_.daemon->dataDir()) / "team";
   writeTextFile(replicas, "not a directory\n");
@@ -662,11 +663,7 @@ TEST_F(TeamTest, AConnectWhoseReplicaCannotBeOpenedStoresNothing) {
 TEST_F(TeamTest, TheFirstConnectAsTheOwnerMigratesAnEmptyDatabaseAndAWriterIsToldHow) {
   const std::string fresh = "fresh_" + db_.substr(0, 50);
   ASSERT_EQ(cluster_->createDatabase(fresh, "memq_owner"), "");
-  a_.dir = root_ / "a";
-  a_.project = (a_.dir / "proj").string();
-  initGitRepo(a_.project);
-  a_.daemon = std::make_unique<Memqd>(a_.dir);
-  ASSERT_TRUE(a_.daemon->start()) << a_.daemon->log();
+  ASSERT_NO_FATAL_FAILURE(startUnconnected(a_, "a"));
   auto c = a_.daemon->client(a_.project);
   auto writer = c.call("team/connect", {{"conninfo", cluster_->conninfo(fresh, "alice")}});
   ASSERT_FALSE(writer.isOk());
