@@ -171,8 +171,13 @@ Status MemoryStore::checkpoint() {
   }
 }
 
-Status MemoryStore::readyToWrite(const std::string& action) {
+Status MemoryStore::claimWrites() {
   if (Status st = writable(); !st) return st;  // never into a file removed or replaced since open
+  return saves_->claimWrites();                // never beside another process's saves
+}
+
+Status MemoryStore::readyToWrite(const std::string& action) {
+  MEMQ_RETURN_IF_ERROR(claimWrites());
   takeDatabase();  // saves handed to the background applier are written first
   // Saves held in a batch are committed first (StoreOptions::saveBatch).
   if (Status st = saves_->settle(); !st) return storageError(st, action);
@@ -192,7 +197,11 @@ void MemoryStore::writePendingUsage() {
   pendingUsage_.clear();  // only once written: a failed write keeps them for the next flush
 }
 
-Status MemoryStore::flushUsage() { return readyToWrite("record usage"); }
+Status MemoryStore::flushUsage() {
+  // A store that only reads (another process writes the database) keeps no uses to write, and no batch.
+  if (saves_->writesElsewhere() && pendingUsage_.empty()) return Status::ok();
+  return readyToWrite("record usage");
+}
 
 void MemoryStore::appendEvent(const std::string& memoryId, const std::string& action, const Actor& actor,
                               const nlohmann::json& detail, const std::optional<std::string>& at) {
@@ -526,7 +535,8 @@ Result<Memory> MemoryStore::detach(const std::string& id, const std::vector<std:
 
 Status MemoryStore::markUsed(const std::vector<int64_t>& pks) {
   if (Status st = writable(); !st) return st;  // a retired store refuses even an empty list
-  if (pks.empty()) return Status::ok();
+  // Uses are advisory: a store that only reads (another process writes the database) does not record them.
+  if (pks.empty() || saves_->writesElsewhere()) return Status::ok();
   const std::string at = now();
   pendingUsage_.add(pks, at);
   mirror_->markUsed(pks, at);

@@ -36,6 +36,10 @@
 //     the files this store opened (checkFilesInPlace, after the save is journalled), no batch commits into a
 //     database no longer at its path, and a store that retired (retire) writes nothing more. (MemoryStore checks;
 //     SavePipeline asks before it acknowledges or commits.)
+//  9. One writer per database: a store writes only while it holds the save journal's lock (when it batches, or a
+//     journal is there). A store that finds another process holding it only reads; each write first tries to take
+//     the journal over and is refused (ScopeUnavailable) while it cannot, so no other process's commit can take
+//     the content of a save answered before its batch committed. (SavePipeline::claimWrites.)
 //
 // Thread-safety: not thread-safe. The owner (a Scope) serialises every call; the applier thread is internal.
 #pragma once
@@ -284,6 +288,9 @@ class MemoryStore : public RecallSource, private SaveTarget {
   void takeDatabase();
   // Refuses a write on a retired store, or on files no longer at their paths (checkFilesInPlace).
   Status writable() const;
+  // writable(), and this store holds the save journal (SavePipeline::claimWrites): refused while another process
+  // writes the database.
+  Status claimWrites();
   // Before a write: writable(), the connection taken back, the saves a batch holds committed and the pending usage
   // written (a failure is a StorageError naming `action`).
   Status readyToWrite(const std::string& action);

@@ -9,6 +9,7 @@
 namespace memq {
 
 Result<ImportOutcome> MemoryStore::importBatch(const ImportBatch& batch, const Actor& actor) {
+  MEMQ_RETURN_IF_ERROR(claimWrites());
   takeDatabase();  // saves handed to the background applier are written first
   ImportOutcome out;
   bool published = false;  // the in-memory indexes hold rows of the open transaction

@@ -19,7 +19,29 @@ SavePipeline::~SavePipeline() { stopApplier(); }
 
 Status SavePipeline::open() {
   MEMQ_RETURN_IF_ERROR(openJournal());
-  if (options_.applySavesInBackground && batching()) {
+  openReader();
+  return Status::ok();
+}
+
+Status SavePipeline::claimWrites() {
+  if (!writesElsewhere_) return Status::ok();
+  MEMQ_RETURN_IF_ERROR(openJournal());
+  if (writesElsewhere_) {
+    const std::string path = MemoryStore::journalPath(options_.path);
+    return Status(ErrorCode::kScopeUnavailable,
+                  "the " + options_.scope + " database " + options_.path +
+                      " is being written by another process, which holds its save journal " + path +
+                      " (another memqd serving this " + options_.scope +
+                      " on another socket?); nothing was written. This memqd only reads it until that process "
+                      "closes it (after 10 minutes without use, or when it exits); retry then",
+                  nlohmann::json{{"scope", options_.scope}, {"path", options_.path}});
+  }
+  openReader();
+  return Status::ok();
+}
+
+void SavePipeline::openReader() {
+  if (options_.applySavesInBackground && batching() && !reader_) {
     try {
       // Committed rows only: what a save answered in the background checks against (with the rows of the batch
       // not yet committed, kept in memory).
@@ -30,10 +52,10 @@ Status SavePipeline::open() {
       reader_.reset();  // saves are then applied before they are answered, as without the option
     }
   }
-  return Status::ok();
 }
 
 Status SavePipeline::openJournal() {
+  writesElsewhere_ = false;
   if (options_.path.empty() || options_.path == ":memory:") return Status::ok();
   const std::string path = MemoryStore::journalPath(options_.path);
   std::error_code ec;
@@ -41,8 +63,11 @@ Status SavePipeline::openJournal() {
   if (options_.saveBatch <= 1 && !exists) return Status::ok();
   auto journal = SaveJournal::open(path);
   if (!journal && journal.status().code() == ErrorCode::kConflict) {
-    // Another process owns this database's saves (memqd, while a tool or benchmark reads the file beside it): this
-    // store neither replays them nor batches its own.
+    // Another process owns this database's saves (another memqd, or memqd while a tool or benchmark reads the file
+    // beside it): this store neither replays them nor writes. Its writes would race the owner's saves answered
+    // before their batch commits: an id answered `created` that never exists once the owner's commit finds the
+    // content taken. Every write tries to take the journal over first (claimWrites).
+    writesElsewhere_ = true;
     return Status::ok();
   }
   if (!journal) return journal.status();

@@ -50,6 +50,12 @@ class SavePipeline {
   // Opens the journal beside the database (if batching, or if one is there to replay), replays it, and opens the
   // read-only connection for saves in the background.
   Status open();
+  // Another process held the journal's lock when this store last tried (open, or claimWrites): it writes the
+  // database, and this store only reads it.
+  bool writesElsewhere() const { return writesElsewhere_; }
+  // Before any write: takes the journal over (and replays it) when another process held it and has let it go.
+  // ScopeUnavailable, naming the database and the journal, while that process still holds it; nothing changed.
+  Status claimWrites();
 
   bool batching() const { return options_.saveBatch > 1 && journal_ != nullptr; }
   bool hasPendingSaves() const { return handedOff_ || batchOpen_ || replayPending_; }
@@ -145,13 +151,19 @@ class SavePipeline {
   void retryReplay(bool now = false);
   static constexpr std::chrono::seconds kReplayRetryInterval{1};
   Status openJournal();
+  // The read-only connection for saves answered in the background, once batching (failure: none, and saves are
+  // applied before they are answered).
+  void openReader();
   void runApplier() EXCLUDES(mutex_);
 
   const StoreOptions& options_;
   StoreSql& sql_;
   SaveTarget& target_;
   std::unique_ptr<SaveJournal> journal_;  // null for a store that never batched saves and has no journal file
-  std::optional<FileIdentity> journalIdentity_;  // set at open, then read only
+  // Set when the journal is opened (at open, or when claimWrites takes it over, before any applier runs), then read
+  // only.
+  std::optional<FileIdentity> journalIdentity_;
+  bool writesElsewhere_ = false;  // the owner's thread alone uses it
   // The connection's current user (the owner's thread, or the applier while saves are handed to it) alone uses:
   bool batchOpen_ = false;  // a write transaction holds saves not yet committed
   int batchSaves_ = 0;

@@ -430,6 +430,43 @@ TEST_F(DaemonTest, ASecondDaemonOnTheSameSocketExitsNamingTheFirst) {
   EXPECT_NE(r.err.find(std::to_string(daemon_->pid())), std::string::npos) << r.err;
 }
 
+TEST_F(DaemonTest, ASecondDaemonOnTheSameProjectReadsItAndWritesOnceTheFirstLetsGo) {
+  // Another memqd, on its own socket and data dir, serving the same project (two users' setups sharing a
+  // checkout, a test harness): one process writes the project's database at a time.
+  auto first = daemon_->client(project_);
+  const std::string savedId = save(first, "Saved through the first daemon")["id"].get<std::string>();
+  Memqd other(dir_ / "other");
+  fs::create_directories(dir_ / "other");
+  ASSERT_TRUE(other.start()) << other.log();
+  auto second = other.client(project_);
+  auto read = second.call("memory/get", {{"id", savedId}});
+  ASSERT_TRUE(read.isOk()) << read.status().toString();
+  EXPECT_EQ((*read)["summary"], "Saved through the first daemon");
+
+  auto refused = second.call("memory/save", {{"summary", "Saved through the second daemon"}});
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kScopeUnavailable) << refused.status().toString();
+  EXPECT_NE(refused.status().message().find("another process"), std::string::npos) << refused.status().message();
+  auto cli = other.memq("save 'Saved through the second daemon by the CLI'", project_);
+  EXPECT_EQ(cli.exitCode, 1) << cli.out << cli.err;
+  EXPECT_NE(cli.err.find("another process"), std::string::npos) << cli.err;
+  // The global scope is the second daemon's own (its data dir): it writes there.
+  EXPECT_TRUE(second.call("memory/save", {{"summary", "A global note of the second daemon"}, {"scope", "global"}})
+                  .isOk());
+  // Nothing of the refused saves reached the project: the first daemon lists its one memory.
+  auto listed = first.call("memory/list", json::object());
+  ASSERT_TRUE(listed.isOk());
+  EXPECT_EQ((*listed)["memories"].size(), 1u) << listed->dump();
+
+  // Once the first daemon has exited (closing the database), the second writes the project.
+  daemon_->stop();
+  auto written = second.call("memory/save", {{"summary", "Saved through the second daemon"}});
+  ASSERT_TRUE(written.isOk()) << written.status().toString();
+  EXPECT_EQ((*written)["status"], "created");
+  auto again = second.call("memory/get", {{"id", (*written)["id"]}});
+  EXPECT_TRUE(again.isOk()) << again.status().toString();
+}
+
 TEST(MemqdFlags, AnUnknownLogLevelIsAUsageErrorNamingTheOption) {
   fs::path dir = makeTempDir("lvl");
   const std::string socket = (dir / "memqd.sock").string();

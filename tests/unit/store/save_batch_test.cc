@@ -609,6 +609,53 @@ TEST_F(BackgroundSaveTest, EveryAcknowledgedSaveComesBackAfterACrash) {
   EXPECT_EQ(count(*reopened, "SELECT COUNT(*) FROM memories_fts_tri WHERE memories_fts_tri MATCH 'bandicoot'"), 40);
 }
 
+TEST_F(BackgroundSaveTest, OnlyTheStoreHoldingTheJournalWritesSoAnAnsweredIdAlwaysExists) {
+  // The owner answers a save in the background: the id is given before its row is written.
+  auto answered = save(*store_, "Promised before it is written");
+  ASSERT_TRUE(answered.isOk()) << answered.status().toString();
+  ASSERT_EQ(answered->status, "created");
+  ASSERT_GE(store_->savesAnsweredInBackground(), 1u);
+  auto listed = store_->list(ListFilter{});
+  ASSERT_TRUE(listed.isOk());
+  std::string leadId;
+  for (const auto& m : listed->memories) {
+    if (m.summary == "The note that opens the stream") leadId = m.id;
+  }
+  ASSERT_FALSE(leadId.empty());
+
+  // A second store on the file (another memqd serving the project, in effect) only reads. Had it saved the same
+  // text first, the owner's commit would find the content taken, and the id it answered would never exist.
+  auto second = openAt(dir_ / "data");
+  ASSERT_NE(second, nullptr);
+  auto refused = save(*second, "Promised before it is written");
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kScopeUnavailable) << refused.status().toString();
+  EXPECT_NE(refused.status().message().find("memory.db-saves"), std::string::npos) << refused.status().message();
+  EXPECT_EQ(second->hide(leadId, std::string("test"), actor_).status().code(), ErrorCode::kScopeUnavailable);
+  EXPECT_EQ(second->importRecord(*second->get(leadId), actor_).status().code(), ErrorCode::kScopeUnavailable);
+  ASSERT_TRUE(second->markUsed({1}).isOk());  // uses are advisory: not recorded, not an error
+  ASSERT_TRUE(second->flushUsage().isOk());
+  EXPECT_TRUE(second->get(leadId).isOk());  // reads work
+  EXPECT_EQ(second->get(leadId)->state, MemoryState::kActive);
+
+  ASSERT_TRUE(store_->commitPendingSaves().isOk());
+  EXPECT_TRUE(store_->get(answered->id).isOk());
+  EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memories"), 2);
+  EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memories WHERE use_count > 0"), 0);
+
+  // Once the owner has closed the database, the second store takes the journal over and writes.
+  store_.reset();
+  auto again = save(*second, "Promised before it is written");
+  ASSERT_TRUE(again.isOk()) << again.status().toString();
+  EXPECT_EQ(again->status, "deduped");
+  EXPECT_EQ(again->id, answered->id);
+  auto fresh = save(*second, "Written once the owner closed");
+  ASSERT_TRUE(fresh.isOk()) << fresh.status().toString();
+  EXPECT_TRUE(second->hide(leadId, std::string("test"), actor_).isOk());
+  ASSERT_TRUE(second->commitPendingSaves().isOk());
+  EXPECT_EQ(count(*second, "SELECT COUNT(*) FROM memories"), 3);
+}
+
 TEST_F(BackgroundSaveTest, ACheckpointDuringAStreamNeitherWaitsForNorCommitsItsBatch) {
   // The housekeeping timer checkpoints every few seconds: in the middle of a stream it must leave the applier's
   // batch open (committing it would make the stream wait), and nothing of the stream is lost for it.
