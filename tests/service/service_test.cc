@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include <SQLiteCpp/SQLiteCpp.h>
+
 #include "daemon/embed/hashbag.h"
 
 namespace memq {
@@ -331,6 +333,33 @@ TEST_F(ServiceTest, SupersedingByAMemoryThatIsNotActiveIsAConflictNamingBy) {
   EXPECT_EQ(r.status().data().value("id", ""), hidden.id);
   EXPECT_EQ(r.status().data().value("state", ""), "hidden");
   EXPECT_EQ(service_->get(ctx(), MemoryRef{old.id})->memory.state, MemoryState::kActive) << "refused, it changed nothing";
+}
+
+TEST_F(ServiceTest, ARecallThatFailsInOneScopeCountsNoUseInAnother) {
+  const std::string inProject = save("the pager wraps its lines at eighty columns").id;
+  save("the pager wraps its lines at eighty columns, globally", inScope(ScopeKind::kGlobal));
+  auto useCount = [&] {
+    auto got = service_->get(ctx(), {inProject});
+    EXPECT_TRUE(got.isOk()) << got.status().toString();
+    return got.isOk() ? got->memory.useCount : -1;
+  };
+  RecallParams request;
+  request.query.query = "pager wraps lines";
+  ASSERT_TRUE(service_->recall(ctx(), request).isOk());
+  const int64_t before = useCount();
+  ASSERT_EQ(before, 1);  // a recall that answers counts the project's hit
+
+  // Another connection renames a column the hits' rows are read with, and the in-memory indexes are not: the global
+  // scope (read after the project) finds its candidate, then fails reading its row, after the project's rows were
+  // read.
+  {
+    SQLite::Database other((dir_ / "data" / "global.db").string(), SQLite::OPEN_READWRITE);
+    other.exec("ALTER TABLE memories RENAME COLUMN category TO category_gone");
+  }
+  auto failed = service_->recall(ctx(), request);
+  ASSERT_FALSE(failed.isOk());
+  EXPECT_EQ(failed.status().code(), ErrorCode::kStorageError) << failed.status().toString();
+  EXPECT_EQ(useCount(), before);
 }
 
 TEST_F(ServiceTest, ARecallThatReadsNothingStillRefusesABadFile) {

@@ -2,6 +2,7 @@
 // newest first, bounded in files, events and ranges), and through the Service with a real git repository and real
 // SQLite: hints/for_tool feeding it, a save anchored to the lines the tab edited (a named file, no files, opted out,
 // lines that no longer fit), and a recall that names a file without lines ranked by the tab's lines.
+#include <SQLiteCpp/SQLiteCpp.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -192,6 +193,37 @@ TEST_F(WorkingSetServiceTest, ASaveNamingNoFilesGetsTheFileEditedLastWithItsLine
   auto b = storedRef(r->id, "src/b.c");
   ASSERT_TRUE(b && b->anchor);
   EXPECT_EQ(b->anchor->lines, (LineRanges{{40, 41}}));
+}
+
+TEST_F(WorkingSetServiceTest, AToolCallWhoseHintsFailLeavesTheWorkingSetAsItWas) {
+  ASSERT_TRUE(save(agent_, "the b parser keeps a cursor", {"src/b.c"}, /*anchor=*/false).isOk());
+  // Another connection renames a column a hint's memory is read with, and the in-memory indexes are not: the
+  // hints find the memory of src/b.c, then fail reading it.
+  {
+    SQLite::Database other(repo_->dir() + "/.git/memq/memory.db", SQLite::OPEN_READWRITE);
+    other.exec("ALTER TABLE memories RENAME COLUMN category TO category_gone");
+  }
+  HintsRequest request;
+  request.tool = "edit";
+  request.files = {"src/b.c"};
+  request.lines = {{"src/b.c", {{150, 152}}}};
+  auto failed = service_->hintsForTool(ctx(agent_), request);
+  ASSERT_FALSE(failed.isOk());
+  EXPECT_EQ(failed.status().code(), ErrorCode::kStorageError) << failed.status().toString();
+  {
+    SQLite::Database other(repo_->dir() + "/.git/memq/memory.db", SQLite::OPEN_READWRITE);
+    other.exec("ALTER TABLE memories RENAME COLUMN category_gone TO category");
+  }
+  // The edit the failed request reported is not the tab's: a save naming src/b.c is not anchored to its lines.
+  auto r = save(agent_, "the b parser resets its cursor", {"src/b.c"});
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_TRUE(r->anchored.empty());
+  // Once a request answers, its lines are the tab's (the control: the same edit, reported again).
+  toolUsed(agent_, "edit", "src/b.c", {{150, 152}});
+  auto anchored = save(agent_, "the b parser rewinds its cursor", {"src/b.c"});
+  ASSERT_TRUE(anchored.isOk()) << anchored.status().toString();
+  ASSERT_EQ(anchored->anchored.size(), 1u);
+  EXPECT_EQ(anchored->anchored[0].lines, (LineRanges{{150, 152}}));
 }
 
 TEST_F(WorkingSetServiceTest, AnchorFalseSavesTheFilesAsNamed) {
