@@ -80,6 +80,11 @@ Result<std::shared_ptr<ScopeDatabase>> ScopeRegistry::openDatabase(ScopeKind kin
   if (db->storePtr->replayedSaves() > 0) {
     spdlog::info("applied {} saves from the save journal of {}", db->storePtr->replayedSaves(), path);
   }
+  if (db->storePtr->writesElsewhere()) {
+    spdlog::warn("the {} database {} is held by another process (its save journal is locked): this memqd reads it, "
+                 "and refuses writes to it until that process lets it go",
+                 name, path);
+  }
   if (auto incomplete = db->storePtr->unappliedSavesWarning()) {
     // Reads of this scope carry the same text as a warning until the saves are applied.
     spdlog::warn("opened {} scope {} without every acknowledged save: {}", name, path, *incomplete);

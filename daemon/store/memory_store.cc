@@ -55,9 +55,12 @@ MemoryStore::~MemoryStore() {
   if (!retired_ && !pendingUsage_.empty()) (void)flushUsage();
   // Statistics for the query planner, written at close; not into a file that answered an error (it may be damaged,
   // and memq never writes to a damaged file what it does not have to), nor into one that is no longer at its path.
-  if (!sawStorageError_ && !retired_) sql_->optimize();
+  // Nor by a store that only read: the process writing the file does both when it closes it, and a checkpoint here
+  // would wait for that process's open batch (and hold its next writes back meanwhile).
+  const bool wrote = !saves_ || !saves_->writesElsewhere();
+  if (!sawStorageError_ && !retired_ && wrote) sql_->optimize();
   // The WAL folded into the database file, so the file holds everything once closed (database.h).
-  if (!sawStorageError_ && !retired_) sql_->checkpointForClose();
+  if (!sawStorageError_ && !retired_ && wrote) sql_->checkpointForClose();
 }
 
 Result<std::unique_ptr<MemoryStore>> MemoryStore::open(StoreOptions options) {
@@ -80,6 +83,7 @@ Result<std::unique_ptr<MemoryStore>> MemoryStore::open(StoreOptions options) {
   SaveTarget& target = *store;  // a private base: converted here, where it is accessible
   store->saves_ = std::make_unique<SavePipeline>(store->options_, *store->sql_, target);
   MEMQ_RETURN_IF_ERROR(store->saves_->open());
+  store->mirror_->followAnotherWriter(store->saves_->writesElsewhere());
   return store;
 }
 
@@ -141,6 +145,7 @@ void MemoryStore::takeDatabase() { saves_->takeDatabase(); }
 bool MemoryStore::hasPendingSaves() const { return saves_->hasPendingSaves(); }
 bool MemoryStore::hasOpenBatch() const { return saves_->hasOpenBatch(); }
 size_t MemoryStore::replayedSaves() const { return saves_->replayedSaves(); }
+bool MemoryStore::writesElsewhere() const { return saves_->writesElsewhere(); }
 size_t MemoryStore::savesAnsweredInBackground() const { return saves_->savesAnsweredInBackground(); }
 std::optional<std::string> MemoryStore::unappliedSavesWarning() const {
   return saves_->unappliedSavesWarning(options_.scope);
@@ -157,6 +162,9 @@ Result<bool> MemoryStore::commitPendingSavesIfIdle(std::chrono::milliseconds idl
 }
 
 Status MemoryStore::checkpoint() {
+  // A store that only reads takes the journal over as soon as the other process lets it go (closed, or killed with
+  // acknowledged saves in it), not only at the next write.
+  if (saves_->writesElsewhere()) (void)claimWrites(std::chrono::milliseconds(0));
   // Saves are being applied in the background: the applier's commits checkpoint a WAL that grows
   // (installCheckpointGuard), and waiting for it here would stall the stream.
   if (saves_->handedOff()) return Status::ok();
@@ -171,9 +179,12 @@ Status MemoryStore::checkpoint() {
   }
 }
 
-Status MemoryStore::claimWrites() {
+Status MemoryStore::claimWrites(std::chrono::milliseconds wait) {
   if (Status st = writable(); !st) return st;  // never into a file removed or replaced since open
-  return saves_->claimWrites();                // never beside another process's saves
+  if (!saves_->writesElsewhere()) return Status::ok();
+  Status st = saves_->claimWrites(wait);  // never beside another process's saves
+  mirror_->followAnotherWriter(saves_->writesElsewhere());
+  return st;
 }
 
 Status MemoryStore::readyToWrite(const std::string& action) {

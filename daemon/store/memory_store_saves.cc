@@ -73,7 +73,7 @@ std::future<std::vector<VectorIndex::Hit>> MemoryStore::beginNearestActive(std::
 Result<SaveOutcome> MemoryStore::save(const NormalizedSave& input, const std::vector<FileRef>& files,
                                       const Actor& actor) {
   if (retired_) return writable();
-  MEMQ_RETURN_IF_ERROR(saves_->claimWrites());
+  if (saves_->writesElsewhere()) MEMQ_RETURN_IF_ERROR(claimWrites());
   SaveRecord record{input, files, actor, newUuidV4(), now()};
   // A save that starts soon after the previous one joins its batch; the first save after a pause commits on its
   // own (durable in SQLite, and any storage error reported, before it is acknowledged).

@@ -84,6 +84,13 @@ void RecallMirror::reload() {
 }
 
 Status RecallMirror::reloadIfStale() {
+  if (!vectorsStale_ && followsAnotherWriter_ && (!readPass_ || !passVerified_)) {
+    try {
+      vectorsStale_ = sql_.dataVersion() != dataVersion_;
+    } catch (const std::exception&) {
+      vectorsStale_ = true;
+    }
+  }
   if (!vectorsStale_) return Status::ok();
   reload();
   if (vectorsStale_) return Status(ErrorCode::kStorageError, "cannot reload the in-memory indexes of " + path_);

@@ -49,9 +49,14 @@ class RecallMirror {
   Status load();
   // Rebuilds the vector indexes and the rest from the committed rows; marks them stale when that fails.
   void reload();
-  // reload() when an earlier one failed; a StorageError if it fails again.
+  // reload() when an earlier one failed (or, following another writer, it committed); a StorageError if it fails
+  // again.
   Status reloadIfStale();
   bool vectorsStale() const { return vectorsStale_; }
+  // Another process writes the database and this store only reads it (SavePipeline::writesElsewhere): a commit of
+  // that process's (PRAGMA data_version) then rebuilds the vector indexes too, at the next reloadIfStale, since only
+  // the writer's own writes keep them current.
+  void followAnotherWriter(bool follow) { followsAnotherWriter_ = follow; }
   // The text and row figures need a rebuild before they are read (set when an evaluation was cut short).
   void markStale() { rowsStale_ = true; }
   bool rowsStale() const { return rowsStale_; }
@@ -127,6 +132,7 @@ class RecallMirror {
   bool rowsStale_ = false;     // a refresh failed: rebuilt before the next search
   bool vectorsStale_ = false;  // a reload failed: retried before the next write or search
   int64_t dataVersion_ = 0;    // PRAGMA data_version when the rows were last known current
+  bool followsAnotherWriter_ = false;
 };
 
 }  // namespace memq

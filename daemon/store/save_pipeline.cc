@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <system_error>
+#include <thread>
 
 #include "daemon/store/memory_store.h"
 #include "daemon/store/store_sql.h"
@@ -23,14 +24,20 @@ Status SavePipeline::open() {
   return Status::ok();
 }
 
-Status SavePipeline::claimWrites() {
+Status SavePipeline::claimWrites(std::chrono::milliseconds wait) {
   if (!writesElsewhere_) return Status::ok();
-  MEMQ_RETURN_IF_ERROR(openJournal());
+  // A memqd closing the database (one daemon handing over to the next) lets the journal go within moments.
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    MEMQ_RETURN_IF_ERROR(openJournal());
+    if (!writesElsewhere_ || std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(kClaimRetryInterval);
+  }
   if (writesElsewhere_) {
     const std::string path = MemoryStore::journalPath(options_.path);
     return Status(ErrorCode::kScopeUnavailable,
                   "the " + options_.scope + " database " + options_.path +
-                      " is being written by another process, which holds its save journal " + path +
+                      " is held by another process, which holds its save journal " + path +
                       " (another memqd serving this " + options_.scope +
                       " on another socket?); nothing was written. This memqd only reads it until that process "
                       "closes it (after 10 minutes without use, or when it exits); retry then",
@@ -55,12 +62,17 @@ void SavePipeline::openReader() {
 }
 
 Status SavePipeline::openJournal() {
-  writesElsewhere_ = false;
-  if (options_.path.empty() || options_.path == ":memory:") return Status::ok();
+  if (options_.path.empty() || options_.path == ":memory:") {
+    writesElsewhere_ = false;
+    return Status::ok();
+  }
   const std::string path = MemoryStore::journalPath(options_.path);
   std::error_code ec;
   const bool exists = std::filesystem::exists(path, ec);
-  if (options_.saveBatch <= 1 && !exists) return Status::ok();
+  if (options_.saveBatch <= 1 && !exists) {
+    writesElsewhere_ = false;
+    return Status::ok();
+  }
   auto journal = SaveJournal::open(path);
   if (!journal && journal.status().code() == ErrorCode::kConflict) {
     // Another process owns this database's saves (another memqd, or memqd while a tool or benchmark reads the file
@@ -70,19 +82,28 @@ Status SavePipeline::openJournal() {
     writesElsewhere_ = true;
     return Status::ok();
   }
+  // Any other failure: at open the store is not opened; at a takeover writesElsewhere_ stays set, so every write
+  // tries again and reports why.
   if (!journal) return journal.status();
-  journal_ = std::move(*journal);
-  journalIdentity_ = FileIdentity{journal_->device(), journal_->inode()};
-  // Readable is required to open: a journal that is not memq's is not silently ignored.
-  auto contents = journal_->read();
+  // Readable is required: a journal that is not memq's is not silently ignored (nor appended to).
+  auto contents = (*journal)->read();
   if (!contents) return contents.status();
+  journal_ = std::move(*journal);
+  {
+    MutexLock lock(identityMutex_);
+    journalIdentity_ = FileIdentity{journal_->device(), journal_->inode()};
+  }
+  writesElsewhere_ = false;
   replayPending_ = true;
   // A replay that fails leaves the store open (reads work); every write first tries these saves again and reports
   // why they fail.
   if (!replayJournalIfNeeded().isOk()) return Status::ok();
   if (options_.saveBatch <= 1) {
     journal_.reset();
-    journalIdentity_.reset();
+    {
+      MutexLock lock(identityMutex_);
+      journalIdentity_.reset();
+    }
     std::filesystem::remove(path, ec);
   }
   return Status::ok();

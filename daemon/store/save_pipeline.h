@@ -53,9 +53,10 @@ class SavePipeline {
   // Another process held the journal's lock when this store last tried (open, or claimWrites): it writes the
   // database, and this store only reads it.
   bool writesElsewhere() const { return writesElsewhere_; }
-  // Before any write: takes the journal over (and replays it) when another process held it and has let it go.
-  // ScopeUnavailable, naming the database and the journal, while that process still holds it; nothing changed.
-  Status claimWrites();
+  // Before any write: takes the journal over when another process held it and has let it go (then replays it),
+  // trying for up to `wait`. ScopeUnavailable, naming the database
+  // and the journal, while that process still holds it; nothing changed.
+  Status claimWrites(std::chrono::milliseconds wait);
 
   bool batching() const { return options_.saveBatch > 1 && journal_ != nullptr; }
   bool hasPendingSaves() const { return handedOff_ || batchOpen_ || replayPending_; }
@@ -65,7 +66,11 @@ class SavePipeline {
   size_t replayedSaves() const { return replayedSaves_; }
   size_t savesAnsweredInBackground() const { return savesAnsweredInBackground_; }
   std::optional<std::string> unappliedSavesWarning(const std::string& scope) const;
-  std::optional<FileIdentity> journalIdentity() const { return journalIdentity_; }
+  // Read without the store's lock too (ScopeRegistry::forgetIfMoved), while a takeover may set it.
+  std::optional<FileIdentity> journalIdentity() const EXCLUDES(identityMutex_) {
+    MutexLock lock(identityMutex_);
+    return journalIdentity_;
+  }
 
   // A save joins a stream when it starts soon after the previous one (or a batch is open).
   bool joinsStream(std::chrono::steady_clock::time_point started) const;
@@ -150,7 +155,10 @@ class SavePipeline {
   // which a read must not pay for each time); `now` ignores that wait. Never throws.
   void retryReplay(bool now = false);
   static constexpr std::chrono::seconds kReplayRetryInterval{1};
+  // Opens and reads the journal, then replays it (the replay first has the store's in-memory indexes rebuilt if
+  // they are stale: for a store taking the journal over, if the other process committed since they were loaded).
   Status openJournal();
+  static constexpr std::chrono::milliseconds kClaimRetryInterval{10};
   // The read-only connection for saves answered in the background, once batching (failure: none, and saves are
   // applied before they are answered).
   void openReader();
@@ -160,9 +168,9 @@ class SavePipeline {
   StoreSql& sql_;
   SaveTarget& target_;
   std::unique_ptr<SaveJournal> journal_;  // null for a store that never batched saves and has no journal file
-  // Set when the journal is opened (at open, or when claimWrites takes it over, before any applier runs), then read
-  // only.
-  std::optional<FileIdentity> journalIdentity_;
+  // Set when the journal is opened (at open, or when claimWrites takes it over, before any applier runs).
+  mutable Mutex identityMutex_;
+  std::optional<FileIdentity> journalIdentity_ GUARDED_BY(identityMutex_);
   bool writesElsewhere_ = false;  // the owner's thread alone uses it
   // The connection's current user (the owner's thread, or the applier while saves are handed to it) alone uses:
   bool batchOpen_ = false;  // a write transaction holds saves not yet committed

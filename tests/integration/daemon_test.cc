@@ -443,20 +443,30 @@ TEST_F(DaemonTest, ASecondDaemonOnTheSameProjectReadsItAndWritesOnceTheFirstLets
   ASSERT_TRUE(read.isOk()) << read.status().toString();
   EXPECT_EQ((*read)["summary"], "Saved through the first daemon");
 
+  // What the first commits after the second opened the database, the second reads, by text and by embedding.
+  const std::string laterId = save(first, "Hedgehogs hibernate under the compost heap")["id"].get<std::string>();
+  auto found = second.call("memory/recall", {{"query", "hedgehogs hibernate compost"}, {"limit", 3}});
+  ASSERT_TRUE(found.isOk()) << found.status().toString();
+  ASSERT_FALSE((*found)["memories"].empty()) << found->dump();
+  const json& hit = (*found)["memories"][0];
+  EXPECT_EQ(hit["id"], laterId) << found->dump();
+  EXPECT_NE(std::find(hit["signals"].begin(), hit["signals"].end(), "semantic"), hit["signals"].end()) << hit.dump();
+
   auto refused = second.call("memory/save", {{"summary", "Saved through the second daemon"}});
   ASSERT_FALSE(refused.isOk());
   EXPECT_EQ(refused.status().code(), ErrorCode::kScopeUnavailable) << refused.status().toString();
   EXPECT_NE(refused.status().message().find("another process"), std::string::npos) << refused.status().message();
+  EXPECT_NE(other.log().find("is held by another process"), std::string::npos) << other.log();
   auto cli = other.memq("save 'Saved through the second daemon by the CLI'", project_);
   EXPECT_EQ(cli.exitCode, 1) << cli.out << cli.err;
   EXPECT_NE(cli.err.find("another process"), std::string::npos) << cli.err;
   // The global scope is the second daemon's own (its data dir): it writes there.
   EXPECT_TRUE(second.call("memory/save", {{"summary", "A global note of the second daemon"}, {"scope", "global"}})
                   .isOk());
-  // Nothing of the refused saves reached the project: the first daemon lists its one memory.
+  // Nothing of the refused saves reached the project: the first daemon lists its two memories.
   auto listed = first.call("memory/list", json::object());
   ASSERT_TRUE(listed.isOk());
-  EXPECT_EQ((*listed)["memories"].size(), 1u) << listed->dump();
+  EXPECT_EQ((*listed)["memories"].size(), 2u) << listed->dump();
 
   // Once the first daemon has exited (closing the database), the second writes the project.
   daemon_->stop();

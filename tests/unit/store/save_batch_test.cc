@@ -656,6 +656,65 @@ TEST_F(BackgroundSaveTest, OnlyTheStoreHoldingTheJournalWritesSoAnAnsweredIdAlwa
   EXPECT_EQ(count(*second, "SELECT COUNT(*) FROM memories"), 3);
 }
 
+TEST_F(SaveBatchTest, AStoreThatOnlyReadsFollowsTheWritersCommitsAndTakesOverWithCurrentIndexes) {
+  auto kangaroo = save(*store_, "Kangaroos hop across the outback at dawn");
+  ASSERT_TRUE(kangaroo.isOk());
+  ASSERT_TRUE(store_->commitPendingSaves().isOk());
+  auto second = openAt(dir_ / "data");
+  ASSERT_NE(second, nullptr);
+  auto nearest = [&](MemoryStore& store, const std::string& text) {
+    std::set<int64_t> pks;
+    for (const auto& h : store.beginNearestActive(embedder_.embed(text), 10, 0.0f).get()) pks.insert(h.key);
+    return pks;
+  };
+  // The writer saves and purges after the reader opened: the reader's semantic lane follows both.
+  auto wombat = save(*store_, "Wombats dig burrows under the eucalyptus");
+  ASSERT_TRUE(wombat.isOk());
+  ASSERT_TRUE(store_->purge(kangaroo->id, true, actor_).isOk());
+  ASSERT_TRUE(store_->commitPendingSaves().isOk());
+  const auto seen = nearest(*second, "Wombats dig burrows under the eucalyptus");
+  EXPECT_EQ(seen.count(store_->pkOf(wombat->id).value_or(-1)), 1u);
+  EXPECT_EQ(seen.size(), 2u);  // the lead and the wombat; the purged kangaroo is gone
+
+  // Taken over once the writer closed: a save close to a memory the writer saved since the reader's last read is
+  // told of it (its neighbours come from the rows there now).
+  auto emu = save(*store_, "Emus sprint along the fence line");
+  ASSERT_TRUE(emu.isOk());
+  ASSERT_TRUE(store_->commitPendingSaves().isOk());
+  store_.reset();
+  auto close = save(*second, "Emus sprint along the fence line at dusk");
+  ASSERT_TRUE(close.isOk()) << close.status().toString();
+  std::vector<std::string> similar;
+  for (const auto& h : close->similar) similar.push_back(h.summary);
+  EXPECT_NE(std::find(similar.begin(), similar.end(), "Emus sprint along the fence line"), similar.end())
+      << ::testing::PrintToString(similar);
+  ASSERT_TRUE(second->commitPendingSaves().isOk());
+  EXPECT_EQ(count(*second, "SELECT COUNT(*) FROM memories WHERE state = 'active'"), 4);
+}
+
+TEST_F(BackgroundSaveTest, AStoreThatOnlyReadsReplaysAKilledWritersJournalAtItsNextCheckpoint) {
+  std::vector<SaveOutcome> acked;
+  for (int i = 0; i < 5; ++i) {
+    auto r = save(*store_, "Acknowledged by a writer that dies " + std::to_string(i));
+    ASSERT_TRUE(r.isOk());
+    acked.push_back(*r);
+  }
+  MemoryStoreTestAccess::waitForAppliedSaves(*store_);
+  const auto copy = crashCopy("killed");  // the files a SIGKILL leaves, journal included
+  // The dead writer's journal lock, held as a live process would hold it, while another store opens the files.
+  auto held = SaveJournal::open((copy / "memory.db-saves").string());
+  ASSERT_TRUE(held.isOk()) << held.status().toString();
+  auto reader = openAt(copy);
+  ASSERT_NE(reader, nullptr);
+  EXPECT_EQ(reader->get(acked.front().id).status().code(), ErrorCode::kNotFound);
+  ASSERT_TRUE(reader->checkpoint().isOk());
+  EXPECT_EQ(reader->get(acked.front().id).status().code(), ErrorCode::kNotFound);  // still held: still reading
+  held->reset();  // the process is gone, and the kernel has let its lock go
+  ASSERT_TRUE(reader->checkpoint().isOk());
+  EXPECT_EQ(reader->replayedSaves(), 5u);
+  for (const auto& a : acked) EXPECT_TRUE(reader->get(a.id).isOk()) << a.id;
+}
+
 TEST_F(BackgroundSaveTest, ACheckpointDuringAStreamNeitherWaitsForNorCommitsItsBatch) {
   // The housekeeping timer checkpoints every few seconds: in the middle of a stream it must leave the applier's
   // batch open (committing it would make the stream wait), and nothing of the stream is lost for it.
