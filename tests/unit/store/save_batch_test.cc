@@ -692,6 +692,23 @@ TEST_F(SaveBatchTest, AStoreThatOnlyReadsFollowsTheWritersCommitsAndTakesOverWit
   EXPECT_EQ(count(*second, "SELECT COUNT(*) FROM memories WHERE state = 'active'"), 4);
 }
 
+TEST_F(SaveBatchTest, ATakeoverThatCannotReadTheJournalKeepsRefusingWrites) {
+  auto second = openAt(dir_ / "data");
+  ASSERT_NE(second, nullptr);
+  ASSERT_TRUE(second->writesElsewhere());
+  store_.reset();
+  // The journal the writer left is not memq's any more: its saves cannot be known, so none may be written past it.
+  std::ofstream(dir_ / "data" / "memory.db-saves", std::ios::trunc) << "this is not a memq save journal";
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto r = save(*second, "Written past a journal nobody can read");
+    ASSERT_FALSE(r.isOk()) << "attempt " << attempt;
+    EXPECT_EQ(r.status().code(), ErrorCode::kStorageError) << r.status().toString();
+    EXPECT_NE(r.status().message().find("memory.db-saves"), std::string::npos) << r.status().message();
+    EXPECT_TRUE(second->writesElsewhere());
+  }
+  EXPECT_EQ(count(*second, "SELECT COUNT(*) FROM memories"), 1);
+}
+
 TEST_F(BackgroundSaveTest, AStoreThatOnlyReadsReplaysAKilledWritersJournalAtItsNextCheckpoint) {
   std::vector<SaveOutcome> acked;
   for (int i = 0; i < 5; ++i) {
