@@ -87,6 +87,7 @@ Status RecallMirror::reloadIfStale() {
   if (!vectorsStale_ && followsAnotherWriter_ && (!readPass_ || !passVerified_)) {
     try {
       vectorsStale_ = sql_.dataVersion() != dataVersion_;
+      passVerified_ = readPass_ && !vectorsStale_;  // ready() need not ask again in this pass
     } catch (const std::exception&) {
       vectorsStale_ = true;
     }
