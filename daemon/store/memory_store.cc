@@ -164,7 +164,7 @@ Result<bool> MemoryStore::commitPendingSavesIfIdle(std::chrono::milliseconds idl
 Status MemoryStore::checkpoint() {
   // A store that only reads takes the journal over as soon as the other process lets it go (closed, or killed with
   // acknowledged saves in it), not only at the next write.
-  if (saves_->writesElsewhere()) (void)claimWrites(std::chrono::milliseconds(0));
+  if (saves_->writesElsewhere()) (void)claimWrites();
   // Saves are being applied in the background: the applier's commits checkpoint a WAL that grows
   // (installCheckpointGuard), and waiting for it here would stall the stream.
   if (saves_->handedOff()) return Status::ok();
@@ -179,10 +179,10 @@ Status MemoryStore::checkpoint() {
   }
 }
 
-Status MemoryStore::claimWrites(std::chrono::milliseconds wait) {
+Status MemoryStore::claimWrites() {
   if (Status st = writable(); !st) return st;  // never into a file removed or replaced since open
   if (!saves_->writesElsewhere()) return Status::ok();
-  Status st = saves_->claimWrites(wait);  // never beside another process's saves
+  Status st = saves_->claimWrites();  // never beside another process's saves
   mirror_->followAnotherWriter(saves_->writesElsewhere());
   return st;
 }

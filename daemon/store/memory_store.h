@@ -36,9 +36,10 @@
 //     the files this store opened (checkFilesInPlace, after the save is journalled), no batch commits into a
 //     database no longer at its path, and a store that retired (retire) writes nothing more. (MemoryStore checks;
 //     SavePipeline asks before it acknowledges or commits.)
-//  9. One writer per database: a store that batches saves (or finds a journal there) writes only while it holds the
-//     save journal's lock. A store that finds another process holding it only reads (its mirror rebuilt, vectors
-//     included, after each commit of the other's), records no uses, and skips the close's checkpoint; each write
+//  9. One writer per database: a store that batches saves (or finds a journal there) writes its memories only while
+//     it holds the save journal's lock. A store that finds another process holding it writes no memory (its mirror
+//     rebuilt, vectors included, after each commit of the other's, never under a scan in flight), records no uses,
+//     and skips the close's checkpoint; each write
 //     first tries to take the journal over and is refused (ScopeUnavailable) while it cannot, so no other process's
 //     commit can take the content of a save answered before its batch committed. A takeover replays the journal
 //     into a mirror made current first. (SavePipeline::claimWrites, RecallMirror::followAnotherWriter.)
@@ -292,10 +293,9 @@ class MemoryStore : public RecallSource, private SaveTarget {
   void takeDatabase();
   // Refuses a write on a retired store, or on files no longer at their paths (checkFilesInPlace).
   Status writable() const;
-  // writable(), and this store holds the save journal (SavePipeline::claimWrites, trying for up to `wait`): refused
-  // while another process holds it. The default wait covers a memqd closing the database as the next one starts.
-  static constexpr std::chrono::milliseconds kClaimWait{500};
-  Status claimWrites(std::chrono::milliseconds wait = kClaimWait);
+  // writable(), and this store holds the save journal (SavePipeline::claimWrites): refused at once while another
+  // process holds it.
+  Status claimWrites();
   // Before a write: writable(), the connection taken back, the saves a batch holds committed and the pending usage
   // written (a failure is a StorageError naming `action`).
   Status readyToWrite(const std::string& action);

@@ -62,12 +62,18 @@ const VectorIndex& MemoryStore::activeIndex() const { return mirror_->active(); 
 
 std::future<std::vector<VectorIndex::Hit>> MemoryStore::beginNearestActive(std::vector<float> query, size_t k,
                                                                           float minScore) {
-  // A rebuild replaces the index, so one that is due happens now, before another thread reads it (the caller makes
-  // no write until it has the answer, and nothing else rebuilds the index).
+  // A rebuild replaces the index, so one that is due happens now, before another thread reads it; until the scan
+  // is over (its future got or dropped) the mirror rebuilds nothing (RecallMirror::ScanInFlight).
   (void)mirror_->reloadIfStale();
-  // Begun on a helper thread now; the caller's get() scans what the helper has not reached and merges.
-  std::shared_ptr<VectorIndex::PendingTopK> pending = mirror_->active().beginTopK(std::move(query), k, minScore);
-  return std::async(std::launch::deferred, [pending] { return pending->get(); });
+  // Begun on a helper thread now; the caller's get() scans what the helper has not reached and merges. The members
+  // go in reverse order: the pending scan (which waits for its helper) before the guard.
+  struct Scan {
+    RecallMirror::ScanInFlight guard;
+    std::unique_ptr<VectorIndex::PendingTopK> pending;
+  };
+  auto scan = std::make_shared<Scan>(Scan{RecallMirror::ScanInFlight(*mirror_),
+                                          mirror_->active().beginTopK(std::move(query), k, minScore)});
+  return std::async(std::launch::deferred, [scan] { return scan->pending->get(); });
 }
 
 Result<SaveOutcome> MemoryStore::save(const NormalizedSave& input, const std::vector<FileRef>& files,

@@ -44,6 +44,7 @@ RecallMirror::RecallMirror(StoreSql& sql, const Embedder& embedder, std::string 
 Status RecallMirror::load() {
   const std::string model(embedder_.model());
   try {
+    vectorsVersion_ = sql_.dataVersion();
     std::vector<std::pair<int64_t, std::vector<float>>> missing;
     sql_.forEachVectorRow(model, embedder_.dim(),
                           [&](int64_t pk, bool rejected, const float* vector, const std::string& summary,
@@ -84,10 +85,17 @@ void RecallMirror::reload() {
 }
 
 Status RecallMirror::reloadIfStale() {
+  if (scansInFlight_ > 0) {
+    // The index is being scanned: rebuilt at the next call after the scan.
+    return vectorsStale_ ? Status(ErrorCode::kStorageError, "the in-memory indexes of " + path_ + " are stale")
+                         : Status::ok();
+  }
   if (!vectorsStale_ && followsAnotherWriter_ && (!readPass_ || !passVerified_)) {
     try {
-      vectorsStale_ = sql_.dataVersion() != dataVersion_;
-      passVerified_ = readPass_ && !vectorsStale_;  // ready() need not ask again in this pass
+      const int64_t version = sql_.dataVersion();
+      vectorsStale_ = version != vectorsVersion_;
+      // ready() need not ask again in this pass when nothing moved since the rows were loaded either.
+      passVerified_ = readPass_ && !vectorsStale_ && version == dataVersion_;
     } catch (const std::exception&) {
       vectorsStale_ = true;
     }

@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "daemon/embed/embedder.h"
@@ -57,6 +58,22 @@ class RecallMirror {
   // that process's (PRAGMA data_version) then rebuilds the vector indexes too, at the next reloadIfStale, since only
   // the writer's own writes keep them current.
   void followAnotherWriter(bool follow) { followsAnotherWriter_ = follow; }
+  // While one lives, a scan of the active index runs on a helper thread: reloadIfStale rebuilds nothing (the index
+  // must outlive the scan). Owner's thread only, as every other call.
+  class ScanInFlight {
+   public:
+    explicit ScanInFlight(RecallMirror& mirror) : mirror_(&mirror) { ++mirror_->scansInFlight_; }
+    ScanInFlight(ScanInFlight&& other) noexcept : mirror_(std::exchange(other.mirror_, nullptr)) {}
+    ScanInFlight(const ScanInFlight&) = delete;
+    ScanInFlight& operator=(const ScanInFlight&) = delete;
+    ScanInFlight& operator=(ScanInFlight&&) = delete;
+    ~ScanInFlight() {
+      if (mirror_ != nullptr) --mirror_->scansInFlight_;
+    }
+
+   private:
+    RecallMirror* mirror_;
+  };
   // The text and row figures need a rebuild before they are read (set when an evaluation was cut short).
   void markStale() { rowsStale_ = true; }
   bool rowsStale() const { return rowsStale_; }
@@ -133,6 +150,9 @@ class RecallMirror {
   bool vectorsStale_ = false;  // a reload failed: retried before the next write or search
   int64_t dataVersion_ = 0;    // PRAGMA data_version when the rows were last known current
   bool followsAnotherWriter_ = false;
+  // PRAGMA data_version read before the vector indexes were loaded: a commit during the load shows as a change.
+  int64_t vectorsVersion_ = 0;
+  size_t scansInFlight_ = 0;  // ScanInFlight guards alive
 };
 
 }  // namespace memq

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <system_error>
-#include <thread>
 
 #include "daemon/store/memory_store.h"
 #include "daemon/store/store_sql.h"
@@ -24,23 +23,18 @@ Status SavePipeline::open() {
   return Status::ok();
 }
 
-Status SavePipeline::claimWrites(std::chrono::milliseconds wait) {
+Status SavePipeline::claimWrites() {
   if (!writesElsewhere_) return Status::ok();
-  // A memqd closing the database (one daemon handing over to the next) lets the journal go within moments.
-  const auto deadline = std::chrono::steady_clock::now() + wait;
-  for (;;) {
-    MEMQ_RETURN_IF_ERROR(openJournal());
-    if (!writesElsewhere_ || std::chrono::steady_clock::now() >= deadline) break;
-    std::this_thread::sleep_for(kClaimRetryInterval);
-  }
+  MEMQ_RETURN_IF_ERROR(openJournal());
   if (writesElsewhere_) {
+    // Refused at once, never waited for: the caller may be the thread that answers every connection.
     const std::string path = MemoryStore::journalPath(options_.path);
     return Status(ErrorCode::kScopeUnavailable,
                   "the " + options_.scope + " database " + options_.path +
                       " is held by another process, which holds its save journal " + path +
                       " (another memqd serving this " + options_.scope +
                       " on another socket?); nothing was written. This memqd only reads it until that process "
-                      "closes it (after 10 minutes without use, or when it exits); retry then",
+                      "closes it (after about 10 minutes without use, or when it exits); retry then",
                   nlohmann::json{{"scope", options_.scope}, {"path", options_.path}});
   }
   openReader();

@@ -53,10 +53,9 @@ class SavePipeline {
   // Another process held the journal's lock when this store last tried (open, or claimWrites): it writes the
   // database, and this store only reads it.
   bool writesElsewhere() const { return writesElsewhere_; }
-  // Before any write: takes the journal over when another process held it and has let it go (then replays it),
-  // trying for up to `wait`. ScopeUnavailable, naming the database
-  // and the journal, while that process still holds it; nothing changed.
-  Status claimWrites(std::chrono::milliseconds wait);
+  // Before any write: takes the journal over when another process held it and has let it go (then replays it).
+  // ScopeUnavailable, naming the database and the journal, while that process still holds it; nothing changed.
+  Status claimWrites();
 
   bool batching() const { return options_.saveBatch > 1 && journal_ != nullptr; }
   bool hasPendingSaves() const { return handedOff_ || batchOpen_ || replayPending_; }
@@ -158,7 +157,6 @@ class SavePipeline {
   // Opens and reads the journal, then replays it (the replay first has the store's in-memory indexes rebuilt if
   // they are stale: for a store taking the journal over, if the other process committed since they were loaded).
   Status openJournal();
-  static constexpr std::chrono::milliseconds kClaimRetryInterval{10};
   // The read-only connection for saves answered in the background, once batching (failure: none, and saves are
   // applied before they are answered).
   void openReader();

@@ -668,13 +668,16 @@ TEST_F(SaveBatchTest, AStoreThatOnlyReadsFollowsTheWritersCommitsAndTakesOverWit
     return pks;
   };
   // The writer saves and purges after the reader opened: the reader's semantic lane follows both.
+  const std::string kangarooText = "Kangaroos hop across the outback at dawn";
+  const int64_t kangarooPk = store_->pkOf(kangaroo->id).value_or(-1);
+  ASSERT_EQ(nearest(*second, kangarooText).count(kangarooPk), 1u);  // the control: found before the purge
   auto wombat = save(*store_, "Wombats dig burrows under the eucalyptus");
   ASSERT_TRUE(wombat.isOk());
   ASSERT_TRUE(store_->purge(kangaroo->id, true, actor_).isOk());
   ASSERT_TRUE(store_->commitPendingSaves().isOk());
-  const auto seen = nearest(*second, "Wombats dig burrows under the eucalyptus");
-  EXPECT_EQ(seen.count(store_->pkOf(wombat->id).value_or(-1)), 1u);
-  EXPECT_EQ(seen.size(), 2u);  // the lead and the wombat; the purged kangaroo is gone
+  EXPECT_EQ(nearest(*second, "Wombats dig burrows under the eucalyptus").count(store_->pkOf(wombat->id).value_or(-1)),
+            1u);
+  EXPECT_EQ(nearest(*second, kangarooText).count(kangarooPk), 0u);  // the purged kangaroo is gone
 
   // Taken over once the writer closed: a save close to a memory the writer saved since the reader's last read is
   // told of it (its neighbours come from the rows there now).
@@ -690,6 +693,26 @@ TEST_F(SaveBatchTest, AStoreThatOnlyReadsFollowsTheWritersCommitsAndTakesOverWit
       << ::testing::PrintToString(similar);
   ASSERT_TRUE(second->commitPendingSaves().isOk());
   EXPECT_EQ(count(*second, "SELECT COUNT(*) FROM memories WHERE state = 'active'"), 4);
+}
+
+TEST_F(SaveBatchTest, AFollowingStoreNeverRebuildsTheIndexAScanIsReading) {
+  ASSERT_TRUE(store_->commitPendingSaves().isOk());
+  auto reader = openAt(dir_ / "data");
+  ASSERT_NE(reader, nullptr);
+  const VectorIndex* scanned = &reader->activeIndex();
+  auto pending = reader->beginNearestActive(embedder_.embed("platypus"), 5, 0.0f);
+  // The writer commits while the reader's scan runs on a helper; the reader's next read must leave the index be.
+  ASSERT_TRUE(save(*store_, "Platypuses lay eggs in riverbank burrows").isOk());
+  ASSERT_TRUE(store_->commitPendingSaves().isOk());
+  ASSERT_TRUE(reader->searchFts(FtsLane::kUnicode, "platypuses", 5).isOk());
+  EXPECT_EQ(&reader->activeIndex(), scanned);
+  EXPECT_EQ(pending.get().size(), 1u);  // the lead, as the index was when the scan began
+  // Once the scan is over, the next read rebuilds it with the writer's commit.
+  auto hits = reader->searchFts(FtsLane::kUnicode, "platypuses", 5);
+  ASSERT_TRUE(hits.isOk());
+  EXPECT_NE(&reader->activeIndex(), scanned);
+  EXPECT_EQ(reader->activeIndex().size(), 2u);
+  EXPECT_EQ(hits->size(), 1u);
 }
 
 TEST_F(SaveBatchTest, ATakeoverThatCannotReadTheJournalKeepsRefusingWrites) {
