@@ -39,10 +39,10 @@
 //  9. One writer per database: a store that batches saves (or finds a journal there) writes its memories only while
 //     it holds the save journal's lock. A store that finds another process holding it writes no memory (its mirror
 //     rebuilt, vectors included, after each commit of the other's, never under a scan in flight), records no uses,
-//     and skips the close's checkpoint; each write
-//     first tries to take the journal over and is refused (ScopeUnavailable) while it cannot, so no other process's
-//     commit can take the content of a save answered before its batch committed. A takeover replays the journal
-//     into a mirror made current first. (SavePipeline::claimWrites, RecallMirror::followAnotherWriter.)
+//     and skips the close's checkpoint; each write first tries to take the journal over and is refused
+//     (ScopeUnavailable) while it cannot, so no other process's commit can take the content of a save answered
+//     before its batch committed. A takeover replays the journal into a mirror made current first.
+//     (SavePipeline::claimWrites, RecallMirror::followAnotherWriter.)
 //
 // Thread-safety: not thread-safe. The owner (a Scope) serialises every call; the applier thread is internal.
 #pragma once
