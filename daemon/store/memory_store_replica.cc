@@ -60,8 +60,10 @@ Result<std::vector<ReplicatedChange>> MemoryStore::applyReplicated(std::vector<R
   // The rows written, with the state they now have (nullopt: purged, gone from every index).
   std::vector<std::pair<int64_t, std::optional<MemoryState>>> touched;
   try {
-    const int64_t from = sql_->replicaSeq();
     StoreSql::WriteTransaction tx(*sql_);
+    // Read under the write lock: another connection to the file (a second memqd of this data dir) may have applied
+    // the page while this one waited for the lock.
+    const int64_t from = sql_->replicaSeq();
     int64_t last = from;
     std::string lastAt;
     std::vector<LinkStep> steps;
