@@ -612,6 +612,10 @@ int cmdStatus(Context& ctx, const std::vector<std::string>& words, bool autostar
               << " s, " << (*r)["connections"] << " connection(s), " << (*r)["requests_served"] << " request(s)";
     if (r->contains("scan_kernel")) std::cout << ", vector scan " << (*r)["scan_kernel"].get<std::string>();
     std::cout << "\n";
+    for (const auto& path : r->value("read_only_scopes", json::array())) {
+      std::cout << "read only: " << path.get<std::string>()
+                << " (another process holds it; writes to it are refused until it lets it go)\n";
+    }
   }
   return kExitOk;
 }

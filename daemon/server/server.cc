@@ -449,6 +449,7 @@ nlohmann::json Server::status() {
           {"uptime_s", uptime},
           {"socket", options_.socketPath},
           {"open_scopes", service_.scopes().openScopePaths()},
+          {"read_only_scopes", service_.scopes().readOnlyScopePaths()},
           {"connections", liveSessions_.load()},
           {"requests_served", requestsServed_.load()},
           {"messages_answered_inline", answeredInline_.load()},

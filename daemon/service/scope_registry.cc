@@ -235,4 +235,15 @@ std::vector<std::string> ScopeRegistry::openScopePaths() {
   return out;
 }
 
+std::vector<std::string> ScopeRegistry::readOnlyScopePaths() {
+  MutexLock lock(mutex_);
+  std::vector<std::string> out;
+  // storePtr is set before the database is shared, and writesElsewhere() is safe without the database's lock: a
+  // request holding that lock never delays the answer.
+  for (const auto& [k, v] : databases_) {
+    if (v->storePtr->writesElsewhere()) out.push_back(k);
+  }
+  return out;
+}
+
 }  // namespace memq

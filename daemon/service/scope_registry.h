@@ -101,6 +101,8 @@ class ScopeRegistry {
   size_t closeIdle(std::chrono::steady_clock::duration idle);
   // The paths of the open databases (one per repository, however many of its worktrees are in use).
   std::vector<std::string> openScopePaths();
+  // Those of them another process holds (MemoryStore::writesElsewhere): read here, never written.
+  std::vector<std::string> readOnlyScopePaths();
   // The project scopes open now (for background work on them, such as re-basing anchors to HEAD).
   std::vector<std::shared_ptr<Scope>> projectScopes();
   // Copies each open scope's WAL back into its database (saves never pay for that themselves); a scope whose lock

@@ -153,6 +153,7 @@ class MemoryStore : public RecallSource, private SaveTarget {
   // How many journalled saves the last replay applied (at open, or after a failed commit).
   size_t replayedSaves() const;
   // Another process held the save journal when this store last tried to take it: the store only reads (invariant 9).
+  // Thread-safe.
   bool writesElsewhere() const;
   // When acknowledged saves wait in the journal because applying them failed (a full disk: at open, or after a
   // failed commit), what a read must tell its caller: reads answer from the committed rows, which leave them out

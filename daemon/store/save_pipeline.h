@@ -13,6 +13,7 @@
 // invariant 7: then only the applier uses it, until takeDatabase()).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -52,7 +53,7 @@ class SavePipeline {
   Status open();
   // Another process held the journal's lock when this store last tried (open, or claimWrites): it writes the
   // database, and this store only reads it.
-  bool writesElsewhere() const { return writesElsewhere_; }
+  bool writesElsewhere() const { return writesElsewhere_.load(); }
   // Before any write: takes the journal over when another process held it and has let it go (then replays it).
   // ScopeUnavailable, naming the database and the journal, while that process still holds it; nothing changed.
   Status claimWrites();
@@ -169,7 +170,8 @@ class SavePipeline {
   // Set when the journal is opened (at open, or when claimWrites takes it over, before any applier runs).
   mutable Mutex identityMutex_;
   std::optional<FileIdentity> journalIdentity_ GUARDED_BY(identityMutex_);
-  bool writesElsewhere_ = false;  // the owner's thread alone uses it
+  // Set on the owner's thread; read from any (daemon/status lists the scopes that only read).
+  std::atomic<bool> writesElsewhere_ = false;
   // The connection's current user (the owner's thread, or the applier while saves are handed to it) alone uses:
   bool batchOpen_ = false;  // a write transaction holds saves not yet committed
   int batchSaves_ = 0;

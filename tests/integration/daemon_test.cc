@@ -444,6 +444,17 @@ TEST_F(DaemonTest, ASecondDaemonOnTheSameProjectReadsItAndWritesOnceTheFirstLets
   EXPECT_EQ((*read)["summary"], "Saved through the first daemon");
 
   EXPECT_NE(other.log().find("its save journal is locked"), std::string::npos) << other.log();  // said at open
+  const std::string projectDb = fs::canonical(project_).string() + "/.memq/memory.db";
+  auto readOnly = [](RpcClient& c) {
+    auto status = c.call("daemon/status", json::object());
+    EXPECT_TRUE(status.isOk()) << status.status().toString();
+    return status.isOk() ? (*status)["read_only_scopes"] : json();
+  };
+  EXPECT_EQ(readOnly(second), json::array({projectDb}));
+  EXPECT_EQ(readOnly(first), json::array());
+  auto shown = other.memq("status", project_);
+  EXPECT_EQ(shown.exitCode, 0) << shown.err;
+  EXPECT_NE(shown.out.find("read only: " + projectDb), std::string::npos) << shown.out;
   // What the first commits after the second opened the database, the second reads, by text and by embedding.
   const std::string laterId = save(first, "Hedgehogs hibernate under the compost heap")["id"].get<std::string>();
   auto found = second.call("memory/recall", {{"query", "hedgehogs hibernate compost"}, {"limit", 3}});
@@ -473,6 +484,7 @@ TEST_F(DaemonTest, ASecondDaemonOnTheSameProjectReadsItAndWritesOnceTheFirstLets
   auto written = second.call("memory/save", {{"summary", "Saved through the second daemon"}});
   ASSERT_TRUE(written.isOk()) << written.status().toString();
   EXPECT_EQ((*written)["status"], "created");
+  EXPECT_EQ(readOnly(second), json::array());  // taken over
   auto again = second.call("memory/get", {{"id", (*written)["id"]}});
   EXPECT_TRUE(again.isOk()) << again.status().toString();
 }
