@@ -147,6 +147,15 @@ void expectInitializeRefusedChangingNothing(Service& service, ClientState& clien
   EXPECT_EQ(after->actor.toString(), before->actor.toString());
 }
 
+// An initialize that would move a connection elsewhere: another client name and project root, global reads only.
+InitializeRequest initializeElsewhere(const std::string& clientName, const fs::path& projectRoot) {
+  InitializeRequest request;
+  request.clientName = clientName;
+  request.projectRoot = projectRoot.string();
+  request.readScope = ReadScope::kGlobal;
+  return request;
+}
+
 TEST_F(ServiceTest, ARepeatedInitializeMayNarrowTheReadScopeButNeverWidenIt) {
   ClientState c;
   connect(c, [](InitializeRequest& r) { r.readScope = ReadScope::kProject; });
@@ -164,10 +173,7 @@ TEST_F(ServiceTest, AnInitializeNamingAParentNotConnectedLeavesTheConnectionAsIt
   fs::create_directories(dir_ / "elsewhere");
   ClientState c;
   connect(c);
-  InitializeRequest orphan;
-  orphan.clientName = "orphan";
-  orphan.projectRoot = (dir_ / "elsewhere").string();
-  orphan.readScope = ReadScope::kGlobal;
+  InitializeRequest orphan = initializeElsewhere("orphan", dir_ / "elsewhere");
   orphan.writeScope = WriteScope::kNone;
   orphan.source = "user";
   orphan.parent = "no-such-session";
@@ -178,10 +184,7 @@ TEST_F(ServiceTest, AnInitializeNamingAParentNotConnectedLeavesTheConnectionAsIt
 TEST_F(ServiceTest, AnInitializeNamingAProjectThatCannotBeOpenedLeavesTheConnectionAsItWas) {
   ClientState c;
   connect(c);
-  InitializeRequest missing;
-  missing.clientName = "elsewhere";
-  missing.projectRoot = (dir_ / "no-such-directory").string();
-  missing.readScope = ReadScope::kGlobal;
+  InitializeRequest missing = initializeElsewhere("elsewhere", dir_ / "no-such-directory");
   missing.tab = "a-tab";
   expectInitializeRefusedChangingNothing(*service_, c, missing, ErrorCode::kScopeUnavailable, "project_root");
   EXPECT_EQ(ctx({}, &c).projectRoot, root_);

@@ -715,6 +715,24 @@ TEST_F(SaveBatchTest, AFollowingStoreNeverRebuildsTheIndexAScanIsReading) {
   EXPECT_EQ(hits->size(), 1u);
 }
 
+TEST_F(SaveBatchTest, AStoreThatOnlyReadLeavesTheWritersWalAloneWhenItCloses) {
+  ASSERT_TRUE(store_->commitPendingSaves().isOk());
+  const fs::path wal = dir_ / "data" / "memory.db-wal";
+  const auto walBytes = fs::file_size(wal);
+  ASSERT_GT(walBytes, 0u);  // the writer's commits are still in its WAL
+  {
+    auto reader = openAt(dir_ / "data");
+    ASSERT_NE(reader, nullptr);
+    ASSERT_TRUE(reader->writesElsewhere());
+    ASSERT_TRUE(reader->get(store_->list(ListFilter{})->memories.front().id).isOk());
+  }
+  // Closed without the checkpoint a writer's close makes (which would have cut the WAL to nothing here, nothing
+  // holding it open): the file is the writer's to fold when it closes.
+  EXPECT_EQ(fs::file_size(wal), walBytes);
+  store_.reset();
+  EXPECT_TRUE(!fs::exists(wal) || fs::file_size(wal) == 0u);  // the control: the writer's own close folds it
+}
+
 TEST_F(SaveBatchTest, ATakeoverThatCannotReadTheJournalKeepsRefusingWrites) {
   auto second = openAt(dir_ / "data");
   ASSERT_NE(second, nullptr);
