@@ -111,6 +111,14 @@ std::optional<std::string> Dispatcher::handleCall(ClientState& client, const Cal
     spdlog::error("internal error in {}: unknown exception", call.method);
     result = Status(ErrorCode::kInternalError, "internal error");
   }
+  if (result && result->size() > kMaxReplyBytes) {
+    // The call ran (a read, since no write's reply is this long); only its answer is refused.
+    result = Status(ErrorCode::kInvalidParams,
+                    fmt::format("the reply would be {} bytes, more than the {} one message may get; ask for less "
+                                "(a smaller limit)",
+                                result->size(), kMaxReplyBytes),
+                    nlohmann::json{{"reply_bytes", result->size()}, {"max_reply_bytes", kMaxReplyBytes}});
+  }
   if (logLine) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     *logLine = fmt::format("{} id={} {:.2f}ms {}", bounded(call.method, kLoggedMethodBytes),
@@ -123,17 +131,34 @@ std::optional<std::string> Dispatcher::handleCall(ClientState& client, const Cal
 }
 
 std::optional<std::string> Dispatcher::handleMessage(ClientState& client, std::string_view text, MessageLog* log) {
+  return handleEnvelope(client, parseEnvelope(text), log);
+}
+
+std::optional<std::string> Dispatcher::handleEnvelope(ClientState& client, const Envelope& envelope,
+                                                      MessageLog* log) {
   const auto start = std::chrono::steady_clock::now();
-  Envelope envelope = parseEnvelope(text);
   std::vector<std::string> replies;
+  size_t replyBytes = 0;
   // A batch is one log line: its counts, and the first error in full.
   size_t ok = 0, failed = 0;
   std::string firstError;
   for (const auto& item : envelope.items) {
     if (!item.call) {
       replies.push_back(serializeMessage(makeErrorReply(item.errorId, item.error)));
+      replyBytes += replies.back().size();
       ++failed;
       if (log && firstError.empty()) firstError = "<invalid> " + loggedOutcome(item.error);
+      continue;
+    }
+    if (replyBytes >= kMaxReplyBytes) {
+      const Status skipped(ErrorCode::kBusy,
+                           fmt::format("not run: the batch's replies before this element reached {} bytes; send it "
+                                       "again in a smaller batch",
+                                       kMaxReplyBytes),
+                           nlohmann::json{{"max_reply_bytes", kMaxReplyBytes}});
+      ++failed;
+      if (log && firstError.empty()) firstError = bounded(item.call->method, kLoggedMethodBytes) + " " + loggedOutcome(skipped);
+      if (!item.call->isNotification()) replies.push_back(serializeMessage(makeErrorReply(item.call->id, skipped)));
       continue;
     }
     std::string line;
@@ -141,7 +166,10 @@ std::optional<std::string> Dispatcher::handleMessage(ClientState& client, std::s
     std::optional<std::string> reply = handleCall(client, *item.call, log ? &line : nullptr, &succeeded);
     (succeeded ? ok : failed) += 1;
     if (log && (envelope.batch ? !succeeded && firstError.empty() : true)) firstError = std::move(line);
-    if (reply) replies.push_back(std::move(*reply));
+    if (reply) {
+      replyBytes += reply->size();
+      replies.push_back(std::move(*reply));
+    }
   }
   if (log) {
     log->calls = envelope.items.size();

@@ -66,9 +66,16 @@ class Dispatcher {
     std::string line;
     size_t calls = 0;  // elements handled, for requests_served
   };
+  // The most reply text one message gets: what a connection may have queued (Session::kMaxQueuedBytes). A call
+  // whose reply would be longer is answered with an InvalidParams error instead; in a batch, once the replies so far
+  // reach it, the elements left are not run and are answered with Busy. So one message can never make memqd build
+  // more than this (and one reply) in memory, nor get its client disconnected for a reply it could not read.
+  static constexpr size_t kMaxReplyBytes = 16u << 20;
   // Handles one frame's text; returns the reply text to send, or nullopt when nothing is to be sent
   // (notifications only).
   std::optional<std::string> handleMessage(ClientState& client, std::string_view text, MessageLog* log = nullptr);
+  // The same for a frame already parsed (parseEnvelope).
+  std::optional<std::string> handleEnvelope(ClientState& client, const Envelope& envelope, MessageLog* log = nullptr);
   // One call; returns the reply's text (nullopt for a notification). *succeeded: whether it was answered with a result.
   std::optional<std::string> handleCall(ClientState& client, const Call& call, std::string* logLine = nullptr,
                                         bool* succeeded = nullptr);

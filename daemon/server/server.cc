@@ -238,45 +238,54 @@ bool isQuickMethod(std::string_view method) {
 void Server::submit(std::shared_ptr<Session> session, std::string message) {
   ++inFlight_;
   lastActivity_ = std::chrono::steady_clock::now();
-  if (queuedJobs_.load() >= options_.maxQueuedJobs) {
-    // Load shedding: answer Busy without running anything. The reply carries the request's id when it has one.
+  const bool overloaded = queuedJobs_.load() >= options_.maxQueuedJobs;
+  if (overloaded || draining_.load()) {
+    // Load shedding, or a message that arrived after daemon/shutdown (pipelined behind it, or sent while the
+    // daemon drains): answered Busy without running anything, so nothing runs after a shutdown was acknowledged.
+    // The reply carries the request's id when it has one.
     auto env = parseEnvelope(message);
     nlohmann::json id = env.items.size() == 1 && env.items[0].call ? env.items[0].call->id : nlohmann::json();
-    std::string reply = serializeMessage(
-        makeErrorReply(id, Status(ErrorCode::kBusy, "memqd is overloaded; retry shortly",
-                                  nlohmann::json{{"queued", queuedJobs_.load()}})));
-    asio::post(io_, [this, session, reply] {
+    const Status busy = overloaded ? Status(ErrorCode::kBusy, "memqd is overloaded; retry shortly",
+                                            nlohmann::json{{"queued", queuedJobs_.load()}})
+                                   : Status(ErrorCode::kBusy, "memqd is shutting down; nothing was run");
+    const bool answered = !env.batch && env.items.size() == 1 && env.items[0].call && env.items[0].call->isNotification();
+    std::string reply = answered ? std::string() : serializeMessage(makeErrorReply(id, busy));
+    asio::post(io_, [this, session, reply = std::move(reply)] {
       --inFlight_;
-      session->finished(reply);
+      session->finished(reply.empty() ? std::nullopt : std::optional<std::string>(reply));
       finishIfDrained();
     });
     return;
   }
-  if (const std::string_view method = methodAnsweredInline(message); !method.empty()) {
+  if (std::optional<Envelope> quick = answeredInline(message)) {
     ++answeredInline_;
     // Not after a save: the save applier thread takes the other core now, and a poll would keep it from the client.
-    const bool save = method == "memory/save";
-    handle(session, message);
+    const bool save = quick->items[0].call->method == "memory/save";
+    handle(session, *quick);
     if (!save) stayHot();
     return;
   }
   ++queuedJobs_;
   asio::post(workers_, [this, session, message = std::move(message)] {
     --queuedJobs_;
-    handle(session, message);
+    handle(session, parseEnvelope(message));
   });
 }
 
-std::string_view Server::methodAnsweredInline(std::string_view message) const {
+std::optional<Envelope> Server::answeredInline(std::string_view message) const {
   // A worker hand-off costs the round trip a thread wake-up (a futex, a context switch, on a virtual machine an
   // interrupt to the other core): for a get that is most of memqd's share of it. So a quick request is answered on
   // the I/O thread itself, but only while nothing else runs: it is the only message in flight (counted in submit),
   // no job or broadcast waits, and no housekeeping job holds a scope. Then no other connection is waiting for the
   // I/O thread, and the request cannot wait behind a scope lock another request holds.
-  // The message's text is searched for its method only then.
-  if (!nothingElseRuns(1)) return {};
-  const std::string_view method = methodNamed(message);
-  return isQuickMethod(method) ? method : std::string_view();
+  // The message's text is searched for its method only then, and only a message that looks quick is parsed here:
+  // the parse decides, so a batch, or a method named twice or in escapes, still goes to a worker.
+  if (!nothingElseRuns(1) || !isQuickMethod(methodNamed(message))) return std::nullopt;
+  Envelope envelope = parseEnvelope(message);
+  if (envelope.batch || !envelope.items[0].call || !isQuickMethod(envelope.items[0].call->method)) {
+    return std::nullopt;  // a worker parses it again: rare, and never a request that is answered quickly
+  }
+  return envelope;
 }
 
 bool Server::nothingElseRuns(size_t messagesInFlight) const {
@@ -284,9 +293,9 @@ bool Server::nothingElseRuns(size_t messagesInFlight) const {
          pendingBroadcasts_.load() == 0 && !draining_.load();
 }
 
-void Server::handle(const std::shared_ptr<Session>& session, const std::string& message) {
+void Server::handle(const std::shared_ptr<Session>& session, const Envelope& message) {
   Dispatcher::MessageLog log;
-  std::optional<std::string> reply = dispatcher_.handleMessage(session->client(), message, &log);
+  std::optional<std::string> reply = dispatcher_.handleEnvelope(session->client(), message, &log);
   requestsServed_ += log.calls;
   if (service_.hasPendingSaves()) scheduleSaveCommit();
   // The reply is written here when nothing is ahead of it, saving the client a wake-up of the I/O thread on its

@@ -62,7 +62,7 @@ class Server {
   // --- for sessions (I/O thread) ---
   asio::io_context& io() { return io_; }
   // Runs one message on a worker and calls `done(reply)` back on the I/O thread.
-  // Quick requests are answered on the calling (I/O) thread itself while nothing else runs (methodAnsweredInline).
+  // Quick requests are answered on the calling (I/O) thread itself while nothing else runs (answeredInline).
   void submit(std::shared_ptr<Session> session, std::string message);
   void sessionClosed(Session* session);
   const std::string& socketPath() const { return options_.socketPath; }
@@ -86,14 +86,14 @@ class Server {
   void scheduleSaveCommit();
   // Runs a job of memqd's own (commits, checkpoints, closing idle scopes) on a worker, counted in backgroundJobs_.
   void postBackgroundJob(std::function<void()> job);
-  // The method `message` calls (its first, for a batch) when the message (counted in inFlight_ already) is answered
-  // on the I/O thread instead of a worker; empty when a worker answers it.
-  std::string_view methodAnsweredInline(std::string_view message) const;
+  // The message (counted in inFlight_ already), parsed, when it is one call of a quick method that the I/O thread
+  // answers itself instead of a worker; nullopt when a worker answers it.
+  std::optional<Envelope> answeredInline(std::string_view message) const;
   // Whether memqd has nothing to do but the `messagesInFlight` messages it counts: no job queued or running, no
   // broadcast pending, no shutdown draining. Then the I/O thread may answer a request itself, or poll for the next.
   bool nothingElseRuns(size_t messagesInFlight) const;
-  // Runs one message (on a worker or, methodAnsweredInline, on the I/O thread), writes its reply and ends it.
-  void handle(const std::shared_ptr<Session>& session, const std::string& message);
+  // Runs one message (on a worker or, answeredInline, on the I/O thread), writes its reply and ends it.
+  void handle(const std::shared_ptr<Session>& session, const Envelope& message);
   nlohmann::json status();
   // io_.run(), except that until hotUntil_, while nothing else runs, the thread polls instead of sleeping.
   void runLoop();
@@ -119,7 +119,7 @@ class Server {
   // reply to the request that made the change, as it always has.
   std::atomic<int> pendingBroadcasts_{0};
   std::atomic<uint64_t> requestsServed_{0};
-  std::atomic<uint64_t> answeredInline_{0};  // messages methodAnsweredInline kept on the I/O thread
+  std::atomic<uint64_t> answeredInline_{0};  // messages answeredInline kept on the I/O thread
   std::atomic<uint64_t> connectionsAccepted_{0};
   std::atomic<size_t> liveSessions_{0};  // sessions_.size(), readable from workers
   std::atomic<size_t> queuedReplyBytes_{0};

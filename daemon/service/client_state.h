@@ -51,6 +51,9 @@ struct ClientState {
   bool subscribed GUARDED_BY(mutex) = false;
   std::set<std::string> subscribedScopes GUARDED_BY(mutex);  // empty = all
   std::shared_ptr<PendingImport> pendingImport GUARDED_BY(mutex);  // an import whose last request has not come yet
+  // The connection closed (Service::forget): an initialize still running for it registers no token, since the
+  // state is freed once that call returns.
+  bool closed GUARDED_BY(mutex) = false;
 };
 
 }  // namespace memq

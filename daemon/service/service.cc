@@ -249,8 +249,11 @@ Result<InitializeResult> Service::initialize(ClientState& client, const Initiali
     client.tabKey = tabKey;
   }
   {
+    // Checked under the registry's lock: forget() marks the state closed before it takes that lock, so either it
+    // runs after this and unregisters the token, or this sees the mark and registers none.
     MutexLock reg(clientsMutex_);
-    clients_[result.session] = &client;
+    MutexLock lock(client.mutex);
+    if (!client.closed) clients_[result.session] = &client;
   }
   return result;
 }
@@ -302,6 +305,7 @@ void Service::forget(ClientState& client) {
   std::string tabKey;
   {
     MutexLock lock(client.mutex);
+    client.closed = true;
     tabKey = client.tabKey;
   }
   if (!tabKey.empty()) {

@@ -559,6 +559,72 @@ TEST_F(DaemonTest, AClientThatHalfClosesGetsItsReplyAndTheDaemonLives) {
   EXPECT_TRUE(daemon_->running());
 }
 
+TEST_F(DaemonTest, RequestsPipelinedBehindAShutdownAreAnsweredBusyAndRunNothing) {
+  std::string id;
+  {
+    auto c = daemon_->client(project_);
+    id = save(c, "A memory a request after the shutdown tries to purge")["id"].get<std::string>();
+  }
+  auto c = daemon_->connect();
+  const json shutdown = {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "daemon/shutdown"}};
+  const json purge = {{"jsonrpc", "2.0"},
+                      {"id", 2},
+                      {"method", "memory/purge"},
+                      {"params", {{"id", id}, {"confirm", true}, {"project_root", project_}}}};
+  ASSERT_TRUE(c.sendRaw(shutdown.dump() + "\n" + purge.dump() + "\n").isOk());
+  auto first = c.readRawLine(std::chrono::seconds(5));
+  ASSERT_TRUE(first.isOk()) << first.status().toString();
+  EXPECT_TRUE(json::parse(*first).contains("result")) << *first;
+  auto second = c.readRawLine(std::chrono::seconds(5));
+  ASSERT_TRUE(second.isOk()) << second.status().toString();
+  const json refused = json::parse(*second);
+  EXPECT_EQ(refused["id"], 2);
+  EXPECT_EQ(refused["error"]["code"], static_cast<int>(ErrorCode::kBusy)) << *second;
+  EXPECT_EQ(daemon_->waitExit(), 0) << daemon_->log();
+
+  daemon_ = std::make_unique<Memqd>(dir_);
+  ASSERT_TRUE(daemon_->start()) << daemon_->log();
+  auto after = daemon_->client(project_);
+  auto kept = after.call("memory/get", {{"id", id}});
+  EXPECT_TRUE(kept.isOk()) << "the purge sent after the shutdown ran: " << kept.status().toString();
+}
+
+// The I/O thread answers only quick methods itself; a message that merely looks like one (its method key written
+// with an escape, a quick method named inside params, a batch) goes to a worker like any other.
+TEST_F(DaemonTest, OnlyAQuickCallItselfIsAnsweredOnTheIoThread) {
+  auto c = daemon_->client(project_);
+  auto inlineCount = [&] {
+    auto s = c.call("daemon/status", json::object());
+    EXPECT_TRUE(s.isOk()) << s.status().toString();
+    return s ? (*s)["messages_answered_inline"].template get<uint64_t>() : uint64_t{0};
+  };
+  const std::vector<std::string> disguised = {
+      R"({"jsonrpc":"2.0","id":1,"m\u0065thod":"review/clusters","x":{"method":"memory/get"}})",
+      R"({"jsonrpc":"2.0","id":1,"params":{"method":"memory/get"},"method":"review/clusters"})",
+      R"([{"jsonrpc":"2.0","id":1,"method":"memory/get","params":{"id":"abcd"}},{"jsonrpc":"2.0","id":2,"method":"review/clusters"}])",
+  };
+  // Each status call counts itself when it is answered inline, which a housekeeping job running at that moment
+  // prevents: so a disguised message answered inline shows as a step of 2 between two status calls, and a plain
+  // quick call as one, at least once in a few tries.
+  for (const auto& message : disguised) {
+    SCOPED_TRACE(message);
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      const uint64_t before = inlineCount();
+      ASSERT_TRUE(c.sendRaw(message + "\n").isOk());
+      auto reply = c.readRawLine(std::chrono::seconds(10));
+      ASSERT_TRUE(reply.isOk()) << reply.status().toString();
+      EXPECT_LE(inlineCount(), before + 1) << "the disguised message was answered on the I/O thread";
+    }
+  }
+  bool quickInline = false;
+  for (int attempt = 0; attempt < 10 && !quickInline; ++attempt) {
+    const uint64_t before = inlineCount();
+    ASSERT_TRUE(c.call("memory/search", {{"query", "anything"}}).isOk());
+    quickInline = inlineCount() == before + 2;
+  }
+  EXPECT_TRUE(quickInline) << "a plain memory/search was never answered on the I/O thread";
+}
+
 TEST_F(DaemonTest, RestoreRecordsItsReasonInTheJournalAsHideDoes) {
   auto c = daemon_->client(project_);
   std::string id = save(c, "Restored memories say why")["id"];

@@ -181,6 +181,27 @@ TEST_F(ServiceTest, AnInitializeNamingAParentNotConnectedLeavesTheConnectionAsIt
   EXPECT_EQ(ctx({}, &c).projectRoot, root_);
 }
 
+// A connection that closes while its initialize still runs on a worker: forget() comes first, the initialize ends
+// after it. Its token must not stay registered, or a subagent naming it as parent would read freed state.
+TEST_F(ServiceTest, AnInitializeThatEndsAfterItsConnectionClosedRegistersNoParentToken) {
+  auto closing = std::make_unique<ClientState>();
+  const std::string token = connect(*closing).session;
+  ASSERT_FALSE(token.empty());
+  service_->forget(*closing);
+  EXPECT_EQ(connect(*closing).session, token);  // the repeated initialize, finishing after the close
+  closing.reset();
+
+  ClientState subagent;
+  InitializeRequest child;
+  child.clientName = "subagent";
+  child.projectRoot = root_;
+  child.parent = token;
+  auto refused = service_->initialize(subagent, child);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kInvalidParams);
+  EXPECT_NE(refused.status().message().find("is not connected"), std::string::npos) << refused.status().toString();
+}
+
 TEST_F(ServiceTest, AnInitializeNamingAProjectThatCannotBeOpenedLeavesTheConnectionAsItWas) {
   ClientState c;
   connect(c);
