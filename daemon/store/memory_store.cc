@@ -276,6 +276,14 @@ Result<Memory> MemoryStore::update(const std::string& id, const UpdateInput& inp
     {
       StoreSql::WriteTransaction tx(*sql_);
       if (after.contentHash != before.contentHash) {
+        if (before.state == MemoryState::kRejected) {
+          // Its tombstone holds the text that was rejected: a new text would leave that tombstone behind and let
+          // this one be saved again once the row is purged, so a rejected memory's text does not change.
+          return Status(ErrorCode::kConflict,
+                        "memory " + before.id + " is rejected: its text cannot change (unreject it first, or save "
+                        "the corrected text as a new memory)",
+                        nlohmann::json{{"id", before.id}, {"state", "rejected"}});
+        }
         if (auto other = sql_->otherWithContent(after.contentHash, before.pk)) {
           return Status(ErrorCode::kConflict, "memory " + *other + " already has this content",
                         nlohmann::json{{"conflicts_with", *other}});

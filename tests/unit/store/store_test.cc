@@ -201,6 +201,26 @@ TEST_F(StoreTest, RejectedTextStaysRefusedEvenAfterPurge) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM tombstones"), 1);
 }
 
+// The tombstone holds the rejected text: an edit that moved the row to new text would leave it behind, and once the
+// row was purged nothing would stop the new text from being saved again.
+TEST_F(StoreTest, ARejectedMemorysTextCannotBeEditedAwayFromItsTombstone) {
+  auto a = save("Deploy on Fridays after five");
+  ASSERT_TRUE(store_->reject(a.id, "wrong: no deploys on Fridays", user_).isOk());
+  const int64_t events = count("SELECT COUNT(*) FROM memory_events");
+  auto edited = store_->update(a.id, UpdateInput{.summary = std::string("Deploy on Fridays before noon")}, user_);
+  ASSERT_FALSE(edited.isOk());
+  EXPECT_EQ(edited.status().code(), ErrorCode::kConflict);
+  EXPECT_EQ(edited.status().data()["state"], "rejected");
+  EXPECT_EQ(store_->get(a.id)->summary, "Deploy on Fridays after five");
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memory_events"), events);
+  // What does not touch the text still changes.
+  auto topics = store_->update(a.id, UpdateInput{.topics = std::vector<std::string>{"deploys"}}, user_);
+  ASSERT_TRUE(topics.isOk()) << topics.status().toString();
+  EXPECT_EQ(topics->state, MemoryState::kRejected);
+  ASSERT_TRUE(store_->purge(a.id, true, user_).isOk());
+  EXPECT_EQ(save("Deploy on Fridays after five").status, "rejected");
+}
+
 TEST_F(StoreTest, RejectNeedsAReasonAndUnrejectNeedsAUser) {
   auto a = save("Use tabs");
   auto r = store_->reject(a.id, "", user_);
