@@ -80,14 +80,17 @@ class HeadBlobs {
 };
 
 // `ref`'s lines carried to `to`, or nullopt when they cannot be (a version the repository no longer has, a file
-// binary now): no signal, no error. Through HEAD's version of the file when it is neither end (`atHead`): the step
-// from the anchor to HEAD is the one re-basing holds (anchor_rebase.h), the step from HEAD to the work tree is one
-// diff for every anchor on the file.
+// binary now): no signal, no error. Through HEAD's version of the file when it is neither end (`atHead`) and the
+// anchor's version is one the repository has: the step from the anchor to HEAD is the one re-basing holds
+// (anchor_rebase.h), the step from HEAD to the work tree is one diff for every anchor on the file. A version memq
+// keeps was saved on uncommitted lines, which HEAD may never have had: through HEAD they would read as deleted, so
+// it is carried by the one diff.
 std::optional<CarriedLines> carryToWorkTree(LineCarrier& carrier, const AnchoredRef& ref, const FileVersion& to,
                                             const std::optional<std::string>& atHead) {
   const FileVersion from = ref.anchor.keptContent ? FileVersion::kept(ref.anchor.keptContent, ref.anchor.blob)
                                                   : FileVersion::blob(ref.anchor.blob);
-  const bool viaHead = atHead && *atHead != from.id() && *atHead != to.id();
+  const bool viaHead = !ref.anchor.keptContent && from.id() != to.id() && atHead && *atHead != from.id() &&
+                       *atHead != to.id();
   Result<CarriedLines> carried = viaHead
                                      ? carrier.carryAlong(ref.anchor.lines, {from, FileVersion::blob(*atHead), to})
                                      : carrier.carry(ref.anchor.lines, from, to);

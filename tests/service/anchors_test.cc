@@ -417,6 +417,29 @@ TEST_F(RecallLinesTest, ADirtyAnchorCarriesAfterTheEditIsCommittedAndAfterItIsTh
   EXPECT_EQ(recallOn({{22, 25}})[0], early_);
 }
 
+// Anchored on lines HEAD never had (the uncommitted edit itself, as a tab's working set anchors a save): they are the
+// memory's lines as they stand, and after a further edit where that edit moved them, never deleted by a detour
+// through HEAD's version of the file.
+TEST_F(RecallLinesTest, AnAnchorOnUncommittedLinesHoldsThemBeforeAndAfterAnotherEdit) {
+  repo_->write("src/b.c", numberedLines(10, "dirty") + numberedLines(200, "b"));
+  auto dirty = save("parser state machine resets in the new lines", {FileEntry("src/b.c", LineRanges{{3, 6}})});
+  ASSERT_TRUE(dirty.isOk()) << dirty.status().toString();
+  for (const auto& [edit, lines] : std::vector<std::pair<std::string, LineRange>>{
+           {"", {3, 6}}, {numberedLines(5, "later"), {8, 11}}}) {
+    SCOPED_TRACE(lines.first);
+    if (!edit.empty()) repo_->write("src/b.c", edit + numberedLines(10, "dirty") + numberedLines(200, "b"));
+    RecallHits hits;
+    auto ids = recallOn({lines}, &hits);
+    ASSERT_FALSE(ids.empty());
+    EXPECT_EQ(ids[0], dirty->id);
+    EXPECT_EQ(hits.hits[0].signals.lineOverlap, 4u);
+    ASSERT_EQ(hits.hits[0].anchoredLines.size(), 1u);
+    EXPECT_EQ(hits.hits[0].anchoredLines[0].lines, (LineRanges{lines}));
+    EXPECT_NE(hits.hits[0].anchoredLines[0].state, AnchoredLinesState::kDeleted);
+    EXPECT_NE(hits.hits[0].anchoredLines[0].state, AnchoredLinesState::kRewritten);
+  }
+}
+
 TEST_F(RecallLinesTest, AnchorsAreCarriedUpThroughLinesDeletedAboveThem) {
   // The first 100 lines cut (early's 20-30 with them): late's 150-160 are now 50-60, and say so as moved.
   std::string cut;
