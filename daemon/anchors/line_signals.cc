@@ -45,8 +45,29 @@ std::vector<LineSignals> computeLineSignals(const std::vector<QueryLines>& query
       p.unchanged = normalizeRanges(std::move(p.unchanged));
       onPath.push_back(std::move(p));
     }
+    if (onPath.empty()) continue;
+    // The query's lines are walked one by one only where anchors are: a line below every anchor is farther from each
+    // than the query's lowest line at or above it, and covers none, so a range below them all counts its last line
+    // only (above them all, its first), and a range across them is cut to their span. A query naming line 1 to
+    // 4294967295 costs what the anchors' span costs.
+    uint32_t lowest = UINT32_MAX, highest = 0;
+    for (const OnPath& p : onPath) {
+      if (p.lines.empty()) continue;
+      lowest = std::min(lowest, p.lines.front().first);
+      highest = std::max(highest, p.lines.back().last);
+    }
+    if (highest == 0) continue;  // every anchor on the path was emptied: nothing to overlap or be near
     auto newer = [&](size_t a, size_t b) { return candidates[a].anchoredAt >= candidates[b].anchoredAt; };
-    for (const LineRange& r : q.lines) {
+    for (const LineRange& asked : q.lines) {
+      LineRange r = asked;
+      if (r.last < lowest) {
+        r.first = r.last;
+      } else if (r.first > highest) {
+        r.last = r.first;
+      } else {
+        r.first = std::max(r.first, lowest);
+        r.last = std::min(r.last, highest);
+      }
       for (uint32_t line = r.first; line <= r.last && line != 0; ++line) {
         std::optional<size_t> newest;           // newest covering anchor
         std::optional<size_t> secondNewest;     // newest covering anchor but `newest`

@@ -33,6 +33,33 @@ TEST(LineSignals, OverlapCountsQueryLinesCoveredOnTheSamePath) {
   EXPECT_FALSE(s[1].distance.has_value());
 }
 
+// A query's lines are not bounded by the file (the protocol cannot know its length): the whole range of line
+// numbers must cost what the anchors' span costs, and give what the lines near the anchors give.
+TEST(LineSignals, AQueryOfEveryLineNumberGivesWhatTheLinesAroundTheAnchorsGive) {
+  const std::vector<LineCandidate> candidates{candidate(1, {fresh("a.c", {{40, 45}})}),
+                                              candidate(2, {fresh("a.c", {{60, 61}, {90, 90}})}),
+                                              candidate(3, {fresh("a.c", {{44, 70}})})};
+  const auto same = [](const std::vector<LineSignals>& a, const std::vector<LineSignals>& b) {
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      SCOPED_TRACE(i);
+      EXPECT_EQ(a[i].overlap, b[i].overlap);
+      EXPECT_EQ(a[i].owned, b[i].owned);
+      EXPECT_EQ(a[i].prior, b[i].prior);
+      EXPECT_EQ(a[i].originated, b[i].originated);
+      EXPECT_EQ(a[i].distance, b[i].distance);
+    }
+  };
+  same(computeLineSignals({{"a.c", {{1, UINT32_MAX}}}}, candidates),
+       computeLineSignals({{"a.c", {{1, 200}}}}, candidates));
+  // Ranges wholly below or above every anchor: only their nearest line matters.
+  same(computeLineSignals({{"a.c", {{1, 30}, {100, UINT32_MAX}}}}, candidates),
+       computeLineSignals({{"a.c", {{30, 30}, {100, 100}}}}, candidates));
+  const auto above = computeLineSignals({{"a.c", {{1000, UINT32_MAX}}}}, candidates);
+  EXPECT_EQ(above[1].distance, 910u);
+  EXPECT_EQ(above[0].overlap, 0u);
+}
+
 TEST(LineSignals, NearnessIsTheDistanceWhenNothingOverlaps) {
   const std::vector<QueryLines> query{{"a.c", {{50, 52}}}};
   const std::vector<LineSignals> s =
