@@ -292,7 +292,13 @@ std::vector<ImportRef> scanGoMod(std::string_view text) {
 }
 
 // Expands a Rust use tree starting at t[i] into full paths; stops after the tree (at ';' or the closing brace).
-void rustUseTree(const std::vector<Token>& t, size_t& i, std::string prefix, std::vector<ImportRef>& out) {
+// Nesting deeper than this in one `use` is not Rust anyone writes; a file of a million `{` must not recurse a million
+// frames deep (a stack overflow would end memqd). Past it the rest of the tree is skipped, token by token.
+constexpr int kMaxUseTreeDepth = 32;
+
+void rustUseTree(const std::vector<Token>& t, size_t& i, std::string prefix, std::vector<ImportRef>& out,
+                 int depth = 0) {
+  if (depth > kMaxUseTreeDepth) return;
   std::string path = std::move(prefix);
   if (is(t, i, Token::kPunct, "::")) ++i;  // leading :: (absolute path)
   while (i < t.size()) {
@@ -321,7 +327,7 @@ void rustUseTree(const std::vector<Token>& t, size_t& i, std::string prefix, std
           continue;
         }
         const size_t before = i;
-        rustUseTree(t, i, path, out);
+        rustUseTree(t, i, path, out, depth + 1);
         if (i == before) ++i;
       }
       if (i < t.size()) ++i;  // '}'

@@ -2,6 +2,7 @@
 // scanning per language, and blast-radius damping. No repository involved.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "daemon/git/cochange_counts.h"
@@ -188,6 +189,17 @@ TEST(ImportScanner, RustModsAndUseTrees) {
                                                    "abs::path"}));
   EXPECT_EQ(refs[0].kind, ImportKind::kRustMod);
   EXPECT_EQ(refs[3].kind, ImportKind::kRustUse);
+}
+
+// A hostile file (1 MiB of `{` after `use`) must not recurse a frame per brace: memqd scans tracked files on the
+// request path, and a stack overflow would end it. The imports before it are still found.
+TEST(ImportScanner, ARustUseNestedAMillionDeepNeitherOverflowsNorHidesTheOtherImports) {
+  const std::string text = "use crate::before;\nuse " + std::string(1u << 20, '{') + "\nuse crate::after;\n";
+  const auto refs = scanImports(SourceLanguage::kRust, text);
+  const auto found = specs(refs);
+  EXPECT_NE(std::find(found.begin(), found.end(), "crate::before"), found.end());
+  const auto nested = scanImports(SourceLanguage::kRust, "use a::{b::{c::{d, e::{f}}}};\n");
+  EXPECT_EQ(specs(nested), (std::vector<std::string>{"a::b::c::d", "a::b::c::e::f"}));
 }
 
 TEST(ImportScanner, JavaAndKotlinImports) {
