@@ -223,6 +223,7 @@ void MemoryStore::reloadIndexes() { mirror_->reload(); }
 void MemoryStore::beginReadPass() { mirror_->beginReadPass(); }
 void MemoryStore::endReadPass() { mirror_->endReadPass(); }
 Status MemoryStore::reloadIndexesIfStale() { return mirror_->reloadIfStale(); }
+bool MemoryStore::indexesInUse() const { return mirror_->scanInFlight(); }
 
 Result<Memory> MemoryStore::update(const std::string& id, const UpdateInput& input, const Actor& actor,
                                    std::vector<std::string>* warnings) {

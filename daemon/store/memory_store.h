@@ -246,6 +246,7 @@ class MemoryStore : public RecallSource, private SaveTarget {
   void writeQueuedSave(const QueuedSave& save) override;
   void reloadIndexes() override;
   Status reloadIndexesIfStale() override;
+  bool indexesInUse() const override;
   bool databaseInPlace() const override;
   // Every StorageError a store returns is made here (it hides the free storageError of database.h), so it names
   // its scope and file; a Status cause keeps its message, behind `context`.

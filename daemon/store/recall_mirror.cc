@@ -76,6 +76,11 @@ Status RecallMirror::load() {
 }
 
 void RecallMirror::reload() {
+  if (scansInFlight_ > 0) {  // the helper reads active_: replaced once the scan is over
+    vectorsStale_ = true;
+    rowsStale_ = true;
+    return;
+  }
   active_ = std::make_unique<VectorIndex>(embedder_.dim());
   rejected_ = std::make_unique<VectorIndex>(embedder_.dim());
   rowsStale_ = true;

@@ -48,7 +48,8 @@ class RecallMirror {
   // Loads everything from the committed rows. Rows without a vector for the current model (older rows, imports) are
   // embedded and stored now, once.
   Status load();
-  // Rebuilds the vector indexes and the rest from the committed rows; marks them stale when that fails.
+  // Rebuilds the vector indexes and the rest from the committed rows; marks them stale when that fails. While a scan
+  // is in flight (ScanInFlight) it only marks them stale: the next reloadIfStale after the scan rebuilds them.
   void reload();
   // reload() when an earlier one failed (or, following another writer, it committed); a StorageError if it fails
   // again.
@@ -74,6 +75,7 @@ class RecallMirror {
    private:
     RecallMirror* mirror_;
   };
+  bool scanInFlight() const { return scansInFlight_ > 0; }
   // The text and row figures need a rebuild before they are read (set when an evaluation was cut short).
   void markStale() { rowsStale_ = true; }
   bool rowsStale() const { return rowsStale_; }

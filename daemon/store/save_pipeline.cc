@@ -335,7 +335,9 @@ Status SavePipeline::replayJournalIfNeeded() {
 }
 
 Status SavePipeline::replayJournal() {
-  if (!replayPending_ || replaying_) return Status::ok();
+  // During a recall's vector scan a replay would change the index the scan reads: the recall reads without the
+  // journal's saves, and the next call after the scan replays them.
+  if (!replayPending_ || replaying_ || target_.indexesInUse()) return Status::ok();
   replaying_ = true;
   replayFailedSaves_ = 0;  // not known until the journal is read
   struct ReplayingFlag {

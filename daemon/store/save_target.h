@@ -46,6 +46,9 @@ class SaveTarget {
   virtual void reloadIndexes() = 0;
   // reloadIndexes() when an earlier one failed; not OK if it fails again.
   virtual Status reloadIndexesIfStale() = 0;
+  // A scan of the in-memory vector index runs on a helper thread (a recall's semantic lane): nothing may change
+  // the index until it ends, so a replay of the journal waits for the next call after it.
+  virtual bool indexesInUse() const = 0;
   // OK while the database and the journal at their paths are the files opened.
   virtual Status checkFilesInPlace() const = 0;
   // The database at its path is the file opened (a batch never commits into another).

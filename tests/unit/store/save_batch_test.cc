@@ -483,6 +483,30 @@ TEST_F(SaveBatchTest, AReadAfterAFailedCommitSeesEveryAcknowledgedSave) {
   EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memory_events"), 4);
 }
 
+// A replay that is due when a recall's semantic lane scans on a helper thread: the recall's other lanes (the
+// trigram lane settles the saves first) must not replay into the index under the scan, nor, when the replay's
+// commit fails again, rebuild it from under the scan. The replay happens at the first call after the scan.
+TEST_F(SaveBatchTest, AReplayDueDuringARecallsVectorScanWaitsUntilTheScanIsOver) {
+  auto other = failCommitsFromAnotherConnection();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    auto r = save(*store_, "Acknowledged while a scan runs " + std::to_string(i));
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    ids.push_back(r->id);
+  }
+  ASSERT_FALSE(store_->commitPendingSaves().isOk());  // the replay is due from here on
+  auto scan = store_->beginNearestActive(embedder_.embed("acknowledged while a scan runs"), 3, 0.0f);
+  const VectorIndex* scanned = &store_->activeIndex();
+  const size_t rows = scanned->size();
+  (void)store_->searchFts(FtsLane::kTrigram, "\"scan runs\"", 5);  // settles: the replay would run here
+  EXPECT_EQ(&store_->activeIndex(), scanned) << "the index under the scan was replaced";
+  EXPECT_EQ(store_->activeIndex().size(), rows) << "the index under the scan was written";
+  (void)scan.get();
+  other->exec("DROP TRIGGER fail_commit");
+  for (const auto& id : ids) EXPECT_TRUE(store_->get(id).isOk()) << id;
+  EXPECT_EQ(store_->activeIndex().size(), 4u);
+}
+
 TEST_F(SaveBatchTest, ASecondOpenerOfTheDatabaseLeavesTheOwnersOpenBatchAlone) {
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(save(*store_, "Owner's note " + std::to_string(i)).isOk());
   ASSERT_TRUE(store_->hasPendingSaves());
