@@ -180,6 +180,10 @@ int main(int argc, char** argv) {
   }
   ctx.options.project = absolutePath(projectGiven ? ctx.options.project : ".");
   if (projectGiven && !std::filesystem::is_directory(ctx.options.project)) {
+    if (command == "hook") {  // never block the agent (runHook): said on stderr, exit 0
+      std::cerr << "memq: --project " << ctx.options.project << " is not a directory\n";
+      return memq::cli::kExitOk;
+    }
     return memq::cli::usageError("--project " + ctx.options.project + " is not a directory");
   }
   // auto: colour on a terminal, unless NO_COLOR is set or the terminal is dumb.

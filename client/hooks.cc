@@ -315,7 +315,12 @@ int hookReply(Context& ctx, const std::string& event) {
 }  // namespace
 
 int runHook(Context& ctx, const std::vector<std::string>& words) {
-  if (words.size() != 2 || words[0] != "claude-code") return usageError("usage: memq hook claude-code EVENT");
+  // A malformed hook command exits 0 too: Claude Code takes exit 2 from a hook as "block" (the prompt erased, the
+  // tool refused), so a typo in the settings would stop the agent; stderr is where Claude Code shows why.
+  if (words.size() != 2 || words[0] != "claude-code") {
+    std::cerr << "memq: usage: memq hook claude-code EVENT\n";
+    return kExitOk;
+  }
   if (std::string message = unknownEventMessage(words[1]); !message.empty()) {
     // Exit 0 all the same: a hook that fails would interrupt the agent; stderr is where Claude Code shows why.
     std::cerr << message << "\n";

@@ -345,8 +345,6 @@ TEST_F(CliTest, UsageErrorsExitTwo) {
       "daemon",                           // no action
       "daemon jump",                      // unknown action
       "mcp now",                          // argument
-      "hook",                             // no agent
-      "hook vim Save",                    // unknown agent
       "bench",                            // no benchmark
       "bench retrieval",                  // no dataset
   };

@@ -327,6 +327,19 @@ TEST_F(HookTest, EventNamesClaudeCodeDoesNotHaveAreNamedOnStderrWithExitZero) {
   }
 }
 
+// Claude Code takes exit 2 from a hook as "block": a malformed hook command in the settings must not stop the agent.
+TEST_F(HookTest, AMalformedHookCommandSaysWhyOnStderrAndExitsZero) {
+  const json input = {{"cwd", project_}, {"prompt", "jwt expiry"}};
+  for (const std::string& args : {std::string("hook claude-code"), std::string("hook claude UserPromptSubmit"),
+                                  std::string("hook"), std::string("--project /no/such/dir hook claude-code SessionStart")}) {
+    SCOPED_TRACE(args);
+    CommandResult r = daemon_->memq(args, dir_.string(), input.dump());
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_FALSE(r.err.empty());
+  }
+}
+
 TEST_F(HookTest, GitDiffOfAFileAndNotebookEditGiveHintsForThoseFiles) {
   writeTextFile(fs::path(project_) / "nb/analysis.ipynb", "{}\n");
   save({{"summary", "JWT expiry uses the container clock"}, {"category", "gotcha"}, {"files", {"src/auth/jwt.ts"}}});
