@@ -118,7 +118,9 @@ json saveSchema() {
   return objectSchema(
       {{"id", {{"type", {"string", "null"}}}},
        {"scope", {{"type", "string"}}},
-       {"status", {{"type", "string"}, {"enum", {"created", "deduped", "exists_hidden", "exists_superseded", "rejected"}}}},
+       {"status",
+        {{"type", "string"},
+         {"enum", {"created", "deduped", "exists_hidden", "exists_superseded", "rejected", "queued"}}}},
        {"similar", {{"type", "array"}, {"items", {{"type", "object"}}}}},
        {"warnings", {{"type", "array"}}},
        {"hint", {{"type", "string"}}}},
@@ -410,8 +412,13 @@ ToolResult runTool(Bridge& bridge, const std::string& name, const json& args) {
     auto r = bridge.call("memory/save", p);
     if (!r) return rpcError(r.status());
     const std::string status = r->value("status", "");
+    // A team save queued while the team server is away has no id yet (null).
+    const std::string id = (*r)["id"].is_string() ? (*r)["id"].get<std::string>() : std::string();
     std::string text = status == "rejected" ? "Refused: this text was rejected before"
-                                            : "Saved: " + status + " " + r->value("id", json()).get<std::string>().substr(0, 8);
+                       : status == "queued"
+                           ? "Queued: the team server cannot be reached; memqd keeps the save and sends it when the "
+                             "server is back"
+                           : "Saved: " + status + " " + id.substr(0, 8);
     if (status == "rejected" && r->contains("reason") && (*r)["reason"].is_string()) text += " (" + (*r)["reason"].get<std::string>() + ")";
     if (r->contains("hint")) text += "\n" + (*r)["hint"].get<std::string>();
     for (const auto& w : (*r)["warnings"]) text += "\nwarning: " + (w.is_string() ? w.get<std::string>() : w.dump());
@@ -419,8 +426,11 @@ ToolResult runTool(Bridge& bridge, const std::string& name, const json& args) {
       text += "\nsimilar existing memory (review for contradiction or supersession): [" +
               s.value("id", "").substr(0, 8) + "] " + s.value("summary", "");
     }
-    json out = {{"id", (*r)["id"]}, {"scope", r->value("scope", "")}, {"status", status},
-                {"similar", (*r)["similar"]}, {"warnings", (*r)["warnings"]}};
+    json out = {{"id", (*r)["id"]},
+                {"scope", r->value("scope", "")},
+                {"status", status},
+                {"similar", r->value("similar", json::array())},
+                {"warnings", r->value("warnings", json::array())}};
     if (r->contains("hint")) out["hint"] = (*r)["hint"];
     return {text, status == "rejected", out};
   }
@@ -511,9 +521,21 @@ int runMcp(Context& ctx, const std::vector<std::string>& words) {
         } else {
           json args = call.params.value("arguments", json::object());
           if (!args.is_object()) args = json::object();
-          ToolResult t = runTool(bridge, call.params["name"].get<std::string>(), args);
-          result = json{{"content", json::array({{{"type", "text"}, {"text", t.text}}})}, {"isError", t.isError}};
-          if (t.structured) (*result)["structuredContent"] = *t.structured;
+          const std::string name = call.params["name"].get<std::string>();
+          if (!findTool(name)) {
+            // A tool the server does not list is a protocol error (MCP's tools, "Error Handling"), not a tool's.
+            error = Status(ErrorCode::kInvalidParams, "Unknown tool: " + name, json{{"field", "name"}});
+          } else {
+            ToolResult t;
+            try {
+              t = runTool(bridge, name, args);
+            } catch (const std::exception& e) {
+              // A reply this bridge did not expect costs the call, never the agent's memory tools.
+              t = ToolResult{std::string("internal error: ") + e.what(), true, std::nullopt};
+            }
+            result = json{{"content", json::array({{{"type", "text"}, {"text", t.text}}})}, {"isError", t.isError}};
+            if (t.structured) (*result)["structuredContent"] = *t.structured;
+          }
         }
       } else if (call.method.rfind("notifications/", 0) == 0) {
         continue;

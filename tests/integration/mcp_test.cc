@@ -165,7 +165,9 @@ TEST_F(McpTest, RawStdioSessionFollowsJsonRpcAndMcp) {
   EXPECT_EQ(rs[2]["result"]["isError"], false) << rs[2].dump();
   EXPECT_EQ(rs[2]["result"]["content"][0]["type"], "text");
   EXPECT_EQ(rs[3]["result"]["isError"], true) << rs[3].dump();  // no reason: a tool error, not a protocol error
-  EXPECT_EQ(rs[4]["result"]["isError"], true) << rs[4].dump();  // unknown tool
+  // A tool the server does not list: a protocol error (MCP's tools, "Error Handling"), naming it.
+  EXPECT_EQ(rs[4]["error"]["code"], -32602) << rs[4].dump();
+  EXPECT_NE(rs[4]["error"]["message"].get<std::string>().find("Unknown tool"), std::string::npos) << rs[4].dump();
   EXPECT_EQ(rs[5]["error"]["code"], -32601) << rs[5].dump();
   EXPECT_EQ(rs[6]["error"]["code"], -32700) << rs[6].dump();
   ASSERT_TRUE(rs[7].is_array()) << rs[7].dump();

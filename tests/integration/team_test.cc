@@ -495,6 +495,21 @@ TEST_F(TeamTest, WithTheServerDownLocalScopesWorkTeamRecallWarnsAndATeamSaveIsQu
                              a_.project);
   EXPECT_EQ(cli.exitCode, 0) << cli.err;
   EXPECT_NE(cli.out.find("queued"), std::string::npos) << cli.out;
+  // And through the MCP bridge: a queued save is a tool result (no id yet), never a crash of the bridge.
+  const std::string mcpInput =
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}})"
+      "\n"
+      R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory_save","arguments":{"summary":"Queued through MCP while the server is down"}}})"
+      "\n";
+  auto mcp = a_.daemon->memq("--scope team mcp", a_.project, mcpInput);
+  EXPECT_EQ(mcp.exitCode, 0) << mcp.err;
+  const auto nl = mcp.out.find('\n');
+  ASSERT_NE(nl, std::string::npos) << mcp.out;
+  const json toolReply = json::parse(mcp.out.substr(nl + 1), nullptr, false);
+  ASSERT_TRUE(toolReply.is_object()) << mcp.out;
+  EXPECT_EQ(toolReply["result"]["isError"], false) << toolReply.dump();
+  EXPECT_EQ(toolReply["result"]["structuredContent"]["status"], "queued") << toolReply.dump();
+  EXPECT_TRUE(toolReply["result"]["structuredContent"]["id"].is_null()) << toolReply.dump();
   // Input the server would refuse is refused here too, offline: never queued.
   auto badBlob = teamSave(c, "An anchored note with a blob id that is not one",
                           {{"files", json::array({{{"path", "src/a.ts"}, {"lines", {{1, 2}}}, {"blob", "xyz"}}})}});
@@ -504,7 +519,7 @@ TEST_F(TeamTest, WithTheServerDownLocalScopesWorkTeamRecallWarnsAndATeamSaveIsQu
   auto status = c.call("team/status", json::object());
   ASSERT_TRUE(status.isOk());
   EXPECT_FALSE((*status)["online"].get<bool>());
-  EXPECT_EQ((*status)["queued"], 2);
+  EXPECT_EQ((*status)["queued"], 3);  // the API's, the CLI's and the MCP bridge's
 
   auto subscriber = b_.daemon->client(b_.project, "listener");
   ASSERT_TRUE(subscriber.call("subscribe", {{"scopes", {"team"}}}).isOk());
@@ -517,7 +532,7 @@ TEST_F(TeamTest, WithTheServerDownLocalScopesWorkTeamRecallWarnsAndATeamSaveIsQu
   ASSERT_TRUE(found.ok && found.rows.size() == 1) << found.message;
   EXPECT_EQ(found.rows[0][1].value_or(""), "alice");
   EXPECT_TRUE(recallReturnsWithin(b_, "build cache key compiler version", found.rows[0][0].value_or(""), seconds(5)));
-  EXPECT_EQ(serverCount(), "3");  // each queued save arrived exactly once
+  EXPECT_EQ(serverCount(), "4");  // each queued save arrived exactly once
   const auto end = std::chrono::steady_clock::now() + seconds(5);
   json now;
   do {
