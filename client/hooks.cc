@@ -239,7 +239,11 @@ int hookReply(Context& ctx, const std::string& event) {
   ctx.options.clientName = "claude-code-hook";
   ctx.options.source = "agent";
   // Claude Code's session id; an over-long one is not a session id memqd would accept, so it is not passed.
-  if (std::string session = stringField(hook, "session_id"); session.size() <= 256) ctx.options.tab = session;
+  // SessionStart needs no hint state, and must not touch it: its listing would count as the agent acting on memory
+  // this turn, which silences the session's hints until the next prompt (after a compaction, when they matter most).
+  if (std::string session = stringField(hook, "session_id"); session.size() <= 256 && !sessionStart) {
+    ctx.options.tab = session;
+  }
 
   std::string method;
   json params;

@@ -295,6 +295,20 @@ TEST_F(HookTest, SessionStartOpensWithThePinnedThenTheMostUsedMemories) {
   EXPECT_NE(context.find(used.substr(0, 8)), std::string::npos) << context;
 }
 
+// SessionStart runs again after a compaction, in the middle of a turn: its listing is the hook's, not the agent's
+// acting on memory, so the session's hints go on.
+TEST_F(HookTest, SessionStartLeavesTheSessionsHintsOn) {
+  save({{"summary", "JWT expiry uses the container clock"}, {"category", "gotcha"}, {"files", {"src/auth/jwt.ts"}}});
+  json start = {{"session_id", "s-compact"}, {"cwd", project_}, {"hook_event_name", "SessionStart"},
+                {"source", "compact"}};
+  CommandResult started = hook("SessionStart", start);
+  EXPECT_EQ(started.exitCode, 0) << started.err;
+  std::string context = expectReply(
+      hook("PostToolUse", postToolUse("Read", {{"file_path", project_ + "/src/auth/jwt.ts"}}, "s-compact")),
+      "PostToolUse");
+  EXPECT_NE(context.find("container clock"), std::string::npos) << context;
+}
+
 TEST_F(HookTest, SessionStartIsBoundedInSize) {
   RpcClient c = daemon_->client(project_);
   for (int i = 0; i < 40; ++i) {
