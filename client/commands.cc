@@ -6,12 +6,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
-#include <regex>
+#include <limits>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -80,8 +83,12 @@ int parseOrUsage(Args& args, const std::vector<std::string>& words, const Option
 std::optional<int> parseInt(const std::optional<std::string>& v, const char* name, int& out) {
   if (!v) return std::nullopt;
   char* end = nullptr;
+  errno = 0;
   long n = std::strtol(v->c_str(), &end, 10);
-  if (v->empty() || *end != '\0' || n < 0) return usageError(std::string("--") + name + " must be a whole number");
+  if (v->empty() || *end != '\0' || n < 0 || errno == ERANGE || n > std::numeric_limits<int>::max()) {
+    return usageError(std::string("--") + name + " must be a whole number from 0 to " +
+                      std::to_string(std::numeric_limits<int>::max()));
+  }
   out = static_cast<int>(n);
   return std::nullopt;
 }
@@ -276,7 +283,15 @@ int cmdRecall(Context& ctx, const std::vector<std::string>& words) {
   p["limit"] = limit;
   p["max_chars"] = maxChars;
   if (auto r = a.value("ranker")) p["ranker"] = *r;
-  if (auto t = a.value("threshold")) p["threshold"] = std::atof(t->c_str());
+  if (auto t = a.value("threshold")) {
+    char* end = nullptr;
+    errno = 0;
+    const double threshold = std::strtod(t->c_str(), &end);
+    if (t->empty() || *end != '\0' || errno == ERANGE || !std::isfinite(threshold)) {
+      return usageError("--threshold must be a number, such as 0.05");
+    }
+    p["threshold"] = threshold;
+  }
   if (a.flag("explain")) p["explain"] = true;
   if (a.flag("no-mark")) p["mark_used"] = false;
   return callAndPrint(ctx, "memory/recall", p, [&](const json& r) { printHits(ctx, r); }, Paging::kYes);
@@ -647,6 +662,15 @@ int cmdDaemon(Context& ctx, const std::vector<std::string>& words) {
     while (pid > 0 && std::chrono::steady_clock::now() < deadline && std::filesystem::exists(pidFile) &&
            ::kill(static_cast<pid_t>(pid), 0) == 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    // Still draining (a long import's commit, say): not stopped, and a restart now would start a second daemon.
+    const bool answering = static_cast<bool>(RpcClient::connect(socket, std::chrono::milliseconds(100)));
+    const bool alive = pid > 0 && std::filesystem::exists(pidFile) && ::kill(static_cast<pid_t>(pid), 0) == 0;
+    if (answering || alive) {
+      std::cerr << "memq: memqd" << (pid > 0 ? " (pid " + std::to_string(pid) + ")" : std::string())
+                << " was asked to stop but is still " << (answering ? "answering" : "running")
+                << " after 10 s (finishing its requests); try again shortly\n";
+      return kExitUnreachable;
     }
     if (!ctx.options.json) std::cout << "memqd stopped\n";
     return kExitOk;

@@ -6,8 +6,16 @@
 #include <SQLiteCpp/Statement.h>
 #include <gtest/gtest.h>
 
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cstring>
 #include <map>
+#include <thread>
 #include <set>
 #include <sstream>
 
@@ -345,6 +353,9 @@ TEST_F(CliTest, UsageErrorsExitTwo) {
       "daemon",                           // no action
       "daemon jump",                      // unknown action
       "mcp now",                          // argument
+      "list --limit 4294967297",          // past an int: not a smaller limit
+      "recall x --threshold abc",         // not a number
+      "recall x --threshold 0,5",         // not a number either
       "bench",                            // no benchmark
       "bench retrieval",                  // no dataset
   };
@@ -363,6 +374,51 @@ TEST_F(CliTest, UsageErrorsExitTwo) {
   EXPECT_EQ(ok("list")["total"], 1);
   EXPECT_EQ(run("--help").exitCode, 0);
   EXPECT_EQ(run("--version").exitCode, 0);
+}
+
+// A memqd that acknowledges daemon/shutdown and goes on answering (still finishing a long commit, say): `daemon stop`
+// must not say it stopped, or `daemon restart` would start a second daemon beside it.
+TEST(DaemonStop, ADaemonStillAnsweringAfterTheWaitIsReportedAndExitsNonZero) {
+  const fs::path dir = makeTempDir("stop");
+  const std::string path = (dir / "memqd.sock").string();
+  int listener = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << std::strerror(errno);
+  ASSERT_EQ(::listen(listener, 64), 0);
+  std::atomic<bool> done{false};
+  std::thread server([&] {
+    while (!done) {
+      pollfd ready{listener, POLLIN, 0};
+      if (::poll(&ready, 1, 100) <= 0) continue;
+      const int conn = ::accept(listener, nullptr, nullptr);
+      if (conn < 0) continue;
+      std::string line;
+      char buf[4096];
+      for (pollfd in{conn, POLLIN, 0}; line.find('\n') == std::string::npos && ::poll(&in, 1, 200) > 0;) {
+        const ssize_t n = ::read(conn, buf, sizeof buf);
+        if (n <= 0) break;
+        line.append(buf, static_cast<size_t>(n));
+      }
+      if (auto request = nlohmann::json::parse(line.substr(0, line.find('\n')), nullptr, false);
+          request.is_object()) {
+        const std::string reply =
+            nlohmann::json{{"jsonrpc", "2.0"}, {"id", request["id"]}, {"result", {{"stopping", true}}}}.dump() + "\n";
+        (void)!::write(conn, reply.data(), reply.size());
+      }
+      ::close(conn);
+    }
+  });
+  CommandResult r = runCommand("MEMQ_SOCKET=" + shellQuote(path) + " " + shellQuote(binDir() + "/memq") + " daemon stop");
+  done = true;
+  server.join();
+  ::close(listener);
+  EXPECT_EQ(r.exitCode, 3) << r.out << r.err;
+  EXPECT_EQ(r.out.find("memqd stopped"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("still answering"), std::string::npos) << r.err;
+  fs::remove_all(dir);
 }
 
 // The memq binary alone in a directory, with a PATH that has no memqd: autostart cannot work.
