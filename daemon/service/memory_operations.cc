@@ -91,7 +91,8 @@ Result<SaveResult> Service::save(const CallContext& ctx, const SaveInput& rawInp
   result.similar = std::move(outcome->similar);
   result.warnings = std::move(outcome->warnings);
   for (auto& w : tabAnchors.warnings) result.warnings.push_back(std::move(w));
-  result.anchored = std::move(tabAnchors.anchored);
+  // A save that wrote nothing (the text exists hidden or superseded, or was rejected) anchored nothing either.
+  if (*status == SaveStatus::kCreated || *status == SaveStatus::kDeduped) result.anchored = std::move(tabAnchors.anchored);
   result.redactions = scrub.takeRedactions();
   result.memory = std::move(outcome->memory);
   result.reason = std::move(outcome->reason);

@@ -140,6 +140,18 @@ class WorkingSetServiceTest : public GitServiceTest {
   ClientState agent_;
 };
 
+// The reply's `anchored` says what was written: a save of text that exists hidden, or was rejected, writes nothing.
+TEST_F(WorkingSetServiceTest, ASaveThatWroteNothingReportsNothingAnchored) {
+  auto first = save(agent_, "the cache warms at midnight", {"src/b.c"});
+  ASSERT_TRUE(first.isOk()) << first.status().toString();
+  ASSERT_TRUE(service_->hide(ctx(agent_), StateChangeRequest{first->id, std::string("old")}).isOk());
+  toolUsed(agent_, "edit", "src/b.c", {{150, 152}});
+  auto again = save(agent_, "the cache warms at midnight", {"src/b.c"});
+  ASSERT_TRUE(again.isOk()) << again.status().toString();
+  EXPECT_EQ(again->status, SaveStatus::kExistsHidden);
+  EXPECT_TRUE(again->anchored.empty());
+}
+
 TEST_F(WorkingSetServiceTest, ASaveNamingAFileIsAnchoredToTheLinesTheTabEditedThere) {
   toolUsed(agent_, "edit", "src/b.c", {{150, 152}});
   toolUsed(agent_, "read", "src/b.c", {{1, 100}});  // read lines never anchor a save
