@@ -401,6 +401,9 @@ std::vector<ParamCase> paramCases(const std::string& project, const std::string&
       {"list_negative_limit", "memory/list", {{"limit", -1}}, invalidParams, "limit"},
       {"list_huge_limit", "memory/list", {{"limit", 1e18}}, invalidParams, "limit"},
       {"list_negative_offset", "memory/list", {{"offset", -5}}, invalidParams, "offset"},
+      // Past what the field holds: refused, never wrapped to another page or to every event.
+      {"list_offset_past_an_int", "memory/list", {{"offset", 4294967301ULL}}, invalidParams, "offset"},
+      {"audit_since_seq_past_int64", "audit/list", {{"since_seq", 9223372036854775808ULL}}, invalidParams, "since_seq"},
       {"list_limit_is_a_string", "memory/list", {{"limit", "10; DROP TABLE memories"}}, invalidParams, "limit"},
       {"import_garbage", "import", {{"jsonl", "{not json\n"}}, invalidParams, "jsonl"},
       {"import_half_good", "import", {{"jsonl", "{\"summary\":\"fine\"}\n{\"summary\":5}\n"}}, invalidParams, "jsonl"},
