@@ -162,6 +162,7 @@ Result<bool> MemoryStore::commitPendingSavesIfIdle(std::chrono::milliseconds idl
 }
 
 Status MemoryStore::checkpoint() {
+  if (retired_) return Status::ok();  // a store that retired writes nothing more (invariant 8)
   // A store that only reads takes the journal over as soon as the other process lets it go (closed, or killed with
   // acknowledged saves in it), not only at the next write.
   if (saves_->writesElsewhere()) (void)claimWrites();

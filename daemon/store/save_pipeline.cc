@@ -93,12 +93,14 @@ Status SavePipeline::openJournal() {
   // why they fail.
   if (!replayJournalIfNeeded().isOk()) return Status::ok();
   if (options_.saveBatch <= 1) {
+    // Unlinked while its lock is still held: once the lock is let go, a batching memqd may open and lock a journal at
+    // this path and acknowledge saves into it, and a removal after that would take its saves away.
+    std::filesystem::remove(path, ec);
     journal_.reset();
     {
       MutexLock lock(identityMutex_);
       journalIdentity_.reset();
     }
-    std::filesystem::remove(path, ec);
   }
   return Status::ok();
 }
@@ -255,8 +257,9 @@ Status SavePipeline::journalRecord(SaveRecord& record, uint64_t& sizeBefore) {
 
 void SavePipeline::unjournalRecord(const SaveRecord& record, uint64_t sizeBefore) {
   if (record.seq == 0 || record.seq != journalSeq_) return;
-  (void)journal_->truncateTo(sizeBefore);
-  journalSeq_ = record.seq - 1;
+  // Only a record that is gone frees its number: one left in the file (the truncate failed) keeps it, so the next
+  // save is not journalled under the same number and a replay never meets two records with one.
+  if (journal_->truncateTo(sizeBefore).isOk()) journalSeq_ = record.seq - 1;
 }
 
 void SavePipeline::noteUncommitted(int64_t pk, const SaveRecord& record) {

@@ -90,6 +90,16 @@ TEST_F(UsageTest, TheHousekeepingCheckpointWritesPendingUsage) {
   EXPECT_EQ(readUseCount(id), 1) << "a flushed use was counted twice";
 }
 
+// A store retires when its database file was moved or replaced (the registry forgets it): a housekeeping checkpoint
+// that still holds it must write nothing into that file, the uses it had not written included.
+TEST_F(UsageTest, ARetiredStoresCheckpointWritesNothing) {
+  const std::string id = save("retired store probe");
+  ASSERT_TRUE(store_->markUsed({pk(id)}).isOk());
+  (void)store_->retire();
+  EXPECT_TRUE(store_->checkpoint().isOk());
+  EXPECT_EQ(writtenUseCount(id), 0) << "a retired store wrote its pending uses";
+}
+
 TEST_F(UsageTest, AnotherWriteWritesPendingUsageFirstAndCountsItOnce) {
   const std::string id = save("write flush probe");
   ASSERT_TRUE(store_->markUsed({pk(id), pk(id), pk(id)}).isOk());
