@@ -188,16 +188,20 @@ Status refuseBinary(const Content& c, const FileVersion& version) {
   return Status::invalidField("version", "version " + version.id() + " is binary; it has no lines to carry");
 }
 
-// `bytes` with each CR that ends a line (right before its LF) removed, into `out`, when it has any; the view to diff.
-// A line's end is not part of its content: a file converted between CRLF and LF keeps its lines (the same count,
-// since lines are counted by LF), where a byte diff would call every one rewritten.
-std::string_view withoutCrAtEol(std::string_view bytes, std::string& out) {
-  if (bytes.find("\r\n") == std::string_view::npos) return bytes;
-  out.reserve(bytes.size());
+// `bytes` with its line ends made alike, into `out` when that changes anything; the view to diff. A line's end is
+// not part of its content: each CR right before an LF is removed, so a file converted between CRLF and LF keeps its
+// lines, and a last line without an LF gets one, so a line appended after it does not make it read as rewritten
+// (git's "\ No newline at end of file"). The line count is the same either way (countLines).
+std::string_view withLineEndsAlike(std::string_view bytes, std::string& out) {
+  const bool crlf = bytes.find("\r\n") != std::string_view::npos;
+  const bool openLastLine = !bytes.empty() && bytes.back() != '\n';
+  if (!crlf && !openLastLine) return bytes;
+  out.reserve(bytes.size() + 1);
   for (size_t i = 0; i < bytes.size(); ++i) {
     if (bytes[i] == '\r' && i + 1 < bytes.size() && bytes[i + 1] == '\n') continue;
     out.push_back(bytes[i]);
   }
+  if (openLastLine) out.push_back('\n');
   return out;
 }
 
@@ -239,8 +243,8 @@ Result<LineCarrier::DiffPtr> LineCarrier::computeDiff(const FileVersion& from, c
   if (options_.algorithm == DiffAlgorithm::kPatience) opts.flags |= GIT_DIFF_PATIENCE;
   if (options_.indentHeuristic) opts.flags |= GIT_DIFF_INDENT_HEURISTIC;
   std::string aCopy, bCopy;
-  const std::string_view aText = withoutCrAtEol(a.bytes, aCopy);
-  const std::string_view bText = withoutCrAtEol(b.bytes, bCopy);
+  const std::string_view aText = withLineEndsAlike(a.bytes, aCopy);
+  const std::string_view bText = withLineEndsAlike(b.bytes, bCopy);
   const int rc = git_diff_buffers(aText.data(), aText.size(), nullptr, bText.data(), bText.size(), nullptr, &opts,
                                   nullptr, nullptr, collectHunk, nullptr, &result->hunks);
   MEMQ_RETURN_IF_ERROR(gitStatus(rc, "diff " + from.id() + " to " + to.id()));

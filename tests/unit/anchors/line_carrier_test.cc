@@ -190,6 +190,25 @@ TEST_F(LineCarrierTest, ALineEndConversionLeavesEveryLineInPlace) {
   EXPECT_EQ(inside->counts, (CarryCounts{0, 1, 0}));
 }
 
+// A last line without an LF is the same line once one is appended after it (git's "No newline at end of file"): an
+// anchor on it moves nowhere and stays unchanged, and the same holds the other way.
+TEST_F(LineCarrierTest, ALineAppendedAfterALastLineWithoutANewlineLeavesItUnchanged) {
+  LineCarrier bare(nullptr);
+  Result<CarriedLines> appended =
+      bare.carry({{2, 2}}, FileVersion::buffer("a\nb"), FileVersion::buffer("a\nb\nc\n"));
+  ASSERT_TRUE(appended.isOk()) << appended.status().toString();
+  EXPECT_EQ(appended->lines, (LineRanges{{2, 2}}));
+  EXPECT_EQ(appended->unchanged, (LineRanges{{2, 2}}));
+  EXPECT_EQ(appended->counts, (CarryCounts{1, 0, 0}));
+  Result<CarriedLines> cut = bare.carry({{1, 2}}, FileVersion::buffer("a\nb\nc\n"), FileVersion::buffer("a\nb"));
+  ASSERT_TRUE(cut.isOk()) << cut.status().toString();
+  EXPECT_EQ(cut->unchanged, (LineRanges{{1, 2}}));
+  // A last line whose text changed is still rewritten.
+  Result<CarriedLines> edited = bare.carry({{2, 2}}, FileVersion::buffer("a\nb"), FileVersion::buffer("a\nB\n"));
+  ASSERT_TRUE(edited.isOk());
+  EXPECT_EQ(edited->counts, (CarryCounts{0, 1, 0}));
+}
+
 TEST_F(LineCarrierTest, AFiftyThousandLineFileCarriesExactly) {
   // 100 lines cut at the top, every 1,000th line rewritten, 10 lines inserted after old line 25,000.
   const std::string before = numbered(1, 50000);
