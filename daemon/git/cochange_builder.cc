@@ -320,8 +320,11 @@ Result<CoChangeUpdate> CoChangeBuilder::update(CoChangeCounts& counts, const git
         return rebuild(counts, head);
       }
       CommitPtr commit(raw);
-      // The same diff and filter as when it was added (the settings fingerprint guarantees the same options).
-      if (commitFiles(commit.get(), files)) counts.removeCommit(files);
+      // The same diff and filter as when it was added (the settings fingerprint guarantees the same options). A commit
+      // that cannot be diffed any more (its parent pruned since) cannot be taken out: its counts would stay forever,
+      // and be saved to the cache, so the window is built again instead.
+      if (!commitFiles(commit.get(), files)) return rebuild(counts, head);
+      counts.removeCommit(files);
     }
     update.removedSeqs.push_back(oldest.seq);
     counts.window.pop_front();

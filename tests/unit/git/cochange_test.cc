@@ -345,6 +345,34 @@ TEST(CoChange, WindowEvictsTheOldestCommitsIncrementally) {
   expectNeighbors(signals.cochangeNeighbors("e.c", 10), {{"f.c", 4, 1.0}});
 }
 
+// A counted commit that can no longer be diffed when it leaves the window (its parent pruned since, as a clone made
+// shallower and then garbage-collected leaves it): its counts cannot be taken out, so the window is built again;
+// nothing of it stays counted.
+TEST(CoChange, ACommitThatCannotBeDiffedWhenItLeavesTheWindowRebuildsInsteadOfStayingCounted) {
+  Project p;
+  p.repo.touch({"x.c"});
+  p.repo.touch({"a.c", "b.c"});  // its parent is pruned below; it leaves the window at the next refresh
+  const std::string parent = testing::trimmed(p.repo.git("rev-parse HEAD~1"));
+  p.repo.touch({"a.c", "b.c"});
+  p.repo.touch({"a.c", "c.c"});
+  p.repo.touch({"a.c", "c.c"});
+  GitSignalsOptions opts;
+  opts.cochange.window = 4;
+  const ProjectLocation loc = p.location();
+  {
+    GitRepoSignals first(loc, opts);
+    EXPECT_EQ(first.refreshDetailed().totalCommits, 4);  // saved to the cache
+  }
+  ASSERT_TRUE(std::filesystem::remove(p.repo.dir() + "/.git/objects/" + parent.substr(0, 2) + "/" + parent.substr(2)));
+
+  p.repo.touch({"c.c", "d.c"});
+  GitRepoSignals signals(loc, opts);  // a restart: the window comes from the cache, the new commit is walked
+  RefreshStats second = signals.refreshDetailed();
+  EXPECT_TRUE(second.rebuilt);
+  // a-b co-changed once in the window now (count 1): no longer a neighbour, as in a cold build.
+  expectNeighbors(signals.cochangeNeighbors("a.c", 10), {{"c.c", 2, 2 / std::sqrt(3.0 * 3)}});
+}
+
 TEST(CoChange, ChangedSettingsInvalidateTheCache) {
   Project p;
   for (int i = 0; i < 3; ++i) p.repo.touch({"a.c", "b.c"});
