@@ -4,6 +4,8 @@
 // memory_store.h for the invariants.
 #include "daemon/store/memory_store.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <unordered_set>
 
@@ -74,6 +76,12 @@ Result<std::unique_ptr<MemoryStore>> MemoryStore::open(StoreOptions options) {
   if (o.path != ":memory:") store->databaseIdentity_ = identity;
   installCheckpointGuard(**db, kCheckpointGuardFrames);
   store->sql_ = std::make_unique<StoreSql>(std::move(*db), o.scope);
+  try {
+    store->sql_->countOwnChanges();
+  } catch (const std::exception& e) {
+    // Not counted: the mirror then rebuilds after every commit of another connection, as without 0011.
+    spdlog::warn("memq: {} database {}: own changes not counted: {}", o.scope, o.path, e.what());
+  }
   store->mirror_ = std::make_unique<RecallMirror>(*store->sql_, *o.embedder, o.path, store->pendingUsage_);
   if (Status st = store->mirror_->load(); !st) {
     store->sawStorageError_ = true;

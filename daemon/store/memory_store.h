@@ -21,8 +21,9 @@
 //  4. Bad input is refused before any write; a failed transaction leaves nothing behind. (MemoryStore.)
 //  5. The mirror holds every row of `memories` with its current text, state, last_used_at, use_count, pinned,
 //     text length and file refs: each write refreshes the rows it touched from the tables; a refresh that fails, a
-//     batch that fails to commit, or a commit by another connection (PRAGMA data_version), makes the next search
-//     rebuild it first. (RecallMirror.)
+//     batch that fails to commit, or a commit by another connection (PRAGMA data_version) that changed rows
+//     (StoreSql::othersChanges; uses alone are not a change), makes the next search rebuild it first.
+//     (RecallMirror.)
 //  6. Saves in batches (StoreOptions::saveBatch > 1): a save is acknowledged only once it is in the save journal;
 //     every journal record carries a sequence number, the database records the last one it committed
 //     (save_batches.applied_batch), and a replay applies each record above it once, with the id and time it was
@@ -38,7 +39,7 @@
 //     SavePipeline asks before it acknowledges or commits.)
 //  9. One writer per database: a store that batches saves (or finds a journal there) writes its memories only while
 //     it holds the save journal's lock. A store that finds another process holding it writes no memory (its mirror
-//     rebuilt, vectors included, after each commit of the other's, never under a scan in flight), records no uses,
+//     rebuilt, vectors included, after each commit of the other's that changed rows, never under a scan in flight), records no uses,
 //     and skips the close's checkpoint; each write first tries to take the journal over and is refused
 //     (ScopeUnavailable) while it cannot, so no other process's commit can take the content of a save answered
 //     before its batch committed. A takeover replays the journal into a mirror made current first.

@@ -45,6 +45,7 @@ Status RecallMirror::load() {
   const std::string model(embedder_.model());
   try {
     vectorsVersion_ = sql_.dataVersion();
+    vectorsOthers_ = sql_.othersChanges();
     std::vector<std::pair<int64_t, std::vector<float>>> missing;
     sql_.forEachVectorRow(model, embedder_.dim(),
                           [&](int64_t pk, bool rejected, const float* vector, const std::string& summary,
@@ -98,7 +99,14 @@ Status RecallMirror::reloadIfStale() {
   if (!vectorsStale_ && followsAnotherWriter_ && (!readPass_ || !passVerified_)) {
     try {
       const int64_t version = sql_.dataVersion();
-      vectorsStale_ = version != vectorsVersion_;
+      if (version != vectorsVersion_) {
+        // A commit that changed no row (a co-change cache's, a use count's) leaves the indexes as they are.
+        if (othersChangedRowsSince(vectorsOthers_)) {
+          vectorsStale_ = true;
+        } else {
+          vectorsVersion_ = version;
+        }
+      }
       // ready() need not ask again in this pass when nothing moved since the rows were loaded either.
       passVerified_ = readPass_ && !vectorsStale_ && version == dataVersion_;
     } catch (const std::exception&) {
@@ -112,6 +120,7 @@ Status RecallMirror::reloadIfStale() {
 }
 
 void RecallMirror::loadRows() {
+  ++rowLoads_;
   rowsStale_ = true;  // until the load completes
   text_->clear();
   rows_.clear();
@@ -119,6 +128,7 @@ void RecallMirror::loadRows() {
   anchorsByPath_.clear();
   // Read before the rows: a commit by another connection in between then shows as a change, never as none.
   dataVersion_ = sql_.dataVersion();
+  rowsOthers_ = sql_.othersChanges();
   sql_.forEachMirrorRow([&](int64_t pk, std::string_view summary, std::string_view details,
                             std::string_view topicsText, bool active, std::string lastUsedAt, int64_t useCount,
                             bool pinned) {
@@ -229,15 +239,31 @@ bool RecallMirror::ready() {
       rowsStale_ = true;
       return false;
     }
-    // data_version moves only when another connection commits (this one's writes refresh the mirror themselves).
+    // data_version moves only when another connection commits (this one's writes refresh the mirror themselves);
+    // the rows are read again only when that connection changed some (the co-change cache's commits change none).
     // In a read pass it is compared once: the pass reads one snapshot.
-    if (rowsStale_ || ((!readPass_ || !passVerified_) && sql_.dataVersion() != dataVersion_)) loadRows();
+    if (rowsStale_) {
+      loadRows();
+    } else if (!readPass_ || !passVerified_) {
+      if (const int64_t version = sql_.dataVersion(); version != dataVersion_) {
+        if (othersChangedRowsSince(rowsOthers_)) {
+          loadRows();
+        } else {
+          dataVersion_ = version;
+        }
+      }
+    }
     passVerified_ = readPass_;
     return true;
   } catch (const std::exception&) {
     rowsStale_ = true;
     return false;
   }
+}
+
+bool RecallMirror::othersChangedRowsSince(const std::optional<int64_t>& seen) {
+  const std::optional<int64_t> now = sql_.othersChanges();
+  return !now || !seen || *now != *seen;  // not counted (a database older than 0011): any commit may have
 }
 
 void RecallMirror::addAnchors(int64_t pk, std::vector<MirroredFileRef> files) {

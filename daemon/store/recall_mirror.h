@@ -5,7 +5,8 @@
 // when a carry first needs it and cached by blob id, which names one content) and the path map (file path → rows,
 // in the file lane's order). It loads them from the committed rows,
 // refreshes one row after a write, and knows when it is stale: a refresh or a reload that failed, or a commit by
-// another connection (PRAGMA data_version). Use figures read from the database get the store's pending usage added
+// another connection (PRAGMA data_version) that changed rows (StoreSql::othersChanges; a commit of the co-change
+// cache's, or of another process's use counts, changes none). Use figures read from the database get the store's pending usage added
 // (pending_usage.h), so the mirror always holds the uses recall recorded, written or not.
 //
 // Errors: load() returns a Status; every other method either never throws (a failure marks the mirror stale, and
@@ -79,6 +80,8 @@ class RecallMirror {
   // The text and row figures need a rebuild before they are read (set when an evaluation was cut short).
   void markStale() { rowsStale_ = true; }
   bool rowsStale() const { return rowsStale_; }
+  // How many times the rows were read whole (loadRows): at open, and after whatever made them stale.
+  uint64_t rowLoads() const { return rowLoads_; }
   // True when the rows can answer: a text index exists and is current (rebuilt here if it was not). Never throws.
   bool ready();
   // Between these, ready() asks SQLite whether another connection committed only once, at its first call: the
@@ -119,6 +122,9 @@ class RecallMirror {
   // Takes a row and its paths out of the path map.
   void dropRow(int64_t pk);
   void insertRow(int64_t pk, MirroredRow row);
+  // Whether another connection changed a row's mirrored columns since StoreSql::othersChanges read `seen`. Throws on
+  // SQLite errors.
+  bool othersChangedRowsSince(const std::optional<int64_t>& seen);
   // Records the anchored refs of a row just inserted (insertRow; dropRow took out any it had).
   void addAnchors(int64_t pk, std::vector<MirroredFileRef> files);
   // The content of a version memq keeps, from the cache or the database. Throws on SQLite errors.
@@ -154,7 +160,12 @@ class RecallMirror {
   bool followsAnotherWriter_ = false;
   // PRAGMA data_version read before the vector indexes were loaded: a commit during the load shows as a change.
   int64_t vectorsVersion_ = 0;
+  // StoreSql::othersChanges read with vectorsVersion_ and with dataVersion_: another connection's commit that left
+  // it as it was changed no row, and the indexes or rows are kept (the version adopted).
+  std::optional<int64_t> vectorsOthers_;
+  std::optional<int64_t> rowsOthers_;
   size_t scansInFlight_ = 0;  // ScanInFlight guards alive
+  uint64_t rowLoads_ = 0;
 };
 
 }  // namespace memq

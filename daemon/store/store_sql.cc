@@ -77,6 +77,29 @@ int64_t StoreSql::dataVersion() {
   return v->executeStep() ? v->getColumn(0).getInt64() : -1;
 }
 
+void StoreSql::countOwnChanges() {
+  if (!db_->tableExists("mirror_generation")) return;
+  // The UPDATE OF list is 0011's: every column but the two a use writes.
+  db_->exec(
+      "CREATE TEMP TABLE IF NOT EXISTS mirror_own_changes (n INTEGER NOT NULL);"
+      "INSERT INTO temp.mirror_own_changes (n) SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM temp.mirror_own_changes);"
+      "CREATE TEMP TRIGGER IF NOT EXISTS mirror_own_insert AFTER INSERT ON main.memories "
+      "BEGIN UPDATE mirror_own_changes SET n = n + 1; END;"
+      "CREATE TEMP TRIGGER IF NOT EXISTS mirror_own_delete AFTER DELETE ON main.memories "
+      "BEGIN UPDATE mirror_own_changes SET n = n + 1; END;"
+      "CREATE TEMP TRIGGER IF NOT EXISTS mirror_own_update AFTER UPDATE OF id, category, summary, details, topics, "
+      "topics_text, source, session_id, created_at, updated_at, pinned, state, superseded_by, state_reason, "
+      "content_hash ON main.memories BEGIN UPDATE mirror_own_changes SET n = n + 1; END;");
+  countsChanges_ = true;
+}
+
+std::optional<int64_t> StoreSql::othersChanges() {
+  if (!countsChanges_) return std::nullopt;
+  auto q = statement(
+      "SELECT (SELECT n FROM main.mirror_generation WHERE id = 1) - (SELECT n FROM temp.mirror_own_changes)");
+  return q->executeStep() ? std::optional<int64_t>(q->getColumn(0).getInt64()) : std::nullopt;
+}
+
 int StoreSql::schemaVersion() { return memq::schemaVersion(*db_); }
 
 int64_t StoreSql::nextPk() { return db_->execAndGet("SELECT COALESCE(MAX(pk), 0) + 1 FROM memories").getInt64(); }

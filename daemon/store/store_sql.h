@@ -87,6 +87,13 @@ class StoreSql {
   // wal_checkpoint(TRUNCATE) at a clean close (checkpointForClose of database.h); false when the WAL stays.
   bool checkpointForClose();
   int64_t dataVersion();
+  // Counts this connection's own changes to the rows' mirrored columns in a TEMP table, under the same conditions as
+  // migration 0011's triggers count every connection's (mirror_generation). Call once, on the store's own connection;
+  // nothing is counted on a database older than 0011.
+  void countOwnChanges();
+  // mirror_generation less this connection's own count: it moves only when another connection changes what a
+  // mirror holds of a row (its insert, delete, or an update of more than its uses). nullopt when not counted.
+  std::optional<int64_t> othersChanges();
   int schemaVersion();
   int64_t nextPk();   // the pk SQLite gives the next row
   int64_t appliedBatch();
@@ -240,6 +247,7 @@ class StoreSql {
   // The schema has line anchors (migration 0007). The mirror's reads work without them, so that a store opened at
   // an older version (a test of an upgrade) still answers.
   bool hasAnchors_ = false;
+  bool countsChanges_ = false;  // countOwnChanges installed its counter (othersChanges answers)
   std::unordered_map<std::string, CacheEntry> statements_;  // declared after db_: destroyed before it
 };
 

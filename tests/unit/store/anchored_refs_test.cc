@@ -130,7 +130,9 @@ TEST_F(AnchoredRefsTest, ACommitByAnotherConnectionIsSeenByTheNextRead) {
   ASSERT_TRUE(store_->anchoredRefsOn({"src/a.c"}, {pk(a)}).isOk());  // the mirror is loaded
   {
     SQLite::Database other((dir_ / "data" / "memory.db").string(), SQLite::OPEN_READWRITE);
+    // As memq's own writes of a ref do, the row is touched with it (migration 0011 counts rows' changes).
     other.exec("UPDATE memory_files SET anchor_lines = '5-6' WHERE path = 'src/a.c'");
+    other.exec("UPDATE memories SET updated_at = updated_at WHERE id = '" + a + "'");
   }
   auto refs = store_->anchoredRefsOn({"src/a.c"}, {pk(a)});
   ASSERT_TRUE(refs.isOk());
@@ -149,7 +151,9 @@ TEST_F(AnchoredRefsTest, AReadPassReadsOneSnapshotAndTheNextPassSeesAnotherConne
   EXPECT_EQ(linesNow(), (LineRanges{{1, 1}}));
   {
     SQLite::Database other((dir_ / "data" / "memory.db").string(), SQLite::OPEN_READWRITE);
+    // As memq's own writes of a ref do, the row is touched with it (migration 0011 counts rows' changes).
     other.exec("UPDATE memory_files SET anchor_lines = '5-6' WHERE path = 'src/a.c'");
+    other.exec("UPDATE memories SET updated_at = updated_at WHERE id = '" + a + "'");
   }
   EXPECT_EQ(linesNow(), (LineRanges{{1, 1}}));  // the pass's snapshot
   store_->endReadPass();

@@ -428,10 +428,43 @@ TEST_F(StoreTest, UsageBumpsDoNotReindexFullText) {
   EXPECT_EQ(MemoryStoreTestAccess::database(*store_).getTotalChanges() - before, 1);
   before = MemoryStoreTestAccess::database(*store_).getTotalChanges();
   ASSERT_TRUE(store_->setPinned(a.id, true, user_).isOk());
-  EXPECT_EQ(MemoryStoreTestAccess::database(*store_).getTotalChanges() - before, 2);  // the row and its event
+  // The row, its event, and the two counts of changes to mirrored rows (migration 0011's, and the connection's own).
+  EXPECT_EQ(MemoryStoreTestAccess::database(*store_).getTotalChanges() - before, 4);
   before = MemoryStoreTestAccess::database(*store_).getTotalChanges();
   ASSERT_TRUE(store_->update(a.id, UpdateInput{.details = std::string("now with details")}, user_).isOk());
   EXPECT_GT(MemoryStoreTestAccess::database(*store_).getTotalChanges() - before, 4);  // text changed: both FTS lanes re-indexed
+}
+
+// Another connection's commit makes the mirror read every row again only when it changed one: the project's
+// co-change cache commits on a connection of its own after each new commit in the repository, and a rebuild of every
+// row (0.2 s at 10k memories) on the next recall is what that cost before.
+TEST_F(StoreTest, AnotherConnectionsCommitReloadsTheMirrorOnlyWhenItChangedARow) {
+  auto a = save("The mirror is rebuilt only when rows change");
+  auto b = save("Another memory about caches");
+  // The store's own writes of every kind, before and between the other connection's commits: never "another's".
+  ASSERT_TRUE(store_->setPinned(a.id, true, user_).isOk());
+  ASSERT_TRUE(store_->update(b.id, UpdateInput{.details = std::string("rewritten by the store itself")}, user_).isOk());
+  ASSERT_TRUE(store_->markUsed({*store_->pkOf(a.id)}).isOk());
+  ASSERT_TRUE(store_->flushUsage().isOk());
+  auto searchable = [&](const std::string& words) {
+    auto hits = store_->searchFts(FtsLane::kUnicode, words, 5);
+    EXPECT_TRUE(hits.isOk()) << hits.status().toString();
+    return hits.isOk() && !hits->empty();
+  };
+  ASSERT_TRUE(searchable("rebuilt"));
+  const uint64_t loads = MemoryStoreTestAccess::mirrorRowLoads(*store_);
+
+  SQLite::Database other(path_, SQLite::OPEN_READWRITE);
+  other.exec("PRAGMA busy_timeout = 5000");
+  other.exec("INSERT INTO scrub_grants (memory_id) VALUES ('no-such-memory')");  // a table no mirror reads
+  other.exec("UPDATE memories SET use_count = use_count + 1");                   // uses alone
+  ASSERT_TRUE(store_->setPinned(a.id, false, user_).isOk());                     // the store's own, in between
+  ASSERT_TRUE(searchable("rebuilt"));
+  EXPECT_EQ(MemoryStoreTestAccess::mirrorRowLoads(*store_), loads) << "a commit that changed no row rebuilt the rows";
+
+  other.exec("UPDATE memories SET summary = 'Edited elsewhere: wombats', details = '' WHERE id = '" + b.id + "'");
+  EXPECT_TRUE(searchable("wombats")) << "a row changed by another connection was not read again";
+  EXPECT_EQ(MemoryStoreTestAccess::mirrorRowLoads(*store_), loads + 1);
 }
 
 TEST_F(StoreTest, ListFilters) {
@@ -1001,9 +1034,10 @@ TEST_F(TextLaneTest, EveryWriteKeepsTheLaneIdenticalToFts5) {
   // Last use stored in other shapes (hand edits, older writers): the file lane still orders as SQLite orders TEXT.
   {
     SQLite::Database other(path_, SQLite::OPEN_READWRITE);
-    other.exec("UPDATE memories SET last_used_at = '2026-01-01T00:00:00Z' WHERE id = '" + a.id + "'");
-    other.exec("UPDATE memories SET last_used_at = '2026-01-01T00:00:00.000Z' WHERE id = '" + b.id + "'");
-    other.exec("UPDATE memories SET last_used_at = '2026-01-01 23:00:00' WHERE id = '" + imported.id + "'");
+    // Each with a change a mirror holds (updated_at named in the SET), or the uses alone would not be read again.
+    other.exec("UPDATE memories SET last_used_at = '2026-01-01T00:00:00Z', updated_at = updated_at WHERE id = '" + a.id + "'");
+    other.exec("UPDATE memories SET last_used_at = '2026-01-01T00:00:00.000Z', updated_at = updated_at WHERE id = '" + b.id + "'");
+    other.exec("UPDATE memories SET last_used_at = '2026-01-01 23:00:00', updated_at = updated_at WHERE id = '" + imported.id + "'");
   }
   expectSameLane("last use in other shapes");
   open();

@@ -1,10 +1,12 @@
 // MemoryStoreTestAccess: what the store tests reach inside a MemoryStore (the connection, to check the rows and
-// break them; the background applier, to wait for it), through the friend MemoryStore declares for them.
+// break them; the background applier, to wait for it; the mirror, to count its rebuilds), through the friend
+// MemoryStore declares for them.
 #pragma once
 
 #include <SQLiteCpp/Database.h>
 
 #include "daemon/store/memory_store.h"
+#include "daemon/store/recall_mirror.h"
 #include "daemon/store/save_pipeline.h"
 #include "daemon/store/store_sql.h"
 
@@ -23,6 +25,8 @@ class MemoryStoreTestAccess {
   // Waits until the background applier has nothing left to do, without taking the connection back; true when it
   // failed (the next call then rebuilds the in-memory indexes and replays its saves).
   static bool waitForApplierIdle(MemoryStore& store) { return store.saves_->waitForApplierIdle(); }
+  // How many times the store's mirror read every row (RecallMirror::rowLoads).
+  static uint64_t mirrorRowLoads(MemoryStore& store) { return store.mirror_->rowLoads(); }
 };
 
 }  // namespace memq
