@@ -208,6 +208,7 @@ void RenameMap::applyLocked(Walk walk) {
   while (perCommit_.size() > static_cast<size_t>(options_.maxCommits)) perCommit_.pop_back();
   head_ = walk.head;
   walked_ = true;
+  tooFarHead_.reset();
   history_ = RenameEdges();
   for (const Edges& commit : perCommit_) {
     for (const auto& [from, to] : commit) history_.add(from, to);
@@ -229,10 +230,17 @@ void RenameMap::followHeadLocked(const std::optional<git_oid>& head) {
   }
   if (walked_ && git_oid_equal(&*head, &head_)) return;
   // On the request path only a short step forward is walked (or the first walk, which has nothing to fall back
-  // on); a longer or sideways move keeps the renames known so far until refresh() walks it off the request path.
+  // on); a longer or sideways move keeps the renames known so far until refresh() walks it off the request path,
+  // and is not walked again by every lookup meanwhile.
+  if (walked_ && tooFarHead_ && git_oid_equal(&*head, &*tooFarHead_)) return;
   const size_t limit = walked_ ? kRequestWalk : static_cast<size_t>(options_.maxCommits);
+  ++lookupWalks_;
   Walk walk = walkHistory(repository_.get(), *head, walked_ ? std::optional<git_oid>(head_) : std::nullopt, limit);
-  if (walk.complete) applyLocked(std::move(walk));
+  if (walk.complete) {
+    applyLocked(std::move(walk));
+  } else {
+    tooFarHead_ = *head;
+  }
 }
 
 PathStamps RenameMap::ignoreFileStamps(const std::vector<std::string>& targets) const {
@@ -337,6 +345,11 @@ const std::vector<std::string>& RenameMap::deletedFilesLocked(git_tree* headTree
 size_t RenameMap::workTreeReads() {
   MutexLock lock(mutex_);
   return workTreeReads_;
+}
+
+size_t RenameMap::lookupWalks() {
+  MutexLock lock(mutex_);
+  return lookupWalks_;
 }
 
 size_t RenameMap::renameSearches() {

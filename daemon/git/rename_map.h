@@ -96,6 +96,8 @@ class RenameMap {
   // among them (tests).
   size_t workTreeReads();
   size_t renameSearches();
+  // How many history walks lookups made themselves (tests).
+  size_t lookupWalks();
 
  private:
   using Edges = std::vector<std::pair<std::string, std::string>>;
@@ -173,6 +175,9 @@ class RenameMap {
   RenameEdges history_ GUARDED_BY(mutex_);
   std::optional<DeletedFiles> deleted_ GUARDED_BY(mutex_);
   size_t workTreeReads_ GUARDED_BY(mutex_) = 0;
+  size_t lookupWalks_ GUARDED_BY(mutex_) = 0;
+  // A HEAD too far ahead for a lookup's own walk: lookups leave it to refresh() instead of walking again each time.
+  std::optional<git_oid> tooFarHead_ GUARDED_BY(mutex_);
   std::deque<RenameAnswer> answers_ GUARDED_BY(mutex_);  // newest first, at most kKeptAnswers
   size_t renameSearches_ GUARDED_BY(mutex_) = 0;
 };

@@ -151,7 +151,10 @@ TEST_F(RenameMapTest, ALongMoveOfHeadIsWalkedByRefreshNotByALookup) {
   repo_.git("commit -qm rename");
   // 70 more commits: more than a lookup walks on its own.
   for (int i = 0; i < 70; ++i) repo_.git("commit -q --allow-empty -m filler");
+  const size_t walks = map->lookupWalks();
   EXPECT_TRUE(earlier(*map, "src/b.c").empty());  // answered from what was known
+  EXPECT_TRUE(earlier(*map, "src/b.c").empty());
+  EXPECT_EQ(map->lookupWalks(), walks + 1) << "every lookup walked the same 64 commits again";
   EXPECT_EQ(map->refresh(), 71);
   EXPECT_EQ(earlier(*map, "src/b.c"), std::vector<std::string>{"src/a.c"});
   // A short step forward is a lookup's own.
