@@ -111,14 +111,6 @@ std::optional<std::string> Dispatcher::handleCall(ClientState& client, const Cal
     spdlog::error("internal error in {}: unknown exception", call.method);
     result = Status(ErrorCode::kInternalError, "internal error");
   }
-  if (result && result->size() > kMaxReplyBytes) {
-    // The call ran (a read, since no write's reply is this long); only its answer is refused.
-    result = Status(ErrorCode::kInvalidParams,
-                    fmt::format("the reply would be {} bytes, more than the {} one message may get; ask for less "
-                                "(a smaller limit)",
-                                result->size(), kMaxReplyBytes),
-                    nlohmann::json{{"reply_bytes", result->size()}, {"max_reply_bytes", kMaxReplyBytes}});
-  }
   if (logLine) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     *logLine = fmt::format("{} id={} {:.2f}ms {}", bounded(call.method, kLoggedMethodBytes),
@@ -129,6 +121,20 @@ std::optional<std::string> Dispatcher::handleCall(ClientState& client, const Cal
   if (call.isNotification()) return std::nullopt;
   return result ? resultReplyText(call.id, *result) : serializeMessage(makeErrorReply(call.id, result.status()));
 }
+
+namespace {
+
+// The answer to a call that ran but whose reply (of `replyBytes`) does not fit in what is left of `room`.
+std::string replyTooLong(const nlohmann::json& id, size_t replyBytes, size_t room) {
+  return serializeMessage(makeErrorReply(
+      id, Status(ErrorCode::kInvalidParams,
+                 fmt::format("the call ran, but its reply of {} bytes would pass the {} bytes one message may get; "
+                             "ask for less (a smaller limit), or send it alone",
+                             replyBytes, room),
+                 nlohmann::json{{"reply_bytes", replyBytes}, {"max_reply_bytes", room}})));
+}
+
+}  // namespace
 
 std::optional<std::string> Dispatcher::handleMessage(ClientState& client, std::string_view text, MessageLog* log) {
   return handleEnvelope(client, parseEnvelope(text), log);
@@ -150,10 +156,10 @@ std::optional<std::string> Dispatcher::handleEnvelope(ClientState& client, const
       if (log && firstError.empty()) firstError = "<invalid> " + loggedOutcome(item.error);
       continue;
     }
-    if (replyBytes >= kMaxReplyBytes) {
+    if (envelope.batch && replyBytes + kBatchRunRoom > kMaxReplyBytes) {
       const Status skipped(ErrorCode::kBusy,
-                           fmt::format("not run: the batch's replies before this element reached {} bytes; send it "
-                                       "again in a smaller batch",
+                           fmt::format("not run: the batch's replies before this element left too little of the {} "
+                                       "bytes one message may get; send it again in a smaller batch",
                                        kMaxReplyBytes),
                            nlohmann::json{{"max_reply_bytes", kMaxReplyBytes}});
       ++failed;
@@ -167,7 +173,12 @@ std::optional<std::string> Dispatcher::handleEnvelope(ClientState& client, const
     (succeeded ? ok : failed) += 1;
     if (log && (envelope.batch ? !succeeded && firstError.empty() : true)) firstError = std::move(line);
     if (reply) {
-      replyBytes += reply->size();
+      const size_t room = envelope.batch ? kMaxReplyBytes - kBatchErrorRoom - replyBytes : kMaxReplyBytes;
+      if (reply->size() > room) {
+        *reply = replyTooLong(item.call->id, reply->size(), envelope.batch ? kMaxReplyBytes - kBatchErrorRoom : room);
+        if (succeeded) --ok, ++failed;
+      }
+      replyBytes += reply->size() + 1;  // and its comma
       replies.push_back(std::move(*reply));
     }
   }

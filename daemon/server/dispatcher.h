@@ -66,11 +66,19 @@ class Dispatcher {
     std::string line;
     size_t calls = 0;  // elements handled, for requests_served
   };
-  // The most reply text one message gets: what a connection may have queued (Session::kMaxQueuedBytes). A call
-  // whose reply would be longer is answered with an InvalidParams error instead; in a batch, once the replies so far
-  // reach it, the elements left are not run and are answered with Busy. So one message can never make memqd build
-  // more than this (and one reply) in memory, nor get its client disconnected for a reply it could not read.
-  static constexpr size_t kMaxReplyBytes = 16u << 20;
+  // The most reply text one message gets: what a connection may have queued (Session::kMaxQueuedBytes, 16 MiB) less
+  // room for the framing. A call whose reply would be longer is answered with an InvalidParams error instead (the
+  // call ran; a read is what makes replies that long). In a batch an element runs only while the replies so far
+  // leave kBatchRunRoom, and one whose reply would take them past kMaxReplyBytes - kBatchErrorRoom gets that error
+  // instead; the elements not run are answered with Busy. So no message gets its client disconnected for a reply it
+  // could not read, nor makes memqd build more than this (and one reply) in memory.
+  static constexpr size_t kMaxReplyBytes = (16u << 20) - (64u << 10);
+  // Room kept for the answers to the elements not run: at most 10,000 of ~150 bytes, plus their ids (all within
+  // the message, at most 1 MiB by default and far less in practice).
+  static constexpr size_t kBatchErrorRoom = 3u << 20;
+  // Room an element needs to run: more than any write's reply (a save's is at most a few hundred KiB), so a write
+  // that ran is never answered with a reply-size error.
+  static constexpr size_t kBatchRunRoom = kBatchErrorRoom + (1u << 20);
   // Handles one frame's text; returns the reply text to send, or nullopt when nothing is to be sent
   // (notifications only).
   std::optional<std::string> handleMessage(ClientState& client, std::string_view text, MessageLog* log = nullptr);

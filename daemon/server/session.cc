@@ -10,6 +10,9 @@
 #include "daemon/server/server.h"
 #include "protocol/envelope.h"
 
+static_assert(memq::Dispatcher::kMaxReplyBytes + (64u << 10) <= memq::Session::kMaxQueuedBytes,
+              "a reply the dispatcher lets through, framed, must fit what a connection may queue");
+
 namespace memq {
 
 Session::Session(Server& server, asio::local::stream_protocol::socket socket, size_t maxMessageBytes, uint64_t number,

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "daemon/anchors/line_ranges.h"
 #include "daemon/model/file_path.h"
@@ -91,8 +92,16 @@ Result<SaveResult> Service::save(const CallContext& ctx, const SaveInput& rawInp
   result.similar = std::move(outcome->similar);
   result.warnings = std::move(outcome->warnings);
   for (auto& w : tabAnchors.warnings) result.warnings.push_back(std::move(w));
-  // A save that wrote nothing (the text exists hidden or superseded, or was rejected) anchored nothing either.
-  if (*status == SaveStatus::kCreated || *status == SaveStatus::kDeduped) result.anchored = std::move(tabAnchors.anchored);
+  // What was written: all of it for a new memory; for a dedup, the refs it added (a path the memory had keeps its
+  // ref as it was); nothing for a save that wrote nothing (the text exists hidden or superseded, or was rejected).
+  if (*status == SaveStatus::kCreated) {
+    result.anchored = std::move(tabAnchors.anchored);
+  } else if (*status == SaveStatus::kDeduped) {
+    for (auto& a : tabAnchors.anchored) {
+      const auto& added = outcome->filesAdded;
+      if (std::find(added.begin(), added.end(), a.path) != added.end()) result.anchored.push_back(std::move(a));
+    }
+  }
   result.redactions = scrub.takeRedactions();
   result.memory = std::move(outcome->memory);
   result.reason = std::move(outcome->reason);
@@ -202,7 +211,9 @@ Result<ListResult> Service::list(const CallContext& ctx, const ListFilter& filte
   ListFilter f = filter;
   // Page across scopes: fetch enough from each, then cut.
   f.offset = 0;
-  f.limit = filter.offset + filter.limit;
+  // Both are at most INT_MAX (the schemas): their sum may not be.
+  f.limit = static_cast<int>(std::min<int64_t>(std::numeric_limits<int>::max(),
+                                               int64_t{filter.offset} + int64_t{filter.limit}));
   if (f.file && !f.file->empty()) {
     auto p = normalizePaths(ctx, scopes->empty() ? nullptr : scopes->front().get(), {*f.file}, "file");
     if (!p) return p.status();

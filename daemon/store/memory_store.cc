@@ -192,6 +192,11 @@ Status MemoryStore::claimWrites() {
   if (Status st = writable(); !st) return st;  // never into a file removed or replaced since open
   if (!saves_->writesElsewhere()) return Status::ok();
   Status st = saves_->claimWrites();  // never beside another process's saves
+  if (!saves_->writesElsewhere()) {
+    // Taken over: the rows are read again before this store writes. While it followed, the other process's use
+    // counts were no change to its mirror (RecallMirror), and as the writer it never sees another's commit again.
+    mirror_->markStale();
+  }
   mirror_->followAnotherWriter(saves_->writesElsewhere());
   return st;
 }

@@ -216,6 +216,7 @@ SaveEffects MemoryStore::applySave(const SaveRecord& record) {
     const size_t room = m.files.size() >= kMaxFiles ? 0 : kMaxFiles - m.files.size();
     const std::vector<std::string> added = sql_->writeFileRefs(m.pk, record.files, room);
     if (!added.empty()) detail["files_added"] = added;
+    out.filesAdded = added;
     appendEvent(m.id, "dedup", actor, detail, at);
     if (out.topicsMerged) {
       auto vec = embedMemory(m.summary, m.details, topics);

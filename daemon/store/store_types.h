@@ -67,6 +67,8 @@ struct SaveOutcome {
   std::optional<std::string> reason;       // rejected: the tombstone's reason
   std::optional<std::string> supersededBy;  // exists_superseded: the replacement
   bool topicsMerged = false;
+  // deduped: the paths of the refs this save added (a path the memory had keeps its ref, anchor and all, as it was).
+  std::vector<std::string> filesAdded;
 };
 
 struct UpdateInput {

@@ -152,6 +152,22 @@ TEST_F(WorkingSetServiceTest, ASaveThatWroteNothingReportsNothingAnchored) {
   EXPECT_TRUE(again->anchored.empty());
 }
 
+// A dedup adds the refs the memory lacked and leaves the ones it had as they were: only the added are anchored.
+TEST_F(WorkingSetServiceTest, ADedupReportsAnchoredOnlyTheRefsItAdded) {
+  auto first = save(agent_, "the parser retries twice", {"src/b.c"});
+  ASSERT_TRUE(first.isOk()) << first.status().toString();
+  toolUsed(agent_, "edit", "src/b.c", {{150, 152}});
+  toolUsed(agent_, "edit", "src/a.c", {{3, 4}});
+  auto again = save(agent_, "the parser retries twice", {"src/b.c", "src/a.c"});
+  ASSERT_TRUE(again.isOk()) << again.status().toString();
+  EXPECT_EQ(again->status, SaveStatus::kDeduped);
+  ASSERT_EQ(again->anchored.size(), 1u);
+  EXPECT_EQ(again->anchored[0].path, "src/a.c");
+  auto b = storedRef(again->id, "src/b.c");
+  ASSERT_TRUE(b.has_value());
+  EXPECT_FALSE(b->anchor.has_value()) << "the ref the memory had was re-anchored";
+}
+
 TEST_F(WorkingSetServiceTest, ASaveNamingAFileIsAnchoredToTheLinesTheTabEditedThere) {
   toolUsed(agent_, "edit", "src/b.c", {{150, 152}});
   toolUsed(agent_, "read", "src/b.c", {{1, 100}});  // read lines never anchor a save

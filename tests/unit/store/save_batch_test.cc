@@ -719,6 +719,28 @@ TEST_F(SaveBatchTest, AStoreThatOnlyReadsFollowsTheWritersCommitsAndTakesOverWit
   EXPECT_EQ(count(*second, "SELECT COUNT(*) FROM memories WHERE state = 'active'"), 4);
 }
 
+// While it follows, the other process's use counts are no change to a reader's rows (they would rebuild every row at
+// each of its flushes); once it has taken over it reads them, or it would rank by them as they were for good.
+TEST_F(SaveBatchTest, AStoreThatTakesOverReadsTheUsesTheWriterRecordedWhileItFollowed) {
+  auto used = save(*store_, "Platypuses lay eggs and hunt by electroreception");
+  ASSERT_TRUE(used.isOk());
+  ASSERT_TRUE(store_->commitPendingSaves().isOk());
+  const int64_t pk = store_->pkOf(used->id).value_or(-1);
+  auto reader = openAt(dir_ / "data");
+  ASSERT_NE(reader, nullptr);
+  auto mirroredUses = [&](MemoryStore& s) {
+    auto rows = s.mirroredRows({pk});
+    return rows && rows->size() == 1 && (*rows)[0] != nullptr ? (*rows)[0]->useCount : -1;
+  };
+  ASSERT_EQ(mirroredUses(*reader), 0);
+  ASSERT_TRUE(store_->markUsed({pk, pk, pk}).isOk());
+  ASSERT_TRUE(store_->flushUsage().isOk());
+  EXPECT_EQ(mirroredUses(*reader), 0);  // following: uses alone are no change
+  store_.reset();
+  ASSERT_TRUE(save(*reader, "Echidnas also lay eggs").isOk());  // taken over
+  EXPECT_EQ(mirroredUses(*reader), 3);
+}
+
 TEST_F(SaveBatchTest, AFollowingStoreNeverRebuildsTheIndexAScanIsReading) {
   ASSERT_TRUE(store_->commitPendingSaves().isOk());
   auto reader = openAt(dir_ / "data");
