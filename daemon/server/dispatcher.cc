@@ -170,17 +170,19 @@ std::optional<std::string> Dispatcher::handleEnvelope(ClientState& client, const
     std::string line;
     bool succeeded = false;
     std::optional<std::string> reply = handleCall(client, *item.call, log ? &line : nullptr, &succeeded);
-    (succeeded ? ok : failed) += 1;
-    if (log && (envelope.batch ? !succeeded && firstError.empty() : true)) firstError = std::move(line);
+    bool answered = succeeded;
     if (reply) {
       const size_t room = envelope.batch ? kMaxReplyBytes - kBatchErrorRoom - replyBytes : kMaxReplyBytes;
-      if (reply->size() > room) {
-        *reply = replyTooLong(item.call->id, reply->size(), envelope.batch ? kMaxReplyBytes - kBatchErrorRoom : room);
-        if (succeeded) --ok, ++failed;
+      if (const size_t bytes = reply->size(); bytes > room) {
+        *reply = replyTooLong(item.call->id, bytes, envelope.batch ? kMaxReplyBytes - kBatchErrorRoom : room);
+        answered = false;
+        if (log) line += fmt::format(" (its reply of {} bytes refused: too long)", bytes);
       }
       replyBytes += reply->size() + 1;  // and its comma
       replies.push_back(std::move(*reply));
     }
+    (answered ? ok : failed) += 1;
+    if (log && (envelope.batch ? !answered && firstError.empty() : true)) firstError = std::move(line);
   }
   if (log) {
     log->calls = envelope.items.size();

@@ -57,8 +57,11 @@ class DispatcherTest : public ::testing::Test {
 constexpr size_t kEnvelopeBytes = 34;
 
 TEST_F(DispatcherTest, AReplyOverTheBoundIsAnErrorNamingItsSizeAndOneAtTheBoundIsSent) {
-  auto over = dispatcher_->handleMessage(client_, call(1, Dispatcher::kMaxReplyBytes - kEnvelopeBytes + 1).dump());
+  Dispatcher::MessageLog log;
+  auto over =
+      dispatcher_->handleMessage(client_, call(1, Dispatcher::kMaxReplyBytes - kEnvelopeBytes + 1).dump(), &log);
   ASSERT_TRUE(over.has_value());
+  EXPECT_NE(log.line.find("refused: too long"), std::string::npos) << log.line;  // the request log says so too
   const json refused = json::parse(*over);
   EXPECT_EQ(refused["id"], 1);
   EXPECT_EQ(refused["error"]["code"], static_cast<int>(ErrorCode::kInvalidParams)) << refused.dump();
