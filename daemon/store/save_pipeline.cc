@@ -4,7 +4,10 @@
 #include "daemon/store/save_pipeline.h"
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
+#include <set>
+#include <string_view>
 #include <system_error>
 
 #include "daemon/store/memory_store.h"
@@ -257,9 +260,13 @@ Status SavePipeline::journalRecord(SaveRecord& record, uint64_t& sizeBefore) {
 
 void SavePipeline::unjournalRecord(const SaveRecord& record, uint64_t sizeBefore) {
   if (record.seq == 0 || record.seq != journalSeq_) return;
-  // Only a record that is gone frees its number: one left in the file (the truncate failed) keeps it, so the next
-  // save is not journalled under the same number and a replay never meets two records with one.
-  if (journal_->truncateTo(sizeBefore).isOk()) journalSeq_ = record.seq - 1;
+  if (journal_->truncateTo(sizeBefore).isOk()) {
+    journalSeq_ = record.seq - 1;
+    return;
+  }
+  // The record stays in the file: it keeps its number (the next save is not journalled under it), and a record
+  // voiding it follows, so that a replay never applies a save its client was told failed.
+  (void)journal_->append(voidRecordText(record.seq));
 }
 
 void SavePipeline::noteUncommitted(int64_t pk, const SaveRecord& record) {
@@ -337,6 +344,21 @@ Status SavePipeline::replayJournalIfNeeded() {
   return st;
 }
 
+std::string SavePipeline::voidRecordText(uint64_t seq) { return "{\"void\":" + std::to_string(seq) + "}"; }
+
+std::optional<uint64_t> SavePipeline::voidedSeq(const std::string& text) {
+  constexpr std::string_view kPrefix = "{\"void\":";
+  if (text.size() < kPrefix.size() + 2 || text.compare(0, kPrefix.size(), kPrefix) != 0 || text.back() != '}') {
+    return std::nullopt;
+  }
+  uint64_t seq = 0;
+  const char* first = text.data() + kPrefix.size();
+  const char* last = text.data() + text.size() - 1;
+  auto [end, ec] = std::from_chars(first, last, seq);
+  if (ec != std::errc() || end != last) return std::nullopt;
+  return seq;
+}
+
 Status SavePipeline::replayJournal() {
   // During a recall's vector scan a replay would change the index the scan reads: the recall reads without the
   // journal's saves, and the next call after the scan replays them.
@@ -353,13 +375,19 @@ Status SavePipeline::replayJournal() {
   // Records numbered up to `applied` are committed (the file was not emptied after their commit); the rest are
   // applied as they were the first time: in order, each with its own id and time.
   std::vector<SaveRecord> unapplied;
+  std::set<uint64_t> voided;  // saves that failed after they were journalled (unjournalRecord)
   uint64_t last = applied;
   try {
     for (const auto& text : contents->records) {
+      if (auto seq = voidedSeq(text)) {
+        voided.insert(*seq);
+        continue;
+      }
       SaveRecord r = SaveRecord::fromJson(text);
       last = std::max(last, r.seq);
       if (r.seq > applied) unapplied.push_back(std::move(r));
     }
+    std::erase_if(unapplied, [&](const SaveRecord& r) { return voided.count(r.seq) != 0; });
   } catch (const std::exception& e) {
     return Status(ErrorCode::kStorageError, "cannot read the saves in " + journal_->path() + ": " + e.what());
   }

@@ -125,6 +125,10 @@ class SavePipeline {
   // Whether SQLite rolled the open batch back by itself (it may, on an I/O error).
   bool batchLost();
 
+  // The journal record that voids save `seq`, and the seq a record voids (nullopt for a save's record).
+  static std::string voidRecordText(uint64_t seq);
+  static std::optional<uint64_t> voidedSeq(const std::string& text);
+
  private:
   struct UncommittedRow {
     std::string id;
@@ -135,7 +139,8 @@ class SavePipeline {
   bool journalOverLimit() const REQUIRES(mutex_) {
     return journal_ && journal_->size() > options_.maxJournalBytes;
   }
-  // Drops a record journalRecord appended (its save failed).
+  // Drops a record journalRecord appended (its save failed): cut from the file, or, when the cut fails, voided by a
+  // record a replay reads as "skip seq N".
   void unjournalRecord(const SaveRecord& record, uint64_t sizeBefore) REQUIRES(mutex_);
   void noteUncommitted(int64_t pk, const SaveRecord& record) REQUIRES(mutex_);
   // Commits the open batch: its rows into the FTS lanes, the journal's last applied number, COMMIT, then the

@@ -507,6 +507,40 @@ TEST_F(SaveBatchTest, AReplayDueDuringARecallsVectorScanWaitsUntilTheScanIsOver)
   EXPECT_EQ(store_->activeIndex().size(), 4u);
 }
 
+// A save that failed after it was journalled, whose record the journal could not cut (an I/O error), is voided by
+// a record after it: a replay applies the others and never that one, whose client was told it failed.
+TEST_F(SaveBatchTest, AReplaySkipsASaveItsJournalVoided) {
+  std::vector<SaveOutcome> acked;
+  for (const char* text : {"Acknowledged before the void", "Failed after it was journalled", "Acknowledged after"}) {
+    auto r = save(*store_, text);
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    acked.push_back(*r);
+  }
+  const auto copy = crashCopy("voided");
+  {
+    auto journal = SaveJournal::open((copy / "memory.db-saves").string());
+    ASSERT_TRUE(journal.isOk()) << journal.status().toString();
+    auto contents = (*journal)->read();
+    ASSERT_TRUE(contents.isOk());
+    std::optional<uint64_t> failedSeq;
+    for (const auto& text : contents->records) {
+      if (SavePipeline::voidedSeq(text)) continue;
+      const SaveRecord r = SaveRecord::fromJson(text);
+      if (r.id == acked[1].id) failedSeq = r.seq;
+    }
+    ASSERT_TRUE(failedSeq.has_value());
+    ASSERT_TRUE((*journal)->append(SavePipeline::voidRecordText(*failedSeq)).isOk());
+  }
+  auto reopened = openAt(copy);
+  ASSERT_NE(reopened, nullptr);
+  EXPECT_EQ(reopened->replayedSaves(), 2u);
+  EXPECT_TRUE(reopened->get(acked[0].id).isOk());
+  EXPECT_EQ(reopened->get(acked[1].id).status().code(), ErrorCode::kNotFound);
+  EXPECT_TRUE(reopened->get(acked[2].id).isOk());
+  EXPECT_EQ(SavePipeline::voidedSeq(SavePipeline::voidRecordText(42)), std::optional<uint64_t>(42));
+  EXPECT_FALSE(SavePipeline::voidedSeq("{\"void\":4x}").has_value());
+}
+
 TEST_F(SaveBatchTest, ASecondOpenerOfTheDatabaseLeavesTheOwnersOpenBatchAlone) {
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(save(*store_, "Owner's note " + std::to_string(i)).isOk());
   ASSERT_TRUE(store_->hasPendingSaves());
