@@ -151,7 +151,7 @@ std::optional<std::string> Dispatcher::handleEnvelope(ClientState& client, const
   for (const auto& item : envelope.items) {
     if (!item.call) {
       replies.push_back(serializeMessage(makeErrorReply(item.errorId, item.error)));
-      replyBytes += replies.back().size();
+      replyBytes += replies.back().size() + 1;  // and its comma
       ++failed;
       if (log && firstError.empty()) firstError = "<invalid> " + loggedOutcome(item.error);
       continue;
@@ -172,9 +172,9 @@ std::optional<std::string> Dispatcher::handleEnvelope(ClientState& client, const
     std::optional<std::string> reply = handleCall(client, *item.call, log ? &line : nullptr, &succeeded);
     bool answered = succeeded;
     if (reply) {
-      const size_t room = envelope.batch ? kMaxReplyBytes - kBatchErrorRoom - replyBytes : kMaxReplyBytes;
-      if (const size_t bytes = reply->size(); bytes > room) {
-        *reply = replyTooLong(item.call->id, bytes, envelope.batch ? kMaxReplyBytes - kBatchErrorRoom : room);
+      const size_t limit = envelope.batch ? kMaxReplyBytes - kBatchErrorRoom : kMaxReplyBytes;
+      if (const size_t bytes = reply->size(); bytes > limit - std::min(limit, replyBytes)) {
+        *reply = replyTooLong(item.call->id, bytes, limit);
         answered = false;
         if (log) line += fmt::format(" (its reply of {} bytes refused: too long)", bytes);
       }

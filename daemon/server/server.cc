@@ -248,8 +248,8 @@ void Server::submit(std::shared_ptr<Session> session, std::string message) {
     const Status busy = overloaded ? Status(ErrorCode::kBusy, "memqd is overloaded; retry shortly",
                                             nlohmann::json{{"queued", queuedJobs_.load()}})
                                    : Status(ErrorCode::kBusy, "memqd is shutting down; nothing was run");
-    const bool answered = !env.batch && env.items.size() == 1 && env.items[0].call && env.items[0].call->isNotification();
-    std::string reply = answered ? std::string() : serializeMessage(makeErrorReply(id, busy));
+    const bool notification = !env.batch && env.items[0].call && env.items[0].call->isNotification();
+    std::string reply = notification ? std::string() : serializeMessage(makeErrorReply(id, busy));
     asio::post(io_, [this, session, reply = std::move(reply)] {
       --inFlight_;
       session->finished(reply.empty() ? std::nullopt : std::optional<std::string>(reply));

@@ -33,9 +33,7 @@ AnchorRebase rebaseAnchorsToHead(Scope& scope, bool force) {
     auto atHead = carrier.blobAtHead(prefix.empty() ? ref.path : prefix + "/" + ref.path);
     if (!atHead || *atHead == ref.anchor.blob) continue;  // nothing to hold: the file is gone, or that version
     if (ref.anchor.keptContent) continue;  // uncommitted lines: a recall carries them by one diff (recall_lines.cc)
-    FileVersion from = ref.anchor.keptContent ? FileVersion::kept(ref.anchor.keptContent, ref.anchor.blob)
-                                              : FileVersion::blob(ref.anchor.blob);
-    pairs.emplace_back(std::move(from), FileVersion::blob(*atHead));
+    pairs.emplace_back(FileVersion::blob(ref.anchor.blob), FileVersion::blob(*atHead));
   }
   out.computed = carrier.pin(pairs, out.head);
   out.pinned = carrier.pinnedCount();

@@ -98,17 +98,10 @@ Status RecallMirror::reloadIfStale() {
   }
   if (!vectorsStale_ && followsAnotherWriter_ && (!readPass_ || !passVerified_)) {
     try {
-      const int64_t version = sql_.dataVersion();
-      if (version != vectorsVersion_) {
-        // A commit that changed no row (a co-change cache's, a use count's) leaves the indexes as they are.
-        if (othersChangedRowsSince(vectorsOthers_)) {
-          vectorsStale_ = true;
-        } else {
-          vectorsVersion_ = version;
-        }
-      }
+      // A commit that changed no row (a co-change cache's, a use count's) leaves the indexes as they are.
+      vectorsStale_ = rowsChangedElsewhere(vectorsVersion_, vectorsOthers_);
       // ready() need not ask again in this pass when nothing moved since the rows were loaded either.
-      passVerified_ = readPass_ && !vectorsStale_ && version == dataVersion_;
+      passVerified_ = readPass_ && !vectorsStale_ && vectorsVersion_ == dataVersion_;
     } catch (const std::exception&) {
       vectorsStale_ = true;
     }
@@ -242,17 +235,7 @@ bool RecallMirror::ready() {
     // data_version moves only when another connection commits (this one's writes refresh the mirror themselves);
     // the rows are read again only when that connection changed some (the co-change cache's commits change none).
     // In a read pass it is compared once: the pass reads one snapshot.
-    if (rowsStale_) {
-      loadRows();
-    } else if (!readPass_ || !passVerified_) {
-      if (const int64_t version = sql_.dataVersion(); version != dataVersion_) {
-        if (othersChangedRowsSince(rowsOthers_)) {
-          loadRows();
-        } else {
-          dataVersion_ = version;
-        }
-      }
-    }
+    if (rowsStale_ || ((!readPass_ || !passVerified_) && rowsChangedElsewhere(dataVersion_, rowsOthers_))) loadRows();
     passVerified_ = readPass_;
     return true;
   } catch (const std::exception&) {
@@ -261,9 +244,14 @@ bool RecallMirror::ready() {
   }
 }
 
-bool RecallMirror::othersChangedRowsSince(const std::optional<int64_t>& seen) {
-  const std::optional<int64_t> now = sql_.othersChanges();
-  return !now || !seen || *now != *seen;  // not counted (a database older than 0011): any commit may have
+bool RecallMirror::rowsChangedElsewhere(int64_t& version, const std::optional<int64_t>& others) {
+  const int64_t now = sql_.dataVersion();
+  if (now == version) return false;
+  const std::optional<int64_t> othersNow = sql_.othersChanges();
+  // Not counted (a database older than 0011): any commit may have changed rows.
+  if (!othersNow || !others || *othersNow != *others) return true;
+  version = now;
+  return false;
 }
 
 void RecallMirror::addAnchors(int64_t pk, std::vector<MirroredFileRef> files) {

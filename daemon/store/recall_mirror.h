@@ -6,8 +6,8 @@
 // in the file lane's order). It loads them from the committed rows,
 // refreshes one row after a write, and knows when it is stale: a refresh or a reload that failed, or a commit by
 // another connection (PRAGMA data_version) that changed rows (StoreSql::othersChanges; a commit of the co-change
-// cache's, or of another process's use counts, changes none). Use figures read from the database get the store's pending usage added
-// (pending_usage.h), so the mirror always holds the uses recall recorded, written or not.
+// cache's, or of another process's use counts, changes none). Use figures read from the database get the store's
+// pending usage added (pending_usage.h), so the mirror always holds the uses recall recorded, written or not.
 //
 // Errors: load() returns a Status; every other method either never throws (a failure marks the mirror stale, and
 // the next ready() rebuilds it) or says that it throws.
@@ -122,9 +122,10 @@ class RecallMirror {
   // Takes a row and its paths out of the path map.
   void dropRow(int64_t pk);
   void insertRow(int64_t pk, MirroredRow row);
-  // Whether another connection changed a row's mirrored columns since StoreSql::othersChanges read `seen`. Throws on
-  // SQLite errors.
-  bool othersChangedRowsSince(const std::optional<int64_t>& seen);
+  // Whether another connection changed rows since `version` (PRAGMA data_version) and `others`
+  // (StoreSql::othersChanges) were read together; when it committed without changing any, `version` becomes the
+  // current one. Throws on SQLite errors.
+  bool rowsChangedElsewhere(int64_t& version, const std::optional<int64_t>& others);
   // Records the anchored refs of a row just inserted (insertRow; dropRow took out any it had).
   void addAnchors(int64_t pk, std::vector<MirroredFileRef> files);
   // The content of a version memq keeps, from the cache or the database. Throws on SQLite errors.

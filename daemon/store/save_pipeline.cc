@@ -4,10 +4,8 @@
 #include "daemon/store/save_pipeline.h"
 
 #include <algorithm>
-#include <charconv>
 #include <filesystem>
 #include <set>
-#include <string_view>
 #include <system_error>
 
 #include "daemon/store/memory_store.h"
@@ -342,21 +340,6 @@ Status SavePipeline::replayJournalIfNeeded() {
   }
   if (!st && replayPending_) replayFailure_ = st.message();
   return st;
-}
-
-std::string SavePipeline::voidRecordText(uint64_t seq) { return "{\"void\":" + std::to_string(seq) + "}"; }
-
-std::optional<uint64_t> SavePipeline::voidedSeq(const std::string& text) {
-  constexpr std::string_view kPrefix = "{\"void\":";
-  if (text.size() < kPrefix.size() + 2 || text.compare(0, kPrefix.size(), kPrefix) != 0 || text.back() != '}') {
-    return std::nullopt;
-  }
-  uint64_t seq = 0;
-  const char* first = text.data() + kPrefix.size();
-  const char* last = text.data() + text.size() - 1;
-  auto [end, ec] = std::from_chars(first, last, seq);
-  if (ec != std::errc() || end != last) return std::nullopt;
-  return seq;
 }
 
 Status SavePipeline::replayJournal() {

@@ -125,10 +125,6 @@ class SavePipeline {
   // Whether SQLite rolled the open batch back by itself (it may, on an I/O error).
   bool batchLost();
 
-  // The journal record that voids save `seq`, and the seq a record voids (nullopt for a save's record).
-  static std::string voidRecordText(uint64_t seq);
-  static std::optional<uint64_t> voidedSeq(const std::string& text);
-
  private:
   struct UncommittedRow {
     std::string id;

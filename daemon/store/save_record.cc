@@ -1,9 +1,12 @@
-// SaveRecord's JSON form: written directly for every save (on the thread that answers it), read back by a replay.
+// SaveRecord's JSON form: written directly for every save (on the thread that answers it), read back by a replay;
+// and the record that voids one.
 #include "daemon/store/save_record.h"
 
 #include <nlohmann/json.hpp>
 
+#include <charconv>
 #include <stdexcept>
+#include <string_view>
 
 #include "daemon/util/base64.h"
 #include "protocol/json_writer.h"
@@ -123,6 +126,21 @@ SaveRecord SaveRecord::fromJson(const std::string& text) {
   r.actor.client = j.at("actor_client").get<std::string>();
   r.seq = j.at("seq").get<uint64_t>();
   return r;
+}
+
+std::string voidRecordText(uint64_t seq) { return "{\"void\":" + std::to_string(seq) + "}"; }
+
+std::optional<uint64_t> voidedSeq(const std::string& text) {
+  constexpr std::string_view kPrefix = "{\"void\":";
+  if (text.size() < kPrefix.size() + 2 || text.compare(0, kPrefix.size(), kPrefix) != 0 || text.back() != '}') {
+    return std::nullopt;
+  }
+  uint64_t seq = 0;
+  const char* first = text.data() + kPrefix.size();
+  const char* last = text.data() + text.size() - 1;
+  auto [end, ec] = std::from_chars(first, last, seq);
+  if (ec != std::errc() || end != last) return std::nullopt;
+  return seq;
 }
 
 }  // namespace memq

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,5 +26,10 @@ struct SaveRecord {
   // Throws on a malformed record (one without a sequence number included).
   static SaveRecord fromJson(const std::string& text);
 };
+
+// The journal record that voids save `seq` ({"void":N}: the save failed after it was journalled and its record could
+// not be cut from the file; a replay skips it), and the seq a record voids (nullopt for a save's record).
+std::string voidRecordText(uint64_t seq);
+std::optional<uint64_t> voidedSeq(const std::string& text);
 
 }  // namespace memq

@@ -8,7 +8,6 @@
 
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -381,13 +380,8 @@ TEST_F(CliTest, UsageErrorsExitTwo) {
 TEST(DaemonStop, ADaemonStillAnsweringAfterTheWaitIsReportedAndExitsNonZero) {
   const fs::path dir = makeTempDir("stop");
   const std::string path = (dir / "memqd.sock").string();
-  int listener = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  ASSERT_GE(listener, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << std::strerror(errno);
-  ASSERT_EQ(::listen(listener, 64), 0);
+  const int listener = listeningUnixSocket(path);
+  ASSERT_GE(listener, 0) << std::strerror(errno);
   std::atomic<bool> done{false};
   std::thread server([&] {
     while (!done) {

@@ -236,13 +236,8 @@ TEST_F(HookWithoutDaemonTest, NoDaemonMeansNoOutputExitZeroWithinTheBudgetAndNoA
 
 TEST_F(HookWithoutDaemonTest, ADaemonThatNeverAnswersCostsAtMostTheBudget) {
   // A socket that accepts connections (the kernel's backlog) but whose owner never reads or answers: a hung daemon.
-  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, socket_.c_str(), sizeof addr.sun_path - 1);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << std::strerror(errno);
-  ASSERT_EQ(::listen(fd, 16), 0);
+  const int fd = listeningUnixSocket(socket_);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
   for (const auto& [event, input] : {std::pair{std::string("UserPromptSubmit"), prompt()},
                                      std::pair{std::string("PostToolUse"), read()}}) {
     std::chrono::milliseconds took{};

@@ -524,12 +524,12 @@ TEST_F(SaveBatchTest, AReplaySkipsASaveItsJournalVoided) {
     ASSERT_TRUE(contents.isOk());
     std::optional<uint64_t> failedSeq;
     for (const auto& text : contents->records) {
-      if (SavePipeline::voidedSeq(text)) continue;
+      if (voidedSeq(text)) continue;
       const SaveRecord r = SaveRecord::fromJson(text);
       if (r.id == acked[1].id) failedSeq = r.seq;
     }
     ASSERT_TRUE(failedSeq.has_value());
-    ASSERT_TRUE((*journal)->append(SavePipeline::voidRecordText(*failedSeq)).isOk());
+    ASSERT_TRUE((*journal)->append(voidRecordText(*failedSeq)).isOk());
   }
   auto reopened = openAt(copy);
   ASSERT_NE(reopened, nullptr);
@@ -537,8 +537,8 @@ TEST_F(SaveBatchTest, AReplaySkipsASaveItsJournalVoided) {
   EXPECT_TRUE(reopened->get(acked[0].id).isOk());
   EXPECT_EQ(reopened->get(acked[1].id).status().code(), ErrorCode::kNotFound);
   EXPECT_TRUE(reopened->get(acked[2].id).isOk());
-  EXPECT_EQ(SavePipeline::voidedSeq(SavePipeline::voidRecordText(42)), std::optional<uint64_t>(42));
-  EXPECT_FALSE(SavePipeline::voidedSeq("{\"void\":4x}").has_value());
+  EXPECT_EQ(voidedSeq(voidRecordText(42)), std::optional<uint64_t>(42));
+  EXPECT_FALSE(voidedSeq("{\"void\":4x}").has_value());
 }
 
 TEST_F(SaveBatchTest, ASecondOpenerOfTheDatabaseLeavesTheOwnersOpenBatchAlone) {

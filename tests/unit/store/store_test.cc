@@ -467,6 +467,31 @@ TEST_F(StoreTest, AnotherConnectionsCommitReloadsTheMirrorOnlyWhenItChangedARow)
   EXPECT_EQ(MemoryStoreTestAccess::mirrorRowLoads(*store_), loads + 1);
 }
 
+// The store counts its own changes (TEMP triggers, StoreSql::countOwnChanges) under exactly the conditions migration
+// 0011 counts everyone's: a column in one list and not the other would make every own write of it look like
+// another connection's (a rebuild each time), or another's invisible.
+TEST_F(StoreTest, TheOwnChangeCounterFiresOnExactlyTheColumnsTheMigrationsCounterDoes) {
+  auto columnsOf = [&](const std::string& schema, const std::string& trigger) {
+    const std::string sql = MemoryStoreTestAccess::database(*store_)
+                                .execAndGet("SELECT sql FROM " + schema + " WHERE type = 'trigger' AND name = '" +
+                                            trigger + "'")
+                                .getString();
+    const size_t from = sql.find("UPDATE OF");
+    const size_t to = sql.find(" ON ", from);
+    EXPECT_NE(from, std::string::npos) << sql;
+    std::string columns;
+    for (char c : sql.substr(from + 9, to - from - 9)) {
+      if (c != ' ' && c != '\n') columns += c;
+    }
+    return columns;
+  };
+  const std::string everyone = columnsOf("sqlite_master", "mirror_generation_update");
+  EXPECT_FALSE(everyone.empty());
+  EXPECT_EQ(columnsOf("sqlite_temp_master", "mirror_own_update"), everyone);
+  EXPECT_EQ(everyone.find("use_count"), std::string::npos);
+  EXPECT_EQ(everyone.find("last_used_at"), std::string::npos);
+}
+
 TEST_F(StoreTest, ListFilters) {
   SaveInput in;
   in.summary = "Gotcha: the CI cache keys on the lockfile";
