@@ -85,6 +85,20 @@ bool takeCommonOption(const std::string& a, const std::vector<std::string>& args
   return true;
 }
 
+// Whether the command line runs `memq hook`: its first word that is neither a global option nor an option's value.
+// A hook's usage errors must not block the agent (runHook), the global options' included.
+bool runsHook(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.rfind("--", 0) != 0) return a == "hook";
+    const bool takesValue = a == "--socket" || a == "--project" || a == "--tab" || a == "--scope";
+    const bool colorWhen = a == "--color" && i + 1 < args.size() &&
+                           (args[i + 1] == "auto" || args[i + 1] == "always" || args[i + 1] == "never");
+    if (takesValue || colorWhen) ++i;
+  }
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -93,6 +107,12 @@ int main(int argc, char** argv) {
   ctx.cwd = absolutePath(".");
   bool projectGiven = false;
   std::string colorMode = "auto";
+  // Claude Code takes exit 2 from a hook as "block": a hook's usage error is said on stderr and exits 0.
+  const bool hook = runsHook(args);
+  auto usageError = [hook](const std::string& message) {
+    const int exitCode = memq::cli::usageError(message);
+    return hook ? memq::cli::kExitOk : exitCode;
+  };
   size_t i = 0;
   for (; i < args.size(); ++i) {
     std::string a = args[i];
@@ -115,30 +135,30 @@ int main(int argc, char** argv) {
     };
     std::string error;
     if (a == "--socket") {
-      if (!value(ctx.options.socket)) return memq::cli::usageError("--socket needs a path");
+      if (!value(ctx.options.socket)) return usageError("--socket needs a path");
     } else if (a == "--project") {
-      if (!value(ctx.options.project)) return memq::cli::usageError("--project needs a directory");
+      if (!value(ctx.options.project)) return usageError("--project needs a directory");
       projectGiven = true;
     } else if (a == "--tab") {
       // The agent session this command acts for (the hooks name it with Claude Code's session id): its hint state
       // and working set, so that a save is anchored to the lines that session edited.
-      if (!value(ctx.options.tab) || ctx.options.tab.empty()) return memq::cli::usageError("--tab needs a name");
+      if (!value(ctx.options.tab) || ctx.options.tab.empty()) return usageError("--tab needs a name");
     } else if (a == "--scope") {
       std::string s;
       if (!value(s) || (s != "project" && s != "global" && s != "team")) {
-        return memq::cli::usageError("--scope must be project, global or team");
+        return usageError("--scope must be project, global or team");
       }
       ctx.options.scope = s;
     } else if (inlineValue && (a == "--json" || a == "--no-pager" || a == "--help" || a == "--version")) {
-      return memq::cli::usageError(a + " takes no value");
+      return usageError(a + " takes no value");
     } else if (takeCommonOption(a, args, i, ctx, colorMode, error)) {
     } else if (!error.empty()) {
-      return memq::cli::usageError(error);
+      return usageError(error);
     } else if (a == "--help" || a == "-h" || a == "help") {
       // `memq help COMMAND` is that command's usage.
       if (a == "help" && i + 1 < args.size()) {
         auto usage = memq::cli::commandUsage(args[i + 1]);
-        if (!usage) return memq::cli::usageError("unknown command '" + args[i + 1] + "' (see memq --help)");
+        if (!usage) return usageError("unknown command '" + args[i + 1] + "' (see memq --help)");
         std::cout << *usage;
         return 0;
       }
@@ -148,7 +168,7 @@ int main(int argc, char** argv) {
       std::cout << "memq 0.1.0\n";
       return 0;
     } else if (a.rfind("--", 0) == 0) {
-      return memq::cli::usageError("unknown option " + a);
+      return usageError("unknown option " + a);
     } else {
       break;
     }
@@ -165,7 +185,7 @@ int main(int argc, char** argv) {
     if (!afterDashes && w == "--") afterDashes = true;
     if (!afterDashes && (w == "--help" || w == "-h")) {
       auto usage = memq::cli::commandUsage(command);
-      if (!usage) return memq::cli::usageError("unknown command '" + command + "' (see memq --help)");
+      if (!usage) return usageError("unknown command '" + command + "' (see memq --help)");
       std::cout << *usage;
       return 0;
     }
@@ -175,16 +195,12 @@ int main(int argc, char** argv) {
     }
     std::string error;
     if (takeCommonOption(w, args, j, ctx, colorMode, error)) continue;
-    if (!error.empty()) return memq::cli::usageError(error);
+    if (!error.empty()) return usageError(error);
     words.push_back(w);
   }
   ctx.options.project = absolutePath(projectGiven ? ctx.options.project : ".");
   if (projectGiven && !std::filesystem::is_directory(ctx.options.project)) {
-    if (command == "hook") {  // never block the agent (runHook): said on stderr, exit 0
-      std::cerr << "memq: --project " << ctx.options.project << " is not a directory\n";
-      return memq::cli::kExitOk;
-    }
-    return memq::cli::usageError("--project " + ctx.options.project + " is not a directory");
+    return usageError("--project " + ctx.options.project + " is not a directory");
   }
   // auto: colour on a terminal, unless NO_COLOR is set or the terminal is dumb.
   const char* term = std::getenv("TERM");

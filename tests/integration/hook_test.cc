@@ -340,13 +340,20 @@ TEST_F(HookTest, EventNamesClaudeCodeDoesNotHaveAreNamedOnStderrWithExitZero) {
 TEST_F(HookTest, AMalformedHookCommandSaysWhyOnStderrAndExitsZero) {
   const json input = {{"cwd", project_}, {"prompt", "jwt expiry"}};
   for (const std::string& args : {std::string("hook claude-code"), std::string("hook claude UserPromptSubmit"),
-                                  std::string("hook"), std::string("--project /no/such/dir hook claude-code SessionStart")}) {
+                                  std::string("hook"), std::string("--project /no/such/dir hook claude-code SessionStart"),
+                                  std::string("--scope bad hook claude-code UserPromptSubmit"),
+                                  std::string("--color=sometimes hook claude-code UserPromptSubmit"),
+                                  std::string("--tab= hook claude-code UserPromptSubmit"),
+                                  std::string("--no-such-option hook claude-code UserPromptSubmit")}) {
     SCOPED_TRACE(args);
     CommandResult r = daemon_->memq(args, dir_.string(), input.dump());
     EXPECT_EQ(r.exitCode, 0) << r.err;
     EXPECT_TRUE(r.out.empty()) << r.out;
     EXPECT_FALSE(r.err.empty());
   }
+  // Not a hook: the same option error is a usage error, exit 2.
+  CommandResult save = daemon_->memq("--scope bad save hook", dir_.string());
+  EXPECT_EQ(save.exitCode, 2) << save.err;
 }
 
 TEST_F(HookTest, GitDiffOfAFileAndNotebookEditGiveHintsForThoseFiles) {
