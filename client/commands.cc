@@ -641,6 +641,9 @@ int cmdDaemon(Context& ctx, const std::vector<std::string>& words) {
   if (a.positional().size() != 1) return usageError(usageLine("daemon"));
   const std::string action = a.positional()[0];
   std::string socket = ctx.options.socket.empty() ? defaultSocketPath() : ctx.options.socket;
+  // Set by stop() when the daemon it stopped served a socket its service manager passed it (systemd's
+  // memqd.socket): that socket outlives memqd and accepts connections, and the next one starts memqd again.
+  bool socketOutlivesDaemon = false;
   auto stop = [&]() -> int {
     auto c = RpcClient::connect(socket, std::chrono::seconds(2));
     if (!c) {
@@ -651,28 +654,43 @@ int cmdDaemon(Context& ctx, const std::vector<std::string>& words) {
     const auto pidFile = std::filesystem::path(socket).parent_path() / "memqd.pid";
     long pid = 0;
     std::ifstream(pidFile) >> pid;
+    if (auto status = c->call("daemon/status", json::object())) {
+      pid = status->value("pid", pid);
+      socketOutlivesDaemon = status->value("socket_activated", false);
+    }
     auto r = c->call("daemon/shutdown", json::object());
     if (!r) return reportError(ctx, r.status());
+    auto processAlive = [&] {
+      return pid > 0 && std::filesystem::exists(pidFile) && ::kill(static_cast<pid_t>(pid), 0) == 0;
+    };
     // Wait until the socket stops answering, then until the process is gone (its pid file removed, or no such pid),
-    // so that `daemon stop` returning means stopped and `daemon restart` never overlaps two daemons.
+    // so that `daemon stop` returning means stopped and `daemon restart` never overlaps two daemons. A socket its
+    // service manager owns keeps accepting, and a probe would start memqd again: only the process is waited for.
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (std::chrono::steady_clock::now() < deadline && RpcClient::connect(socket, std::chrono::milliseconds(100))) {
+    while (!socketOutlivesDaemon && std::chrono::steady_clock::now() < deadline &&
+           RpcClient::connect(socket, std::chrono::milliseconds(100))) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    while (pid > 0 && std::chrono::steady_clock::now() < deadline && std::filesystem::exists(pidFile) &&
-           ::kill(static_cast<pid_t>(pid), 0) == 0) {
+    while (std::chrono::steady_clock::now() < deadline && processAlive()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     // Still draining (a long import's commit, say): not stopped, and a restart now would start a second daemon.
-    const bool answering = static_cast<bool>(RpcClient::connect(socket, std::chrono::milliseconds(100)));
-    const bool alive = pid > 0 && std::filesystem::exists(pidFile) && ::kill(static_cast<pid_t>(pid), 0) == 0;
+    const bool answering =
+        !socketOutlivesDaemon && static_cast<bool>(RpcClient::connect(socket, std::chrono::milliseconds(100)));
+    const bool alive = processAlive();
     if (answering || alive) {
       std::cerr << "memq: memqd" << (pid > 0 ? " (pid " + std::to_string(pid) + ")" : std::string())
                 << " was asked to stop but is still " << (answering ? "answering" : "running")
                 << " after 10 s (finishing its requests); try again shortly\n";
       return kExitUnreachable;
     }
-    if (!ctx.options.json) std::cout << "memqd stopped\n";
+    if (!ctx.options.json) {
+      std::cout << "memqd stopped\n";
+      if (socketOutlivesDaemon) {
+        std::cout << "its socket " << socket << " stays with the service manager, which starts memqd again at the "
+                  << "next connection (systemctl --user stop memqd.socket stops that too)\n";
+      }
+    }
     return kExitOk;
   };
   auto start = [&]() -> int {
@@ -687,7 +705,11 @@ int cmdDaemon(Context& ctx, const std::vector<std::string>& words) {
       return kExitUnreachable;
     }
     if (RpcClient::connect(socket, std::chrono::milliseconds(500))) {
-      if (!ctx.options.json) std::cout << "memqd is already running on " << socket << "\n";
+      // After a stop of a socket-activated memqd, that connection is what started it again.
+      if (!ctx.options.json) {
+        std::cout << (socketOutlivesDaemon ? "memqd started on " : "memqd is already running on ") << socket
+                  << (socketOutlivesDaemon ? " by its service manager\n" : "\n");
+      }
       return kExitOk;
     }
     Status st = startDaemon(socket);

@@ -457,6 +457,7 @@ nlohmann::json Server::status() {
           {"pid", ::getpid()},
           {"uptime_s", uptime},
           {"socket", options_.socketPath},
+          {"socket_activated", fromSystemd_},
           {"open_scopes", service_.scopes().openScopePaths()},
           {"read_only_scopes", service_.scopes().readOnlyScopePaths()},
           {"connections", liveSessions_.load()},

@@ -153,6 +153,29 @@ TEST_F(ActivationTest, ADetachingMemqdHandsThePassedSocketToItsChild) {
   EXPECT_EQ(inodeOf(path), inode);
 }
 
+// `memq daemon stop` of a socket-activated memqd: the socket keeps accepting after memqd exits (systemd holds it, and
+// would start memqd again at a connection), so stop waits for the process, not for the socket to go quiet.
+TEST_F(ActivationTest, DaemonStopStopsAnActivatedMemqdAndSaysTheSocketStays) {
+  const std::string path = (dir_ / "memqd.sock").string();
+  listenFd_ = bindAndListen(path);
+  ASSERT_GE(listenFd_, 0) << std::strerror(errno);
+  ActivatedMemqd daemon(dir_, listenFd_, {});
+  {
+    auto c = connectWhenUp(path, 5s);
+    ASSERT_TRUE(c.isOk()) << c.status().toString() << daemon.stderrText();
+    auto status = c->call("daemon/status", json::object());
+    ASSERT_TRUE(status.isOk()) << status.status().toString();
+    EXPECT_EQ((*status)["socket_activated"], true);
+  }
+
+  CommandResult stop = daemon.memq("daemon stop");
+  EXPECT_EQ(stop.exitCode, 0) << stop.out << stop.err;
+  EXPECT_NE(stop.out.find("memqd stopped"), std::string::npos) << stop.out;
+  EXPECT_NE(stop.out.find("stays with the service manager"), std::string::npos) << stop.out;
+  EXPECT_EQ(daemon.waitExit(1s), 0) << daemon.log();
+  EXPECT_TRUE(socketIsLive(path));  // still the owner's, still accepting
+}
+
 TEST_F(ActivationTest, ListenFdsWithoutASocketOnFd3IsAClearErrorAndBindsNothing) {
   const std::string notASocket = (dir_ / "plain.txt").string();
   writeTextFile(notASocket, "not a socket\n");
