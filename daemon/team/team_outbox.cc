@@ -91,9 +91,18 @@ Status TeamOutbox::append(const OutboxRecord& record) {
   std::error_code ec;
   const bool existed = std::filesystem::exists(path_, ec);
   std::filesystem::create_directories(dir, ec);
-  const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) return Status(ErrorCode::kStorageError, "cannot open " + path_ + ": " + std::strerror(errno));
-  Status st = writeAll(fd, recordJson(record).dump() + "\n", path_);
+  // A torn last line (a crash or a full disk in an earlier append, never acknowledged) is ended first, so that this
+  // record starts a line of its own instead of being read as part of the torn one and skipped with it.
+  const off_t size = ::lseek(fd, 0, SEEK_END);
+  char last = '\n';
+  if (size > 0 && ::pread(fd, &last, 1, size - 1) != 1) last = '\n';
+  std::string text = recordJson(record).dump() + "\n";
+  if (last != '\n') text.insert(text.begin(), '\n');
+  Status st = writeAll(fd, text, path_);
+  // A failed write leaves no part of this record behind: a later append would otherwise end it as a line of its own.
+  if (!st && size >= 0 && ::ftruncate(fd, size) == 0) ::fsync(fd);
   ::close(fd);
   if (!st) return st;
   if (!existed) return fsyncPath(dir, O_RDONLY | O_DIRECTORY);  // the new file's name is durable too

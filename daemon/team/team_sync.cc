@@ -182,6 +182,15 @@ Status TeamSync::drainOutbox(TeamClient& client) {
   for (const auto& r : *records) {
     auto saved = client.save(r.input, r.projectRoot);
     if (!saved && isConnectionError(saved.status())) return saved.status();  // kept: sent on the next connection
+    const ErrorCode code = saved ? ErrorCode::kOk : saved.status().code();
+    const bool refusedForGood =
+        code == ErrorCode::kInvalidParams || code == ErrorCode::kConflict || code == ErrorCode::kForbidden;
+    if (!saved && !refusedForGood) {
+      // Not an answer about this save (a schema not set up yet, a standby after a failover, a statement timeout,
+      // a full disk): it stays in the outbox, and the connection is given up and tried again after the back-off.
+      return Status(saved.status().code(), "a queued save stays in the outbox: " + saved.status().message(),
+                    saved.status().data());
+    }
     if (!saved) {
       // The server refused it (a role that lost its write privilege, input it does not take): sending it again
       // would be refused again, so it leaves the outbox, logged.

@@ -542,6 +542,35 @@ TEST_F(TeamTest, WithTheServerDownLocalScopesWorkTeamRecallWarnsAndATeamSaveIsQu
   EXPECT_TRUE(now["online"].get<bool>()) << now.dump();
 }
 
+// A queued save the server fails for a reason not about the save (here its function is missing, as in a database
+// not set up yet or a standby after a failover) stays in the outbox, and arrives once the server can take it.
+TEST_F(TeamTest, AQueuedSaveTheServerCannotTakeYetStaysQueuedUntilItCan) {
+  startTeammate(a_, "a", "alice");
+  auto c = a_.daemon->client(a_.project);
+  const std::string admin = conninfo("memq_admin");
+  auto renamed = test::runSql(admin, "ALTER FUNCTION memq_team.memq_save RENAME TO memq_save_away");
+  ASSERT_TRUE(renamed.ok) << renamed.message;
+  stopServer();
+  auto queued = teamSave(c, "Queued while the server cannot take saves: the outbox keeps it");
+  ASSERT_TRUE(queued.isOk()) << queued.status().toString();
+  ASSERT_EQ((*queued)["status"], "queued");
+  ASSERT_EQ(cluster_->restart(), "");
+  // The sync thread connects, tries the record, and the server fails it: kept, and said in team/status.
+  json status;
+  ASSERT_TRUE(eventually(
+      [&] {
+        status = *c.call("team/status", json::object());
+        return status.value("error", "").find("outbox") != std::string::npos;
+      },
+      seconds(15)))
+      << status.dump() << a_.daemon->log();
+  EXPECT_EQ(status["queued"], 1) << status.dump();
+  auto back = test::runSql(admin, "ALTER FUNCTION memq_team.memq_save_away RENAME TO memq_save");
+  ASSERT_TRUE(back.ok) << back.message;
+  EXPECT_TRUE(eventually([&] { return serverCount() == "1"; }, seconds(15))) << a_.daemon->log();
+  EXPECT_TRUE(eventually([&] { return c.call("team/status", json::object())->value("queued", -1) == 0; }, seconds(5)));
+}
+
 TEST_F(TeamTest, ASaveQueuedBeforeAKill9OfMemqdIsSentAfterItRestarts) {
   startTeammate(a_, "a", "alice");
   startTeammate(b_, "b", "bob");
