@@ -385,7 +385,7 @@ int cmdRefresh(Context& ctx, const std::vector<std::string>& words) {
 // Whether a conninfo plainly names a password (password=..., or a URI's user:password@): refused before it leaves
 // the shell's process, so it never crosses the socket (memqd checks again, with libpq's own parser).
 bool namesPassword(const std::string& conninfo) {
-  static const std::regex kKeyword(R"((^|\s)password\s*=)", std::regex::icase);
+  static const std::regex kKeyword(R"((^|\s)(ssl)?password\s*=)", std::regex::icase);
   static const std::regex kUri(R"(^postgres(ql)?://[^/@?]*:[^/@?]*@)", std::regex::icase);
   return std::regex_search(conninfo, kKeyword) || std::regex_search(conninfo, kUri);
 }

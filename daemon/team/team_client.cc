@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "daemon/anchors/line_ranges.h"
+#include "daemon/team/team_config.h"
 #include "daemon/model/file_path.h"
 #include "daemon/model/memory.h"
 #include "daemon/team/pg_exec.h"
@@ -126,7 +127,7 @@ std::string conninfoWithoutPassword(const std::string& conninfo) {
   }
   std::string out;
   for (PQconninfoOption* o = options; o->keyword; ++o) {
-    if (!o->val || std::strcmp(o->keyword, "password") == 0) continue;
+    if (!o->val || isTeamSecretKeyword(o->keyword)) continue;
     std::string value;
     for (const char* c = o->val; *c; ++c) {
       if (*c == '\'' || *c == '\\') value.push_back('\\');

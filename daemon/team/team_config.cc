@@ -115,11 +115,11 @@ Status checkTeamConninfo(const std::string& conninfo, const std::string& field) 
   }
   bool hasPassword = false;
   for (PQconninfoOption* o = options; o->keyword; ++o) {
-    if (std::strcmp(o->keyword, "password") == 0 && o->val && *o->val) hasPassword = true;
+    if (isTeamSecretKeyword(o->keyword) && o->val && *o->val) hasPassword = true;
   }
   PQconninfoFree(options);
   if (hasPassword) {
-    return Status::invalidField(field, field + " names a password; memq never stores one. Put it in a passfile "
+    return Status::invalidField(field, field + " names a password (password or sslpassword); memq never stores one. Put it in a passfile "
                                                "(~/.pgpass, or passfile=PATH / PGPASSFILE) or the PG* environment "
                                                "of memqd, and connect without it");
   }

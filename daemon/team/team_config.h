@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "daemon/git/repo_location.h"
 #include "protocol/status.h"
@@ -22,8 +23,13 @@ Result<std::optional<std::string>> readTeamConninfo(const ProjectLocation& locat
 Status writeTeamConninfo(const ProjectLocation& location, const std::optional<std::string>& conninfo);
 
 // InvalidParams (field `field`) for a conninfo libpq cannot parse, one with a NUL byte, or one that names a
-// password (as password=... or in a URI's user:password@).
+// password (as password=... or sslpassword=..., or in a URI's user:password@).
 Status checkTeamConninfo(const std::string& conninfo, const std::string& field = "conninfo");
+// Whether a libpq conninfo keyword holds a secret memq never stores or shows: password, and sslpassword (the client
+// key's passphrase).
+inline bool isTeamSecretKeyword(const char* keyword) {
+  return std::string_view(keyword) == "password" || std::string_view(keyword) == "sslpassword";
+}
 // `conninfo` as key='value' pairs with connect_timeout set (to `seconds`) unless it names one.
 std::string withConnectTimeout(const std::string& conninfo, int seconds);
 

@@ -672,10 +672,15 @@ TEST_F(TeamTest, AConninfoWithAPasswordIsRefusedAndNeverStored) {
   EXPECT_EQ(cli.exitCode, 2) << cli.out << cli.err;
   EXPECT_NE(cli.err.find("passfile"), std::string::npos) << cli.err;
   auto c = a_.daemon->client(a_.project);
-  auto viaRpc = c.call("team/connect", {{"conninfo", "postgresql://alice:hunter2@localhost/" + db_}});
-  ASSERT_FALSE(viaRpc.isOk());
-  EXPECT_EQ(viaRpc.status().code(), ErrorCode::kInvalidParams);
-  EXPECT_EQ(viaRpc.status().data().value("field", ""), "conninfo");
+  for (const std::string& named : {"postgresql://alice:hunter2@localhost/" + db_,
+                                   conninfo("alice") + " sslpassword=hunter2"}) {
+    auto viaRpc = c.call("team/connect", {{"conninfo", named}});
+    ASSERT_FALSE(viaRpc.isOk()) << named;
+    EXPECT_EQ(viaRpc.status().code(), ErrorCode::kInvalidParams);
+    EXPECT_EQ(viaRpc.status().data().value("field", ""), "conninfo");
+  }
+  auto sslCli = a_.daemon->memq("team connect " + shellQuote(conninfo("alice") + " sslpassword=hunter2"), a_.project);
+  EXPECT_EQ(sslCli.exitCode, 2) << sslCli.out << sslCli.err;
   auto status = c.call("team/status", json::object());
   ASSERT_TRUE(status.isOk());
   EXPECT_FALSE((*status)["configured"].get<bool>());
