@@ -386,35 +386,13 @@ Result<std::shared_ptr<Scope>> Service::writeScope(const CallContext& ctx) {
 }
 
 Result<std::vector<std::shared_ptr<Scope>>> Service::idScopes(const CallContext& ctx) {
-  std::vector<std::shared_ptr<Scope>> scopes;
-  if (ctx.scopeOverride == ScopeKind::kGlobal) {
-    auto g = registry_.global();
-    if (!g) return g.status();
-    scopes.push_back(*g);
-  } else if (ctx.scopeOverride == ScopeKind::kProject) {
-    auto p = projectScope(ctx);
-    if (!p) return p.status();
-    scopes.push_back(*p);
-  } else if (ctx.scopeOverride == ScopeKind::kTeam) {
-    auto t = teamScope(ctx, /*required=*/true);
-    if (!t) return t.status();
-    scopes.push_back(*t);
-  } else {
-    if (!ctx.projectRoot.empty()) {
-      auto p = projectScope(ctx);
-      if (!p) return p.status();
-      scopes.push_back(*p);
-    }
-    auto g = registry_.global();
-    if (!g) return g.status();
-    scopes.push_back(*g);
-    if (!ctx.projectRoot.empty()) {
-      auto t = teamScope(ctx, /*required=*/false);
-      if (!t) return t.status();
-      if (*t) scopes.push_back(*t);
-    }
+  // An id is looked up where the request may read, and nowhere else: a connection narrowed to its project neither
+  // reads nor changes a global or team memory by id, nor learns of one from an ambiguous prefix's candidates.
+  if (ctx.readScope == ReadScope::kNone) {
+    return Status(ErrorCode::kScopeUnavailable, "read_scope is none: no memory can be looked up by id",
+                  nlohmann::json{{"field", "read_scope"}});
   }
-  return scopes;
+  return readScopes(ctx);
 }
 
 Result<Service::Resolved> Service::resolve(const CallContext& ctx, const std::string& idOrPrefix,

@@ -103,7 +103,8 @@ class Service {
   Result<std::vector<std::shared_ptr<Scope>>> readScopes(const CallContext& ctx);
   Result<std::shared_ptr<Scope>> writeScope(const CallContext& ctx);
   Result<std::shared_ptr<Scope>> projectScope(const CallContext& ctx);
-  // The scopes an id may name, in lookup order: the request's `scope`, else project (when there is one), global.
+  // The scopes an id may name, in lookup order: those the request may read (readScopes); ScopeUnavailable under
+  // read_scope none.
   Result<std::vector<std::shared_ptr<Scope>>> idScopes(const CallContext& ctx);
   // Finds the memory an id or prefix names, across the scopes the request may touch.
   Result<Resolved> resolve(const CallContext& ctx, const std::string& idOrPrefix, const std::string& field = "id");

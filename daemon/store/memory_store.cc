@@ -492,6 +492,13 @@ Status MemoryStore::purge(const std::string& id, bool confirm, const Actor& acto
   try {
     auto m = get(id);
     if (!m) return m.status();
+    // A memory superseded by this one would point at nothing: its export could not be imported, and a save of its
+    // text would name a replacement no method finds. Restored first, it stands on its own.
+    if (auto dependent = sql_->supersededBy(m->id)) {
+      return Status(ErrorCode::kConflict,
+                    "memory " + *dependent + " is superseded by " + m->id + "; restore it before purging " + m->id,
+                    nlohmann::json{{"id", *dependent}, {"state", "superseded"}});
+    }
     {
       StoreSql::WriteTransaction tx(*sql_);
       // The one sanctioned rewrite of the journal: the memory's events are scrubbed, then its row deleted.

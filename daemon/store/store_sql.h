@@ -118,6 +118,8 @@ class StoreSql {
   // The id of another row (than `pk`) holding the content, if any.
   std::optional<std::string> otherWithContent(const std::string& contentHash, int64_t pk);
   std::optional<std::pair<std::string, std::string>> idAndSummary(int64_t pk, bool activeOnly);
+  // The id of a memory superseded by `id`, if any.
+  std::optional<std::string> supersededBy(const std::string& id);
   std::optional<std::pair<std::string, std::string>> idAndStateReason(int64_t pk);
   // Inserts a memory row; returns its pk.
   int64_t insertMemory(const NewMemoryRow& row);

@@ -87,6 +87,13 @@ std::optional<std::string> StoreSql::otherWithContent(const std::string& content
   return q->getColumn(0).getString();
 }
 
+std::optional<std::string> StoreSql::supersededBy(const std::string& id) {
+  auto q = statement("SELECT id FROM memories WHERE superseded_by = ? ORDER BY id LIMIT 1");
+  q->bind(1, id);
+  if (!q->executeStep()) return std::nullopt;
+  return q->getColumn(0).getString();
+}
+
 std::optional<std::pair<std::string, std::string>> StoreSql::idAndSummary(int64_t pk, bool activeOnly) {
   auto q = statement(activeOnly ? "SELECT id, summary FROM memories WHERE pk = ? AND state = 'active'"
                                 : "SELECT id, summary FROM memories WHERE pk = ?");

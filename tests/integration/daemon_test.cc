@@ -116,6 +116,11 @@ TEST_F(DaemonTest, EveryMethodAnswersWithItsDocumentedResult) {
   expectMatchesResultSchema("memory/reject", *rej);
   auto unrej = c.call("memory/unreject", {{"id", c2["id"]}, {"source", "user"}});
   ASSERT_TRUE(unrej.isOk()) << unrej.status().toString();
+  // A memory superseded by it would point at nothing: the replacement is purged once that one is restored.
+  auto refusedPurge = c.call("memory/purge", {{"id", c2["id"]}, {"confirm", true}});
+  ASSERT_FALSE(refusedPurge.isOk());
+  EXPECT_EQ(refusedPurge.status().code(), ErrorCode::kConflict);
+  ASSERT_TRUE(c.call("memory/restore", {{"id", idB}}).isOk());
   auto purge = c.call("memory/purge", {{"id", c2["id"]}, {"confirm", true}});
   ASSERT_TRUE(purge.isOk()) << purge.status().toString();
   expectMatchesResultSchema("memory/purge", *purge);

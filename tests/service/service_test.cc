@@ -440,6 +440,26 @@ TEST_F(ServiceTest, PurgeNeedsConfirmationThenDeletesForGood) {
   EXPECT_EQ(fieldOf(gone.status()), "id");
 }
 
+// A replacement cannot be purged while a memory is superseded by it: that memory's pointer would dangle (its export
+// could not be imported, a save of its text would name a replacement no method finds).
+TEST_F(ServiceTest, AReplacementCannotBePurgedWhileAMemoryIsSupersededByIt) {
+  auto oldOne = save("The staging database is reset every Monday");
+  auto replacement = save("The staging database is reset every night at 02:00 UTC");
+  ASSERT_TRUE(service_->supersede(ctx(), SupersedeRequest{oldOne.id, replacement.id}).isOk());
+  auto refused = service_->purge(ctx(), PurgeRequest{replacement.id, true});
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kConflict);
+  EXPECT_EQ(refused.status().data().value("id", ""), oldOne.id);
+  EXPECT_EQ(refused.status().data().value("state", ""), "superseded");
+  ASSERT_TRUE(service_->get(ctx(), MemoryRef{replacement.id}).isOk()) << "a refused purge deletes nothing";
+  // Restored, the old memory stands on its own, and the replacement can go.
+  ASSERT_TRUE(service_->restore(ctx(), StateChangeRequest{oldOne.id, std::nullopt}).isOk());
+  ASSERT_TRUE(service_->purge(ctx(), PurgeRequest{replacement.id, true}).isOk());
+  auto kept = service_->get(ctx(), MemoryRef{oldOne.id});
+  ASSERT_TRUE(kept.isOk());
+  EXPECT_FALSE(kept->memory.supersededBy.has_value());
+}
+
 TEST_F(ServiceTest, ScopesResolveProjectFirstAndGlobalWhenAsked) {
   auto project = save("Project-only fact about the build");
   auto global = save("Global fact about editors", inScope(ScopeKind::kGlobal));
@@ -466,6 +486,36 @@ TEST_F(ServiceTest, ScopesResolveProjectFirstAndGlobalWhenAsked) {
   auto missed = service_->get(ctx(inScope(ScopeKind::kProject)), MemoryRef{global.id});
   ASSERT_FALSE(missed.isOk());
   EXPECT_EQ(missed.status().code(), ErrorCode::kNotFound);
+}
+
+// An id is looked up only where the request may read: a connection narrowed to its project neither reads nor
+// changes a global memory by id, nor learns of one from an ambiguous prefix.
+TEST_F(ServiceTest, IdLookupsStayInsideTheReadScope) {
+  auto global = save("Global fact about terminals", inScope(ScopeKind::kGlobal));
+  CommonParams projectOnly;
+  projectOnly.readScope = ReadScope::kProject;
+  auto got = service_->get(ctx(projectOnly), MemoryRef{global.id});
+  ASSERT_FALSE(got.isOk());
+  EXPECT_EQ(got.status().code(), ErrorCode::kNotFound);
+  auto byPrefix = service_->get(ctx(projectOnly), MemoryRef{global.id.substr(0, 4)});
+  ASSERT_FALSE(byPrefix.isOk());
+  EXPECT_EQ(byPrefix.status().code(), ErrorCode::kNotFound) << "no candidate from an unreadable scope";
+  CommonParams namingGlobal = projectOnly;
+  namingGlobal.scope = ScopeKind::kGlobal;
+  auto named = service_->get(ctx(namingGlobal), MemoryRef{global.id});
+  ASSERT_FALSE(named.isOk());
+  EXPECT_EQ(named.status().code(), ErrorCode::kScopeUnavailable);
+  auto hidden = service_->hide(ctx(projectOnly), StateChangeRequest{global.id, std::nullopt});
+  ASSERT_FALSE(hidden.isOk());
+  EXPECT_EQ(hidden.status().code(), ErrorCode::kNotFound);
+  CommonParams none;
+  none.readScope = ReadScope::kNone;
+  auto blind = service_->reject(ctx(none), StateChangeRequest{global.id, std::string("wrong")});
+  ASSERT_FALSE(blind.isOk());
+  EXPECT_EQ(blind.status().code(), ErrorCode::kScopeUnavailable);
+  auto still = service_->get(ctx(), MemoryRef{global.id});
+  ASSERT_TRUE(still.isOk());
+  EXPECT_EQ(still->memory.state, MemoryState::kActive) << "nothing changed";
 }
 
 TEST_F(ServiceTest, ARequestMayNarrowItsConnectionsScopesButNeverWidenThem) {
