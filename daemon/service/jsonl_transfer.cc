@@ -49,7 +49,7 @@ class LineReader {
     auto s = optString(key, nullable);
     if (!s) return s.status();
     if (*s && !isMemoryId(**s)) {
-      return error(key, "must be a memory id: 1 to 64 lowercase letters, digits, '-' or '_', starting with a letter "
+      return error(key, "must be a memory id: 4 to 64 lowercase letters, digits, '-' or '_', starting with a letter "
                         "or digit");
     }
     return s;
@@ -146,7 +146,7 @@ Result<ImportLine> readTombstone(const json& j, size_t line, const ImportLineOpt
   t.contentHash = *hash;
   MEMQ_ASSIGN_OR_RETURN_LINE(memoryId, r.optString("memory_id", true));
   if (memoryId && !memoryId->empty() && !isMemoryId(*memoryId)) {
-    return r.error("memory_id", "must be empty or a memory id: 1 to 64 lowercase letters, digits, '-' or '_'");
+    return r.error("memory_id", "must be empty or a memory id: 4 to 64 lowercase letters, digits, '-' or '_'");
   }
   t.memoryId = memoryId.value_or("");
   MEMQ_ASSIGN_OR_RETURN_LINE(reason, r.optString("reason", true));
@@ -310,7 +310,9 @@ std::string tombstoneLine(const Tombstone& t, const std::string& scope) {
 }
 
 bool isMemoryId(std::string_view id) {
-  if (id.empty() || id.size() > 64) return false;
+  // At least 4: the shortest id or prefix a method takes (the schemas' minLength), so that every imported memory
+  // can be got, hidden, rejected and purged.
+  if (id.size() < 4 || id.size() > 64) return false;
   auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
   if (!alnum(id.front())) return false;
   for (char c : id) {
@@ -379,7 +381,7 @@ std::optional<ExportCursor> ExportCursor::decode(const std::string& text) {
   for (const auto& v : j) {
     if (!v.is_string()) return std::nullopt;
   }
-  if (j[0] != "export-v1" || (j[1] != "project" && j[1] != "global") ||
+  if (j[0] != "export-v1" || (j[1] != "project" && j[1] != "global" && j[1] != "team") ||
       (j[2] != "memories" && j[2] != "tombstones")) {
     return std::nullopt;
   }

@@ -35,7 +35,7 @@ std::string memoryLine(const Memory& memory);
 // The line `export` writes for a tombstone of `scope` (no trailing newline).
 std::string tombstoneLine(const Tombstone& tombstone, const std::string& scope);
 
-// A memory id as memq hands them out: 1 to 64 characters of [a-z0-9_-], starting with a letter or digit. Nothing
+// A memory id as memq hands them out: 4 to 64 characters of [a-z0-9_-], starting with a letter or digit. Nothing
 // path-like ('/', '.', '\\', white space, control characters) and nothing a prefix lookup would miss (upper case).
 bool isMemoryId(std::string_view id);
 // A point in time as export writes it (IsoTimeForm::kTimestamp, daemon/util/clock.h): a real date and time.

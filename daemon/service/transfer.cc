@@ -106,14 +106,16 @@ struct PendingImport {
 
 Result<ImportCounts> Service::importJsonl(const CallContext& ctx, const ImportRequest& request) {
   const std::string& jsonl = request.jsonl;
+  // A part whose scope cannot be opened (a project_root that does not exist, writes disabled) is refused before
+  // its lines are read and leaves the staged import as it was.
+  auto scope = writeScope(ctx);
+  if (!scope) return scope.status();
   // The staged import is taken off the connection for the length of the call: an error below leaves it dropped.
   std::shared_ptr<PendingImport> pending;
   if (ctx.client != nullptr) {
     MutexLock lock(ctx.client->mutex);
     pending = std::exchange(ctx.client->pendingImport, nullptr);
   }
-  auto scope = writeScope(ctx);
-  if (!scope) return scope.status();
   if ((*scope)->kind == ScopeKind::kTeam) {
     // The replica takes rows only from the server's journal; memories reach the team one save at a time.
     return Status(ErrorCode::kInvalidParams, "import does not write the team scope: save to it with scope team",

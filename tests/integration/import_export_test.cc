@@ -470,6 +470,18 @@ TEST_F(ImportExportTest, AnImportInPartsWritesNothingUntilItsLastRequest) {
   ASSERT_FALSE(elsewhere.isOk());
   EXPECT_EQ(elsewhere.status().data()["field"], "scope");
   EXPECT_EQ(total(), 6);
+
+  // A part refused before its lines are read (a project_root that does not exist) leaves the staged lines: the
+  // retry goes on with them.
+  ASSERT_TRUE(next.call("import", {{"jsonl", jsonl({memoryLine(14)})}, {"more", true}}).isOk());
+  auto typo = next.call("import", {{"jsonl", jsonl({memoryLine(15)})}, {"more", true}, {"project_root", "/no/such/root"}});
+  ASSERT_FALSE(typo.isOk());
+  EXPECT_EQ(typo.status().code(), ErrorCode::kScopeUnavailable) << typo.status().toString();
+  auto retried = next.call("import", {{"jsonl", jsonl({memoryLine(15)})}});
+  ASSERT_TRUE(retried.isOk()) << retried.status().toString();
+  EXPECT_EQ((*retried)["created"], 2) << "the part staged before the refused one was lost";
+  EXPECT_EQ((*retried)["staged_lines"], 2);
+  EXPECT_EQ(total(), 8);
 }
 
 TEST_F(ImportExportTest, TheCliNamesTheLineOfTheFileWhenScopesAreSplit) {

@@ -39,10 +39,10 @@ void expectRefused(const json& line, const std::string& field) {
 
 TEST(JsonlTransferTest, MemoryIdsAreWhatMemqHandsOut) {
   EXPECT_TRUE(isMemoryId("7b934a83-3ded-420e-b11c-5b156ae48a0f"));
-  EXPECT_TRUE(isMemoryId("a"));
+  EXPECT_TRUE(isMemoryId("a1b2"));
   EXPECT_TRUE(isMemoryId("note_1-x"));
   EXPECT_TRUE(isMemoryId(std::string(64, 'a')));
-  for (const char* bad : {"", ".", "..", "../x", "a/b", "a\\b", ".a", "-a", "_a", "A1", "a b", "a\nb", "a.b"}) {
+  for (const char* bad : {"", "a", "n1", "abc", ".", "..", "../x", "a/b", "a\\b", ".a", "-a", "_a", "A1", "a b", "a\nb", "a.b"}) {
     EXPECT_FALSE(isMemoryId(bad)) << bad;
   }
   EXPECT_FALSE(isMemoryId(std::string("a\0b", 3)));
@@ -272,6 +272,12 @@ TEST(JsonlTransferTest, CursorsRoundTripAndAnythingElseIsRefused) {
   EXPECT_TRUE(back->tombstones);
   EXPECT_EQ(back->afterKey, c.afterKey);
   EXPECT_EQ(back->afterSubkey, c.afterSubkey);
+  for (const char* scope : {"project", "global", "team"}) {
+    ExportCursor each{scope, false, "k", "s"};
+    auto decoded = ExportCursor::decode(each.encode());
+    ASSERT_TRUE(decoded.has_value()) << scope;
+    EXPECT_EQ(decoded->scope, scope);
+  }
   for (const char* bad : {"", "x", "[]", "[\"export-v1\",\"elsewhere\",\"memories\",\"\",\"\"]",
                           "[\"export-v2\",\"project\",\"memories\",\"\",\"\"]",
                           "[\"export-v1\",\"project\",\"rows\",\"\",\"\"]", "[\"export-v1\",\"project\",\"memories\",1,\"\"]"}) {
