@@ -55,11 +55,12 @@ std::vector<std::string> strings(const json& p, const char* key) {
 
 // The lines of an anchored `files` entry: [[first, last], ...]. The schema has checked the shape and that each
 // number is from 0 to 2^32 - 1; what the numbers mean is checked by the service (validateRanges).
+// `-0` is read as a signed integer 0: it is line 0 (refused by the service, naming the range), not no range at all.
 LineRanges lineRanges(const json& lines) {
   LineRanges out;
   for (const auto& r : lines) {
-    if (!r.is_array() || r.size() != 2 || !r[0].is_number_unsigned() || !r[1].is_number_unsigned()) continue;
-    out.push_back({static_cast<uint32_t>(r[0].get<uint64_t>()), static_cast<uint32_t>(r[1].get<uint64_t>())});
+    if (!r.is_array() || r.size() != 2 || !r[0].is_number_integer() || !r[1].is_number_integer()) continue;
+    out.push_back({static_cast<uint32_t>(r[0].get<int64_t>()), static_cast<uint32_t>(r[1].get<int64_t>())});
   }
   return out;
 }
