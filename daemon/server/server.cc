@@ -248,8 +248,12 @@ void Server::submit(std::shared_ptr<Session> session, std::string message) {
     const Status busy = overloaded ? Status(ErrorCode::kBusy, "memqd is overloaded; retry shortly",
                                             nlohmann::json{{"queued", queuedJobs_.load()}})
                                    : Status(ErrorCode::kBusy, "memqd is shutting down; nothing was run");
-    const bool notification = !env.batch && env.items[0].call && env.items[0].call->isNotification();
-    std::string reply = notification ? std::string() : serializeMessage(makeErrorReply(id, busy));
+    // A message of notifications only (one, or a batch of them) is answered with nothing, as JSON-RPC 2.0 requires
+    // of every notification; an invalid element is not one, and gets the error.
+    const bool onlyNotifications = std::all_of(env.items.begin(), env.items.end(), [](const EnvelopeItem& item) {
+      return item.call && item.call->isNotification();
+    });
+    std::string reply = onlyNotifications ? std::string() : serializeMessage(makeErrorReply(id, busy));
     asio::post(io_, [this, session, reply = std::move(reply)] {
       --inFlight_;
       session->finished(reply.empty() ? std::nullopt : std::optional<std::string>(reply));

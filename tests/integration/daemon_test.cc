@@ -576,7 +576,12 @@ TEST_F(DaemonTest, RequestsPipelinedBehindAShutdownAreAnsweredBusyAndRunNothing)
                       {"id", 2},
                       {"method", "memory/purge"},
                       {"params", {{"id", id}, {"confirm", true}, {"project_root", project_}}}};
-  ASSERT_TRUE(c.sendRaw(shutdown.dump() + "\n" + purge.dump() + "\n").isOk());
+  // Notifications behind it (one, and a batch of them) run nothing and, as every notification, get no reply: the
+  // purge's Busy is the next line.
+  const json statsNote = {{"jsonrpc", "2.0"}, {"method", "stats"}};
+  const json notes = json::array({statsNote, statsNote});
+  ASSERT_TRUE(
+      c.sendRaw(shutdown.dump() + "\n" + statsNote.dump() + "\n" + notes.dump() + "\n" + purge.dump() + "\n").isOk());
   auto first = c.readRawLine(std::chrono::seconds(5));
   ASSERT_TRUE(first.isOk()) << first.status().toString();
   EXPECT_TRUE(json::parse(*first).contains("result")) << *first;
