@@ -74,8 +74,8 @@ struct HintResult {
 
 // Category rank used everywhere (lower first): pinned first, then gotcha, pref, decision, context, none.
 int hintRank(const HintCandidate& c);
-// The order hints are considered in: by hintRank, then, within one rank, by the tool's lines — more lines owned,
-// then more covered, then nearer — as recall's line terms order them.
+// The order hints are considered in: by hintRank, then, within one rank, by the tool's lines — more of them
+// originated (counted twice) and owned, then more covered, then nearer — as recall's line terms order them.
 bool hintBefore(const HintCandidate& a, const HintCandidate& b);
 
 // Applies the policy to `candidates` (already restricted to readable, active memories) and records what is shown.
