@@ -72,7 +72,26 @@ std::string labelFor(const HintCandidate& c) {
   return "";
 }
 
-std::string shortSummary(const std::string& summary) {
+// One line of a hint: a summary's line breaks, tabs and other control characters become spaces (runs of them one),
+// so that a memory's text can neither spread over more lines than the hint's three nor write a hint line of its own.
+std::string oneLine(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    const bool control = c < 0x20 || c == 0x7F;
+    if (!control) {
+      out.push_back(ch);
+    } else if (!out.empty() && out.back() != ' ') {
+      out.push_back(' ');
+    }
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+std::string shortSummary(const std::string& raw) {
+  const std::string summary = oneLine(raw);
   if (codePointCount(summary) <= kHintSummaryMax) return summary;
   // Cut at a code point boundary, trim trailing spaces, then mark the cut.
   size_t i = 0, n = 0;
