@@ -7,6 +7,7 @@
 // and, for the structured ones, an outputSchema whose shape the result's structuredContent has. Arguments are
 // checked against the tool's inputSchema here, so a wrong type is reported as one, before the daemon is asked.
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -240,10 +241,27 @@ std::string typeName(const json& v) {
   return "an object";
 }
 
+// A JSON number written with a fraction or exponent whose value is a whole number an int64 holds (`5.0`, `1e3`):
+// agents write them, and JSON Schema counts them as integers. They are sent to memqd as integers (wholeNumbers).
+bool isWholeFloat(const json& v) {
+  if (!v.is_number_float()) return false;
+  const double d = v.get<double>();
+  return std::isfinite(d) && d == std::trunc(d) && d >= -9.0e18 && d <= 9.0e18;
+}
+
+// `v` with every whole-number float written as an integer, at any depth: memqd's schemas take only integers
+// written without a fraction.
+void wholeNumbers(json& v) {
+  if (isWholeFloat(v)) {
+    v = static_cast<int64_t>(v.get<double>());
+  } else if (v.is_array() || v.is_object()) {
+    for (auto& e : v) wholeNumbers(e);
+  }
+}
+
 bool hasType(const json& v, const std::string& type) {
   if (type == "string") return v.is_string();
-  if (type == "integer") return v.is_number_integer() || v.is_number_unsigned() ||
-                                (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())));
+  if (type == "integer") return v.is_number_integer() || v.is_number_unsigned() || isWholeFloat(v);
   if (type == "boolean") return v.is_boolean();
   if (type == "array") return v.is_array();
   if (type == "object") return v.is_object();
@@ -405,8 +423,9 @@ ToolResult runTool(Bridge& bridge, const std::string& name, const json& args) {
   const json* spec = findTool(name);
   if (!spec) return fail("unknown tool: " + name);
   if (auto bad = checkArguments((*spec)["inputSchema"], args)) return fail(*bad);
-  // Every argument the schema admits goes to the method of the same name, as it is.
+  // Every argument the schema admits goes to the method of the same name, as it is (whole numbers as integers).
   json p = args;
+  wholeNumbers(p);
   if (name == "memory_save") {
     p["source"] = "agent";
     auto r = bridge.call("memory/save", p);

@@ -271,6 +271,26 @@ TEST_F(McpTest, ArgumentsOfTheWrongTypeAreReportedAsSuchAndChangeNothing) {
   EXPECT_EQ((*c.call("memory/list", json::object()))["total"], 0);
 }
 
+// Agents write whole numbers as 5.0 or 1e1; JSON Schema counts them as integers, and the bridge sends them to memqd
+// as integers. A number past any integer (1e300) is refused as a number.
+TEST_F(McpTest, WholeNumbersWrittenWithAFractionAreIntegers) {
+  const std::string input =
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_search","arguments":{"query":"x","limit":5.0}}})"
+      "\n"
+      R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory_list","arguments":{"limit":1e1}}})"
+      "\n"
+      R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"memory_list","arguments":{"limit":1e300}}})"
+      "\n";
+  auto rs = replies(daemon_->memq("mcp", project_, input));
+  ASSERT_EQ(rs.size(), 3u);
+  EXPECT_EQ(rs[0]["result"]["isError"], false) << rs[0].dump();
+  EXPECT_EQ(rs[1]["result"]["isError"], false) << rs[1].dump();
+  EXPECT_EQ(rs[2]["result"]["isError"], true) << rs[2].dump();
+  EXPECT_NE(rs[2]["result"]["content"][0].value("text", "").find("limit must be an integer, not a number"),
+            std::string::npos)
+      << rs[2].dump();
+}
+
 TEST_F(McpTest, FilesMayNameLinesAndTheResultsShowThem) {
   std::string input =
       R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_save","arguments":{"summary":"The session constant","files":[{"path":"src/auth/session.ts","lines":[[1,1]]}]}}})"
