@@ -31,6 +31,13 @@ nlohmann::json filesJson(const std::vector<FileRef>& files) {
   return out;
 }
 
+// {path: blob id or null}: the versions a memory's refs were recorded at (their staleness).
+nlohmann::json blobIdsJson(const std::vector<FileRef>& files) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& f : files) out[f.path] = f.blobId ? nlohmann::json(*f.blobId) : nlohmann::json();
+  return out;
+}
+
 Status stateConflict(const Memory& m, const std::string& wanted) {
   return Status(ErrorCode::kConflict,
                 "memory " + m.id + " is " + std::string(stateName(m.state)) + "; cannot " + wanted + " it",
@@ -269,7 +276,12 @@ Result<Memory> MemoryStore::update(const std::string& id, const UpdateInput& inp
       if (!t) return t.status();
       after.topics = *t;
     }
-    if (input.files) after.files = *input.files;
+    if (input.files) {
+      // In the order a memory's refs are read back (by path), so that the same files in another order are no change.
+      after.files = *input.files;
+      std::stable_sort(after.files.begin(), after.files.end(),
+                       [](const FileRef& a, const FileRef& b) { return a.path < b.path; });
+    }
     if (input.pinned) after.pinned = *input.pinned;
     after.contentHash = contentHash(after.summary, after.details);
 
@@ -283,6 +295,8 @@ Result<Memory> MemoryStore::update(const std::string& id, const UpdateInput& inp
     diff("category", jsonCat(before.category), jsonCat(after.category));
     diff("topics", before.topics, after.topics);
     diff("files", filesJson(before.files), filesJson(after.files));
+    // Files named again are recorded at the versions they have now: a ref that went stale is current again.
+    if (input.files) diff("blob_ids", blobIdsJson(before.files), blobIdsJson(after.files));
     diff("pinned", before.pinned, after.pinned);
     if (changes.empty()) return before;
 

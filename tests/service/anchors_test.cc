@@ -110,6 +110,39 @@ TEST_F(AnchorsTest, AnAnchorToACommittedFileNamesItsBlobAndKeepsNothing) {
   EXPECT_EQ(keptVersions(), 0);
 }
 
+// memory/update with files records them at the versions they have now, whatever order they come in; the same files
+// in another order, at the same versions, are no change.
+TEST_F(AnchorsTest, UpdatingFilesRecordsTheirVersionsNowInAnyOrder) {
+  auto r = save("about both files", {"src/a.c", "src/b.c"});
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  const std::string old = blobAtHead("src/a.c");
+  repo_->commit({{"src/a.c", numberedLines(11)}}, "a grows");
+  ASSERT_NE(blobAtHead("src/a.c"), old);
+  UpdateRequest same;
+  same.id = r->id;
+  same.files = std::vector<FileEntry>{"src/a.c", "src/b.c"};  // the order they are read back in
+  auto updated = service_->update(ctx(), same);
+  ASSERT_TRUE(updated.isOk()) << updated.status().toString();
+  const FileRef* a = refOf(updated->memory, "src/a.c");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->blobId, blobAtHead("src/a.c")) << "the ref still names the version it went stale from";
+  auto updateEvents = [&] {
+    AuditFilter filter;
+    filter.memoryId = r->id;
+    auto page = service_->auditList(ctx(), filter);
+    EXPECT_TRUE(page.isOk()) << page.status().toString();
+    return page ? std::count_if(page->events.begin(), page->events.end(),
+                                [](const AuditEntry& e) { return e.event.action == "update"; })
+                : -1;
+  };
+  EXPECT_EQ(updateEvents(), 1);
+  UpdateRequest reversed = same;
+  reversed.files = std::vector<FileEntry>{"src/b.c", "src/a.c"};
+  auto again = service_->update(ctx(), reversed);
+  ASSERT_TRUE(again.isOk()) << again.status().toString();
+  EXPECT_EQ(updateEvents(), 1) << "the same files in another order, at the same versions, were recorded as a change";
+}
+
 TEST_F(AnchorsTest, ABlobNamedIsTheVersionTheLinesAreIn) {
   const std::string old = blobAtHead("src/a.c");
   repo_->commit({{"src/a.c", numberedLines(3)}}, "shorter");
