@@ -162,6 +162,10 @@ Result<std::unique_ptr<TeamClient>> TeamClient::connect(const std::string& conni
                                                     std::to_string(PQserverVersion(conn)) + "; memq needs 13 or later",
                   nlohmann::json{{"scope", "team"}, {"reason", "server_too_old"}});
   }
+  // No statement waits on the server for ever: a teammate's open transaction holding the journal's lock, or a server
+  // too loaded to answer, fails the one call after 30 s (StorageError) instead of holding memqd's worker and the
+  // team scope's requests behind it. A migration lifts the bound for its own transaction.
+  if (auto bounded = pgExec(conn, "SET statement_timeout = '30s'", {}, "connect"); !bounded) return bounded.status();
   auto role = client->role();
   if (!role) return role.status();
   spdlog::info("team server: connected to {} as role {}", display, *role);

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "daemon/git/libgit2.h"
 
@@ -119,30 +121,39 @@ Status checkTeamConninfo(const std::string& conninfo, const std::string& field) 
   }
   PQconninfoFree(options);
   if (hasPassword) {
-    return Status::invalidField(field, field + " names a password (password or sslpassword); memq never stores one. Put it in a passfile "
-                                               "(~/.pgpass, or passfile=PATH / PGPASSFILE) or the PG* environment "
-                                               "of memqd, and connect without it");
+    return Status::invalidField(field, field + " names a password (password or sslpassword); memq never stores "
+                                               "one. Put it in a passfile (~/.pgpass, or passfile=PATH / "
+                                               "PGPASSFILE) or the PG* environment of memqd, and connect without it");
   }
   return Status::ok();
 }
 
-std::string withConnectTimeout(const std::string& conninfo, int seconds) {
+std::string withTimeouts(const std::string& conninfo, int seconds) {
   char* error = nullptr;
   PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &error);
   if (!options) {
     if (error) PQfreemem(error);
     return conninfo;  // libpq reports the problem when it connects
   }
+  // A server gone silent (a dropped route, a laptop's VPN) is noticed in about half a minute rather than TCP's
+  // quarter of an hour: keepalives on an idle connection, and a bound on data sent and never acknowledged.
+  // (libpq ignores them on a Unix socket.)
+  std::vector<std::pair<const char*, std::string>> defaults = {{"connect_timeout", std::to_string(seconds)},
+                                                                {"keepalives_idle", "15"},
+                                                                {"keepalives_interval", "5"},
+                                                                {"keepalives_count", "3"},
+                                                                {"tcp_user_timeout", "30000"}};
   std::ostringstream out;
-  bool hasTimeout = false;
   for (PQconninfoOption* o = options; o->keyword; ++o) {
     if (!o->val) continue;
-    if (std::strcmp(o->keyword, "connect_timeout") == 0) hasTimeout = true;
+    std::erase_if(defaults, [&](const auto& d) { return std::strcmp(o->keyword, d.first) == 0; });
     out << o->keyword << "=" << quoteValue(o->val) << " ";
   }
   PQconninfoFree(options);
-  if (!hasTimeout) out << "connect_timeout=" << seconds;
-  return out.str();
+  for (const auto& [keyword, value] : defaults) out << keyword << "=" << value << " ";
+  std::string text = out.str();
+  if (!text.empty()) text.pop_back();
+  return text;
 }
 
 }  // namespace memq

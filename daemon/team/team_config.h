@@ -30,7 +30,8 @@ Status checkTeamConninfo(const std::string& conninfo, const std::string& field =
 inline bool isTeamSecretKeyword(const char* keyword) {
   return std::string_view(keyword) == "password" || std::string_view(keyword) == "sslpassword";
 }
-// `conninfo` as key='value' pairs with connect_timeout set (to `seconds`) unless it names one.
-std::string withConnectTimeout(const std::string& conninfo, int seconds);
+// `conninfo` as key='value' pairs with connect_timeout set (to `seconds`) and TCP keepalives and tcp_user_timeout
+// set (a silent server noticed in about 30 s), each unless it names its own.
+std::string withTimeouts(const std::string& conninfo, int seconds);
 
 }  // namespace memq

@@ -36,6 +36,8 @@ class PgMigrationBackend final : public MigrationBackend {
   Status begin() override {
     MEMQ_RETURN_IF_ERROR(pgExecScript(conn_, "BEGIN", "migrate"));
     open_ = true;
+    // A migration may rewrite a large table: not bounded by the connection's statement_timeout.
+    MEMQ_RETURN_IF_ERROR(pgExecScript(conn_, "SET LOCAL statement_timeout = 0", "migrate"));
     MEMQ_RETURN_IF_ERROR(pgExecScript(conn_, kMigrationLock, "migrate"));
     return pgExecScript(conn_,
                         "CREATE SCHEMA IF NOT EXISTS memq_team;"

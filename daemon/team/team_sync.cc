@@ -13,6 +13,9 @@ namespace {
 
 // Journal rows fetched per query while catching up.
 constexpr int kPageRows = 500;
+// A request catches the replica up by at most this many pages (its own write is in them unless the replica is far
+// behind, as in a first sync, which the sync thread finishes).
+constexpr int kRequestPages = 4;
 // How long the sync thread waits for a notification before it looks at the outbox and the journal anyway (a
 // notification lost with a connection that broke is made good by this, and the stop flag is seen as often).
 constexpr std::chrono::milliseconds kNotifyWait{250};
@@ -86,7 +89,7 @@ std::optional<ReplicatedChange> replicatedChange(const TeamEvent& event) {
 
 TeamSync::TeamSync(TeamSyncOptions options, TeamReplicaHooks hooks)
     : options_(std::move(options)),
-      conninfo_(withConnectTimeout(options_.conninfo, options_.connectTimeoutSeconds)),
+      conninfo_(withTimeouts(options_.conninfo, options_.connectTimeoutSeconds)),
       display_(conninfoWithoutPassword(options_.conninfo)),
       hooks_(std::move(hooks)),
       outbox_(options_.outboxPath) {}
@@ -204,9 +207,12 @@ Status TeamSync::drainOutbox(TeamClient& client) {
   return Status::ok();
 }
 
-Status TeamSync::catchUp(TeamClient& client) {
-  std::lock_guard<std::mutex> lock(catchUpMutex_);
-  while (true) {
+Status TeamSync::catchUp(TeamClient& client, int maxPages) {
+  for (int page = 0; maxPages == 0 || page < maxPages; ++page) {
+    if (stop_.load()) return Status::ok();
+    // One page at a time under the lock: a request's catch-up waits for at most the page being applied, not for a
+    // whole first sync of a large team.
+    std::lock_guard<std::mutex> lock(catchUpMutex_);
     auto seq = hooks_.lastSeq();
     if (!seq) return seq.status();
     auto events = client.eventsSince(*seq, kPageRows);
@@ -235,6 +241,7 @@ Status TeamSync::catchUp(TeamClient& client) {
     if (!applied->empty() && hooks_.changed) hooks_.changed(*applied);
     if (static_cast<int>(events->size()) < kPageRows) return Status::ok();
   }
+  return Status::ok();  // the rest is the sync thread's
 }
 
 Result<TeamClient*> TeamSync::requestClient() {
@@ -263,7 +270,7 @@ Result<TeamSaveResult> TeamSync::save(const SaveInput& input, const std::string&
   auto out = (*client)->save(input, projectRoot);
   if (!out && isConnectionError(out.status())) requestClient_.reset();
   if (!out) return out;
-  if (Status st = catchUp(**client); !st) {
+  if (Status st = catchUp(**client, kRequestPages); !st) {
     // The server has the save; the replica gets it from the sync thread once it is connected again.
     spdlog::warn("team scope {}: replica not caught up after a save: {}", display_, st.message());
     if (isConnectionError(st)) requestClient_.reset();
@@ -279,7 +286,7 @@ Status TeamSync::change(const std::string& what, const std::function<Status(Team
     if (isConnectionError(st)) requestClient_.reset();
     return st;
   }
-  if (Status st = catchUp(**client); !st) {
+  if (Status st = catchUp(**client, kRequestPages); !st) {
     spdlog::warn("team scope {}: replica not caught up after {}: {}", display_, what, st.message());
     if (isConnectionError(st)) requestClient_.reset();
   }

@@ -92,8 +92,9 @@ class TeamSync {
   // restored or re-created database) the replica is emptied, to catch up from the start.
   Status checkJournalContinues(TeamClient& client);
   Status drainOutbox(TeamClient& client);
-  // Applies every journal row after the replica's seq, page by page.
-  Status catchUp(TeamClient& client);
+  // Applies the journal rows after the replica's seq, page by page (each under catchUpMutex_), up to `maxPages`
+  // pages (0: every row); returns at once once the sync is stopping.
+  Status catchUp(TeamClient& client, int maxPages = 0);
   // A change through the request client (`call`), then the replica caught up, so the caller reads its own write.
   Status change(const std::string& what, const std::function<Status(TeamClient&)>& call) EXCLUDES(requestMutex_);
   // The request client, connected if need be (nullptr, with the status, when the server cannot be reached).
@@ -117,7 +118,7 @@ class TeamSync {
   Mutex requestMutex_;
   std::unique_ptr<TeamClient> requestClient_ GUARDED_BY(requestMutex_);
   std::chrono::steady_clock::time_point requestRetryAt_ GUARDED_BY(requestMutex_){};
-  std::mutex catchUpMutex_;  // one catch-up at a time: a page is fetched and applied before the next is asked for
+  std::mutex catchUpMutex_;  // one page at a time: a page is fetched and applied before another is asked for
   std::thread thread_;
 };
 

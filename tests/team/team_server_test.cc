@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "daemon/model/content_hash.h"
+#include "daemon/team/team_config.h"
 #include "embedded_migrations.h"
 #include "migration_runner.h"
 #include "team/team_fixture.h"
@@ -632,6 +633,8 @@ TEST_F(TeamHostileTest, TheServerRefusesWhatTheClientWouldNotSend) {
 TEST(TeamConninfoTest, APasswordNeverReachesTheDisplayedConninfo) {
   const std::string kv = conninfoWithoutPassword("host=/tmp/x user=alice password=s3cret dbname=memq");
   EXPECT_EQ(kv.find("s3cret"), std::string::npos) << kv;
+  const std::string keyPass = conninfoWithoutPassword("host=/tmp/x user=alice sslpassword=k3ypass dbname=memq");
+  EXPECT_EQ(keyPass.find("k3ypass"), std::string::npos) << keyPass;
   EXPECT_NE(kv.find("user='alice'"), std::string::npos) << kv;
   const std::string uri = conninfoWithoutPassword("postgresql://alice:s3cret@localhost:1/memq?sslmode=disable");
   EXPECT_EQ(uri.find("s3cret"), std::string::npos) << uri;
@@ -646,6 +649,21 @@ TEST(TeamConninfoTest, APasswordNeverReachesTheDisplayedConninfo) {
   ASSERT_FALSE(c.isOk());
   EXPECT_EQ(c.status().code(), ErrorCode::kScopeUnavailable);
   EXPECT_EQ(c.status().message().find("s3cret"), std::string::npos) << c.status().message();
+}
+
+// A silent server is given up in about 30 s (keepalives, tcp_user_timeout) and a connection attempt in `seconds`,
+// unless the conninfo names its own values.
+TEST(TeamConninfoTest, TimeoutsAreAddedUnlessTheConninfoNamesThem) {
+  const std::string added = withTimeouts("host=db.internal dbname=memq", 2);
+  for (const char* expected : {"connect_timeout=2", "keepalives_idle=15", "keepalives_interval=5", "keepalives_count=3",
+                               "tcp_user_timeout=30000", "host='db.internal'"}) {
+    EXPECT_NE(added.find(expected), std::string::npos) << expected << " in " << added;
+  }
+  const std::string own = withTimeouts("host=db.internal keepalives_idle=60 connect_timeout=9", 2);
+  EXPECT_NE(own.find("keepalives_idle='60'"), std::string::npos) << own;
+  EXPECT_EQ(own.find("keepalives_idle=15"), std::string::npos) << own;
+  EXPECT_NE(own.find("connect_timeout='9'"), std::string::npos) << own;
+  EXPECT_EQ(own.find("connect_timeout=2"), std::string::npos) << own;
 }
 
 class TeamConnectionTest : public TeamFixture {};
