@@ -44,9 +44,16 @@ Result<std::optional<std::string>> TeamScopes::configured(const ProjectLocation&
   return c.conninfo;
 }
 
+namespace {
+// The name of a team server's replica, outbox and scope: its conninfo in libpq's own form (the parameters in one
+// order, a URI spelled as key='value' pairs), so that two spellings of one server share one scope and one sync
+// thread, never two drains of one outbox.
+std::string scopeKey(const std::string& conninfo) { return sha256Hex(conninfoWithoutPassword(conninfo)); }
+}  // namespace
+
 Result<std::shared_ptr<Scope>> TeamScopes::open(const std::string& conninfo) {
-  if (auto it = scopes_.find(conninfo); it != scopes_.end()) return it->second;
-  const std::string key = sha256Hex(conninfoWithoutPassword(conninfo));
+  const std::string key = scopeKey(conninfo);
+  if (auto it = scopes_.find(key); it != scopes_.end()) return it->second;
   const std::string dir = dataDir_ + "/team";
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -98,7 +105,7 @@ Result<std::shared_ptr<Scope>> TeamScopes::open(const std::string& conninfo) {
   // Beside the replica, so that a restarted memqd can send a queued save before any project asks (resumeQueued).
   if (std::ofstream out(dir + "/" + key + ".conninfo", std::ios::trunc); out) out << conninfo << "\n";
   spdlog::info("opened team scope {} (replica {})", scope->team->displayConninfo(), so.path);
-  scopes_[conninfo] = scope;
+  scopes_[key] = scope;
   return scope;
 }
 
@@ -165,12 +172,12 @@ Status TeamScopes::disconnect(const ProjectLocation& location) {
     MutexLock lock(mutex_);
     auto it = projects_.find(location.root);
     if (it == projects_.end() || !it->second.conninfo) return Status::ok();
-    const std::string conninfo = *it->second.conninfo;
+    const std::string key = scopeKey(*it->second.conninfo);
     projects_.erase(it);
     for (const auto& [root, c] : projects_) {
-      if (c.conninfo == conninfo) return Status::ok();  // another project still uses it
+      if (c.conninfo && scopeKey(*c.conninfo) == key) return Status::ok();  // another project still uses it
     }
-    if (auto s = scopes_.find(conninfo); s != scopes_.end()) {
+    if (auto s = scopes_.find(key); s != scopes_.end()) {
       closing = s->second;
       scopes_.erase(s);
     }

@@ -51,7 +51,7 @@ class TeamScopes {
   std::function<void(const ChangeEvent&)> emit_;
   Mutex mutex_;
   std::map<std::string, Configured> projects_ GUARDED_BY(mutex_);          // key: project root
-  std::map<std::string, std::shared_ptr<Scope>> scopes_ GUARDED_BY(mutex_);  // key: conninfo
+  std::map<std::string, std::shared_ptr<Scope>> scopes_ GUARDED_BY(mutex_);  // key: scopeKey(conninfo)
 };
 
 }  // namespace memq

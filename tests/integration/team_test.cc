@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -569,6 +570,30 @@ TEST_F(TeamTest, AQueuedSaveTheServerCannotTakeYetStaysQueuedUntilItCan) {
   ASSERT_TRUE(back.ok) << back.message;
   EXPECT_TRUE(eventually([&] { return serverCount() == "1"; }, seconds(15))) << a_.daemon->log();
   EXPECT_TRUE(eventually([&] { return c.call("team/status", json::object())->value("queued", -1) == 0; }, seconds(5)));
+}
+
+// Two spellings of one server (its parameters in another order) are one team scope: one replica, one outbox, one
+// sync thread draining it.
+TEST_F(TeamTest, TwoSpellingsOfOneServerAreOneTeamScope) {
+  startTeammate(a_, "a", "alice");
+  const std::string other = (a_.dir / "other").string();
+  initGitRepo(other);
+  std::vector<std::string> words;
+  std::istringstream in(conninfo("alice"));
+  for (std::string w; in >> w;) words.push_back(w);
+  ASSERT_GE(words.size(), 2u);
+  std::string reordered;
+  for (auto it = words.rbegin(); it != words.rend(); ++it) reordered += (reordered.empty() ? "" : " ") + *it;
+  ASSERT_NE(reordered, conninfo("alice"));
+  auto c = a_.daemon->client(other);
+  auto connected = c.call("team/connect", {{"conninfo", reordered}});
+  ASSERT_TRUE(connected.isOk()) << connected.status().toString();
+  const std::string log = a_.daemon->log();
+  size_t opened = 0;
+  for (size_t at = log.find("opened team scope"); at != std::string::npos; at = log.find("opened team scope", at + 1)) {
+    ++opened;
+  }
+  EXPECT_EQ(opened, 1u) << log;
 }
 
 TEST_F(TeamTest, ASaveQueuedBeforeAKill9OfMemqdIsSentAfterItRestarts) {
