@@ -174,6 +174,15 @@ Result<std::unique_ptr<TeamClient>> TeamClient::connect(const std::string& conni
 
 TeamClient::~TeamClient() { PQfinish(conn_); }
 
+bool TeamClient::stillConnected() {
+  // A server that went away closed the socket, perhaps after a last error message: the hang-up shows in poll even
+  // while that message is unread, which PQconsumeInput alone would read and call a live connection.
+  pollfd p{PQsocket(conn_), static_cast<short>(POLLIN | POLLRDHUP), 0};
+  if (p.fd < 0) return false;
+  if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)) != 0) return false;
+  return PQconsumeInput(conn_) == 1 && PQstatus(conn_) == CONNECTION_OK;
+}
+
 Result<std::string> TeamClient::role() {
   auto r = pgExec(conn_, "SELECT session_user", {}, "role");
   if (!r) return r.status();

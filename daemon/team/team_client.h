@@ -112,6 +112,10 @@ class TeamClient {
   // The time (as TeamEvent::at) of the journal row `seq`; "" when there is none.
   Result<std::string> journalRowAt(int64_t seq);
 
+  // Whether the connection is still up, by what the server has already sent (a server that restarted closed it):
+  // reads what is waiting without blocking, so it costs no round trip.
+  bool stillConnected();
+
   // LISTEN memq_team: each committed change then notifies this connection with its journal seq.
   Status listen();
   // Waits up to `timeout` for a notification; its seq, or nullopt when none came in time.

@@ -116,6 +116,7 @@ bool TeamSync::sleepFor(std::chrono::milliseconds d) {
 }
 
 void TeamSync::noteLost(const Status& st) {
+  journalChecked_ = false;
   const bool was = online_.exchange(false);
   {
     std::lock_guard<std::mutex> lock(infoMutex_);
@@ -151,6 +152,7 @@ Status TeamSync::serve(TeamClient& client) {
     lastError_.clear();
   }
   MEMQ_RETURN_IF_ERROR(checkJournalContinues(client));
+  journalChecked_ = true;
   MEMQ_RETURN_IF_ERROR(drainOutbox(client));
   MEMQ_RETURN_IF_ERROR(catchUp(client));
   if (!online_.exchange(true)) spdlog::info("team scope {} is online as role {}", display_, *role);
@@ -244,7 +246,18 @@ Status TeamSync::catchUp(TeamClient& client, int maxPages) {
   return Status::ok();  // the rest is the sync thread's
 }
 
+Status TeamSync::catchUpChecked(TeamClient& client) {
+  // Only once the sync thread has found the server's journal continuing the replica's (checkJournalContinues):
+  // rows applied from a server restored from an older backup would move the replica's mark past rows it then never
+  // gets. Until then the sync thread applies the request's write.
+  if (!journalChecked_.load()) return Status::ok();
+  return catchUp(client, kRequestPages);
+}
+
 Result<TeamClient*> TeamSync::requestClient() {
+  // A connection the server closed since its last use (a restart, a failover) is replaced before the request, not
+  // found broken by it: the request would fail, or a save be queued, with the server up.
+  if (requestClient_ && !requestClient_->stillConnected()) requestClient_.reset();
   if (requestClient_) return requestClient_.get();
   const auto now = std::chrono::steady_clock::now();
   if (now < requestRetryAt_) {
@@ -270,7 +283,7 @@ Result<TeamSaveResult> TeamSync::save(const SaveInput& input, const std::string&
   auto out = (*client)->save(input, projectRoot);
   if (!out && isConnectionError(out.status())) requestClient_.reset();
   if (!out) return out;
-  if (Status st = catchUp(**client, kRequestPages); !st) {
+  if (Status st = catchUpChecked(**client); !st) {
     // The server has the save; the replica gets it from the sync thread once it is connected again.
     spdlog::warn("team scope {}: replica not caught up after a save: {}", display_, st.message());
     if (isConnectionError(st)) requestClient_.reset();
@@ -286,7 +299,7 @@ Status TeamSync::change(const std::string& what, const std::function<Status(Team
     if (isConnectionError(st)) requestClient_.reset();
     return st;
   }
-  if (Status st = catchUp(**client, kRequestPages); !st) {
+  if (Status st = catchUpChecked(**client); !st) {
     spdlog::warn("team scope {}: replica not caught up after {}: {}", display_, what, st.message());
     if (isConnectionError(st)) requestClient_.reset();
   }

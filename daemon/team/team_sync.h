@@ -95,6 +95,8 @@ class TeamSync {
   // Applies the journal rows after the replica's seq, page by page (each under catchUpMutex_), up to `maxPages`
   // pages (0: every row); returns at once once the sync is stopping.
   Status catchUp(TeamClient& client, int maxPages = 0);
+  // A request's catch-up (a few pages), once the sync thread has checked the server's journal; else nothing.
+  Status catchUpChecked(TeamClient& client);
   // A change through the request client (`call`), then the replica caught up, so the caller reads its own write.
   Status change(const std::string& what, const std::function<Status(TeamClient&)>& call) EXCLUDES(requestMutex_);
   // The request client, connected if need be (nullptr, with the status, when the server cannot be reached).
@@ -108,6 +110,9 @@ class TeamSync {
   TeamReplicaHooks hooks_;
   TeamOutbox outbox_;
   std::atomic<bool> online_{false};
+  // Whether the sync thread's connection found the server's journal continuing the replica's; cleared when it is
+  // lost. A request catches the replica up only while it is set (catchUpChecked).
+  std::atomic<bool> journalChecked_{false};
   std::atomic<bool> stop_{false};
   std::mutex wakeMutex_;
   std::condition_variable wake_;

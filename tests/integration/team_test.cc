@@ -596,6 +596,23 @@ TEST_F(TeamTest, TwoSpellingsOfOneServerAreOneTeamScope) {
   EXPECT_EQ(opened, 1u) << log;
 }
 
+// After the server restarts, the next request is served on a new connection, not failed on the one the restart
+// closed: the server is up, so a state change succeeds and a save is created, not queued.
+TEST_F(TeamTest, TheFirstRequestsAfterAServerRestartAreServed) {
+  startTeammate(a_, "a", "alice");
+  auto c = a_.daemon->client(a_.project);
+  auto first = teamSave(c, "Before the restart: the request connection is opened by this save");
+  ASSERT_TRUE(first.isOk()) << first.status().toString();
+  stopServer();
+  ASSERT_EQ(cluster_->restart(), "");
+  ASSERT_TRUE(eventually([&] { return c.call("team/status", json::object())->value("online", false); }, seconds(15)));
+  auto hidden = c.call("memory/hide", {{"id", (*first)["id"]}, {"scope", "team"}});
+  ASSERT_TRUE(hidden.isOk()) << hidden.status().toString();
+  auto second = teamSave(c, "After the restart: saved on a new connection");
+  ASSERT_TRUE(second.isOk()) << second.status().toString();
+  EXPECT_EQ((*second)["status"], "created") << second->dump();
+}
+
 TEST_F(TeamTest, ASaveQueuedBeforeAKill9OfMemqdIsSentAfterItRestarts) {
   startTeammate(a_, "a", "alice");
   startTeammate(b_, "b", "bob");
