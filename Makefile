@@ -13,7 +13,7 @@ export CCACHE_NOHASHDIR := true
 
 DEB_PACKAGES := build-essential cmake ninja-build ccache pkg-config git python3 xz-utils \
   libsqlite3-dev libsqlitecpp-dev nlohmann-json3-dev libasio-dev libgit2-dev libspdlog-dev \
-  libgtest-dev libgmock-dev neovim lintian clang postgresql libpq-dev
+  libgtest-dev libgmock-dev neovim lintian clang postgresql libpq-dev zsh fish
 
 .PHONY: all build run test clean deps configure install package test-asan test-tsan fuzz
 

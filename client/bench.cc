@@ -562,8 +562,8 @@ int runRetrievalBench(Context& ctx, const std::vector<std::string>& words) {
   auto datasetArg = a.value("dataset");
   if (!datasetArg) {
     return usageError(
-        "usage: memq bench retrieval --dataset DIR [--ranker default|reference]... [--lines] [--limit K] [--json] "
-        "[--dump FILE]");
+        "usage: memq bench retrieval --dataset DIR [--ranker default|reference]... [--lines] [--limit K] "
+        "[--max-splits N] [--no-semantic] [--keep] [--dump FILE] [--json]");
   }
   fs::path dataset = *datasetArg;
   int limit = 10;

@@ -16,16 +16,18 @@
 namespace {
 
 constexpr const char* kUsage = R"(usage: memq [--json] [--socket PATH] [--project DIR] [--scope project|global|team] [--tab NAME]
-            [--no-pager] [--color auto|always|never] COMMAND [ARGS]
+            [--no-pager] [--color [auto|always|never]] COMMAND [ARGS]
        memq help COMMAND | memq COMMAND --help
 
 memories:
   save SUMMARY [--details TEXT] [--category pref|decision|gotcha|context] [--topic T]... [--file PATH]...
                [--source user|agent] [--merge-topics] [--no-anchor]
   get ID                     update ID [--summary S] [--details D] [--category C] [--topic T]... [--file PATH]...
-  list [--category C] [--topic T] [--pinned] [--state active|hidden|superseded|rejected|all] [--file PATH] [--limit N]
+  list [--category C] [--topic T] [--pinned] [--state active|hidden|superseded|rejected|all] [--file PATH]
+       [--limit N] [--offset N]
   search QUERY [--limit N] [--ranker R] [--explain]
-  recall [QUERY] [--file PATH]... [--limit N] [--max-chars N] [--ranker default|reference] [--explain]
+  recall [QUERY] [--file PATH]... [--limit N] [--max-chars N] [--ranker default|reference] [--threshold X]
+         [--explain] [--no-mark]
   hide ID [--reason R]       restore ID       pin ID       unpin ID
   supersede OLD_ID --by NEW_ID
   reject ID --reason R       unreject ID      purge ID --yes
@@ -34,8 +36,9 @@ hints and repository:
   hint TOOL [--file PATH]... [--query Q]
   cochange PATH [--limit N]  blast PATH       refresh
 review and data:
-  review [clusters|stale|dead]     audit [--id ID] [--limit N]
-  export [--state all]       import FILE      import --from-empryo PATH/TO/memory.db
+  review [clusters|stale|dead]     audit [--id ID] [--limit N] [--since TIME]
+  export [--state active|hidden|superseded|rejected|all]
+  import FILE (- for stdin)  import --from-empryo PATH/TO/memory.db
   stats                      status
 team scope (docs/team.md):
   team connect CONNINFO      team status      team disconnect

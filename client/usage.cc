@@ -45,7 +45,9 @@ const std::map<std::string, std::string>& table() {
       {"refresh", "memq refresh\n  Walk new commits for co-change."},
       {"review", "memq review [clusters|stale|dead]\n  Review memories interactively (a terminal), or --json."},
       {"audit", "memq audit [--id ID] [--limit N] [--since TIME]\n  The audit log."},
-      {"export", "memq export [--state STATE]\n  Every readable scope as JSONL on stdout."},
+      {"export",
+       "memq export [--state active|hidden|superseded|rejected|all]\n"
+       "  Every readable scope as JSONL on stdout (active memories unless --state)."},
       {"import",
        "memq import FILE|-\n"
        "memq import --from-empryo PATH/TO/memory.db\n"
@@ -58,7 +60,8 @@ const std::map<std::string, std::string>& table() {
       {"mcp", "memq mcp\n  A Model Context Protocol server on stdin/stdout."},
       {"hook", "memq hook claude-code EVENT\n  A Claude Code hook: SessionStart, UserPromptSubmit or PostToolUse."},
       {"bench",
-       "memq bench retrieval --dataset DIR [--ranker default|reference]... [--lines] [--limit K] [--json] [--dump FILE]\n"
+       "memq bench retrieval --dataset DIR [--ranker default|reference]... [--lines] [--limit K] [--max-splits N]\n"
+       "                     [--no-semantic] [--keep] [--dump FILE] [--json]\n"
        "memq bench load [--n 1000,10000,100000]... [--clients N] [--dataset DIR] [--json]\n"
        "  Measure retrieval quality or load."},
       {"help", "memq help [COMMAND]\n  This help, or one command's."},

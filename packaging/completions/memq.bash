@@ -27,9 +27,12 @@ _memq_command_options() {
     esac
 }
 
-# The 8-character id prefixes of the daemon's memories; nothing when no daemon runs.
+# The 8-character id prefixes of the daemon's memories; nothing when no daemon runs. The daemon is the one on the
+# socket a --socket before the command names ($socket, set by _memq), if any.
 _memq_ids() {
-    "${words[0]:-memq}" __complete-ids 2>/dev/null | cut -f1
+    local -a socket_args=()
+    [[ -n "$socket" ]] && socket_args=(--socket "$socket")
+    "${words[0]:-memq}" "${socket_args[@]}" __complete-ids 2>/dev/null | cut -f1
 }
 
 _memq() {
@@ -44,29 +47,37 @@ _memq() {
         cword=$COMP_CWORD
     fi
 
-    # Find the command: the first word after the global options (and their values).
-    local i=1 command="" command_index=0
+    # Find the command: the first word after the global options (and their values), and the --socket among them.
+    local i=1 command="" command_index=0 socket=""
     while [[ $i -lt $cword ]]; do
         case "${words[i]}" in
-            --socket|--project|--scope|--tab) i=$((i + 2)); continue ;;
+            --socket) [[ $((i + 1)) -lt $cword ]] && socket="${words[i+1]}"; i=$((i + 2)); continue ;;
+            --socket=*) socket="${words[i]#--socket=}"; i=$((i + 1)); continue ;;
+            --project|--scope|--tab) i=$((i + 2)); continue ;;
             --color) i=$((i + 1)); [[ "${words[i]}" == auto || "${words[i]}" == always || "${words[i]}" == never ]] && i=$((i + 1)); continue ;;
             --json|--help|-h|--version|--no-pager) i=$((i + 1)); continue ;;
             -*) i=$((i + 1)); continue ;;
             *) command="${words[i]}"; command_index=$i; break ;;
         esac
     done
+    [[ "$socket" == "~/"* ]] && socket="$HOME/${socket#"~/"}"
 
     # --opt=VALUE forms.
-    local option="$prev"
+    local option="$prev" inline=""
     if [[ "$cur" == --*=* ]]; then
         option="${cur%%=*}"
         cur="${cur#*=}"
+        inline=1
     fi
 
     # Values of options.
     case "$option" in
         --scope) COMPREPLY=($(compgen -W "project global team" -- "$cur")); return ;;
-        --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
+        --color)
+            COMPREPLY=($(compgen -W "auto always never" -- "$cur"))
+            # The value is optional: after a bare --color before the command, the word may be the command as well.
+            [[ -z "$inline" && -z "$command" ]] && COMPREPLY+=($(compgen -W "$_memq_commands" -- "$cur"))
+            return ;;
         --by|--id) COMPREPLY=($(compgen -W "$(_memq_ids)" -- "$cur")); return ;;
         --socket|--file|--from-empryo|--dump) COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
         --project|--dataset) COMPREPLY=($(compgen -d -- "$cur")); compopt -o filenames 2>/dev/null; return ;;

@@ -6,29 +6,75 @@ set -l memq_commands save get update list search recall hide restore pin unpin s
     attach detach hint cochange blast refresh review audit export import stats team status daemon mcp hook bench help version
 set -l id_commands get update hide restore pin unpin supersede reject unreject purge attach detach
 
+# The ids from the daemon; on the socket a --socket before the command names, if there is one.
 function __memq_ids
-    memq __complete-ids 2>/dev/null
+    set -l words (commandline -opc)
+    set -e words[1]
+    set -l socket
+    set -l take ''
+    for w in $words
+        # The word after an option that takes a value (--color's only when it is auto, always or never).
+        switch "$take"
+            case --socket
+                set socket $w
+                set take ''
+                continue
+            case --project --scope --tab
+                set take ''
+                continue
+            case --color
+                set take ''
+                contains -- $w auto always never; and continue
+        end
+        switch $w
+            case --socket --project --scope --tab --color
+                set take $w
+            case '--socket=*'
+                set socket (string replace -- --socket= '' $w)
+            case '-*'
+            case '*'
+                break
+        end
+    end
+    if test -n "$socket"
+        memq --socket (string replace -r -- '^~(?=/|$)' $HOME $socket) __complete-ids 2>/dev/null
+    else
+        memq __complete-ids 2>/dev/null
+    end
 end
 
-# True when the command line has no command yet.
+# True when the command line has no command yet. --color takes the next word only when it is auto, always or never.
 function __memq_needs_command
     set -l words (commandline -opc)
     set -e words[1]
     set -l skip 0
+    set -l color 0
     for w in $words
         if test $skip -eq 1
             set skip 0
             continue
         end
+        if test $color -eq 1
+            set color 0
+            contains -- $w auto always never; and continue
+        end
         switch $w
             case --socket --project --scope --tab
                 set skip 1
+            case --color
+                set color 1
             case '-*'
             case '*'
                 return 1
         end
     end
     return 0
+end
+
+# True when the last word before the cursor is a bare --color (whose value is optional).
+function __memq_after_color
+    set -l words (commandline -opc)
+    test "$words[-1]" = --color
 end
 
 # True when the command is one of $argv and no positional word follows it yet.
@@ -56,7 +102,9 @@ complete -c memq -n __memq_needs_command -l project -r -a '(__fish_complete_dire
 complete -c memq -n __memq_needs_command -l scope -x -a 'project global team' -d 'only this scope'
 complete -c memq -n __memq_needs_command -l tab -x -d 'the agent tab this command acts for'
 complete -c memq -l no-pager -d 'do not page'
-complete -c memq -l color -x -a 'auto always never' -d 'colour in human output'
+# --color's value is optional: --color=WHEN, or the next word when it is auto, always or never.
+complete -c memq -l color -a 'auto always never' -d 'colour in human output'
+complete -c memq -n __memq_after_color -a 'auto always never' -d 'when to colour'
 complete -c memq -l help -s h -d "the command's usage"
 complete -c memq -n __memq_needs_command -l version -d 'the version'
 
@@ -93,6 +141,7 @@ complete -c memq -n __memq_needs_command -a mcp -d 'MCP server on stdio'
 complete -c memq -n __memq_needs_command -a hook -d 'agent hooks'
 complete -c memq -n __memq_needs_command -a bench -d 'benchmarks'
 complete -c memq -n __memq_needs_command -a help -d "a command's usage"
+complete -c memq -n __memq_needs_command -a version -d 'the version'
 
 # Ids from the daemon, for the commands that take one, and for --by and --id.
 complete -c memq -n "__memq_first_arg_of $id_commands" -a '(__memq_ids)'
