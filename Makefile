@@ -38,7 +38,9 @@ configure: deps $(BUILD_DIR)/build.ninja
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-run: build
+# Only the two programs: the tests and benchmarks are built by `make test` (or `make build`).
+run: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target memqd memq
 	$(BUILD_DIR)/bin/memqd --foreground
 
 test: build
