@@ -37,13 +37,18 @@ class LineReader {
     if (!v->is_string()) return error(key, std::string("must be a string") + (nullable ? " or null" : ""));
     return std::optional<std::string>(v->get<std::string>());
   }
+  // The timestamp in the store's one form (UTC, milliseconds: 2026-11-29T14:33:25.605Z), whatever offset or
+  // fraction the line wrote it with: lists and exports order by that text, and recency reads it.
   Result<std::optional<std::string>> optTimestamp(const char* key) const {
     auto s = optString(key, false);
     if (!s) return s.status();
-    if (*s && !isTimestamp(**s)) {
+    if (!*s) return s;
+    const auto instant = parseIsoInstant(**s, IsoTimeForm::kTimestamp);
+    const auto canonical = instant ? formatIsoInstant(*instant) : std::nullopt;
+    if (!canonical) {
       return error(key, "must be a timestamp like 2026-11-29T14:33:25.605Z (a real date and time, then Z or an offset)");
     }
-    return s;
+    return std::optional<std::string>(*canonical);
   }
   Result<std::optional<std::string>> optId(const char* key, bool nullable) const {
     auto s = optString(key, nullable);

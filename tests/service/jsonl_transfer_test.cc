@@ -70,6 +70,20 @@ TEST(JsonlTransferTest, ContentHashesAreSha256InLowercaseHex) {
   EXPECT_FALSE(isContentHash(std::string(64, 'g')));
 }
 
+// Timestamps are stored in the one form memq writes (UTC, milliseconds), which lists and exports order by as text.
+TEST(JsonlTransferTest, TimestampsAreStoredInUtcWithMilliseconds) {
+  json line = memory();
+  line["created_at"] = "2026-11-29T16:33:25+02:00";
+  line["updated_at"] = "2026-11-29T14:33:25.123456789Z";
+  line["last_used_at"] = "2026-11-29T14:33:25Z";
+  auto r = parse(line, 1);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  ASSERT_TRUE(r->has_value());
+  EXPECT_EQ((**r).memory.createdAt, "2026-11-29T14:33:25.000Z");
+  EXPECT_EQ((**r).memory.updatedAt, "2026-11-29T14:33:25.123Z");
+  EXPECT_EQ((**r).memory.lastUsedAt, "2026-11-29T14:33:25.000Z");
+}
+
 TEST(JsonlTransferTest, AMemoryLineKeepsWhatItCarries) {
   json line = memory();
   line["details"] = "ask ops";
