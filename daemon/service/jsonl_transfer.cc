@@ -16,6 +16,15 @@ namespace {
 
 using json = nlohmann::json;
 
+Status scrubLineField(const ImportLineOptions& options, size_t line, std::string& text, const std::string& field) {
+  Status st = options.scrub(text, field);
+  if (st) return st;
+  // A refused credential is a line error like any other (data.field "jsonl", data.line), keeping its kinds.
+  json data = importLineError(line, field, st.message()).data();
+  if (st.data().is_object() && st.data().contains("kinds")) data["kinds"] = st.data()["kinds"];
+  return Status(st.code(), st.message(), std::move(data));
+}
+
 std::string dumpLine(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 // Reads one line's fields, each error naming the line and the field.
@@ -162,8 +171,8 @@ Result<ImportLine> readTombstone(const json& j, size_t line, const ImportLineOpt
   t.at = at.value_or(options.now);
   const std::string prefix = "jsonl[line " + std::to_string(line) + "].";
   if (options.scrub) {
-    MEMQ_RETURN_IF_ERROR(options.scrub(t.reason, prefix + "reason"));
-    MEMQ_RETURN_IF_ERROR(options.scrub(t.actor, prefix + "actor"));
+    MEMQ_RETURN_IF_ERROR(scrubLineField(options, line, t.reason, prefix + "reason"));
+    MEMQ_RETURN_IF_ERROR(scrubLineField(options, line, t.actor, prefix + "actor"));
   }
   return out;
 }
@@ -223,13 +232,13 @@ Result<ImportLine> readMemory(const json& j, size_t line, const ImportLineOption
   MEMQ_ASSIGN_OR_RETURN_LINE(stateReason, r.optString("state_reason", true));
   if (options.scrub) {
     // An import is a save too: every free-text field goes through the same scan, named by line.
-    MEMQ_RETURN_IF_ERROR(options.scrub(in.summary, prefix + "summary"));
-    MEMQ_RETURN_IF_ERROR(options.scrub(in.details, prefix + "details"));
+    MEMQ_RETURN_IF_ERROR(scrubLineField(options, line, in.summary, prefix + "summary"));
+    MEMQ_RETURN_IF_ERROR(scrubLineField(options, line, in.details, prefix + "details"));
     for (size_t i = 0; i < in.topics.size(); ++i) {
-      MEMQ_RETURN_IF_ERROR(options.scrub(in.topics[i], prefix + "topics[" + std::to_string(i) + "]"));
+      MEMQ_RETURN_IF_ERROR(scrubLineField(options, line, in.topics[i], prefix + "topics[" + std::to_string(i) + "]"));
     }
-    if (sessionId) MEMQ_RETURN_IF_ERROR(options.scrub(*sessionId, prefix + "session_id"));
-    if (stateReason) MEMQ_RETURN_IF_ERROR(options.scrub(*stateReason, prefix + "state_reason"));
+    if (sessionId) MEMQ_RETURN_IF_ERROR(scrubLineField(options, line, *sessionId, prefix + "session_id"));
+    if (stateReason) MEMQ_RETURN_IF_ERROR(scrubLineField(options, line, *stateReason, prefix + "state_reason"));
   }
   auto n = normalizeSave(in, options.projectRoot);
   if (!n) {

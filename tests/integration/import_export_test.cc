@@ -414,6 +414,10 @@ TEST_F(ImportExportTest, RefuseModeRefusesACredentialInAReasonNamingTheLine) {
   EXPECT_EQ(r.status().code(), ErrorCode::kInvalidParams);
   EXPECT_NE(r.status().message().find("jsonl[line 2].state_reason"), std::string::npos) << r.status().message();
   EXPECT_EQ(r.status().message().find(kAws), std::string::npos);
+  // The error's data is a line error's, as import.md gives it, with the credential's kinds.
+  EXPECT_EQ(r.status().data().value("field", ""), "jsonl") << r.status().data().dump();
+  EXPECT_EQ(r.status().data().value("line", 0), 2) << r.status().data().dump();
+  EXPECT_TRUE(r.status().data().contains("kinds")) << r.status().data().dump();
   json tomb = {{"type", "tombstone"}, {"content_hash", std::string(64, 'b')}, {"reason", "leaked " + kAws}};
   r = importText(jsonl({tomb}));
   ASSERT_FALSE(r.isOk());
