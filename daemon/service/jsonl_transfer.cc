@@ -1,6 +1,7 @@
 // The JSONL lines of export and import; see jsonl_transfer.h.
 #include "daemon/service/jsonl_transfer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "daemon/anchors/line_ranges.h"
@@ -255,7 +256,14 @@ Result<ImportLine> readMemory(const json& j, size_t line, const ImportLineOption
   m.summary = n->summary;
   m.details = n->details;
   m.topics = n->topics;
-  // Blob ids follow their path by position: an export's paths are already normalised, so none moves.
+  // Blob ids and anchors follow their path by position: an export's paths are already normalised, so none moves.
+  // Paths that normalise to one (`src/a.ts` and `./src/a.ts`) would shift the ones after them onto other files.
+  const bool carriesVersions =
+      std::any_of(blobs.begin(), blobs.end(), [](const auto& b) { return b.has_value(); }) ||
+      std::any_of(anchors.begin(), anchors.end(), [](const auto& a) { return a.has_value(); });
+  if (carriesVersions && n->files.size() != in.files.size()) {
+    return r.error("files", "names one file twice (paths that are the same once normalised); name each file once");
+  }
   for (size_t i = 0; i < n->files.size(); ++i) {
     m.files.push_back({n->files[i], i < blobs.size() ? blobs[i] : std::nullopt,
                        i < anchors.size() ? anchors[i] : std::nullopt});

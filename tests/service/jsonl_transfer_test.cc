@@ -154,6 +154,20 @@ TEST(JsonlTransferTest, UseCountIsAWholeNumberInRange) {
   }
 }
 
+// A file's blob id belongs to that file: paths that normalise to one would shift the others' onto other files.
+TEST(JsonlTransferTest, OneFileNamedTwiceWithVersionsIsRefused) {
+  json line = memory();
+  line["files"] = json::array({{{"path", "src/a.ts"}, {"blob_id", "x1"}}, {{"path", "./src/a.ts"}, {"blob_id", "y2"}},
+                               {{"path", "src/b.ts"}, {"blob_id", "z3"}}});
+  expectRefused(line, "files");
+  // Plain paths carry nothing to shift: the repeat is dropped, as a save drops it.
+  json plain = memory();
+  plain["files"] = json::array({"src/a.ts", "./src/a.ts", "src/b.ts"});
+  auto r = parse(plain);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  ASSERT_EQ((*r)->memory.files.size(), 2u);
+}
+
 TEST(JsonlTransferTest, EveryOtherBadFieldNamesItself) {
   auto with = [](const char* key, json v) {
     json line = memory();
