@@ -209,11 +209,14 @@ Result<ListResult> Service::list(const CallContext& ctx, const ListFilter& filte
   if (!scopes) return scopes.status();
   ListResult out;
   ListFilter f = filter;
-  // Page across scopes: fetch enough from each, then cut.
-  f.offset = 0;
-  // Both are at most INT_MAX (the schemas): their sum may not be.
-  f.limit = static_cast<int>(std::min<int64_t>(std::numeric_limits<int>::max(),
-                                               int64_t{filter.offset} + int64_t{filter.limit}));
+  // One scope pages itself; across scopes, enough is fetched from each to merge them, then cut.
+  const bool merged = scopes->size() > 1;
+  if (merged) {
+    f.offset = 0;
+    // Both are at most INT_MAX (the schemas): their sum may not be.
+    f.limit = static_cast<int>(std::min<int64_t>(std::numeric_limits<int>::max(),
+                                                 int64_t{filter.offset} + int64_t{filter.limit}));
+  }
   if (f.file && !f.file->empty()) {
     auto p = normalizePaths(ctx, scopes->empty() ? nullptr : scopes->front().get(), {*f.file}, "file");
     if (!p) return p.status();
@@ -227,12 +230,14 @@ Result<ListResult> Service::list(const CallContext& ctx, const ListFilter& filte
     out.total += l->total;
     for (auto& m : l->memories) out.memories.push_back(std::move(m));
   }
-  if (scopes->size() > 1) {
-    std::stable_sort(out.memories.begin(), out.memories.end(), [](const Memory& a, const Memory& b) {
-      if (a.pinned != b.pinned) return a.pinned > b.pinned;
-      return a.lastUsedAt > b.lastUsedAt;
-    });
+  if (!merged) {
+    markActed(ctx.client);
+    return out;
   }
+  std::stable_sort(out.memories.begin(), out.memories.end(), [](const Memory& a, const Memory& b) {
+    if (a.pinned != b.pinned) return a.pinned > b.pinned;
+    return a.lastUsedAt > b.lastUsedAt;
+  });
   size_t begin = std::min<size_t>(filter.offset, out.memories.size());
   size_t end = std::min<size_t>(begin + filter.limit, out.memories.size());
   out.memories = std::vector<Memory>(std::make_move_iterator(out.memories.begin() + begin),

@@ -488,6 +488,28 @@ TEST_F(ServiceTest, ScopesResolveProjectFirstAndGlobalWhenAsked) {
   EXPECT_EQ(missed.status().code(), ErrorCode::kNotFound);
 }
 
+// Pages of a list, one scope or two merged, follow one another: together every memory once, and `total` all of them.
+TEST_F(ServiceTest, ListPagesCoverEveryMemoryOnce) {
+  for (int i = 0; i < 3; ++i) save("Project note number " + std::to_string(i));
+  for (int i = 0; i < 2; ++i) save("Global note number " + std::to_string(i), inScope(ScopeKind::kGlobal));
+  CommonParams projectOnly;
+  projectOnly.readScope = ReadScope::kProject;
+  for (const auto& [params, expected] : {std::pair{CommonParams{}, size_t{5}}, std::pair{projectOnly, size_t{3}}}) {
+    std::set<std::string> seen;
+    for (int offset = 0; offset < 8; offset += 2) {
+      ListFilter page;
+      page.limit = 2;
+      page.offset = offset;
+      auto l = service_->list(ctx(params), page);
+      ASSERT_TRUE(l.isOk()) << l.status().toString();
+      EXPECT_EQ(l->total, static_cast<int64_t>(expected));
+      EXPECT_LE(l->memories.size(), 2u);
+      for (const auto& m : l->memories) EXPECT_TRUE(seen.insert(m.id).second) << m.id << " on two pages";
+    }
+    EXPECT_EQ(seen.size(), expected);
+  }
+}
+
 // An id is looked up only where the request may read: a connection narrowed to its project neither reads nor
 // changes a global memory by id, nor learns of one from an ambiguous prefix.
 TEST_F(ServiceTest, IdLookupsStayInsideTheReadScope) {
