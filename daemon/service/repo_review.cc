@@ -143,12 +143,19 @@ Result<AuditPage> Service::auditList(const CallContext& ctx, const AuditFilter& 
                                            "2026-11-29T14:30:00Z (got '" + *filter.sinceAt + "')");
     }
   }
+  // An id or prefix names one memory; one no scope holds is matched as written (a purged memory's events keep its
+  // full id), and a prefix of several is Ambiguous, as everywhere else.
+  std::optional<Resolved> named;
+  if (filter.memoryId) {
+    auto r = resolve(ctx, *filter.memoryId);
+    if (!r && r.status().code() == ErrorCode::kAmbiguous) return r.status();
+    if (r) named = *r;
+  }
   AuditPage page;
   for (auto& scope : *scopes) {
-    if (filter.memoryId) {
-      auto r = resolve(ctx, *filter.memoryId);
-      if (r && r->scope->db != scope->db) continue;
-      if (r) f.memoryId = r->id;
+    if (named) {
+      if (named->scope->db != scope->db) continue;
+      f.memoryId = named->id;
     }
     CommittedLock lock(*scope->db);
     auto list = scope->db->store().audit(f);

@@ -175,7 +175,7 @@ Result<ImportCounts> Service::importJsonl(const CallContext& ctx, const ImportRe
   counts.rejected = outcome.rejected;
   counts.tombstones = outcome.tombstones;
   counts.committed = true;
-  if (counts.created > 0) emit(**scope, "", "import");
+  if (counts.created > 0 || counts.tombstones > 0) emit(**scope, "", "import");
   return counts;
 }
 

@@ -614,6 +614,37 @@ TEST_F(ServiceTest, WritesDisabledRefusesEveryWriteButNotReads) {
   EXPECT_EQ(got->memory.state, MemoryState::kActive) << "the refused hide changed nothing";
 }
 
+// audit/list by an id prefix resolves it as every other method does: a prefix of two memories is Ambiguous, not a
+// silent empty page; a full id no scope holds (a purged memory's) still finds its events.
+TEST_F(ServiceTest, AuditByAnAmbiguousPrefixIsAmbiguous) {
+  auto imported = service_->importJsonl(
+      ctx(), ImportRequest{"{\"id\":\"abcd-0001\",\"summary\":\"first\"}\n{\"id\":\"abcd-0002\",\"summary\":\"second\"}\n"});
+  ASSERT_TRUE(imported.isOk()) << imported.status().toString();
+  AuditFilter byPrefix;
+  byPrefix.memoryId = "abcd";
+  auto ambiguous = service_->auditList(ctx(), byPrefix);
+  ASSERT_FALSE(ambiguous.isOk());
+  EXPECT_EQ(ambiguous.status().code(), ErrorCode::kAmbiguous);
+  ASSERT_TRUE(service_->purge(ctx(), PurgeRequest{"abcd-0001", true}).isOk());
+  AuditFilter purged;
+  purged.memoryId = "abcd-0001";
+  auto events = service_->auditList(ctx(), purged);
+  ASSERT_TRUE(events.isOk()) << events.status().toString();
+  EXPECT_FALSE(events->events.empty()) << "a purged memory's events are found by its full id";
+}
+
+// An import that adds only tombstones still changed the scope: subscribers hear of it.
+TEST_F(ServiceTest, AnImportOfTombstonesAloneIsAChange) {
+  const size_t before = events_.size();
+  auto imported = service_->importJsonl(
+      ctx(), ImportRequest{"{\"type\":\"tombstone\",\"content_hash\":\"" + std::string(64, 'c') +
+                               "\",\"reason\":\"wrong\"}\n"});
+  ASSERT_TRUE(imported.isOk()) << imported.status().toString();
+  EXPECT_EQ(imported->tombstones, 1);
+  ASSERT_EQ(events_.size(), before + 1);
+  EXPECT_EQ(events_.back().action, "import");
+}
+
 TEST_F(ServiceTest, ExportThenImportIntoAnotherDataDirKeepsEveryMemory) {
   auto a = save("First exported memory");
   auto b = save("Second exported memory");
