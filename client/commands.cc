@@ -658,6 +658,9 @@ int cmdDaemon(Context& ctx, const std::vector<std::string>& words) {
       pid = status->value("pid", pid);
       socketOutlivesDaemon = status->value("socket_activated", false);
     }
+    // The shutdown on a connection of its own: the status call's may have been closed after its answer.
+    c = RpcClient::connect(socket, std::chrono::seconds(2));
+    if (!c) return reportError(ctx, c.status());
     auto r = c->call("daemon/shutdown", json::object());
     if (!r) return reportError(ctx, r.status());
     auto processAlive = [&] {
