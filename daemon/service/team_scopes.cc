@@ -151,18 +151,42 @@ Result<std::shared_ptr<Scope>> TeamScopes::forProject(const ProjectLocation& loc
 Result<std::shared_ptr<Scope>> TeamScopes::connect(const ProjectLocation& location, const std::string& conninfo) {
   MEMQ_RETURN_IF_ERROR(checkTeamConninfo(conninfo));
   MEMQ_RETURN_IF_ERROR(migrateIfReachable(conninfo));
+  std::optional<std::string> previous;  // the server the project named before, if any
   {
     // The replica is opened before the setting is written: one that cannot be opened leaves the project as it was.
     MutexLock lock(mutex_);
+    if (auto was = configured(location); was) previous = *was;
     auto replica = open(conninfo);
     if (!replica) return replica.status();
   }
   MEMQ_RETURN_IF_ERROR(writeTeamConninfo(location, conninfo));
-  MutexLock lock(mutex_);
-  projects_.erase(location.root);  // read again below
-  auto configuredNow = configured(location);
-  if (!configuredNow) return configuredNow.status();
-  return open(conninfo);
+  std::shared_ptr<Scope> closing;  // released after the lock: its sync thread is joined when the last holder goes
+  Result<std::shared_ptr<Scope>> out = Status::internal("unreached");
+  {
+    MutexLock lock(mutex_);
+    projects_.erase(location.root);  // read again below
+    auto configuredNow = configured(location);
+    if (!configuredNow) return configuredNow.status();
+    if (previous) closing = takeIfUnused(*previous);
+    out = open(conninfo);
+  }
+  if (closing) spdlog::info("closed team scope {}", closing->team->displayConninfo());
+  return out;
+}
+
+std::shared_ptr<Scope> TeamScopes::takeIfUnused(const std::string& conninfo) {
+  const std::string key = scopeKey(conninfo);
+  for (const auto& [root, c] : projects_) {
+    if (c.conninfo && scopeKey(*c.conninfo) == key) return nullptr;  // another project still uses it
+  }
+  auto it = scopes_.find(key);
+  if (it == scopes_.end()) return nullptr;
+  // Saves queued for that server are still sent: the scope stays until memqd stops (and is opened for them again at
+  // the next start, resumeQueued).
+  if (it->second->team && it->second->team->status().queued > 0) return nullptr;
+  std::shared_ptr<Scope> taken = std::move(it->second);
+  scopes_.erase(it);
+  return taken;
 }
 
 Status TeamScopes::disconnect(const ProjectLocation& location) {
@@ -172,15 +196,9 @@ Status TeamScopes::disconnect(const ProjectLocation& location) {
     MutexLock lock(mutex_);
     auto it = projects_.find(location.root);
     if (it == projects_.end() || !it->second.conninfo) return Status::ok();
-    const std::string key = scopeKey(*it->second.conninfo);
+    const std::string conninfo = *it->second.conninfo;
     projects_.erase(it);
-    for (const auto& [root, c] : projects_) {
-      if (c.conninfo && scopeKey(*c.conninfo) == key) return Status::ok();  // another project still uses it
-    }
-    if (auto s = scopes_.find(key); s != scopes_.end()) {
-      closing = s->second;
-      scopes_.erase(s);
-    }
+    closing = takeIfUnused(conninfo);
   }
   // A request holding the scope keeps its replica; the sync thread stops with the last holder.
   if (closing) spdlog::info("closed team scope {}", closing->team->displayConninfo());

@@ -43,6 +43,9 @@ class TeamScopes {
     int64_t size = -1;
   };
   Result<std::shared_ptr<Scope>> open(const std::string& conninfo) REQUIRES(mutex_);
+  // The scope of `conninfo`'s server, taken out of scopes_ when no project names it any more and its outbox is empty;
+  // nullptr when it stays. The caller lets go of it after releasing mutex_ (the last holder joins its sync thread).
+  std::shared_ptr<Scope> takeIfUnused(const std::string& conninfo) REQUIRES(mutex_);
   static Status migrateIfReachable(const std::string& conninfo);
   Result<std::optional<std::string>> configured(const ProjectLocation& location) REQUIRES(mutex_);
 

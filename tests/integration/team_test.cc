@@ -613,6 +613,23 @@ TEST_F(TeamTest, TheFirstRequestsAfterAServerRestartAreServed) {
   EXPECT_EQ((*second)["status"], "created") << second->dump();
 }
 
+// A project connected to another server leaves the first: with no project naming it and nothing queued for it, its
+// scope (connections, sync thread) is closed, not kept until memqd stops.
+TEST_F(TeamTest, AProjectConnectedElsewhereClosesTheScopeItLeft) {
+  startTeammate(a_, "a", "alice");
+  auto c = a_.daemon->client(a_.project);
+  auto moved = c.call("team/connect", {{"conninfo", conninfo("bob")}});
+  ASSERT_TRUE(moved.isOk()) << moved.status().toString();
+  EXPECT_EQ((*moved)["role"], "bob");
+  const std::string log = a_.daemon->log();
+  const size_t closed = log.find("closed team scope");
+  ASSERT_NE(closed, std::string::npos) << log;
+  EXPECT_NE(log.substr(closed, log.find('\n', closed) - closed).find("alice"), std::string::npos) << log;
+  auto status = c.call("team/status", json::object());
+  ASSERT_TRUE(status.isOk());
+  EXPECT_NE((*status)["conninfo"].get<std::string>().find("bob"), std::string::npos) << status->dump();
+}
+
 TEST_F(TeamTest, ASaveQueuedBeforeAKill9OfMemqdIsSentAfterItRestarts) {
   startTeammate(a_, "a", "alice");
   startTeammate(b_, "b", "bob");
