@@ -2,8 +2,10 @@
 #include "daemon/team/team_outbox.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -83,10 +85,33 @@ Status writeAll(int fd, const std::string& text, const std::string& path) {
   return Status::ok();
 }
 
+// An exclusive flock on `path`.lock for the life of the object: the outbox file's changes across processes.
+class FileLock {
+ public:
+  explicit FileLock(const std::string& path) {
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+    fd_ = ::open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd_ >= 0) {
+      while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+      }
+    }
+  }
+  ~FileLock() {
+    if (fd_ >= 0) ::close(fd_);  // releases the lock
+  }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 }  // namespace
 
 Status TeamOutbox::append(const OutboxRecord& record) {
   MutexLock lock(mutex_);
+  FileLock fileLock(path_);
   const std::string dir = std::filesystem::path(path_).parent_path().string();
   std::error_code ec;
   const bool existed = std::filesystem::exists(path_, ec);
@@ -122,10 +147,14 @@ Result<std::vector<std::string>> TeamOutbox::lines() {
 
 Result<std::vector<OutboxRecord>> TeamOutbox::load() {
   MutexLock lock(mutex_);
+  FileLock fileLock(path_);
   auto ls = lines();
   if (!ls) return ls.status();
   std::vector<OutboxRecord> out;
-  for (const auto& l : *ls) out.push_back(*parseRecord(l));
+  for (const auto& l : *ls) {
+    out.push_back(*parseRecord(l));
+    out.back().line = l;
+  }
   return out;
 }
 
@@ -135,13 +164,16 @@ size_t TeamOutbox::size() {
   return ls ? ls->size() : 0;
 }
 
-Status TeamOutbox::removeFirst() {
+Status TeamOutbox::remove(const OutboxRecord& record) {
   MutexLock lock(mutex_);
+  FileLock fileLock(path_);
   auto ls = lines();
   if (!ls) return ls.status();
-  if (ls->empty()) return Status::ok();
+  auto it = std::find(ls->begin(), ls->end(), record.line);
+  if (record.line.empty() || it == ls->end()) return Status::ok();  // gone already
+  ls->erase(it);
   std::string rest;
-  for (size_t i = 1; i < ls->size(); ++i) rest += (*ls)[i] + "\n";
+  for (const auto& l : *ls) rest += l + "\n";
   const std::string tmp = path_ + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Status(ErrorCode::kStorageError, "cannot open " + tmp + ": " + std::strerror(errno));

@@ -3,8 +3,10 @@
 // answered "queued", sent by the sync thread in order once the server is back, and removed only after the server
 // answered. A crash between the server's commit and the removal sends the record again: harmless, since the server
 // dedups by content hash (the replay answers `deduped`). A torn last line (a crash mid-append, never acknowledged)
-// is ignored.
-// Thread-safety: thread-safe (one mutex around the file).
+// is ignored. A record leaves by what it is, not by its place, and each access to the file holds an flock on a lock
+// file beside it (<key>.outbox.lock): two drains of one outbox (two memqds on one data dir) never remove a record
+// the other appended.
+// Thread-safety: thread-safe (one mutex around the file, and the flock across processes).
 #pragma once
 
 #include <mutex>
@@ -21,6 +23,7 @@ namespace memq {
 struct OutboxRecord {
   std::string projectRoot;  // the root the save's file paths are relative to
   SaveInput input;          // scrubbed, as the service would have sent it
+  std::string line;         // as load() read it from the file (what remove() takes out); empty on a new record
 };
 
 class TeamOutbox {
@@ -32,8 +35,9 @@ class TeamOutbox {
   Status append(const OutboxRecord& record);
   // The records in the order they were appended.
   Result<std::vector<OutboxRecord>> load();
-  // Removes the first record (written to a new file, fsynced, renamed over the old one).
-  Status removeFirst();
+  // Removes the first line that is `record`'s (as load() read it), wherever it now is; nothing when another drain
+  // removed it already (written to a new file, fsynced, renamed over the old one).
+  Status remove(const OutboxRecord& record);
   size_t size();
 
  private:

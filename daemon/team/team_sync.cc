@@ -204,7 +204,7 @@ Status TeamSync::drainOutbox(TeamClient& client) {
     } else {
       spdlog::info("team scope {}: sent a queued save: {} {}", display_, toString(saved->status), saved->id);
     }
-    MEMQ_RETURN_IF_ERROR(outbox_.removeFirst());
+    MEMQ_RETURN_IF_ERROR(outbox_.remove(r));
   }
   return Status::ok();
 }

@@ -45,7 +45,7 @@ TEST_F(TeamOutboxTest, RecordsComeBackInOrderAndLeaveFromTheFront) {
   ASSERT_EQ(loaded->size(), 2u);
   EXPECT_EQ((*loaded)[0].input.summary, "first");
   EXPECT_EQ((*loaded)[1].input.summary, "second");
-  ASSERT_TRUE(outbox.removeFirst().isOk());
+  ASSERT_TRUE(outbox.remove((*loaded)[0]).isOk());
   loaded = outbox.load();
   ASSERT_TRUE(loaded.isOk());
   ASSERT_EQ(loaded->size(), 1u);
@@ -66,11 +66,31 @@ TEST_F(TeamOutboxTest, ARecordAppendedAfterATornLineIsKept) {
   EXPECT_EQ((*loaded)[0].input.summary, "before the tear");
   EXPECT_EQ((*loaded)[1].input.summary, "acknowledged after the tear");
   // Sending the first removes exactly it; the acknowledged one stays.
-  ASSERT_TRUE(outbox.removeFirst().isOk());
+  ASSERT_TRUE(outbox.remove((*loaded)[0]).isOk());
   loaded = outbox.load();
   ASSERT_TRUE(loaded.isOk());
   ASSERT_EQ(loaded->size(), 1u);
   EXPECT_EQ((*loaded)[0].input.summary, "acknowledged after the tear");
+}
+
+// Two drains of one outbox file (two memqds on one data dir): each removes the record it sent, never one the other
+// appended meanwhile.
+TEST_F(TeamOutboxTest, TwoDrainsOfOneFileRemoveOnlyWhatTheySent) {
+  TeamOutbox a(path_);
+  TeamOutbox b(path_);
+  ASSERT_TRUE(a.append(record("queued first")).isOk());
+  auto seenByA = a.load();
+  auto seenByB = b.load();
+  ASSERT_TRUE(seenByA.isOk() && seenByB.isOk());
+  ASSERT_EQ(seenByA->size(), 1u);
+  ASSERT_EQ(seenByB->size(), 1u);
+  ASSERT_TRUE(a.remove((*seenByA)[0]).isOk());       // A sent it
+  ASSERT_TRUE(b.append(record("queued while they drained")).isOk());
+  ASSERT_TRUE(b.remove((*seenByB)[0]).isOk());       // B sent it too (the server dedups): it is gone already
+  auto left = a.load();
+  ASSERT_TRUE(left.isOk());
+  ASSERT_EQ(left->size(), 1u) << "a record appended during the drains was removed unsent";
+  EXPECT_EQ((*left)[0].input.summary, "queued while they drained");
 }
 
 }  // namespace
