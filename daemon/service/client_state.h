@@ -48,6 +48,7 @@ struct ClientState {
   std::string source GUARDED_BY(mutex) = "agent";
   std::shared_ptr<TabHints> hints GUARDED_BY(mutex) = std::make_shared<TabHints>();  // never null
   std::string tabKey GUARDED_BY(mutex);  // the retained tab `hints` belongs to ("" = the connection's own)
+  bool subagentHints GUARDED_BY(mutex) = false;  // `hints` is a subagent's (its budget, its parent's seen set)
   bool subscribed GUARDED_BY(mutex) = false;
   std::set<std::string> subscribedScopes GUARDED_BY(mutex);  // empty = all
   std::shared_ptr<PendingImport> pendingImport GUARDED_BY(mutex);  // an import whose last request has not come yet

@@ -227,8 +227,9 @@ Result<InitializeResult> Service::initialize(ClientState& client, const Initiali
     hints = std::make_shared<TabHints>();
   } else {
     MutexLock lock(client.mutex);
-    // A plain connection keeps its own state across a repeated initialize; one that named a tab before leaves it.
-    hints = client.tabKey.empty() ? client.hints : std::make_shared<TabHints>();
+    // A plain connection keeps its own state across a repeated initialize; one that named a tab before, or was a
+    // subagent, leaves that state (its budget and inheritance were a subagent's).
+    hints = client.tabKey.empty() && !client.subagentHints ? client.hints : std::make_shared<TabHints>();
     freshHints = false;
   }
   if (isSubagent && freshHints) {
@@ -247,6 +248,7 @@ Result<InitializeResult> Service::initialize(ClientState& client, const Initiali
     client.initialized = true;
     client.hints = std::move(hints);
     client.tabKey = tabKey;
+    client.subagentHints = isSubagent;
   }
   {
     // Checked under the registry's lock: forget() marks the state closed before it takes that lock, so either it

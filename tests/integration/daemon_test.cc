@@ -311,6 +311,26 @@ TEST_F(DaemonTest, ASubagentNamingItsParentsTabGetsItsOwnSubagentState) {
   EXPECT_EQ(shown, 12u);
 }
 
+// A connection that was a subagent and initializes again as a plain one gets a plain connection's state: the
+// parent's budget (60), not the subagent's (10): twelve new decisions all show.
+TEST_F(DaemonTest, ASubagentInitializedAgainWithoutAParentLeavesTheSubagentsState) {
+  auto setup = daemon_->client(project_);
+  auto parent = daemon_->client(project_, "hook", {{"tab", "session-3"}});
+  const std::string parentToken = daemon_->lastSession();
+  auto c = daemon_->client(project_, "agent", {{"parent", parentToken}});
+  ASSERT_TRUE(c.call("initialize", {{"client_name", "agent"}, {"project_root", project_}}).isOk());
+  size_t shown = 0;
+  for (int i = 0; i < 12; ++i) {
+    const std::string file = "src/part" + std::to_string(i) + ".ts";
+    save(setup, "Part " + std::to_string(i) + " is generated; never edit it by hand", {{"files", {file}},
+                                                                                   {"category", "decision"}});
+    auto h = c.call("hints/for_tool", {{"tool", "read"}, {"files", {file}}});
+    ASSERT_TRUE(h.isOk()) << h.status().toString();
+    shown += (*h)["hints"].size();
+  }
+  EXPECT_EQ(shown, 12u);
+}
+
 TEST_F(DaemonTest, RetainedTabsAreBoundedAndAKeptTabIsNeverEvictedToMakeRoomForItself) {
   constexpr int kMaxRetainedTabs = 4096;  // daemon/service/service.h
   auto setup = daemon_->client(project_);
