@@ -88,9 +88,8 @@ Status writeAll(int fd, const std::string& text, const std::string& path) {
 // An exclusive flock on `path`.lock for the life of the object: the outbox file's changes across processes.
 class FileLock {
  public:
+  // The outbox's directory exists: append() makes it before it locks, and the others find a file in it.
   explicit FileLock(const std::string& path) {
-    std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
     fd_ = ::open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd_ >= 0) {
       while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
@@ -111,11 +110,11 @@ class FileLock {
 
 Status TeamOutbox::append(const OutboxRecord& record) {
   MutexLock lock(mutex_);
-  FileLock fileLock(path_);
   const std::string dir = std::filesystem::path(path_).parent_path().string();
   std::error_code ec;
-  const bool existed = std::filesystem::exists(path_, ec);
   std::filesystem::create_directories(dir, ec);
+  FileLock fileLock(path_);
+  const bool existed = std::filesystem::exists(path_, ec);
   const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) return Status(ErrorCode::kStorageError, "cannot open " + path_ + ": " + std::strerror(errno));
   // A torn last line (a crash or a full disk in an earlier append, never acknowledged) is ended first, so that this
@@ -147,6 +146,9 @@ Result<std::vector<std::string>> TeamOutbox::lines() {
 
 Result<std::vector<OutboxRecord>> TeamOutbox::load() {
   MutexLock lock(mutex_);
+  // The sync thread looks every 250 ms: with no outbox there is nothing to lock (and no lock file is made).
+  std::error_code ec;
+  if (!std::filesystem::exists(path_, ec)) return std::vector<OutboxRecord>{};
   FileLock fileLock(path_);
   auto ls = lines();
   if (!ls) return ls.status();

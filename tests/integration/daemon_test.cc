@@ -55,6 +55,20 @@ class DaemonTest : public ::testing::Test {
     EXPECT_TRUE(r.isOk()) << r.status().toString();
     return r ? *r : json();
   }
+  // How many of `n` new decisions (each saved through `setup` on a file of its own, named after `name`) reach `c`'s
+  // hints when it reads that file: a decision, unlike a gotcha or a pref, does not slip through a spent budget.
+  size_t newDecisionsShown(RpcClient& setup, RpcClient& c, const std::string& name, int n) {
+    size_t shown = 0;
+    for (int i = 0; i < n; ++i) {
+      const std::string file = "src/" + name + std::to_string(i) + ".ts";
+      save(setup, "The " + name + " " + std::to_string(i) + " file must be built before the tests run",
+           {{"files", {file}}, {"category", "decision"}});
+      auto h = c.call("hints/for_tool", {{"tool", "read"}, {"files", {file}}});
+      EXPECT_TRUE(h.isOk()) << h.status().toString();
+      if (h) shown += (*h)["hints"].size();
+    }
+    return shown;
+  }
 
   fs::path dir_;
   std::string project_;
@@ -299,16 +313,7 @@ TEST_F(DaemonTest, ASubagentNamingItsParentsTabGetsItsOwnSubagentState) {
   auto a1 = again.call("hints/for_tool", read);
   ASSERT_TRUE(a1.isOk());
   EXPECT_TRUE((*a1)["hints"].empty()) << a1->dump();
-  size_t shown = 0;
-  for (int i = 0; i < 12; ++i) {
-    const std::string file = "src/module" + std::to_string(i) + ".ts";
-    save(setup, "Module " + std::to_string(i) + " must be built before the tests run", {{"files", {file}},
-                                                                                      {"category", "decision"}});
-    auto h = again.call("hints/for_tool", {{"tool", "read"}, {"files", {file}}});
-    ASSERT_TRUE(h.isOk()) << h.status().toString();
-    shown += (*h)["hints"].size();
-  }
-  EXPECT_EQ(shown, 12u);
+  EXPECT_EQ(newDecisionsShown(setup, again, "module", 12), 12u);
 }
 
 // A connection that was a subagent and initializes again as a plain one gets a plain connection's state: the
@@ -319,16 +324,7 @@ TEST_F(DaemonTest, ASubagentInitializedAgainWithoutAParentLeavesTheSubagentsStat
   const std::string parentToken = daemon_->lastSession();
   auto c = daemon_->client(project_, "agent", {{"parent", parentToken}});
   ASSERT_TRUE(c.call("initialize", {{"client_name", "agent"}, {"project_root", project_}}).isOk());
-  size_t shown = 0;
-  for (int i = 0; i < 12; ++i) {
-    const std::string file = "src/part" + std::to_string(i) + ".ts";
-    save(setup, "Part " + std::to_string(i) + " is generated; never edit it by hand", {{"files", {file}},
-                                                                                   {"category", "decision"}});
-    auto h = c.call("hints/for_tool", {{"tool", "read"}, {"files", {file}}});
-    ASSERT_TRUE(h.isOk()) << h.status().toString();
-    shown += (*h)["hints"].size();
-  }
-  EXPECT_EQ(shown, 12u);
+  EXPECT_EQ(newDecisionsShown(setup, c, "part", 12), 12u);
 }
 
 TEST_F(DaemonTest, RetainedTabsAreBoundedAndAKeptTabIsNeverEvictedToMakeRoomForItself) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "daemon/team/team_outbox.h"
 
@@ -32,6 +33,18 @@ class TeamOutboxTest : public ::testing::Test {
     return r;
   }
 
+  // The records as load() gives them (none when it fails, which fails the test).
+  static std::vector<OutboxRecord> loaded(TeamOutbox& outbox) {
+    auto records = outbox.load();
+    EXPECT_TRUE(records.isOk()) << records.status().toString();
+    return records ? *records : std::vector<OutboxRecord>{};
+  }
+  static std::vector<std::string> summaries(TeamOutbox& outbox) {
+    std::vector<std::string> out;
+    for (const auto& r : loaded(outbox)) out.push_back(r.input.summary);
+    return out;
+  }
+
   fs::path dir_;
   std::string path_;
 };
@@ -40,16 +53,9 @@ TEST_F(TeamOutboxTest, RecordsComeBackInOrderAndLeaveFromTheFront) {
   TeamOutbox outbox(path_);
   ASSERT_TRUE(outbox.append(record("first")).isOk());
   ASSERT_TRUE(outbox.append(record("second")).isOk());
-  auto loaded = outbox.load();
-  ASSERT_TRUE(loaded.isOk());
-  ASSERT_EQ(loaded->size(), 2u);
-  EXPECT_EQ((*loaded)[0].input.summary, "first");
-  EXPECT_EQ((*loaded)[1].input.summary, "second");
-  ASSERT_TRUE(outbox.remove((*loaded)[0]).isOk());
-  loaded = outbox.load();
-  ASSERT_TRUE(loaded.isOk());
-  ASSERT_EQ(loaded->size(), 1u);
-  EXPECT_EQ((*loaded)[0].input.summary, "second");
+  EXPECT_EQ(summaries(outbox), (std::vector<std::string>{"first", "second"}));
+  ASSERT_TRUE(outbox.remove(loaded(outbox).front()).isOk());
+  EXPECT_EQ(summaries(outbox), (std::vector<std::string>{"second"}));
 }
 
 TEST_F(TeamOutboxTest, ARecordAppendedAfterATornLineIsKept) {
@@ -60,17 +66,11 @@ TEST_F(TeamOutboxTest, ARecordAppendedAfterATornLineIsKept) {
     torn << R"({"project_root":"/p","input":{"summary":"never acknow)";  // no end, no newline
   }
   ASSERT_TRUE(outbox.append(record("acknowledged after the tear")).isOk());
-  auto loaded = outbox.load();
-  ASSERT_TRUE(loaded.isOk());
-  ASSERT_EQ(loaded->size(), 2u) << "the record after the torn line was read as part of it";
-  EXPECT_EQ((*loaded)[0].input.summary, "before the tear");
-  EXPECT_EQ((*loaded)[1].input.summary, "acknowledged after the tear");
+  EXPECT_EQ(summaries(outbox), (std::vector<std::string>{"before the tear", "acknowledged after the tear"}))
+      << "the record after the torn line was read as part of it";
   // Sending the first removes exactly it; the acknowledged one stays.
-  ASSERT_TRUE(outbox.remove((*loaded)[0]).isOk());
-  loaded = outbox.load();
-  ASSERT_TRUE(loaded.isOk());
-  ASSERT_EQ(loaded->size(), 1u);
-  EXPECT_EQ((*loaded)[0].input.summary, "acknowledged after the tear");
+  ASSERT_TRUE(outbox.remove(loaded(outbox).front()).isOk());
+  EXPECT_EQ(summaries(outbox), (std::vector<std::string>{"acknowledged after the tear"}));
 }
 
 // Two drains of one outbox file (two memqds on one data dir): each removes the record it sent, never one the other
@@ -79,18 +79,23 @@ TEST_F(TeamOutboxTest, TwoDrainsOfOneFileRemoveOnlyWhatTheySent) {
   TeamOutbox a(path_);
   TeamOutbox b(path_);
   ASSERT_TRUE(a.append(record("queued first")).isOk());
-  auto seenByA = a.load();
-  auto seenByB = b.load();
-  ASSERT_TRUE(seenByA.isOk() && seenByB.isOk());
-  ASSERT_EQ(seenByA->size(), 1u);
-  ASSERT_EQ(seenByB->size(), 1u);
-  ASSERT_TRUE(a.remove((*seenByA)[0]).isOk());       // A sent it
+  const std::vector<OutboxRecord> seenByA = loaded(a);
+  const std::vector<OutboxRecord> seenByB = loaded(b);
+  ASSERT_EQ(seenByA.size(), 1u);
+  ASSERT_EQ(seenByB.size(), 1u);
+  ASSERT_TRUE(a.remove(seenByA[0]).isOk());  // A sent it
   ASSERT_TRUE(b.append(record("queued while they drained")).isOk());
-  ASSERT_TRUE(b.remove((*seenByB)[0]).isOk());       // B sent it too (the server dedups): it is gone already
-  auto left = a.load();
-  ASSERT_TRUE(left.isOk());
-  ASSERT_EQ(left->size(), 1u) << "a record appended during the drains was removed unsent";
-  EXPECT_EQ((*left)[0].input.summary, "queued while they drained");
+  ASSERT_TRUE(b.remove(seenByB[0]).isOk());  // B sent it too (the server dedups): it is gone already
+  EXPECT_EQ(summaries(a), (std::vector<std::string>{"queued while they drained"}))
+      << "a record appended during the drains was removed unsent";
+}
+
+// The sync thread looks at the outbox every 250 ms: with nothing queued it reads nothing and leaves no file behind.
+TEST_F(TeamOutboxTest, LookingAtAnOutboxThatIsNotThereMakesNoFile) {
+  TeamOutbox outbox(path_);
+  EXPECT_TRUE(loaded(outbox).empty());
+  EXPECT_FALSE(fs::exists(path_ + ".lock"));
+  EXPECT_FALSE(fs::exists(fs::path(path_).parent_path()));
 }
 
 }  // namespace
