@@ -59,6 +59,25 @@ std::string absolutePath(const std::string& p) {
   return (ec ? abs : canon).string();
 }
 
+// The global options that take a value (`--opt VALUE` or `--opt=VALUE`), with what the value is. The option loop in
+// main and runsHook both read this table, so a new option is known to both.
+struct ValueOption {
+  const char* name;
+  const char* value;
+};
+constexpr ValueOption kValueOptions[] = {
+    {"--socket", "a path"}, {"--project", "a directory"}, {"--tab", "a name"}, {"--scope", "project, global or team"}};
+
+const ValueOption* valueOption(const std::string& a) {
+  for (const auto& option : kValueOptions) {
+    if (a == option.name) return &option;
+  }
+  return nullptr;
+}
+
+// `--color WHEN`: the word after a bare --color is its value only when it is a WHEN (`--color` alone is `always`).
+bool isColorWhen(const std::string& word) { return word == "auto" || word == "always" || word == "never"; }
+
 // The options every command takes, wherever they stand: before the command or after it (before a `--`).
 // Returns false with a usage error for a bad --color value.
 bool takeCommonOption(const std::string& a, const std::vector<std::string>& args, size_t& i,
@@ -71,13 +90,11 @@ bool takeCommonOption(const std::string& a, const std::vector<std::string>& args
     if (a == "--color") {
       // `--color` alone is `always`, as in git; `--color WHEN` takes the next word when it is a WHEN.
       colorMode = "always";
-      if (i + 1 < args.size() && (args[i + 1] == "auto" || args[i + 1] == "always" || args[i + 1] == "never")) {
-        colorMode = args[++i];
-      }
+      if (i + 1 < args.size() && isColorWhen(args[i + 1])) colorMode = args[++i];
     } else {
       colorMode = a.substr(8);
     }
-    if (colorMode != "auto" && colorMode != "always" && colorMode != "never") {
+    if (!isColorWhen(colorMode)) {
       error = "--color must be auto, always or never";
       return false;
     }
@@ -94,10 +111,8 @@ bool runsHook(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a.rfind("--", 0) != 0) return a == "hook";
-    const bool takesValue = a == "--socket" || a == "--project" || a == "--tab" || a == "--scope";
-    const bool colorWhen = a == "--color" && i + 1 < args.size() &&
-                           (args[i + 1] == "auto" || args[i + 1] == "always" || args[i + 1] == "never");
-    if (takesValue || colorWhen) ++i;
+    const bool colorWhen = a == "--color" && i + 1 < args.size() && isColorWhen(args[i + 1]);
+    if (valueOption(a) != nullptr || colorWhen) ++i;
   }
   return false;
 }
@@ -137,21 +152,25 @@ int main(int argc, char** argv) {
       return true;
     };
     std::string error;
-    if (a == "--socket") {
-      if (!value(ctx.options.socket)) return usageError("--socket needs a path");
-    } else if (a == "--project") {
-      if (!value(ctx.options.project)) return usageError("--project needs a directory");
-      projectGiven = true;
-    } else if (a == "--tab") {
-      // The agent session this command acts for (the hooks name it with Claude Code's session id): its hint state
-      // and working set, so that a save is anchored to the lines that session edited.
-      if (!value(ctx.options.tab) || ctx.options.tab.empty()) return usageError("--tab needs a name");
-    } else if (a == "--scope") {
-      std::string s;
-      if (!value(s) || (s != "project" && s != "global" && s != "team")) {
-        return usageError("--scope must be project, global or team");
+    if (const ValueOption* option = valueOption(a)) {
+      std::string v;
+      if (!value(v)) return usageError(a + " needs " + option->value);
+      if (a == "--socket") {
+        ctx.options.socket = v;
+      } else if (a == "--project") {
+        ctx.options.project = v;
+        projectGiven = true;
+      } else if (a == "--tab") {
+        // The agent session this command acts for (the hooks name it with Claude Code's session id): its hint state
+        // and working set, so that a save is anchored to the lines that session edited.
+        if (v.empty()) return usageError("--tab needs a name");
+        ctx.options.tab = v;
+      } else if (a == "--scope") {
+        if (v != "project" && v != "global" && v != "team") {
+          return usageError("--scope must be project, global or team");
+        }
+        ctx.options.scope = v;
       }
-      ctx.options.scope = s;
     } else if (inlineValue && (a == "--json" || a == "--no-pager" || a == "--help" || a == "--version")) {
       return usageError(a + " takes no value");
     } else if (takeCommonOption(a, args, i, ctx, colorMode, error)) {
