@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 
+#include "tests/common/other_user.h"
 #include "tests/integration/memqd_fixture.h"
 
 namespace memq::testing {
@@ -18,27 +19,11 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr const char* kOtherUser = "memq-hostile";
-
 bool isRoot() { return ::geteuid() == 0; }
 
-struct OtherUser {
-  uid_t uid = 0;
-  gid_t gid = 0;
-};
-
-// The second user, created once (useradd) and removed after the suite.
-std::optional<OtherUser> otherUser() {
-  static std::optional<OtherUser> user = []() -> std::optional<OtherUser> {
-    if (!isRoot()) return std::nullopt;
-    if (::getpwnam(kOtherUser) == nullptr) {
-      std::string cmd = std::string("useradd -M -s /usr/sbin/nologin ") + kOtherUser + " >/dev/null 2>&1";
-      if (std::system(cmd.c_str()) != 0) return std::nullopt;
-    }
-    const passwd* pw = ::getpwnam(kOtherUser);
-    if (pw == nullptr) return std::nullopt;
-    return OtherUser{pw->pw_uid, pw->pw_gid};
-  }();
+// The second user, made once per test process (each test is one) and removed at its exit.
+const std::optional<memq::testing::OtherUser>& otherUser() {
+  static const std::optional<memq::testing::OtherUser> user = memq::testing::OtherUser::create("hostile");
   return user;
 }
 
@@ -55,7 +40,7 @@ bool existsNoFollow(const fs::path& p) {
 
 // `cat` of a file as the other user: true when it could read it.
 bool otherUserCanRead(const fs::path& p) {
-  std::string cmd = std::string("runuser -u ") + kOtherUser + " -- cat " + shellQuote(p.string()) + " >/dev/null 2>&1";
+  std::string cmd = "runuser -u " + otherUser()->name() + " -- cat " + shellQuote(p.string()) + " >/dev/null 2>&1";
   return std::system(cmd.c_str()) == 0;
 }
 
@@ -75,14 +60,6 @@ std::string bulkyDetails(int i) {
 
 class HostileFilesTest : public MemqdTest {
  protected:
-  static void TearDownTestSuite() {
-    if (isRoot() && ::getpwnam(kOtherUser) != nullptr) {
-      std::string cmd = std::string("userdel ") + kOtherUser + " >/dev/null 2>&1";
-      // A user left behind only clutters /etc/passwd: nothing to do when userdel fails.
-      if (std::system(cmd.c_str()) != 0) return;
-    }
-  }
-
   void TearDown() override {
     daemon_.reset();
     for (const auto& m : mounts_) (void)::umount2(m.c_str(), MNT_DETACH);
@@ -119,7 +96,7 @@ class HostileFilesTest : public MemqdTest {
   // A file of the other user's, with `text` and `mode`.
   fs::path plantOthersFile(const fs::path& p, const std::string& text, mode_t mode) {
     writeTextFile(p, text);
-    EXPECT_EQ(::chown(p.c_str(), otherUser()->uid, otherUser()->gid), 0);
+    EXPECT_EQ(::chown(p.c_str(), otherUser()->uid(), otherUser()->gid()), 0);
     EXPECT_EQ(::chmod(p.c_str(), mode), 0);
     return p;
   }
@@ -330,12 +307,12 @@ TEST_F(HostileFilesTest, AProjectDirectoryOwnedByAnotherUserIsRefusedUntilSafeDi
   if (!otherUser()) GTEST_SKIP() << "needs root (to create a second user with useradd)";
   makeWorkDir("hf-owner");
   fs::create_directories(project_);
-  ASSERT_EQ(::chown(project_.c_str(), otherUser()->uid, otherUser()->gid), 0);
+  ASSERT_EQ(::chown(project_.c_str(), otherUser()->uid(), otherUser()->gid()), 0);
   startDaemon();
   auto r = saveIn(project_, "a note in someone else's directory");
   ASSERT_FALSE(r.isOk());
   EXPECT_EQ(r.status().code(), ErrorCode::kScopeUnavailable) << r.status().toString();
-  EXPECT_NE(r.status().message().find("owned by uid " + std::to_string(otherUser()->uid)), std::string::npos)
+  EXPECT_NE(r.status().message().find("owned by uid " + std::to_string(otherUser()->uid())), std::string::npos)
       << r.status().message();
   EXPECT_NE(r.status().message().find("git config --global --add safe.directory " + project_), std::string::npos)
       << r.status().message();
@@ -355,7 +332,7 @@ TEST_F(HostileFilesTest, AGitRepositoryOwnedByAnotherUserIsRefusedSayingHowToAll
   if (!otherUser()) GTEST_SKIP() << "needs root (to create a second user with useradd)";
   makeWorkDir("hf-gitowner");
   initGitRepo(project_);
-  std::string chown = "chown -R " + std::string(kOtherUser) + " " + shellQuote(project_);
+  std::string chown = "chown -R " + otherUser()->name() + " " + shellQuote(project_);
   ASSERT_EQ(std::system(chown.c_str()), 0);
   startDaemon();
   auto r = saveIn(project_, "a note in someone else's repository");
@@ -369,11 +346,11 @@ TEST_F(HostileFilesTest, APlantedDatabaseOfAnotherUserIsRefusedAndLeftAsItIs) {
   if (!otherUser()) GTEST_SKIP() << "needs root (to create a second user with useradd)";
   makeWorkDir("hf-planted");
   fs::create_directories(project_);
-  ASSERT_EQ(::chown(project_.c_str(), otherUser()->uid, otherUser()->gid), 0);
+  ASSERT_EQ(::chown(project_.c_str(), otherUser()->uid(), otherUser()->gid()), 0);
   // The owner allowed the directory; its owner planted a world-readable database in it.
   fs::path memqDir = fs::path(project_) / ".memq";
   fs::create_directories(memqDir);
-  ASSERT_EQ(::chown(memqDir.c_str(), otherUser()->uid, otherUser()->gid), 0);
+  ASSERT_EQ(::chown(memqDir.c_str(), otherUser()->uid(), otherUser()->gid()), 0);
   ASSERT_EQ(::chmod(memqDir.c_str(), 0755), 0);
   fs::path planted = plantOthersFile(memqDir / "memory.db", "", 0644);
   allowInGitConfig(project_);
@@ -432,7 +409,7 @@ TEST_F(HostileFilesTest, ADanglingSymlinkNeverCreatesItsTarget) {
   ASSERT_EQ(::chmod(memqDir.c_str(), 0700), 0);
   fs::path elsewhere = dir_ / "elsewhere";
   fs::create_directories(elsewhere);
-  ASSERT_EQ(::chown(elsewhere.c_str(), otherUser()->uid, otherUser()->gid), 0);
+  ASSERT_EQ(::chown(elsewhere.c_str(), otherUser()->uid(), otherUser()->gid()), 0);
   startDaemon();
   for (const char* name : {"memory.db", "memory.db-saves", "memory.db-wal", "memory.db-shm"}) {
     SCOPED_TRACE(name);
@@ -456,16 +433,16 @@ TEST_F(HostileFilesTest, ADatabaseDirectoryThatIsALinkOrOthersMayWriteIsRefused)
 
   fs::path othersDir = dir_ / "others";
   fs::create_directories(othersDir);
-  ASSERT_EQ(::chown(othersDir.c_str(), otherUser()->uid, otherUser()->gid), 0);
+  ASSERT_EQ(::chown(othersDir.c_str(), otherUser()->uid(), otherUser()->gid()), 0);
   fs::create_directory_symlink(othersDir, memqDir);
   expectRefused(saveIn(project_, "a note bound for a linked directory"), "symbolic link");
   EXPECT_TRUE(fs::is_empty(othersDir));
   fs::remove(memqDir);
 
   fs::create_directories(memqDir);
-  ASSERT_EQ(::chown(memqDir.c_str(), otherUser()->uid, otherUser()->gid), 0);
+  ASSERT_EQ(::chown(memqDir.c_str(), otherUser()->uid(), otherUser()->gid()), 0);
   expectRefused(saveIn(project_, "a note bound for someone else's directory"),
-                "owned by uid " + std::to_string(otherUser()->uid));
+                "owned by uid " + std::to_string(otherUser()->uid()));
   EXPECT_TRUE(fs::is_empty(memqDir));
 
   ASSERT_EQ(::chown(memqDir.c_str(), 0, 0), 0);

@@ -12,7 +12,9 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -23,6 +25,7 @@
 
 #include "memqd_fixture.h"
 #include "raw_conn.h"
+#include "tests/common/other_user.h"
 
 namespace memq::testing {
 namespace {
@@ -45,6 +48,16 @@ size_t countLinesContaining(const std::string& text, const std::string& needle) 
   return n;
 }
 
+// memqd's log once its last line holds `needle` (a request's line is written just after its reply), or after 10 s.
+std::vector<std::string> logUntilLastLineHas(const Memqd& d, const std::string& needle) {
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    auto all = lines(d.log());
+    if ((!all.empty() && all.back().find(needle) != std::string::npos) || Clock::now() > deadline) return all;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+}
+
 mode_t modeOf(const fs::path& p) {
   struct stat st{};
   EXPECT_EQ(::lstat(p.c_str(), &st), 0) << p;
@@ -63,10 +76,7 @@ class HostileServerTest : public ::testing::Test {
   }
   void TearDown() override {
     daemon_.reset();
-    if (!otherUser_.empty()) {
-      // A user left behind only clutters /etc/passwd; the next run picks another name.
-      if (std::system(("userdel " + otherUser_ + " >/dev/null 2>&1").c_str()) != 0) otherUser_.clear();
-    }
+    otherUser_.reset();
     fs::remove_all(dir_);
   }
   // A memqd on `socket`, its stderr kept for the test, `inChild` run before exec.
@@ -74,26 +84,16 @@ class HostileServerTest : public ::testing::Test {
     daemon_ = std::make_unique<Memqd>(dir_, MemqdLaunch{socket, std::move(extra), std::move(inChild), true, true});
     return *daemon_;
   }
-  // A second user for ownership cases; empty (and the test should skip) when that cannot be arranged.
+  // A second user for ownership cases; 0 (and the test should skip) when that cannot be arranged.
   uid_t otherUid() {
-    if (::geteuid() != 0) return 0;
-    otherUser_ = "mqsrv" + std::to_string(::getpid() % 100000);
-    // Whether useradd worked is what getpwnam tells.
-    if (std::system(("useradd -M -N -s /usr/sbin/nologin " + otherUser_ + " >/dev/null 2>&1").c_str()) != 0) {
-      otherUser_.clear();
-      return 0;
-    }
-    passwd* pw = ::getpwnam(otherUser_.c_str());
-    if (pw == nullptr) {
-      otherUser_.clear();
-      return 0;
-    }
-    return pw->pw_uid;
+    otherUser_.reset();
+    if (auto user = memq::testing::OtherUser::create("srv")) otherUser_.emplace(std::move(*user));
+    return otherUser_ ? otherUser_->uid() : 0;
   }
 
   fs::path dir_;
   std::unique_ptr<Memqd> daemon_;
-  std::string otherUser_;
+  std::optional<memq::testing::OtherUser> otherUser_;
 };
 
 // ---- 5. the socket path -------------------------------------------------------------------------------------------
@@ -194,6 +194,58 @@ TEST_F(HostileServerTest, ADirectoryOfAnotherUserOnTheWayIsRefused) {
   EXPECT_EQ(again.exitCode(), 1);
   EXPECT_EQ(modeOf(theirs) & 07777, 0755u);
   EXPECT_FALSE(fs::exists(theirs / "memqd.sock"));
+}
+
+// What a process of `uid` reads back from memqd's socket for one request: the reply's first bytes, "" for end of file
+// with nothing sent, or "connect failed" / "write failed". Forked so the test process keeps its own uid.
+std::string whatAnotherUidReads(const std::string& socket, uid_t uid, gid_t gid) {
+  int pipeFds[2];
+  if (::pipe(pipeFds) != 0) return "pipe failed";
+  const pid_t child = ::fork();
+  if (child == 0) {
+    // Only async-signal-safe calls between fork and _exit: the test process has threads.
+    ::close(pipeFds[0]);
+    auto say = [&](const char* text) {
+      (void)!::write(pipeFds[1], text, std::strlen(text));
+      ::_exit(0);
+    };
+    if (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0) say("setuid failed");
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, socket.c_str(), std::min(socket.size(), sizeof addr.sun_path - 1));
+    if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) say("connect failed");
+    const char request[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"daemon/status\"}\n";
+    if (::write(fd, request, sizeof request - 1) != static_cast<ssize_t>(sizeof request - 1)) say("write failed");
+    char buf[256];
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) (void)!::write(pipeFds[1], buf, static_cast<size_t>(n));
+    ::_exit(0);
+  }
+  ::close(pipeFds[1]);
+  std::string out;
+  char buf[256];
+  ssize_t n;
+  while ((n = ::read(pipeFds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  ::close(pipeFds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return out;
+}
+
+TEST_F(HostileServerTest, AConnectionFromAnotherUidIsClosedUnansweredEvenWhenTheSocketLetsItIn) {
+  const uid_t other = otherUid();
+  if (other == 0) GTEST_SKIP() << "needs root and useradd to create a second user";
+  auto& d = daemon((dir_ / "memqd.sock").string());
+  ASSERT_TRUE(d.start()) << d.stderrText() << d.log();
+  // The socket's mode is the first wall (0600); this opens it, so the peer check is what stands.
+  ASSERT_EQ(::chmod(d.socket().c_str(), 0666), 0);
+  EXPECT_EQ(whatAnotherUidReads(d.socket(), other, otherUser_->gid()), "") << "another uid got an answer";
+  EXPECT_EQ(countLinesContaining(d.log(), "refused a connection"), 1u) << d.log();
+  // The same request from memqd's own uid is answered: the empty read above is the refusal, not a broken client.
+  const std::string own = whatAnotherUidReads(d.socket(), ::geteuid(), ::getegid());
+  EXPECT_NE(own.find("\"result\""), std::string::npos) << own;
+  EXPECT_TRUE(d.running());
 }
 
 TEST_F(HostileServerTest, APlantedPidFileSymlinkIsNotFollowed) {
@@ -450,8 +502,8 @@ TEST_F(HostileServerTest, ABatchPastTheCapIsRefusedWholeAndABatchIsLoggedAsOneLi
   EXPECT_TRUE((*listed)["result"]["memories"].empty()) << "a refused batch saved something";
 
   // A batch of 300 scalars and 300 status calls: 600 replies, one log line.
-  std::this_thread::sleep_for(milliseconds(200));  // a request's line is written just after its reply
-  const size_t linesBefore = lines(d.log()).size();
+  // A request's line is written just after its reply: wait for the list's before counting.
+  const size_t linesBefore = logUntilLastLineHas(d, "memory/list").size();
   batch = "[";
   for (int i = 0; i < 300; ++i) batch += (i ? ",7," : "7,") + request(30000 + i, "daemon/status");
   batch += "]\n";
@@ -461,8 +513,7 @@ TEST_F(HostileServerTest, ABatchPastTheCapIsRefusedWholeAndABatchIsLoggedAsOneLi
   EXPECT_EQ(replies->size(), 600u);
   ASSERT_TRUE(c.send(request(40000, "daemon/status") + "\n"));  // its line follows the batch's
   ASSERT_TRUE(c.readJson());
-  std::this_thread::sleep_for(milliseconds(200));
-  const auto after = lines(d.log());
+  const auto after = logUntilLastLineHas(d, "daemon/status");
   ASSERT_GE(after.size(), linesBefore);
   std::vector<std::string> added(after.begin() + static_cast<long>(linesBefore), after.end());
   EXPECT_EQ(added.size(), 2u) << "a batch of 600 wrote " << added.size() << " log lines";
