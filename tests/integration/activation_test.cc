@@ -138,6 +138,10 @@ TEST_F(ActivationTest, ADetachingMemqdHandsThePassedSocketToItsChild) {
   listenFd_ = bindAndListen(path);
   ASSERT_GE(listenFd_, 0) << std::strerror(errno);
   const ino_t inode = inodeOf(path);
+  // The detached child is no Memqd's to stop: should an ASSERT end the test before its daemon/shutdown, the reaper
+  // stops it by its pid file.
+  const fs::path pidFile = dir_ / "memqd.pid";
+  AutostartedMemqdReaper reaper{pidFile};
   ActivatedMemqd launcher(dir_, listenFd_, {}, "", /*foreground=*/false);
   ASSERT_EQ(launcher.waitExit(15s), 0) << launcher.stderrText() << launcher.log();
   auto c = RpcClient::connect(path, 5s);
@@ -146,7 +150,6 @@ TEST_F(ActivationTest, ADetachingMemqdHandsThePassedSocketToItsChild) {
   ASSERT_TRUE(status.isOk()) << status.status().toString();
   EXPECT_NE(launcher.log().find("(systemd)"), std::string::npos) << launcher.log();
   ASSERT_TRUE(c->call("daemon/shutdown", json::object()).isOk());
-  const fs::path pidFile = dir_ / "memqd.pid";
   auto deadline = std::chrono::steady_clock::now() + 15s;
   while (fs::exists(pidFile) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
   EXPECT_FALSE(fs::exists(pidFile)) << "the detached memqd did not exit";

@@ -76,7 +76,15 @@ TEST_F(CleanShutdownTest, UsesRecordedByRecallAreInTheDatabaseFileAfterSigterm) 
     EXPECT_EQ((*got)["use_count"], 3) << got->dump();
   }
   ASSERT_EQ(daemon_->stop(), 0) << daemon_->log();
-  SQLite::Database raw(dbPath, SQLite::OPEN_READONLY);
+  const fs::path wal = dbPath + "-wal";
+  if (fs::exists(wal)) {
+    EXPECT_EQ(fs::file_size(wal), 0u) << "memqd stopped cleanly but its WAL still holds frames";
+  }
+  // The database file alone: opened in place, SQLite would also read the uses from a -wal left behind.
+  const fs::path copy = dir_ / "copy";
+  fs::create_directories(copy);
+  fs::copy_file(dbPath, copy / "memory.db");
+  SQLite::Database raw((copy / "memory.db").string(), SQLite::OPEN_READONLY);
   SQLite::Statement q(raw, "SELECT use_count FROM memories WHERE id = ?");
   q.bind(1, id);
   ASSERT_TRUE(q.executeStep());

@@ -240,7 +240,7 @@ TEST_F(DaemonTest, ContentLengthFramingIsAnsweredInKind) {
 TEST_F(DaemonTest, HintStateIsPerConnectionAndSubagentsInherit) {
   auto setup = daemon_->client(project_);
   save(setup, "The JWT clock skew is 30 s", {{"files", {"src/jwt.ts"}}, {"category", "gotcha"}});
-  save(setup, "Token refresh lives in jwt.ts", {{"files", {"src/jwt.ts"}}, {"category", "context"}});
+  json note = save(setup, "Token refresh lives in jwt.ts", {{"files", {"src/jwt.ts"}}, {"category", "context"}});
   auto tabA = daemon_->client(project_, "tab-a");
   std::string tokenA = daemon_->lastSession();
   auto tabB = daemon_->client(project_, "tab-b");
@@ -249,6 +249,14 @@ TEST_F(DaemonTest, HintStateIsPerConnectionAndSubagentsInherit) {
   ASSERT_TRUE(a1.isOk()) << a1.status().toString();
   ASSERT_EQ((*a1)["hints"].size(), 1u);  // the gotcha is loud; the context note waits as "+1 more"
   EXPECT_EQ((*a1)["more"], 1);
+  // A subagent of tab A starts from what A has seen so far: the gotcha (not pinned, not pref) does not come back, the
+  // context note A has not been shown yet does (a subagent started after A's next read would inherit it too).
+  auto sub = daemon_->client(project_, "sub", {{"parent", tokenA}});
+  auto s1 = sub.call("hints/for_tool", read);
+  ASSERT_TRUE(s1.isOk()) << s1.status().toString();
+  for (const auto& h : (*s1)["hints"]) EXPECT_NE(h["label"], "gotcha");
+  ASSERT_EQ((*s1)["hints"].size(), 1u);
+  EXPECT_EQ((*s1)["hints"][0]["id"], note["id"]);
   auto a2 = tabA.call("hints/for_tool", read);
   ASSERT_EQ((*a2)["hints"].size(), 1u);  // the gotcha was surfaced this turn; the quiet note gets its turn
   EXPECT_EQ((*a2)["hints"][0]["label"], "");
@@ -256,11 +264,6 @@ TEST_F(DaemonTest, HintStateIsPerConnectionAndSubagentsInherit) {
   EXPECT_TRUE((*a2b)["hints"].empty());  // both already surfaced this turn on this tab
   auto b1 = tabB.call("hints/for_tool", read);
   EXPECT_EQ((*b1)["hints"].size(), 1u);  // another tab has its own state
-  // A subagent of tab A starts from what A saw: the gotcha (not pinned, not pref) does not come back.
-  auto sub = daemon_->client(project_, "sub", {{"parent", tokenA}});
-  auto s1 = sub.call("hints/for_tool", read);
-  ASSERT_TRUE(s1.isOk());
-  for (const auto& h : (*s1)["hints"]) EXPECT_NE(h["label"], "gotcha");
   // Cooldown counts real turns: not back after one turn, back after more than 10.
   tabA.call("hints/turn", json::object());
   auto a3 = tabA.call("hints/for_tool", read);
@@ -996,7 +999,9 @@ TEST_F(MemqdStatus, NamesTheVectorScanItRunsAndTheOneMemqScanKernelPicks) {
                                                                  : Kernel::kPortable;
   EXPECT_EQ(scanOf(std::nullopt), VectorIndex::kernelName(best));
   EXPECT_EQ(scanOf("scalar"), "scalar");  // every CPU runs the portable kernel
-  if (VectorIndex::supports(Kernel::kAvx2)) EXPECT_EQ(scanOf("avx2"), "avx2");
+  if (VectorIndex::supports(Kernel::kAvx2)) {
+    EXPECT_EQ(scanOf("avx2"), "avx2");
+  }
   if (!VectorIndex::supports(Kernel::kAvx512Vnni)) {
     EXPECT_EQ(scanOf("avx512"), VectorIndex::kernelName(best)) << "a kernel this CPU cannot run is not used";
   }

@@ -4,6 +4,7 @@
 // repository by import.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -389,6 +390,10 @@ class RecallLinesTest : public AnchorsTest {
     return ids;
   }
 
+  static bool holds(const std::vector<std::string>& ids, const std::string& id) {
+    return std::find(ids.begin(), ids.end(), id) != ids.end();
+  }
+
   std::string early_, late_;
 };
 
@@ -563,15 +568,26 @@ TEST_F(RecallLinesTest, StalenessSaysWhetherTheAnchoredLinesWereMovedRewrittenOr
 }
 
 TEST_F(RecallLinesTest, HiddenSupersededAndRejectedMemoriesAreNeverSurfacedByTheirAnchors) {
+  // Controls, so that a recall answering nothing fails: each memory is recalled by its lines while it is active, and
+  // once it is put away an active memory of the same file and text is still recalled by the same call.
+  ASSERT_TRUE(holds(recallOn({{150, 160}}), late_));
   ASSERT_TRUE(service_->hide(ctx(), {late_, std::nullopt}).isOk());
-  for (const auto& id : recallOn({{150, 160}})) EXPECT_NE(id, late_);
+  auto hidden = recallOn({{150, 160}});
+  EXPECT_FALSE(holds(hidden, late_));
+  EXPECT_TRUE(holds(hidden, early_));
   ASSERT_TRUE(service_->restore(ctx(), {late_, std::nullopt}).isOk());
+  ASSERT_TRUE(holds(recallOn({{150, 160}}), late_)) << "restored, it is recalled again";
   ASSERT_TRUE(service_->reject(ctx(), {late_, std::string("wrong")}).isOk());
-  for (const auto& id : recallOn({{150, 160}})) EXPECT_NE(id, late_);
+  auto rejected = recallOn({{150, 160}});
+  EXPECT_FALSE(holds(rejected, late_));
+  EXPECT_TRUE(holds(rejected, early_));
+  ASSERT_TRUE(holds(recallOn({{20, 30}}), early_));
   auto replacement = save("the parser resets on every token", {FileEntry("src/b.c", LineRanges{{21, 22}})});
   ASSERT_TRUE(replacement.isOk());
   ASSERT_TRUE(service_->supersede(ctx(), {early_, replacement->id}).isOk());
-  for (const auto& id : recallOn({{20, 30}})) EXPECT_NE(id, early_);
+  auto superseded = recallOn({{20, 30}});
+  EXPECT_FALSE(holds(superseded, early_));
+  EXPECT_TRUE(holds(superseded, replacement->id)) << "its replacement, anchored inside those lines, is recalled";
 }
 
 // --- renames: anchors on a path a file had before `git mv` found and carried by a query on the path it has now ---

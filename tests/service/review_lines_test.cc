@@ -222,16 +222,31 @@ TEST_F(HintLinesTest, TheCategoryOrderStaysFirst) {
 }
 
 TEST_F(HintLinesTest, HiddenSupersededAndRejectedMemoriesNeverSurface) {
+  // Controls, so that a call answering nothing fails: each memory is the hint on its lines while it is active, and
+  // once it is put away another active memory on src/b.c is the hint in its place (one quiet hint is shown).
+  ASSERT_EQ(firstHint({{150, 160}}), late_);
   ASSERT_TRUE(service_->hide(ctx(), {late_, std::nullopt}).isOk());
   HintResult hidden = hintsOn({{150, 160}});
   for (const auto& h : hidden.hints) EXPECT_NE(h.id, late_);
+  ASSERT_FALSE(hidden.hints.empty());
+  EXPECT_EQ(hidden.hints[0].id, early_) << "the active memory on the same file still surfaces";
   EXPECT_EQ(hidden.more, 0);  // not even counted
   ASSERT_TRUE(service_->restore(ctx(), {late_, std::nullopt}).isOk());
+  ASSERT_EQ(firstHint({{150, 160}}), late_) << "restored, it surfaces again";
   ASSERT_TRUE(service_->reject(ctx(), {late_, std::string("wrong")}).isOk());
-  for (const auto& h : hintsOn({{150, 160}}).hints) EXPECT_NE(h.id, late_);
-  const std::string replacement = save("the parser resets on every token", {"src/a.c"}, "decision");
+  HintResult rejected = hintsOn({{150, 160}});
+  for (const auto& h : rejected.hints) EXPECT_NE(h.id, late_);
+  ASSERT_FALSE(rejected.hints.empty());
+  EXPECT_EQ(rejected.hints[0].id, early_);
+  ASSERT_EQ(firstHint({{20, 30}}), early_);
+  // The replacement is anchored on the same lines, so it is the hint there once early_ is superseded.
+  const std::string replacement =
+      save("the parser resets on every token", {FileEntry("src/b.c", LineRanges{{20, 30}})}, "decision");
   ASSERT_TRUE(service_->supersede(ctx(), {early_, replacement}).isOk());
-  for (const auto& h : hintsOn({{20, 30}}).hints) EXPECT_NE(h.id, early_);
+  HintResult superseded = hintsOn({{20, 30}});
+  for (const auto& h : superseded.hints) EXPECT_NE(h.id, early_);
+  ASSERT_FALSE(superseded.hints.empty());
+  EXPECT_EQ(superseded.hints[0].id, replacement);
 }
 
 }  // namespace

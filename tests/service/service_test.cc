@@ -286,6 +286,9 @@ TEST_F(ServiceTest, HiddenMemoriesAreNeverRecalledUntilRestored) {
 
 TEST_F(ServiceTest, ARejectedTextIsRefusedWhenSavedAgainAndNeverRecalled) {
   auto saved = save("Disable the linter to make CI pass");
+  // The control: while active the same query recalls it, so its absence below is the rejection, not a query that
+  // never matched.
+  ASSERT_TRUE(holds(recalledIds("linter CI"), saved.id));
   auto rejected = service_->reject(ctx(), StateChangeRequest{saved.id, "bad advice"});
   ASSERT_TRUE(rejected.isOk()) << rejected.status().toString();
   EXPECT_EQ(rejected->state, MemoryState::kRejected);
@@ -310,6 +313,7 @@ TEST_F(ServiceTest, ARejectedTextIsRefusedWhenSavedAgainAndNeverRecalled) {
   auto unrejected = service_->unreject(ctx(asUser), MemoryRef{saved.id});
   ASSERT_TRUE(unrejected.isOk()) << unrejected.status().toString();
   EXPECT_EQ(unrejected->state, MemoryState::kActive);
+  EXPECT_TRUE(holds(recalledIds("linter CI"), saved.id)) << "taken back, it is recalled again";
 }
 
 TEST_F(ServiceTest, RejectNeedsAReasonAndNamesTheField) {
