@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -246,6 +247,14 @@ memq::Status writePidFile(const std::string& path) {
   return memq::Status::ok();
 }
 
+// Removes the pid file only while it still names this process: the socket went when draining began, so a memqd
+// started since (by any client) may have written its own pid there, and `memq daemon stop` trusts that file.
+void removePidFileIfOurs(const std::string& path) {
+  std::ifstream in(path);
+  long pid = 0;
+  if (in >> pid && pid == static_cast<long>(::getpid())) ::unlink(path.c_str());
+}
+
 void report(int readyFd, bool ok, const std::string& message) {
   if (readyFd < 0) return;
   std::string text = (ok ? "O" : "E") + message;
@@ -260,6 +269,9 @@ int main(int argc, char** argv) {
   // that have no arena yet.
   memq::reexecWithHugePageHeap(argv);
   memq::tuneAllocator();
+  // A write to a pipe or socket whose reader is gone must be an error (EPIPE), not the end of memqd: the log on a
+  // --foreground stderr piped to a reader that exited, the start report to a parent killed while memqd started.
+  std::signal(SIGPIPE, SIG_IGN);
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
       std::cout << kUsage;
@@ -368,6 +380,6 @@ int main(int argc, char** argv) {
     server.run();
   }  // the server, then the service: every database is committed and closed before the pid file goes
   // `memq daemon stop` returns once the pid file is gone: a memqd started right after must find the files closed.
-  ::unlink(pidFile.c_str());
+  removePidFileIfOurs(pidFile);
   return 0;
 }

@@ -1113,6 +1113,39 @@ TEST(MemqdFlags, AHotPollOutsideItsRangeIsAUsageErrorNamingTheOption) {
   fs::remove_all(dir);
 }
 
+TEST_F(DaemonTest, AtExitThePidFileIsRemovedOnlyWhileItNamesThisMemqd) {
+  // The socket goes when draining begins, so a memqd a client starts meanwhile writes its own pid: that one stays.
+  const fs::path pidFile = fs::path(daemon_->socket()).parent_path() / "memqd.pid";
+  ASSERT_TRUE(fs::exists(pidFile));
+  { std::ofstream(pidFile, std::ios::trunc) << "1\n"; }
+  EXPECT_EQ(daemon_->stop(), 0);
+  EXPECT_EQ(readTextFile(pidFile), "1\n") << "memqd removed a pid file that named another process";
+}
+
+TEST(MemqdSignals, AForegroundMemqdOutlivesTheReaderOfItsLog) {
+  // stderr is a pipe whose reader exits after one byte: every later log line is a write to a pipe with no reader.
+  fs::path dir = makeTempDir("pipe");
+  const std::string socket = (dir / "memqd.sock").string();
+  ASSERT_EQ(std::system(("('" + binDir() + "/memqd' --foreground --socket '" + socket + "' --data-dir '" +
+                         (dir / "data").string() + "' --idle-exit 60 2>&1 | head -c 1 >/dev/null) >/dev/null 2>&1 &")
+                            .c_str()),
+            0);
+  auto c = RpcClient::connect(socket, std::chrono::seconds(5));
+  for (int tries = 0; !c.isOk() && tries < 200; ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    c = RpcClient::connect(socket, std::chrono::seconds(5));
+  }
+  ASSERT_TRUE(c.isOk()) << "memqd did not start";
+  for (int i = 0; i < 20; ++i) {
+    // Each request writes a log line; the first write after the reader left used to end memqd (SIGPIPE).
+    ASSERT_TRUE(c->call("daemon/status", json::object()).isOk()) << "memqd is gone after request " << i;
+  }
+  auto fresh = RpcClient::connect(socket, std::chrono::seconds(5));
+  ASSERT_TRUE(fresh.isOk());
+  EXPECT_TRUE(fresh->call("daemon/shutdown", json::object()).isOk());
+  fs::remove_all(dir);
+}
+
 TEST_F(DaemonTest, ShutdownDrainsAndExitsZero) {
   auto c = daemon_->client(project_);
   save(c, "before shutdown");
