@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "daemon/util/unicode.h"
 #include "daemon/util/utf8.h"
 
 namespace memq {
@@ -75,6 +76,20 @@ bool hasWordCharacter(std::string_view t) {
   return false;
 }
 
+// `t` without the code points before its first letter or number and after its last: "do?" is the stop word "do",
+// "`i`" the single character "i". FTS5's tokenizer drops them anyway, so "do?"* would be the prefix query do*.
+std::string_view wordPart(std::string_view t) {
+  size_t begin = t.size(), end = 0;
+  for (size_t pos = 0; pos < t.size();) {
+    const size_t start = pos;
+    if (isLetterOrNumber(decodeUtf8At(t, pos))) {
+      begin = std::min(begin, start);
+      end = pos;
+    }
+  }
+  return begin < end ? t.substr(begin, end - begin) : std::string_view();
+}
+
 std::string quote(std::string_view t) { return "\"" + std::string(t) + "\""; }
 
 }  // namespace
@@ -106,15 +121,18 @@ std::string unicodeMatch(std::string_view query, const FtsQueryOptions& options)
   std::string out;
   std::unordered_set<std::string> seen;
   size_t kept = 0;
-  for (const auto& t : tokens) {
+  for (const auto& token : tokens) {
     if (kept >= options.maxTokens) break;
-    if (!hasWordCharacter(t)) continue;
-    std::string key = lowerAscii(t);
-    if (options.dropSingleChars && codePointCount(t) < 2) continue;
-    if (options.dropStopWords && isQueryStopWord(key)) continue;
-    if (options.dedupe && !seen.insert(key).second) continue;
+    if (!hasWordCharacter(token)) continue;
+    // The filters read the word inside the punctuation; the phrase sent is the token as written (FTS5 reads the same
+    // word from it, and "jwt" and "jwt." stay two phrases, as a word the query repeats weighs more).
+    const std::string_view word = options.trimToWord ? wordPart(token) : std::string_view(token);
+    if (word.empty()) continue;
+    if (options.dropSingleChars && codePointCount(word) < 2) continue;
+    if (options.dropStopWords && isQueryStopWord(lowerAscii(word))) continue;
+    if (options.dedupe && !seen.insert(lowerAscii(token)).second) continue;
     if (!out.empty()) out += " OR ";
-    out += quote(t) + "*";
+    out += quote(token) + "*";
     ++kept;
   }
   return out;

@@ -21,6 +21,7 @@ struct FtsQueryOptions {
   bool dropStopWords = true;     // docs/design.md §6: the unicode lane drops stop words ...
   bool dropSingleChars = true;   // ... and 1-character tokens
   bool dedupe = true;            // repeated tokens add nothing to an OR query
+  bool trimToWord = true;        // the two filters above read a token without the punctuation around its word
   size_t maxTokens = kMaxQueryTokens;
 };
 

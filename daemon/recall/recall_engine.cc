@@ -123,6 +123,7 @@ PreparedQuery prepareQuery(const RecallRequest& request, const Embedder& embedde
       opts.dropStopWords = false;
       opts.dropSingleChars = false;
       opts.dedupe = false;
+      opts.trimToWord = false;
       opts.maxTokens = kMaxReferenceQueryTokens;
     }
     q.unicodeMatch = unicodeMatch(request.query, opts);

@@ -14,8 +14,21 @@ TEST(FtsQuery, UnicodeLaneQuotesPrefixesAndDropsNoise) {
 }
 
 TEST(FtsQuery, ReferenceOptionsKeepTheReferenceRules) {
-  FtsQueryOptions ref{.dropStopWords = false, .dropSingleChars = false, .dedupe = false, .maxTokens = 256};
+  FtsQueryOptions ref{
+      .dropStopWords = false, .dropSingleChars = false, .dedupe = false, .trimToWord = false, .maxTokens = 256};
   EXPECT_EQ(unicodeMatch("a the", ref), "\"a\"* OR \"the\"*");
+  EXPECT_EQ(unicodeMatch("do? do?", ref), "\"do?\"* OR \"do?\"*");
+}
+
+TEST(FtsQuery, PunctuationAroundAWordDoesNotHideAStopWordOrASingleCharacter) {
+  // FTS5 drops the punctuation itself, so "do?"* was the prefix query do*: docs, docker, done, double...
+  EXPECT_EQ(unicodeMatch("what does this do?"), "");
+  EXPECT_EQ(unicodeMatch("fix it."), "\"fix\"*");
+  EXPECT_EQ(unicodeMatch("why is `i` reset"), "\"reset\"*");
+  EXPECT_EQ(unicodeMatch("C++ (or C#)"), "");
+  EXPECT_EQ(unicodeMatch("--v"), "");
+  // A word that passes is sent as written (FTS5 reads the same word from it), punctuation inside a token included.
+  EXPECT_EQ(unicodeMatch("src/jwt.ts, don't --ipv6"), "\"src/jwt.ts,\"* OR \"don't\"* OR \"--ipv6\"*");
 }
 
 TEST(FtsQuery, OperatorSoupBuildsNothingDangerous) {
