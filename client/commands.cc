@@ -23,6 +23,7 @@
 #include "client/usage.h"
 #include "daemon/anchors/line_ranges.h"
 #include "daemon/model/memory.h"
+#include "daemon/model/memory_input.h"
 #include "protocol/envelope.h"
 #include "protocol/socket_path.h"
 
@@ -45,8 +46,18 @@ Result<DaemonLink> connect(Context& ctx, bool autostart = true) {
 // Whether a command's human output goes through the pager (on a terminal, unless --no-pager).
 enum class Paging { kNo, kYes };
 
-// Runs one call and prints it: `human` renders the result for people (through the pager when `paging` says so);
-// --json prints it raw.
+// A result's `warnings` (an answer that may be incomplete, text a save or an update cut), on stderr: stdout stays
+// the answer itself (docs/protocol.md).
+void printWarnings(const Context& ctx, const json& r) {
+  auto it = r.find("warnings");
+  if (it == r.end() || !it->is_array()) return;
+  for (const auto& w : *it) {
+    std::cerr << ctx.style.yellow("warning: ") << terminalText(w.is_string() ? w.get<std::string>() : w.dump()) << "\n";
+  }
+}
+
+// Runs one call and prints it: `human` renders the result for people (through the pager when `paging` says so),
+// then the result's warnings go to stderr; --json prints it raw, warnings included.
 int callAndPrint(Context& ctx, const std::string& method, json params,
                  const std::function<void(const json&)>& human, Paging paging = Paging::kNo,
                  json* result = nullptr) {
@@ -58,20 +69,14 @@ int callAndPrint(Context& ctx, const std::string& method, json params,
   if (ctx.options.json) {
     std::cout << r->dump(2, ' ', false, json::error_handler_t::replace) << "\n";
   } else {
-    Pager pager(paging == Paging::kYes && ctx.pager);
-    human(*r);
+    {
+      Pager pager(paging == Paging::kYes && ctx.pager);
+      human(*r);
+    }
+    // Once the pager has exited: below what it showed on the terminal, not drawn over by it.
+    printWarnings(ctx, *r);
   }
   return kExitOk;
-}
-
-// A result's `warnings` (an answer that may be incomplete, or text an update cut), on stderr: stdout stays the answer
-// itself.
-void printWarnings(Context& ctx, const json& r) {
-  auto it = r.find("warnings");
-  if (it == r.end() || !it->is_array()) return;
-  for (const auto& w : *it) {
-    if (w.is_string()) std::cerr << ctx.style.yellow("warning: ") << w.get<std::string>() << "\n";
-  }
 }
 
 int parseOrUsage(Args& args, const std::vector<std::string>& words, const OptionSpec& spec) {
@@ -134,7 +139,7 @@ void printHits(const Context& ctx, const json& r) {
   }
   for (const auto& h : hits) {
     std::cout << hitLine(h, ctx.style) << "\n";
-    if (h.contains("explain")) std::cout << "    " << ctx.style.dim(h["explain"].dump()) << "\n";
+    if (h.contains("explain")) std::cout << "    " << ctx.style.dim(terminalText(h["explain"].dump())) << "\n";
   }
 }
 
@@ -163,31 +168,31 @@ int cmdSave(Context& ctx, const std::vector<std::string>& words) {
   if (a.flag("no-anchor")) p["anchor"] = false;
   json result;
   int rc = callAndPrint(ctx, "memory/save", p, [&](const json& r) {
-    std::string id = r["id"].is_string() ? r["id"].get<std::string>() : "";
-    std::string status = r.value("status", "");
+    // The warnings (text that was cut, lines that could not be anchored) follow on stderr, from callAndPrint.
+    const std::string status = terminalText(r.value("status", ""));
+    const std::string scope = terminalText(r.value("scope", ""));
     if (status == "rejected") {
       std::cout << ctx.style.red("refused") << ": this text was rejected before";
-      if (r.contains("reason") && r["reason"].is_string()) std::cout << " (" << r["reason"].get<std::string>() << ")";
+      if (r.contains("reason") && r["reason"].is_string()) {
+        std::cout << " (" << terminalText(r["reason"].get<std::string>()) << ")";
+      }
       std::cout << "; nothing was saved\n";
       return;
     }
     if (status == "queued") {
-      std::cout << ctx.style.yellow("queued") << " (" << r.value("scope", "") << "): the team server cannot be reached; "
+      std::cout << ctx.style.yellow("queued") << " (" << scope << "): the team server cannot be reached; "
                 << "the save is kept in memqd's outbox and sent when the server is back\n";
       return;
     }
-    std::cout << status << " " << ctx.style.yellow(id.substr(0, 8)) << " (" << r.value("scope", "") << ")\n";
-    if (r.contains("hint")) std::cout << r["hint"].get<std::string>() << "\n";
+    std::cout << status << " " << ctx.style.yellow(shortId(r)) << " (" << scope << ")\n";
+    if (r.contains("hint") && r["hint"].is_string()) std::cout << terminalText(r["hint"].get<std::string>()) << "\n";
     for (const auto& f : r.value("anchored", json::array())) {
-      std::cout << "anchored " << fileRefText(f) << " (the lines this tab edited; --no-anchor leaves them out)\n";
+      std::cout << "anchored " << terminalText(fileRefText(f))
+                << " (the lines this tab edited; --no-anchor leaves them out)\n";
     }
-    for (const auto& w : r["warnings"]) {
-      std::cout << ctx.style.yellow("warning: ") << (w.is_string() ? w.get<std::string>() : w.dump()) << "\n";
-    }
-    for (const auto& s : r["similar"]) {
-      std::cout << "similar: " << s["id"].get<std::string>().substr(0, 8) << " ("
-                << static_cast<int>(s["weight"].get<double>() * 100 + 0.5) << "%) " << s["summary"].get<std::string>()
-                << "\n";
+    for (const auto& s : r.value("similar", json::array())) {
+      std::cout << "similar: " << shortId(s) << " (" << static_cast<int>(s.value("weight", 0.0) * 100 + 0.5) << "%) "
+                << terminalText(s.value("summary", "")) << "\n";
     }
   }, Paging::kNo, &result);
   // The refusal is seen in the result, which callAndPrint has already printed (human or --json).
@@ -199,10 +204,7 @@ int cmdGet(Context& ctx, const std::vector<std::string>& words) {
   Args a;
   if (int rc = parseOrUsage(a, words, {}); rc >= 0) return rc;
   if (int rc = needsId(a, "get"); rc >= 0) return rc;
-  return callAndPrint(ctx, "memory/get", {{"id", a.positional()[0]}}, [&](const json& r) {
-    printMemory(ctx, r);
-    printWarnings(ctx, r);
-  });
+  return callAndPrint(ctx, "memory/get", {{"id", a.positional()[0]}}, [&](const json& r) { printMemory(ctx, r); });
 }
 
 int cmdUpdate(Context& ctx, const std::vector<std::string>& words) {
@@ -218,10 +220,7 @@ int cmdUpdate(Context& ctx, const std::vector<std::string>& words) {
     if (auto rc = anchoredFilesOf(ctx, a.values("file"), p["files"])) return *rc;
   }
   if (p.size() == 1) return usageError("memq update: nothing to change (give --summary, --details, --category, --topic or --file)");
-  return callAndPrint(ctx, "memory/update", p, [&](const json& r) {
-    printMemory(ctx, r);
-    printWarnings(ctx, r);
-  });
+  return callAndPrint(ctx, "memory/update", p, [&](const json& r) { printMemory(ctx, r); });
 }
 
 int cmdList(Context& ctx, const std::vector<std::string>& words) {
@@ -245,7 +244,6 @@ int cmdList(Context& ctx, const std::vector<std::string>& words) {
     std::cout << ctx.style.dim(std::to_string(r["memories"].size()) + " of " + std::to_string(r["total"].get<int64_t>()) +
                                " memories")
               << "\n";
-    printWarnings(ctx, r);
   }, Paging::kYes);
 }
 
@@ -311,7 +309,7 @@ int simpleIdCommand(Context& ctx, const std::vector<std::string>& words, const c
     if (r.contains("old")) {
       std::cout << "superseded " << shortId(r["old"]) << " by " << shortId(r["new"]) << "\n";
     } else if (r.contains("purged")) {
-      std::cout << "purged " << a.positional()[0] << "\n";
+      std::cout << "purged " << terminalText(a.positional()[0]) << "\n";
     } else {
       std::cout << memoryLine(r, ctx.style) << "\n";
     }
@@ -343,7 +341,7 @@ int cmdHint(Context& ctx, const std::vector<std::string>& words) {
   }
   if (auto q = a.value("query")) p["query"] = *q;
   return callAndPrint(ctx, "hints/for_tool", p, [&](const json& r) {
-    for (const auto& l : r["lines"]) std::cout << l.get<std::string>() << "\n";
+    for (const auto& l : r["lines"]) std::cout << terminalText(l.get<std::string>()) << "\n";
   });
 }
 
@@ -358,7 +356,8 @@ int cmdCochange(Context& ctx, const std::vector<std::string>& words) {
                         for (const auto& n : r["neighbors"]) {
                           char s[16];
                           std::snprintf(s, sizeof s, "%.3f", n["strength"].get<double>());
-                          std::cout << s << "  " << n["count"] << "x  " << n["path"].get<std::string>() << "\n";
+                          std::cout << s << "  " << n["count"] << "x  " << terminalText(n["path"].get<std::string>())
+                                    << "\n";
                         }
                         if (r["neighbors"].empty()) std::cout << "no co-change neighbours\n";
                       });
@@ -370,7 +369,9 @@ int cmdBlast(Context& ctx, const std::vector<std::string>& words) {
   if (a.positional().size() != 1) return usageError(usageLine("blast"));
   return callAndPrint(ctx, "repo/blast_radius", {{"file", fileArgument(ctx, a.positional()[0])}}, [&](const json& r) {
     std::cout << r["radius"] << " dependent file(s)\n";
-    for (const auto& d : r.value("dependents", json::array())) std::cout << "  " << d.get<std::string>() << "\n";
+    for (const auto& d : r.value("dependents", json::array())) {
+      std::cout << "  " << terminalText(d.get<std::string>()) << "\n";
+    }
   });
 }
 
@@ -378,7 +379,7 @@ int cmdRefresh(Context& ctx, const std::vector<std::string>& words) {
   if (!words.empty()) return usageError("memq refresh takes no arguments");
   return callAndPrint(ctx, "repo/refresh", json::object(), [&](const json& r) {
     std::cout << "walked " << r["walked_commits"] << " commit(s); " << r["pairs"] << " co-change pairs at "
-              << r["head"].get<std::string>().substr(0, 12) << "\n";
+              << terminalText(r["head"].get<std::string>().substr(0, 12)) << "\n";
   });
 }
 
@@ -393,15 +394,15 @@ bool namesPassword(const std::string& conninfo) {
 void printTeamStatus(Context& ctx, const json& r) {
   if (!r.value("configured", false)) {
     std::cout << "no team scope for this project (memq team connect CONNINFO sets one up; it would be kept in "
-              << r.value("config_path", "") << ")\n";
+              << terminalText(r.value("config_path", "")) << ")\n";
     return;
   }
   const bool online = r.value("online", false);
-  std::cout << "team scope " << r.value("conninfo", "") << "\n"
+  std::cout << "team scope " << terminalText(r.value("conninfo", "")) << "\n"
             << "  " << (online ? ctx.style.bold("connected") : ctx.style.yellow("offline"));
-  if (!r.value("role", "").empty()) std::cout << " as role " << r.value("role", "");
+  if (!r.value("role", "").empty()) std::cout << " as role " << terminalText(r.value("role", ""));
   std::cout << "\n  last seq applied: " << r.value("last_seq", 0) << ", queued saves: " << r.value("queued", 0) << "\n";
-  if (r.contains("error")) std::cout << "  " << r["error"].get<std::string>() << "\n";
+  if (r.contains("error")) std::cout << "  " << terminalText(r["error"].get<std::string>()) << "\n";
 }
 
 int cmdTeam(Context& ctx, const std::vector<std::string>& words) {
@@ -431,8 +432,10 @@ int cmdAudit(Context& ctx, const std::vector<std::string>& words) {
   p["limit"] = limit;
   return callAndPrint(ctx, "audit/list", p, [&](const json& r) {
     for (const auto& e : r["events"]) {
-      std::cout << e["seq"] << "  " << e["at"].get<std::string>() << "  " << e["memory_id"].get<std::string>().substr(0, 8)
-                << "  " << e["action"].get<std::string>() << "  " << e["actor"].get<std::string>() << "\n";
+      std::cout << e["seq"] << "  " << terminalText(e["at"].get<std::string>()) << "  "
+                << terminalText(e["memory_id"].get<std::string>().substr(0, 8)) << "  "
+                << terminalText(e["action"].get<std::string>()) << "  " << terminalText(e["actor"].get<std::string>())
+                << "\n";
     }
   }, Paging::kYes);
 }
@@ -476,10 +479,24 @@ int cmdImport(Context& ctx, const std::vector<std::string>& words) {
   std::string source = "standard input";
   if (auto empryo = a.value("from-empryo")) {
     if (!a.positional().empty()) return usageError("usage: memq import --from-empryo PATH/TO/memory.db");
-    auto converted = empryoToJsonl(*empryo);
+    EmpryoRefsLeftOut leftOut;
+    auto converted = empryoToJsonl(*empryo, leftOut);
     if (!converted) {
       std::cerr << "memq: " << converted.status().message() << "\n";
       return kExitUsage;
+    }
+    // What the memories lose on the way, said once on stderr (stdout stays the counts, or the --json result).
+    if (leftOut.notInProject > 0 || leftOut.pastLimit > 0) {
+      std::string lost;
+      if (leftOut.notInProject > 0) {
+        lost = std::to_string(leftOut.notInProject) + " file ref" + (leftOut.notInProject == 1 ? "" : "s") +
+               " skipped (absolute or outside the project)";
+      }
+      if (leftOut.pastLimit > 0) {
+        lost += (lost.empty() ? "" : ", ") + std::to_string(leftOut.pastLimit) + " dropped past " +
+                std::to_string(kMaxFiles) + " per memory";
+      }
+      std::cerr << "memq: import: " << lost << "\n";
     }
     jsonl = std::move(*converted);
     source = *empryo;
@@ -597,7 +614,7 @@ int cmdStats(Context& ctx, const std::vector<std::string>& words) {
   if (!words.empty()) return usageError("memq stats takes no arguments");
   return callAndPrint(ctx, "stats", json::object(), [&](const json& r) {
     for (const auto& [scope, s] : r["scopes"].items()) {
-      std::cout << ctx.style.bold(scope) << "  " << s["path"].get<std::string>() << "\n";
+      std::cout << ctx.style.bold(terminalText(scope)) << "  " << terminalText(s["path"].get<std::string>()) << "\n";
       for (const auto& [state, n] : s["states"].items()) std::cout << "  " << state << ": " << n << "\n";
       std::cout << "  tombstones: " << s["tombstones"] << ", events: " << s["events"] << ", size: " << s["db_bytes"]
                 << " bytes\n";
@@ -622,13 +639,16 @@ int cmdStatus(Context& ctx, const std::vector<std::string>& words, bool autostar
   if (ctx.options.json) {
     std::cout << r->dump(2) << "\n";
   } else {
-    std::cout << "memqd " << (*r)["version"].get<std::string>() << " pid " << (*r)["pid"] << " on "
-              << (*r)["socket"].get<std::string>() << ", up " << static_cast<int64_t>((*r)["uptime_s"].get<double>())
+    std::cout << "memqd " << terminalText((*r)["version"].get<std::string>()) << " pid " << (*r)["pid"] << " on "
+              << terminalText((*r)["socket"].get<std::string>()) << ", up "
+              << static_cast<int64_t>((*r)["uptime_s"].get<double>())
               << " s, " << (*r)["connections"] << " connection(s), " << (*r)["requests_served"] << " request(s)";
-    if (r->contains("scan_kernel")) std::cout << ", vector scan " << (*r)["scan_kernel"].get<std::string>();
+    if (r->contains("scan_kernel")) {
+      std::cout << ", vector scan " << terminalText((*r)["scan_kernel"].get<std::string>());
+    }
     std::cout << "\n";
     for (const auto& path : r->value("read_only_scopes", json::array())) {
-      std::cout << "read only: " << path.get<std::string>()
+      std::cout << "read only: " << terminalText(path.get<std::string>())
                 << " (another process holds it; writes to it are refused until it lets it go)\n";
     }
   }
@@ -707,17 +727,27 @@ int cmdDaemon(Context& ctx, const std::vector<std::string>& words) {
       std::cerr << "memq: cannot run " << bin << "\n";
       return kExitUnreachable;
     }
-    if (RpcClient::connect(socket, std::chrono::milliseconds(500))) {
-      // After a stop of a socket-activated memqd, that connection is what started it again.
+    auto alreadyRunning = [&] {
+      // After a stop of a socket-activated memqd, the connection that found it is what started it again.
       if (!ctx.options.json) {
         std::cout << (socketOutlivesDaemon ? "memqd started on " : "memqd is already running on ") << socket
                   << (socketOutlivesDaemon ? " by its service manager\n" : "\n");
       }
       return kExitOk;
-    }
+    };
+    if (RpcClient::connect(socket, std::chrono::milliseconds(500))) return alreadyRunning();
+    // The lock the autostarting clients take (DaemonLink::open): with it, a client that found no daemon at the same
+    // moment either starts memqd before this looks again, or waits and finds the one started here.
+    StartLock lock(socket, std::chrono::seconds(5));
+    if (RpcClient::connect(socket, std::chrono::milliseconds(500))) return alreadyRunning();
     Status st = startDaemon(socket);
     if (!st) {
-      std::cerr << "memq: " << st.message() << "\n";
+      // A memqd started without the lock (another memq version, a script) won the race and ours refused to start
+      // ("another memqd is already serving"), or it has bound the socket and listens in a moment: one runs, as asked.
+      if (std::filesystem::exists(socket) && connectWithBackoff(socket, std::chrono::seconds(5))) {
+        return alreadyRunning();
+      }
+      std::cerr << "memq: " << terminalText(st.message()) << "\n";
       return kExitUnreachable;
     }
     if (!ctx.options.json) std::cout << "memqd started on " << socket << "\n";
@@ -746,7 +776,8 @@ int cmdCompleteIds(Context& ctx, const std::vector<std::string>& words) {
     std::string summary = m.value("summary", "");
     std::replace(summary.begin(), summary.end(), '\t', ' ');
     std::replace(summary.begin(), summary.end(), '\n', ' ');
-    std::cout << shortId(m) << "\t" << summary << "\n";
+    // The shell shows the summary beside the candidate ids, on the terminal being typed in.
+    std::cout << shortId(m) << "\t" << terminalText(summary) << "\n";
   }
   return kExitOk;
 }
@@ -774,11 +805,12 @@ int reportError(const Context& ctx, const Status& status) {
     if (!status.data().is_null()) err["data"] = status.data();
     std::cerr << err.dump() << "\n";
   } else {
-    std::cerr << "memq: " << (unreachable ? "" : std::string(errorCodeName(status.code())) + ": ") << status.message()
-              << "\n";
+    // The daemon's messages may quote stored text (a rejection's reason, a path).
+    std::cerr << "memq: " << (unreachable ? "" : std::string(errorCodeName(status.code())) + ": ")
+              << terminalText(status.message()) << "\n";
     if (status.code() == ErrorCode::kAmbiguous && status.data().contains("candidates")) {
       for (const auto& c : status.data()["candidates"]) {
-        std::cerr << "  " << c.value("scope", "") << "  " << c.value("id", "") << "\n";
+        std::cerr << "  " << terminalText(c.value("scope", "")) << "  " << terminalText(c.value("id", "")) << "\n";
       }
     }
   }

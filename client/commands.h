@@ -35,8 +35,15 @@ int runMcp(Context& ctx, const std::vector<std::string>& words);
 int runHook(Context& ctx, const std::vector<std::string>& words);
 int runReview(Context& ctx, const std::vector<std::string>& words);
 int runBench(Context& ctx, const std::vector<std::string>& words);
-// Reads a reference (Empryo/SoulForge) memory.db and returns it as memq export JSONL.
-Result<std::string> empryoToJsonl(const std::string& path);
+// The file refs of a reference memory.db that an import leaves out, for the one line `memq import` prints about them.
+struct EmpryoRefsLeftOut {
+  size_t notInProject = 0;  // absolute, climbing out of the project (`../x`) or naming no file in it: memqd would
+                            // refuse them, and with them the whole import
+  size_t pastLimit = 0;     // a memory's refs past the 16 memqd keeps
+};
+// Reads a reference (Empryo/SoulForge) memory.db and returns it as memq export JSONL; counts in `leftOut` the file
+// refs it leaves out.
+Result<std::string> empryoToJsonl(const std::string& path, EmpryoRefsLeftOut& leftOut);
 
 // A file argument as the daemon should see it: absolute when the working directory is inside the project (so
 // `cd src && memq recall --file a.ts` means src/a.ts), unchanged (project-relative) otherwise.

@@ -72,44 +72,30 @@ Status startDaemon(const std::string& socketPath, std::chrono::milliseconds time
                                                std::to_string(timeout.count() / 1000) + " s");
 }
 
-namespace {
-
-// An exclusive flock on SOCKET.start-lock (in the socket's private directory, created 0700 as memqd would), held
-// while one client checks for a daemon and starts it. Waiting for it is bounded; without it (the directory cannot
-// be made, the wait ran out) the client goes on unlocked and the backoff connect covers the race.
-class StartLock {
- public:
-  StartLock(const std::string& socketPath, std::chrono::milliseconds timeout) {
-    std::error_code ec;
-    const auto dir = std::filesystem::path(socketPath).parent_path();
-    if (!dir.empty() && !std::filesystem::exists(dir, ec)) {
-      const mode_t old = ::umask(077);
-      std::filesystem::create_directories(dir, ec);
-      ::umask(old);
-    }
-    fd_ = ::open((socketPath + ".start-lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd_ < 0) return;
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      if (errno != EWOULDBLOCK || std::chrono::steady_clock::now() >= deadline) {
-        ::close(fd_);
-        fd_ = -1;
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+StartLock::StartLock(const std::string& socketPath, std::chrono::milliseconds timeout) {
+  std::error_code ec;
+  const auto dir = std::filesystem::path(socketPath).parent_path();
+  if (!dir.empty() && !std::filesystem::exists(dir, ec)) {
+    const mode_t old = ::umask(077);
+    std::filesystem::create_directories(dir, ec);
+    ::umask(old);
   }
-  ~StartLock() {
-    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+  fd_ = ::open((socketPath + ".start-lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd_ < 0) return;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK || std::chrono::steady_clock::now() >= deadline) {
+      ::close(fd_);
+      fd_ = -1;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  StartLock(const StartLock&) = delete;
-  StartLock& operator=(const StartLock&) = delete;
+}
 
- private:
-  int fd_ = -1;
-};
-
-}  // namespace
+StartLock::~StartLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+}
 
 Result<RpcClient> connectWithBackoff(const std::string& socketPath, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;

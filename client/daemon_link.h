@@ -28,6 +28,21 @@ std::string memqdPath();
 // Starts memqd detached on `socketPath` and waits for it to answer; error text on failure.
 Status startDaemon(const std::string& socketPath, std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
+// An exclusive flock on SOCKET.start-lock (in the socket's private directory, created 0700 as memqd would), held
+// while one client checks for a daemon and starts it: every client that starts memqd (autostart, `memq daemon start`)
+// takes it, so that two never start one at the same moment. Waiting for it is bounded; without it (the directory
+// cannot be made, the wait ran out) the client goes on unlocked and the backoff connect covers the race.
+class StartLock {
+ public:
+  StartLock(const std::string& socketPath, std::chrono::milliseconds timeout);
+  ~StartLock();  // releases the lock
+  StartLock(const StartLock&) = delete;
+  StartLock& operator=(const StartLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 // Connects to `socketPath`, retrying while nobody listens yet (10 ms, doubling to 200 ms between tries) until
 // `timeout` has passed: the client that lost the race to start memqd waits here for the one that won.
 Result<RpcClient> connectWithBackoff(const std::string& socketPath, std::chrono::milliseconds timeout);

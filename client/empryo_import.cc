@@ -1,13 +1,18 @@
 // Reads a reference (Empryo/SoulForge) memory.db (its schema version 3) and turns it into memq's export
 // JSONL, so `memq import --from-empryo` brings every memory over with its state (hidden → hidden, superseded →
-// superseded), files and topics.
+// superseded), files and topics. File refs memqd would refuse (absolute, or outside the project) and those past the
+// 16 a memory keeps are left out and counted, for the CLI to say so.
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
+#include <vector>
 
 #include "client/commands.h"
+#include "daemon/model/memory_input.h"
 
 namespace memq::cli {
 
@@ -21,9 +26,37 @@ std::string isoTimestamp(const std::string& t) {
   return t;
 }
 
+// A reference file ref as memqd would store it: `\` as `/`, without `.`, `..` or doubled separators; nullopt for one
+// that is absolute, climbs out of the project (`../x`, `src/../../x`) or names the project itself. memqd refuses
+// those, and one refused line fails the whole import. The reference stored the paths it was given, and absolute or
+// outside ones never matched a file of the project.
+std::optional<std::string> projectRelativePath(std::string path) {
+  std::replace(path.begin(), path.end(), '\\', '/');
+  if (path.empty() || path.front() == '/') return std::nullopt;
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    const std::string part = path.substr(start, end - start);
+    if (part == "..") {
+      if (parts.empty()) return std::nullopt;
+      parts.pop_back();
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    start = end + 1;
+  }
+  if (parts.empty()) return std::nullopt;
+  std::string out;
+  for (const auto& part : parts) out += (out.empty() ? "" : "/") + part;
+  return out;
+}
+
 }  // namespace
 
-Result<std::string> empryoToJsonl(const std::string& path) {
+Result<std::string> empryoToJsonl(const std::string& path, EmpryoRefsLeftOut& leftOut) {
+  leftOut = {};
   try {
     SQLite::Database db(path, SQLite::OPEN_READONLY);
     if (!db.tableExists("memories")) return Status::invalidField("from-empryo", path + " has no memories table");
@@ -31,12 +64,19 @@ Result<std::string> empryoToJsonl(const std::string& path) {
     if (db.tableExists("memory_files")) {
       SQLite::Statement q(db, "SELECT memory_id, path FROM memory_files ORDER BY memory_id, path");
       while (q.executeStep()) {
-        std::string p = q.getColumn(1).getString();
-        while (p.rfind("./", 0) == 0) p = p.substr(2);
-        if (p.empty() || p.front() == '/') continue;  // the reference stored raw paths; absolute ones never matched
+        const auto p = projectRelativePath(q.getColumn(1).getString());
+        if (!p) {
+          ++leftOut.notInProject;
+          continue;
+        }
         auto& list = files[q.getColumn(0).getString()];
         if (!list.is_array()) list = json::array();
-        if (list.size() < 16) list.push_back(p);
+        if (std::find(list.begin(), list.end(), *p) != list.end()) continue;  // `./a` and `a`: one file
+        if (list.size() < kMaxFiles) {
+          list.push_back(*p);
+        } else {
+          ++leftOut.pastLimit;
+        }
       }
     }
     SQLite::Statement q(db,

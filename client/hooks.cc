@@ -1,6 +1,7 @@
 // memq hook claude-code EVENT: reads the hook JSON Claude Code sends on stdin and prints the reply it expects.
 //   SessionStart → the session's opening context: the project's pinned memories, then its most used ones, bounded;
-//   UserPromptSubmit → recall for the prompt, as additionalContext;
+//   UserPromptSubmit → recall for the prompt, as additionalContext (with a line "memq: WARNING" for each of the
+//   reply's warnings, such as a team scope answered from its local copy);
 //   PostToolUse for Read/Edit/Write/MultiEdit (tool_input.file_path), NotebookEdit (tool_input.notebook_path) and
 //   Bash git commands (with the files a command names, as in `git diff src/a.ts`) → hints for those files.
 // Each run is a new connection, so the hook names the agent session as initialize's `tab`: hint dedup, cooldown and
@@ -306,6 +307,10 @@ int hookReply(Context& ctx, const std::string& event) {
   } else if (method == "memory/recall") {
     if ((*r)["memories"].empty()) return kExitOk;
     context = recalledBlock((*r)["memories"]);
+    // A recall that may be incomplete (a team scope answered from its local copy) says so, a line each.
+    for (const auto& w : r->value("warnings", json::array())) {
+      if (w.is_string()) context += "\nmemq: " + w.get<std::string>();
+    }
   } else {
     for (const auto& l : (*r)["lines"]) context += (context.empty() ? "" : "\n") + l.get<std::string>();
     if (context.empty()) return kExitOk;

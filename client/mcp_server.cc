@@ -5,7 +5,9 @@
 // Tools: memory_save, memory_search, memory_recall, memory_list, memory_get, memory_update, memory_hide,
 // memory_restore, memory_supersede, memory_reject, memory_pin, memory_unpin. Each carries a title, annotations
 // and, for the structured ones, an outputSchema whose shape the result's structuredContent has. Arguments are
-// checked against the tool's inputSchema here, so a wrong type is reported as one, before the daemon is asked.
+// checked against the tool's inputSchema here, so a wrong type is reported as one, before the daemon is asked. A
+// reply's `warnings` (an answer that may be incomplete: a team scope answered from its local copy) reach the agent
+// in the text ("warning: …" lines) and in structuredContent.
 #include <algorithm>
 #include <cmath>
 #include <iostream>
@@ -105,15 +107,26 @@ json memorySchema() {
        {"superseded_by", {{"type", {"string", "null"}}}}},
       {"id", "scope", "summary", "state", "pinned"});
 }
+// Why an answer may be incomplete (a team scope answered from its local copy, a scope read that left saves out);
+// present only when there is something to say.
+json warningsProp() { return {{"type", "array"}, {"items", {{"type", "string"}}}}; }
 json hitsSchema() {
   json hit = memorySchema();
   hit["properties"]["score"] = {{"type", "number"}};
   hit["properties"]["stale"] = {{"type", "boolean"}};
-  return objectSchema({{"memories", {{"type", "array"}, {"items", hit}}}}, {"memories"});
+  return objectSchema({{"memories", {{"type", "array"}, {"items", hit}}}, {"warnings", warningsProp()}}, {"memories"});
 }
 json listSchema() {
-  return objectSchema({{"memories", {{"type", "array"}, {"items", memorySchema()}}}, {"total", {{"type", "integer"}}}},
+  return objectSchema({{"memories", {{"type", "array"}, {"items", memorySchema()}}},
+                       {"total", {{"type", "integer"}}},
+                       {"warnings", warningsProp()}},
                       {"memories", "total"});
+}
+// memory_get's and memory_update's result: the memory, and the reply's warnings when it has some.
+json memoryResultSchema() {
+  json s = memorySchema();
+  s["properties"]["warnings"] = warningsProp();
+  return s;
 }
 json saveSchema() {
   return objectSchema(
@@ -183,7 +196,7 @@ const json& toolList() {
                          {"offset", {{"type", "integer"}, {"minimum", 0}}}}),
            annotations(true, false, true), listSchema()),
       tool("memory_get", "Read a memory", "Read one memory in full (any state).", objectSchema({{"id", idProp()}}, {"id"}),
-           annotations(true, false, true), memorySchema()),
+           annotations(true, false, true), memoryResultSchema()),
       tool("memory_update", "Update a memory",
            "Change a memory's summary, details, category, topics or files; the fields given replace the old ones.",
            objectSchema({{"id", idProp()},
@@ -193,7 +206,7 @@ const json& toolList() {
                          {"topics", topicsProp()},
                          {"files", filesProp(16, true)}},
                         {"id"}),
-           annotations(false, true, true), memorySchema()),
+           annotations(false, true, true), memoryResultSchema()),
       tool("memory_hide", "Hide a memory",
            "Hide a memory that is not useful now; memory_restore brings it back.",
            objectSchema({{"id", idProp()}, {"reason", stringProp("why")}}, {"id"}), annotations(false, false, true),
@@ -364,6 +377,22 @@ std::string memoriesText(const json& memories, const char* none) {
   return out;
 }
 
+// A reply's `warnings`, each on a line of its own after `text`.
+void appendWarnings(std::string& text, const json& r) {
+  auto it = r.find("warnings");
+  if (it == r.end() || !it->is_array()) return;
+  for (const auto& w : *it) {
+    if (!text.empty() && text.back() != '\n') text += "\n";
+    text += "warning: " + (w.is_string() ? w.get<std::string>() : w.dump());
+  }
+}
+
+// The reply's warnings, for structuredContent: only when it has some, as memqd sends them.
+void copyWarnings(json& out, const json& r) {
+  auto it = r.find("warnings");
+  if (it != r.end() && it->is_array() && !it->empty()) out["warnings"] = *it;
+}
+
 std::string detailText(const json& m) {
   std::string text = describe(m) + "\nstate: " + m.value("state", "");
   if (m["details"].is_string() && !m["details"].get<std::string>().empty()) text += "\ndetails: " + m["details"].get<std::string>();
@@ -412,6 +441,7 @@ json memoriesOut(const json& r) {
   for (const auto& m : r.value("memories", json::array())) list.push_back(memoryOut(m));
   json out = {{"memories", list}};
   if (r.contains("total")) out["total"] = r["total"];
+  copyWarnings(out, r);
   return out;
 }
 
@@ -440,7 +470,7 @@ ToolResult runTool(Bridge& bridge, const std::string& name, const json& args) {
                            : "Saved: " + status + " " + id.substr(0, 8);
     if (status == "rejected" && r->contains("reason") && (*r)["reason"].is_string()) text += " (" + (*r)["reason"].get<std::string>() + ")";
     if (r->contains("hint")) text += "\n" + (*r)["hint"].get<std::string>();
-    for (const auto& w : (*r)["warnings"]) text += "\nwarning: " + (w.is_string() ? w.get<std::string>() : w.dump());
+    appendWarnings(text, *r);
     for (const auto& s : (*r)["similar"]) {
       text += "\nsimilar existing memory (review for contradiction or supersession): [" +
               s.value("id", "").substr(0, 8) + "] " + s.value("summary", "");
@@ -457,13 +487,19 @@ ToolResult runTool(Bridge& bridge, const std::string& name, const json& args) {
     if (name == "memory_recall" && !p.contains("query") && !p.contains("files")) return fail("give a query or files");
     auto r = bridge.call(name == "memory_search" ? "memory/search" : "memory/recall", p);
     if (!r) return rpcError(r.status());
-    return {memoriesText((*r)["memories"], "No matching memories."), false, memoriesOut(*r)};
+    // A team scope answered from its local copy: the agent is told the answer may be incomplete.
+    std::string text = memoriesText((*r)["memories"], "No matching memories.");
+    appendWarnings(text, *r);
+    return {text, false, memoriesOut(*r)};
   }
   if (name == "memory_list") {
     auto r = bridge.call("memory/list", p);
     if (!r) return rpcError(r.status());
     std::string text = memoriesText((*r)["memories"], "No memories.");
+    // The count on a line of its own: after the last memory's, or after "No memories.".
+    if (!text.empty() && text.back() != '\n') text += "\n";
     text += std::to_string((*r)["memories"].size()) + " of " + (*r)["total"].dump() + " memories";
+    appendWarnings(text, *r);
     return {text, false, memoriesOut(*r)};
   }
   if (name == "memory_supersede") {
@@ -478,11 +514,11 @@ ToolResult runTool(Bridge& bridge, const std::string& name, const json& args) {
   if (!r) return rpcError(r.status());
   if (name == "memory_get" || name == "memory_update") {
     std::string text = detailText(*r);
-    // The scope's answers may leave acknowledged saves out (a full disk): the agent is told.
-    if (auto w = r->find("warnings"); w != r->end()) {
-      for (const auto& line : *w) text += "\nwarning: " + line.get<std::string>();
-    }
-    return {text, false, memoryOut(*r)};
+    // The scope's answers may leave acknowledged saves out (a full disk), an update may cut text: the agent is told.
+    appendWarnings(text, *r);
+    json out = memoryOut(*r);
+    copyWarnings(out, *r);
+    return {text, false, out};
   }
   return {verb + ": " + describe(*r) + " (" + r->value("state", "") + ")", false, memoryOut(*r)};
 }

@@ -41,6 +41,13 @@ Pager::Pager(bool wanted) {
   ::close(fds[1]);
   // A pager the user quits early closes the pipe: the rest of the output is dropped, not a crash.
   ::signal(SIGPIPE, SIG_IGN);
+  // Ctrl-C and Ctrl-\ are the pager's now (less stops a search with them): ignored here, or memq would die and
+  // leave the pager on the terminal with the shell. Set in this process only: the pager started with the defaults.
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigemptyset(&ignore.sa_mask);
+  ::sigaction(SIGINT, &ignore, &interruptBefore_);
+  ::sigaction(SIGQUIT, &ignore, &quitBefore_);
   pid_ = pid;
 }
 
@@ -52,6 +59,8 @@ Pager::~Pager() {
   int status = 0;
   while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
+  ::sigaction(SIGINT, &interruptBefore_, nullptr);
+  ::sigaction(SIGQUIT, &quitBefore_, nullptr);
 }
 
 }  // namespace memq::cli

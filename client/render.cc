@@ -7,21 +7,64 @@
 
 namespace memq::cli {
 
+std::string terminalText(std::string_view text, LineBreaks lineBreaks) {
+  static constexpr char kHexDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  auto escape = [&](const char* prefix, unsigned char byte) {
+    out += prefix;
+    out += kHexDigits[byte >> 4];
+    out += kHexDigits[byte & 0xf];
+  };
+  size_t continuationsDue = 0;  // of the UTF-8 sequence being copied
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte >= 0x80 && byte <= 0xbf && continuationsDue > 0) {
+      out += static_cast<char>(byte);
+      --continuationsDue;
+      continue;
+    }
+    continuationsDue = 0;
+    if (lineBreaks == LineBreaks::kKeep && byte == '\r' && i + 1 < text.size() && text[i + 1] == '\n') continue;
+    if (byte == '\t' || (byte == '\n' && lineBreaks == LineBreaks::kKeep)) {
+      out += static_cast<char>(byte);
+    } else if (byte == '\n') {
+      out += "\\n";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      escape("\\x", byte);
+    } else if (byte == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+      escape("\\u00", static_cast<unsigned char>(text[++i]));  // a C1 control, U+0080-U+009F
+    } else if (byte < 0x80) {
+      out += static_cast<char>(byte);
+    } else if (byte >= 0xc2 && byte <= 0xf4) {
+      continuationsDue = byte < 0xe0 ? 1 : byte < 0xf0 ? 2 : 3;
+      out += static_cast<char>(byte);
+    } else {
+      escape("\\x", byte);  // not UTF-8: a terminal in an 8-bit mode could take 0x80-0x9f for a C1 control
+    }
+  }
+  return out;
+}
+
 namespace {
 
-std::string text(const nlohmann::json& j, const char* key) {
+// Under the field names of memoryDetail, in line with their values.
+constexpr size_t kFieldWidth = 14;
+
+// A string field of a reply as it came ("" when absent or not a string).
+std::string rawText(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_string() ? it->get<std::string>() : "";
 }
+
+// A string field of a reply, to be printed: through terminalText.
+std::string text(const nlohmann::json& j, const char* key) { return terminalText(rawText(j, key)); }
 
 std::string pad(std::string s, size_t width) {
   if (s.size() < width) s.append(width - s.size(), ' ');
   return s;
 }
-
-}  // namespace
-
-namespace {
 
 // `40-60,72` for a reply's [first, last] pairs.
 std::string rangesText(const nlohmann::json& ranges) {
@@ -40,12 +83,12 @@ std::string rangesText(const nlohmann::json& ranges) {
 
 std::string fileRefText(const nlohmann::json& f) {
   if (f.is_string()) return f.get<std::string>();
-  std::string out = text(f, "path");
+  std::string out = rawText(f, "path");
   std::string lines = rangesText(f.value("lines", nlohmann::json::array()));
   return lines.empty() ? out : out + ":" + lines;
 }
 
-std::string shortId(const nlohmann::json& memory) { return text(memory, "id").substr(0, 8); }
+std::string shortId(const nlohmann::json& memory) { return terminalText(rawText(memory, "id").substr(0, 8)); }
 
 std::string memoryLine(const nlohmann::json& m, const Style& style) {
   std::string category = text(m, "category");
@@ -58,7 +101,7 @@ std::string memoryLine(const nlohmann::json& m, const Style& style) {
   // Anchored files are shown with their lines; plain ones are for `memq get`.
   std::string anchored;
   for (const auto& f : m.value("files", nlohmann::json::array())) {
-    if (f.is_object()) anchored += (anchored.empty() ? "" : " ") + fileRefText(f);
+    if (f.is_object()) anchored += (anchored.empty() ? "" : " ") + terminalText(fileRefText(f));
   }
   if (!anchored.empty()) line += "  " + style.dim(anchored);
   return line;
@@ -67,18 +110,25 @@ std::string memoryLine(const nlohmann::json& m, const Style& style) {
 std::string memoryDetail(const nlohmann::json& m, const Style& style) {
   std::string out;
   auto field = [&](const std::string& name, const std::string& value) {
-    if (!value.empty()) out += style.dim(pad(name + ":", 14)) + value + "\n";
+    if (!value.empty()) out += style.dim(pad(name + ":", kFieldWidth)) + value + "\n";
   };
   field("id", text(m, "id"));
   field("scope", text(m, "scope"));
   field("state", text(m, "state"));
   field("category", text(m, "category").empty() ? "-" : text(m, "category"));
   field("summary", text(m, "summary"));
-  field("details", text(m, "details"));
+  // Details may run over several lines: the ones after the first go under it, in line with the other values.
+  std::string details = terminalText(rawText(m, "details"), LineBreaks::kKeep);
+  for (size_t at = details.find('\n'); at != std::string::npos; at = details.find('\n', at + 1)) {
+    details.insert(at + 1, kFieldWidth, ' ');
+  }
+  field("details", details);
   std::string topics, files;
-  for (const auto& t : m.value("topics", nlohmann::json::array())) topics += (topics.empty() ? "" : ", ") + t.get<std::string>();
+  for (const auto& t : m.value("topics", nlohmann::json::array())) {
+    if (t.is_string()) topics += (topics.empty() ? "" : ", ") + terminalText(t.get<std::string>());
+  }
   for (const auto& f : m.value("files", nlohmann::json::array())) {
-    files += (files.empty() ? "" : ", ") + fileRefText(f);
+    files += (files.empty() ? "" : ", ") + terminalText(fileRefText(f));
   }
   field("topics", topics);
   field("files", files);
@@ -97,16 +147,13 @@ namespace {
 // At most this many files of one stale memory are shown; `memq --json review stale` has them all.
 constexpr size_t kStaleFilesShown = 5;
 
-// Under the field names of memoryDetail, in line with their values.
-constexpr size_t kFieldWidth = 14;
-
 // One side of a rewrite or deletion (review/stale's then/now `text`, `more`), each line behind `mark`.
 std::string excerptText(const nlohmann::json& side, const std::string& mark, const Style& style, bool removed) {
   const std::string indent(kFieldWidth + 2, ' ');
   std::string out;
   for (const auto& t : side.value("text", nlohmann::json::array())) {
     if (!t.is_string()) continue;
-    const std::string line = mark + " " + t.get<std::string>();
+    const std::string line = mark + " " + terminalText(t.get<std::string>());
     out += indent + (removed ? style.red(line) : style.green(line)) + "\n";
   }
   const auto more = side.value("more", uint64_t{0});
@@ -146,9 +193,11 @@ std::string staleFilesText(const nlohmann::json& m, const Style& style) {
   }
   // A changed file without anchored lines (a plain ref, or lines that could not be carried) changed as a whole.
   for (const auto& f : m.value("changed_files", nlohmann::json::array())) {
-    if (!f.is_string() || std::find(anchored.begin(), anchored.end(), f.get<std::string>()) != anchored.end()) continue;
+    if (!f.is_string()) continue;
+    const std::string path = terminalText(f.get<std::string>());
+    if (std::find(anchored.begin(), anchored.end(), path) != anchored.end()) continue;
     if (++total > kStaleFilesShown) continue;
-    out += lead() + f.get<std::string>() + " " + style.red("(changed)") + "\n";
+    out += lead() + path + " " + style.red("(changed)") + "\n";
     ++shown;
   }
   if (total > shown) out += std::string(kFieldWidth, ' ') + style.dim("+" + std::to_string(total - shown) + " more files") + "\n";
@@ -159,7 +208,9 @@ std::string hitLine(const nlohmann::json& h, const Style& style) {
   char score[32];
   std::snprintf(score, sizeof score, "%.3f", h.value("score", 0.0));
   std::string signals;
-  for (const auto& s : h.value("signals", nlohmann::json::array())) signals += (signals.empty() ? "" : ",") + s.get<std::string>();
+  for (const auto& s : h.value("signals", nlohmann::json::array())) {
+    if (s.is_string()) signals += (signals.empty() ? "" : ",") + terminalText(s.get<std::string>());
+  }
   std::string line = memoryLine(h, style) + "  " + style.dim("score " + std::string(score) + " via " + signals);
   if (h.value("stale", false)) line += " " + style.red("(stale)");
   return line;

@@ -1,9 +1,11 @@
-// Human output for the memq CLI: aligned columns, 8-character ids, colour only on a terminal.
+// Human output for the memq CLI: aligned columns, 8-character ids, colour only on a terminal, and terminalText, which
+// every piece of text memqd (or a repository, or another client) supplied goes through before it reaches a terminal.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <string_view>
 
 namespace memq::cli {
 
@@ -16,9 +18,27 @@ struct Style {
   std::string green(const std::string& s) const { return color ? "\033[32m" + s + "\033[0m" : s; }
 };
 
+// What terminalText does with a line break in the text.
+enum class LineBreaks {
+  kShow,  // shown as `\n`: the text is printed on one line (a summary in a list)
+  kKeep,  // kept (CR LF as LF): the text is printed over several lines (a memory's details in `memq get`)
+};
+
+// `text` made safe to print on a terminal. memqd stores whatever valid UTF-8 it is given, escape sequences included,
+// so a memory saved as `Use pnpm\e]0;pwned\a\e[2J` would retitle the window and clear the screen of whoever lists it.
+// The C0 controls (but tab, and line breaks with kKeep), DEL, the C1 controls U+0080-U+009F (U+009B is a CSI of its
+// own on some terminals) and bytes that are not UTF-8 are shown as escapes instead: `\x1b`, `\x7f`, `\u009b`, and a
+// line break as `\n`.
+// Human output only: --json is JSON-escaped, and the MCP and hook replies are JSON for a program.
+std::string terminalText(std::string_view text, LineBreaks lineBreaks = LineBreaks::kShow);
+
+// The first 8 characters of a memory's id, through terminalText.
 std::string shortId(const nlohmann::json& memory);
-// A file ref of a reply: its path, or `path:40-60,72` for an anchored one.
+// A file ref of a reply: its path, or `path:40-60,72` for an anchored one; as it came (terminalText it to print it).
 std::string fileRefText(const nlohmann::json& file);
+
+// The renderers below pass every text of the reply through terminalText.
+
 // One line per memory: id8, scope, category, state (when not active), pin, summary, and its anchored files.
 std::string memoryLine(const nlohmann::json& memory, const Style& style);
 // The full record, one field per line (memq get).

@@ -1,18 +1,26 @@
 // The memq command line against a real memqd: every command's --json output, the exit codes of docs/man/memq.1 (0 ok, 1 the
-// daemon answered with an error, 2 usage error, 3 unreachable), daemon autostart and stop, lossless export/import
-// between two daemons, import from the reference's memory.db, `memq review` without a terminal, and file arguments
-// relative to the working directory.
+// daemon answered with an error, 2 usage error, 3 unreachable), daemon autostart, start and stop, lossless
+// export/import between two daemons, import from the reference's memory.db, `memq review` without a terminal, file
+// arguments relative to the working directory; human output's escaping of stored control characters, warnings on
+// stderr (from every front end: CLI, MCP, hook, against a scripted daemon), and Ctrl-C while the pager runs.
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <thread>
 #include <set>
@@ -275,6 +283,132 @@ TEST_F(CliTest, HumanOutputShowsShortIdsAndNoColourWithoutATerminal) {
   EXPECT_EQ(save.out.rfind("deduped " + id.substr(0, 8), 0), 0u) << save.out;
 }
 
+// memqd stores any valid UTF-8, terminal escape sequences included: human output shows every control character of a
+// memory's text as an escape (a summary saved as `Use pnpm\e]0;pwned\a\e[2J` must not retitle the window and clear
+// the screen of whoever lists it), and --json still carries the text exactly.
+TEST_F(CliTest, HumanOutputShowsControlCharactersOfStoredTextAsEscapes) {
+  const std::string esc = "\x1b", bel = "\x07", cr = "\r", csi = "\xc2\x9b";  // U+009B, a C1 control: CSI
+  const std::string summary =
+      "Use pnpm" + esc + "]0;pwned" + bel + esc + "[2J not npm" + cr + " over" + csi + "31m red";
+  const std::string details = "first line" + esc + "[1A\nsecond" + bel + " line";
+  const std::string topic = "tool" + esc + "[5mblink";
+  json saved =
+      ok("save " + shellQuote(summary) + " --details " + shellQuote(details) + " --topic " + shellQuote(topic));
+  const std::string id = saved.value("id", "");
+  ASSERT_EQ(id.size(), 36u) << saved.dump();
+
+  // --json round-trips the exact text.
+  json got = ok("get " + id);
+  EXPECT_EQ(got["summary"], summary);
+  EXPECT_EQ(got["details"], details);
+  EXPECT_EQ(got["topics"], json::array({topic}));
+  EXPECT_EQ(ok("list")["memories"][0]["summary"], summary);
+
+  auto expectNoRawControls = [&](const CommandResult& r, const std::string& what) {
+    EXPECT_EQ(r.exitCode, 0) << what << ": " << r.err;
+    for (const std::string& raw : {esc, bel, cr, csi, std::string("\x9b")}) {
+      EXPECT_EQ(r.out.find(raw), std::string::npos) << what << " printed a raw control character:\n" << r.out;
+    }
+    // Shown instead: C0 controls as \xNN, C1 ones as \u00NN.
+    EXPECT_NE(r.out.find("Use pnpm\\x1b]0;pwned\\x07\\x1b[2J not npm\\x0d over\\u009b31m red"), std::string::npos)
+        << what << ":\n" << r.out;
+  };
+  CommandResult get = run("get " + id);
+  expectNoRawControls(get, "memq get");
+  // The details keep their line break (the second line under the first, in line with the values), not the rest.
+  EXPECT_NE(get.out.find("first line\\x1b[1A\n" + std::string(14, ' ') + "second\\x07 line"), std::string::npos)
+      << get.out;
+  EXPECT_NE(get.out.find("tool\\x1b[5mblink"), std::string::npos) << get.out;
+  expectNoRawControls(run("list"), "memq list");
+  expectNoRawControls(run("recall pnpm"), "memq recall");
+  expectNoRawControls(run("search pnpm"), "memq search");
+  CommandResult again = run("save " + shellQuote(summary) + " --details " + shellQuote(details));
+  EXPECT_EQ(again.out.find(esc), std::string::npos) << again.out;
+}
+
+// A save's warnings (here: a summary cut to 200 characters) go to stderr, as every command's do: stdout is the
+// answer, `deduped ID (project)` and the like, for scripts to read.
+TEST_F(CliTest, SaveWarningsGoToStderrNotStdout) {
+  CommandResult r = run("save " + std::string(260, 'x'));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("created ", 0), 0u) << r.out;
+  EXPECT_EQ(r.out.find("warning"), std::string::npos) << "a warning on stdout:\n" << r.out;
+  EXPECT_NE(r.err.find("warning: summary truncated to 200 characters"), std::string::npos) << r.err;
+  // --json keeps them in the result.
+  json j = ok("save " + std::string(260, 'y'));
+  ASSERT_EQ(j["warnings"].size(), 1u) << j.dump();
+}
+
+// The pager runs in memq's process group, so Ctrl-C on the terminal reaches memq too: memq must wait for the pager
+// (which decides what Ctrl-C means) rather than die and leave it holding the terminal. On a pseudo-terminal, with a
+// pager that ignores Ctrl-C and takes a second after its input ends.
+TEST_F(CliTest, CtrlCWhileThePagerRunsLeavesMemqWaitingForThePager) {
+  saveId("'Use pnpm, not npm'");
+  const fs::path started = dir_ / "pager.started", finished = dir_ / "pager.finished";
+  const std::string pager = "trap '' INT QUIT; touch " + shellQuote(started.string()) + "; cat >/dev/null; sleep 1; " +
+                            "touch " + shellQuote(finished.string());
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+  ASSERT_GE(master, 0) << std::strerror(errno);
+  ASSERT_EQ(::grantpt(master), 0) << std::strerror(errno);
+  ASSERT_EQ(::unlockpt(master), 0) << std::strerror(errno);
+  const std::string terminal = ::ptsname(master);
+  const std::string bin = binDir() + "/memq";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    // A session of its own whose controlling terminal is the pseudo-terminal: memq and its pager are its foreground
+    // process group, which Ctrl-C signals.
+    ::setsid();
+    const int tty = ::open(terminal.c_str(), O_RDWR);
+    if (tty < 0 || ::ioctl(tty, TIOCSCTTY, 0) != 0) ::_exit(126);
+    ::dup2(tty, 0);
+    ::dup2(tty, 1);
+    ::dup2(tty, 2);
+    if (tty > 2) ::close(tty);
+    ::close(master);
+    if (::chdir(project_.c_str()) != 0) ::_exit(126);
+    ::setenv("MEMQ_SOCKET", daemon_->socket().c_str(), 1);
+    ::setenv("MEMQ_DATA_DIR", daemon_->dataDir().c_str(), 1);
+    ::setenv("MEMQ_PAGER", pager.c_str(), 1);
+    ::execl(bin.c_str(), bin.c_str(), "list", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ASSERT_GT(pid, 0) << std::strerror(errno);
+  // Whatever happens, nothing of the session outlives the test.
+  struct KillSession {
+    pid_t leader;
+    int master;
+    ~KillSession() {
+      ::kill(-leader, SIGKILL);
+      ::close(master);
+    }
+  } killSession{pid, master};
+  // Reads what memq writes on the terminal, so that it never blocks on a full one; true once memq has exited.
+  int status = 0;
+  auto exited = [&] {
+    char buf[4096];
+    for (pollfd p{master, POLLIN, 0}; ::poll(&p, 1, 0) > 0 && ::read(master, buf, sizeof buf) > 0;) {
+    }
+    return ::waitpid(pid, &status, WNOHANG) == pid;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  bool gone = false;
+  while (!fs::exists(started) && !(gone = exited()) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_FALSE(gone) << "memq exited before its pager started";
+  ASSERT_TRUE(fs::exists(started)) << "the pager did not start";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // memq is past starting the pager, waiting for it
+  ASSERT_EQ(::write(master, "\x03", 1), 1) << std::strerror(errno);  // Ctrl-C
+  while (!(gone = exited()) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(gone) << "memq did not exit";
+  const bool pagerFinished = fs::exists(finished);
+  EXPECT_TRUE(WIFEXITED(status)) << "memq was killed by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
+  EXPECT_TRUE(pagerFinished) << "memq exited while its pager still ran";
+}
+
 // ---- exit codes ---------------------------------------------------------------------------------------------
 
 TEST_F(CliTest, TheDaemonsErrorsExitOneWithTheErrorObjectOnStderr) {
@@ -413,6 +547,192 @@ TEST(DaemonStop, ADaemonStillAnsweringAfterTheWaitIsReportedAndExitsNonZero) {
   EXPECT_EQ(r.out.find("memqd stopped"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("still answering"), std::string::npos) << r.err;
   fs::remove_all(dir);
+}
+
+// A stand-in for memqd on a Unix socket: answers each request with `answer(method)` (an empty object when that is
+// null) and ignores notifications, one connection at a time. For replies memqd gives only in states a test cannot
+// easily reach: recall's and search's "team scope offline" warning needs a PostgreSQL server that went away.
+class ScriptedDaemon {
+ public:
+  ScriptedDaemon(const std::string& path, std::function<json(const std::string& method)> answer)
+      : listener_(listeningUnixSocket(path)), answer_(std::move(answer)) {
+    if (listener_ >= 0) server_ = std::thread([this] { serve(); });
+  }
+  ~ScriptedDaemon() {
+    done_ = true;
+    if (server_.joinable()) server_.join();
+    if (listener_ >= 0) ::close(listener_);
+  }
+  ScriptedDaemon(const ScriptedDaemon&) = delete;
+  ScriptedDaemon& operator=(const ScriptedDaemon&) = delete;
+  bool listening() const { return listener_ >= 0; }
+
+ private:
+  void serve() {
+    while (!done_) {
+      pollfd ready{listener_, POLLIN, 0};
+      if (::poll(&ready, 1, 100) <= 0) continue;
+      const int conn = ::accept(listener_, nullptr, nullptr);
+      if (conn < 0) continue;
+      converse(conn);
+      ::close(conn);
+    }
+  }
+  // Answers the requests of one connection until the client closes it (or the test is over).
+  void converse(int conn) {
+    std::string received;
+    char buf[4096];
+    while (!done_) {
+      pollfd in{conn, POLLIN, 0};
+      if (::poll(&in, 1, 100) <= 0) continue;
+      const ssize_t n = ::read(conn, buf, sizeof buf);
+      if (n <= 0) return;
+      received.append(buf, static_cast<size_t>(n));
+      for (size_t end; (end = received.find('\n')) != std::string::npos;) {
+        const json request = json::parse(received.substr(0, end), nullptr, false);
+        received.erase(0, end + 1);
+        if (!request.is_object() || !request.contains("id")) continue;  // a notification: no reply
+        json result = answer_(request.value("method", ""));
+        if (result.is_null()) result = json::object();
+        const std::string reply = json{{"jsonrpc", "2.0"}, {"id", request["id"]}, {"result", result}}.dump() + "\n";
+        if (::send(conn, reply.data(), reply.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(reply.size())) return;
+      }
+    }
+  }
+
+  int listener_;
+  std::function<json(const std::string&)> answer_;
+  std::atomic<bool> done_{false};
+  std::thread server_;
+};
+
+// A recall or search answered from a team scope's local copy carries a warning: `memq recall` and `memq search`
+// print it on stderr (stdout stays the hits), the MCP tools add it to their text and structuredContent, and the
+// UserPromptSubmit hook adds a line "memq: WARNING" to the context it gives the agent.
+TEST(RepliesWithWarnings, EveryFrontEndPassesTheWarningOfARecallOrSearchOn) {
+  ScopedDir scoped{makeTempDir("warn")};
+  const std::string socket = (scoped.path / "memqd.sock").string();
+  const std::string project = (scoped.path / "proj").string();
+  fs::create_directories(project);
+  const std::string offline =
+      "team scope offline: the team server (db.example.com) cannot be reached; answered from the local copy";
+  const json hit = {{"id", "5f0c2a1e-8d7b-4c3a-9e21-0a1b2c3d4e5f"}, {"scope", "team"}, {"category", "context"},
+                    {"summary", "The cache is warmed by the nightly job"}, {"details", ""},
+                    {"topics", json::array()}, {"files", json::array()}, {"pinned", false}, {"state", "active"},
+                    {"use_count", 0}, {"score", 0.5}, {"signals", {"fts"}}};
+  ScriptedDaemon daemon(socket, [&](const std::string& method) -> json {
+    if (method == "memory/recall" || method == "memory/search") {
+      return {{"memories", json::array({hit})}, {"warnings", json::array({offline})}};
+    }
+    return json::object();  // initialize
+  });
+  ASSERT_TRUE(daemon.listening()) << std::strerror(errno);
+  const std::string memq = "cd " + shellQuote(project) + " && MEMQ_SOCKET=" + shellQuote(socket) + " " +
+                           shellQuote(binDir() + "/memq") + " ";
+
+  for (const char* command : {"recall cache warmed", "search cache warmed"}) {
+    CommandResult r = runCommand(memq + command);
+    EXPECT_EQ(r.exitCode, 0) << command << ": " << r.err;
+    EXPECT_NE(r.out.find("The cache is warmed by the nightly job"), std::string::npos) << command << ": " << r.out;
+    EXPECT_EQ(r.out.find("team scope offline"), std::string::npos) << command << ": stdout is the hits\n" << r.out;
+    EXPECT_NE(r.err.find("warning: " + offline), std::string::npos) << command << ": " << r.err;
+    CommandResult j = runCommand(memq + "--json " + command);
+    EXPECT_EQ(json::parse(j.out, nullptr, false)["warnings"], json::array({offline})) << command << ": " << j.out;
+  }
+
+  const std::string mcpInput =
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}})"
+      "\n"
+      R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory_recall","arguments":{"query":"cache warmed"}}})"
+      "\n"
+      R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"memory_search","arguments":{"query":"cache warmed"}}})"
+      "\n";
+  CommandResult mcp = runCommand(memq + "mcp", mcpInput);
+  EXPECT_EQ(mcp.exitCode, 0) << mcp.err;
+  std::vector<json> replies = parseJsonl(mcp.out);
+  ASSERT_EQ(replies.size(), 3u) << mcp.out;
+  for (size_t i = 1; i < 3; ++i) {
+    const json& result = replies[i]["result"];
+    EXPECT_EQ(result["isError"], false) << result.dump();
+    const std::string text = result["content"][0].value("text", "");
+    EXPECT_NE(text.find("The cache is warmed by the nightly job"), std::string::npos) << text;
+    EXPECT_NE(text.find("\nwarning: " + offline), std::string::npos) << text;
+    EXPECT_EQ(result["structuredContent"]["warnings"], json::array({offline})) << result.dump();
+  }
+
+  const json prompt = {{"session_id", "session-1"}, {"cwd", project}, {"hook_event_name", "UserPromptSubmit"},
+                       {"prompt", "how is the cache warmed?"}};
+  CommandResult hook = runCommand(memq + "hook claude-code UserPromptSubmit", prompt.dump());
+  EXPECT_EQ(hook.exitCode, 0) << hook.err;
+  const json reply = json::parse(hook.out, nullptr, false);
+  ASSERT_TRUE(reply.is_object()) << hook.out << hook.err;
+  const std::string context = reply["hookSpecificOutput"].value("additionalContext", "");
+  EXPECT_NE(context.find("The cache is warmed by the nightly job"), std::string::npos) << context;
+  EXPECT_NE(context.find("</recalled_memories>\nmemq: " + offline), std::string::npos) << context;
+}
+
+// The memqd processes serving `socket` (by their command line), for telling how many a race left running.
+std::vector<pid_t> memqdsServing(const std::string& socket) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::vector<std::string> argv;
+    std::istringstream cmdline(readTextFile(it->path() / "cmdline"));
+    for (std::string arg; std::getline(cmdline, arg, '\0');) argv.push_back(arg);
+    if (argv.empty() || fs::path(argv[0]).filename() != "memqd") continue;
+    for (size_t i = 0; i + 1 < argv.size(); ++i) {
+      if (argv[i] == "--socket" && argv[i + 1] == socket) out.push_back(static_cast<pid_t>(std::stol(name)));
+    }
+  }
+  return out;
+}
+
+// `memq daemon start` racing a command that autostarts memqd (as a user starts the daemon while an agent's hook
+// runs): both take the start lock, so one starts memqd and the other finds it. Before, `daemon start` did not take
+// it, and when the other's memqd won, ours refused to start and `daemon start` exited 3 with a daemon running. A race:
+// several rounds, each on a fresh socket directory.
+TEST(DaemonStart, RacingAnAutostartingCommandBothSucceedAndOneMemqdServes) {
+  for (int round = 0; round < 8; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    ScopedDir scoped{makeTempDir("race")};
+    const fs::path& dir = scoped.path;
+    const std::string socket = (dir / "run/memqd.sock").string();
+    // Every memqd on this socket is stopped when the round ends, however it ends.
+    struct StopMemqds {
+      std::string socket;
+      ~StopMemqds() {
+        for (pid_t pid : memqdsServing(socket)) ::kill(pid, SIGTERM);
+        for (int i = 0; i < 500 && !memqdsServing(socket).empty(); ++i) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+      }
+    } stopMemqds{socket};
+    fs::create_directories(dir / "proj");
+    const std::string memq = "cd " + shellQuote((dir / "proj").string()) + " && MEMQ_SOCKET=" + shellQuote(socket) +
+                             " MEMQ_DATA_DIR=" + shellQuote((dir / "data").string()) + " " +
+                             shellQuote(binDir() + "/memq") + " ";
+    auto background = [&](const std::string& args, const std::string& name) {
+      return "(" + memq + args + " >" + shellQuote((dir / (name + ".out")).string()) + " 2>&1; echo $? >" +
+             shellQuote((dir / (name + ".rc")).string()) + ") & ";
+    };
+    runCommand(background("daemon start", "start") + background("--json list", "list") + "wait");
+    EXPECT_EQ(readTextFile(dir / "start.rc"), "0\n") << readTextFile(dir / "start.out");
+    EXPECT_EQ(readTextFile(dir / "list.rc"), "0\n") << readTextFile(dir / "list.out");
+    // A memqd that lost a start exits on its own: give it a moment.
+    std::vector<pid_t> serving = memqdsServing(socket);
+    for (int i = 0; i < 200 && serving.size() > 1; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      serving = memqdsServing(socket);
+    }
+    ASSERT_EQ(serving.size(), 1u) << "memqd processes on " << socket << ": " << serving.size();
+    long pidInFile = 0;
+    std::ifstream(dir / "run/memqd.pid") >> pidInFile;
+    EXPECT_EQ(pidInFile, static_cast<long>(serving[0]));
+    CommandResult status = runCommand(memq + "--json status");
+    EXPECT_EQ(json::parse(status.out, nullptr, false)["pid"], serving[0]) << status.out << status.err;
+  }
 }
 
 // The memq binary alone in a directory, with a PATH that has no memqd: autostart cannot work.
@@ -920,6 +1240,61 @@ TEST_F(CliTest, ImportFromEmpryoBringsStatesFilesAndTopics) {
   CommandResult bad = run("import --from-empryo " + shellQuote((dir_ / "notadb.db").string()));
   EXPECT_EQ(bad.exitCode, 2);
   EXPECT_NE(bad.err.find("notadb.db"), std::string::npos) << bad.err;
+}
+
+// The reference stored the paths it was given: an absolute one, or one that climbs out of the project, never named a
+// file of it, and memqd refuses such a path, with it the whole import. They are left out, as are a memory's refs past
+// the 16 memqd keeps, and one line on stderr says how many; stdout is the counts as ever.
+TEST_F(CliTest, ImportFromEmpryoLeavesOutRefsOutsideTheProjectAndPastSixteenAndSaysHowMany) {
+  const std::string outside = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
+  const std::string many = "1b2c3d4e-5f60-4b7c-9d8e-0f1a2b3c4d5e";
+  fs::path dbPath = dir_ / "empryo/memory.db";
+  fs::create_directories(dbPath.parent_path());
+  {
+    SQLite::Database db(dbPath.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    createReferenceSchema(db);
+    insertRow(db, {outside, "gotcha", "Paths outside the project were stored as given", "", "[]", "agent",
+                   "2024-01-02T00:00:00.000Z", "2024-01-02T00:00:00.000Z", 0, 0, 0, ""});
+    insertRow(db, {many, "context", "A memory about twenty files", "", "[]", "agent", "2024-01-03T00:00:00.000Z",
+                   "2024-01-03T00:00:00.000Z", 0, 0, 0, ""});
+    insertFile(db, outside, std::nullopt, "/elsewhere/absolute.ts");
+    insertFile(db, outside, std::nullopt, "../sibling/outside.ts");
+    insertFile(db, outside, std::nullopt, "src/../../climbs/out.ts");
+    insertFile(db, outside, std::nullopt, "src/auth/jwt.ts");
+    for (int i = 0; i < 20; ++i) {
+      insertFile(db, many, std::nullopt, "src/f" + std::string(i < 10 ? "0" : "") + std::to_string(i) + ".ts");
+    }
+  }
+
+  CommandResult r = run("import --from-empryo " + shellQuote(dbPath.string()));
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "created 2, deduped 0, rejected 0, tombstones 0\n");
+  EXPECT_NE(r.err.find("memq: import: 3 file refs skipped (absolute or outside the project), 4 dropped past 16 per "
+                       "memory"),
+            std::string::npos)
+      << r.err;
+
+  json all = ok("list --state all --limit 100");
+  ASSERT_EQ(all["total"], 2) << all.dump();
+  std::map<std::string, json> byId;
+  for (const auto& m : all["memories"]) byId[m["id"]] = m;
+  EXPECT_EQ(byId[outside]["files"], json({"src/auth/jwt.ts"}));
+  json first16 = json::array();
+  for (int i = 0; i < 16; ++i) first16.push_back("src/f" + std::string(i < 10 ? "0" : "") + std::to_string(i) + ".ts");
+  EXPECT_EQ(sorted(byId[many]["files"]), first16);
+
+  // Nothing left out, nothing said.
+  fs::path cleanPath = dir_ / "empryo/clean.db";
+  {
+    SQLite::Database db(cleanPath.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    createReferenceSchema(db);
+    insertRow(db, {"2c3d4e5f-6071-4c8d-8e9f-1a2b3c4d5e6f", "", "A memory with one file", "", "[]", "user",
+                   "2024-01-04T00:00:00.000Z", "2024-01-04T00:00:00.000Z", 0, 0, 0, ""});
+    insertFile(db, "2c3d4e5f-6071-4c8d-8e9f-1a2b3c4d5e6f", std::nullopt, "./README.md");
+  }
+  CommandResult clean = run("import --from-empryo " + shellQuote(cleanPath.string()));
+  ASSERT_EQ(clean.exitCode, 0) << clean.err;
+  EXPECT_EQ(clean.err.find("import:"), std::string::npos) << clean.err;
 }
 
 }  // namespace

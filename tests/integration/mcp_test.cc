@@ -243,6 +243,33 @@ TEST_F(McpTest, ToolsCarryTitlesAnnotationsAndOutputSchemasAndStructuredResults)
   EXPECT_EQ(listed["memories"][0]["files"], json({"src/auth/session.ts"}));
 }
 
+// memory_list's text ends with the count on a line of its own, also when there is nothing to list (it read
+// "No memories.0 of 0 memories").
+TEST_F(McpTest, TheListsCountIsOnALineOfItsOwnEvenWhenNothingIsListed) {
+  const std::string list =
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_list","arguments":{}}})"
+      "\n";
+  auto empty = replies(daemon_->memq("mcp", project_, list));
+  ASSERT_EQ(empty.size(), 1u);
+  EXPECT_EQ(empty[0]["result"]["isError"], false) << empty[0].dump();
+  EXPECT_EQ(empty[0]["result"]["content"][0].value("text", ""), "No memories.\n0 of 0 memories") << empty[0].dump();
+
+  const std::string save =
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_save","arguments":{"summary":"One memory to list"}}})"
+      "\n";
+  auto saved = replies(daemon_->memq("mcp", project_, save));
+  ASSERT_EQ(saved.size(), 1u);
+  const std::string id = saved[0]["result"]["structuredContent"].value("id", "");
+  ASSERT_EQ(id.size(), 36u) << saved[0].dump();
+  auto one = replies(daemon_->memq("mcp", project_, list));
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0]["result"]["content"][0].value("text", ""),
+            "[" + id.substr(0, 8) + "] One memory to list\n1 of 1 memories")
+      << one[0].dump();
+  // No warnings, no key: structuredContent has them only when the reply does.
+  EXPECT_FALSE(one[0]["result"]["structuredContent"].contains("warnings")) << one[0].dump();
+}
+
 TEST_F(McpTest, ArgumentsOfTheWrongTypeAreReportedAsSuchAndChangeNothing) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"name":"memory_save","arguments":{"summary":42}})", "summary must be a string, not an integer"},
