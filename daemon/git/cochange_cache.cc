@@ -5,8 +5,11 @@
 #include <SQLiteCpp/Transaction.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdint>
 #include <exception>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "daemon/util/clock.h"
 
@@ -65,6 +68,10 @@ bool CoChangeCache::load(const std::string& settings, CoChangeCounts& counts) {
   SQLite::Database* d = db();
   if (d == nullptr) return false;
   bool found = false;
+  // A pair row naming a file id that has no file row (a damaged or hand-edited cache: the writes here never leave
+  // one) would index past the files later (CoChangeSnapshot::build, by id), and a file id outside 32 bits would wrap
+  // when stored: such a cache is not used at all, and the refresh rebuilds it from history.
+  std::string damage;
   Status s = guarded("load", [&] {
     SQLite::Statement g(*d, "SELECT id, head, settings FROM cochange_graphs WHERE worktree = ?");
     g.bind(1, worktree_);
@@ -72,17 +79,32 @@ bool CoChangeCache::load(const std::string& settings, CoChangeCounts& counts) {
     const int64_t id = g.getColumn(0).getInt64();
     const std::string head = g.getColumn(1).getString();
     if (g.getColumn(2).getString() != settings) return;  // built under other options: rebuild
+    std::vector<bool> isFile;  // by file id: whether a file row was loaded for it
     SQLite::Statement files(*d, "SELECT id, path, changes FROM cochange_files WHERE graph_id = ?");
     files.bind(1, id);
     while (files.executeStep()) {
-      counts.setFile(static_cast<uint32_t>(files.getColumn(0).getInt64()), files.getColumn(1).getString(),
-                     files.getColumn(2).getInt());
+      const int64_t fileId = files.getColumn(0).getInt64();
+      if (fileId < 0 || fileId >= int64_t{UINT32_MAX}) {
+        damage = "file id " + std::to_string(fileId) + " out of range";
+        return;
+      }
+      counts.setFile(static_cast<uint32_t>(fileId), files.getColumn(1).getString(), files.getColumn(2).getInt());
+      if (isFile.size() <= static_cast<size_t>(fileId)) isFile.resize(static_cast<size_t>(fileId) + 1, false);
+      isFile[static_cast<size_t>(fileId)] = true;
     }
+    const auto loaded = [&isFile](int64_t fileId) {
+      return fileId >= 0 && static_cast<uint64_t>(fileId) < isFile.size() && isFile[static_cast<size_t>(fileId)];
+    };
     SQLite::Statement pairs(*d, "SELECT a, b, count FROM cochange_pairs WHERE graph_id = ?");
     pairs.bind(1, id);
     while (pairs.executeStep()) {
-      counts.setPair(static_cast<uint32_t>(pairs.getColumn(0).getInt64()),
-                     static_cast<uint32_t>(pairs.getColumn(1).getInt64()), pairs.getColumn(2).getInt());
+      const int64_t a = pairs.getColumn(0).getInt64();
+      const int64_t b = pairs.getColumn(1).getInt64();
+      if (!loaded(a) || !loaded(b) || a == b) {
+        damage = "pair (" + std::to_string(a) + ", " + std::to_string(b) + ") names no loaded file";
+        return;
+      }
+      counts.setPair(static_cast<uint32_t>(a), static_cast<uint32_t>(b), pairs.getColumn(2).getInt());
     }
     SQLite::Statement window(*d, "SELECT seq, commit_id, counted FROM cochange_commits WHERE graph_id = ? "
                                  "ORDER BY seq");
@@ -94,6 +116,10 @@ bool CoChangeCache::load(const std::string& settings, CoChangeCounts& counts) {
     counts.head = head;
     found = true;
   });
+  // One line per load, not per row: the first damaged row ends the read.
+  if (!damage.empty()) {
+    spdlog::warn("memq: co-change cache ({}) is damaged ({}); rebuilding it from history", dbPath_, damage);
+  }
   if (!s.isOk() || !found) {
     counts.clear();
     return false;

@@ -27,7 +27,8 @@ class CoChangeCache {
   ~CoChangeCache();
 
   // Replaces `counts` with the cached graph when one exists for this worktree under the same settings.
-  // Returns false (counts left empty) otherwise.
+  // Returns false (counts left empty) otherwise, and for a damaged graph (a pair naming a file id with no file row,
+  // a file id outside 32 bits), which is logged once and left for the caller's rebuild to overwrite.
   bool load(const std::string& settings, CoChangeCounts& counts);
 
   // Rewrites the whole graph (after a rebuild).

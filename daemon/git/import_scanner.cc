@@ -1,6 +1,7 @@
 // Per-language import extraction; see import_scanner.h.
 #include "daemon/git/import_scanner.h"
 
+#include <algorithm>
 #include <cctype>
 
 namespace memq {
@@ -61,7 +62,7 @@ std::vector<ImportRef> scanC(std::string_view text) {
   return out;
 }
 
-// ---- Python: logical lines (parentheses and backslashes joined), docstrings skipped. ----
+// ---- Python: logical lines (parentheses and backslashes joined), strings and comments skipped. ----
 
 void addPythonStatement(std::string_view stmt, std::vector<ImportRef>& out) {
   stmt = trim(stmt);
@@ -108,42 +109,57 @@ void addPythonStatement(std::string_view stmt, std::vector<ImportRef>& out) {
   }
 }
 
+// The length of the line break at `i` ("\n" or "\r\n"), or 0 when there is none.
+size_t lineBreakAt(std::string_view s, size_t i) {
+  if (i < s.size() && s[i] == '\n') return 1;
+  return i + 1 < s.size() && s[i] == '\r' && s[i + 1] == '\n' ? 2 : 0;
+}
+
+// Whether `word`, right before a quote, makes it a string literal's prefix (r, b, f, u and their pairs, any case).
+bool isPythonStringPrefix(std::string_view word) {
+  if (word.empty() || word.size() > 2) return false;
+  std::string lower;
+  for (char c : word) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (std::string_view p : {"r", "u", "b", "f", "br", "rb", "fr", "rf"}) {
+    if (lower == p) return true;
+  }
+  return false;
+}
+
+// The position just past the string literal whose opening quote is at `i` ('...', "...", or triple-quoted). A
+// backslash always takes the next character with it, raw strings included: r"\"" does not end at its second quote
+// (a raw string keeps the backslash, but the quote still does not close it), and a backslash before a newline
+// continues a one-line string. A one-line string still open at the line's end stops there (unterminated: the
+// newline is the caller's), so a stray quote cannot swallow the rest of the file.
+size_t skipPythonString(std::string_view s, size_t i) {
+  const size_t n = s.size();
+  const char q = s[i];
+  const bool triple = i + 2 < n && s[i + 1] == q && s[i + 2] == q;
+  size_t j = i + (triple ? 3 : 1);
+  while (j < n) {
+    const char c = s[j];
+    if (c == '\\') {
+      j += 1 + std::max<size_t>(lineBreakAt(s, j + 1), 1);
+    } else if (c == q && (!triple || (j + 2 < n && s[j + 1] == q && s[j + 2] == q))) {
+      return j + (triple ? 3 : 1);
+    } else if (c == '\n' && !triple) {
+      return j;
+    } else {
+      ++j;
+    }
+  }
+  return n;
+}
+
+// Logical lines as Python joins them (inside parentheses, after a backslash at a line's end), each split at its
+// semicolons into statements. String literals (their contents become "") and comments are left out first, so a
+// parenthesis, '#' or ';' inside one counts for nothing: `re.compile(r"\(")` must not hold the parentheses open
+// over every later line, hiding its imports.
 std::vector<ImportRef> scanPython(std::string_view text) {
   std::vector<ImportRef> out;
   std::string logical;
   int depth = 0;
-  std::string_view docQuote;  // the delimiter while inside a triple-quoted string
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t eol = text.find('\n', pos);
-    if (eol == std::string_view::npos) eol = text.size();
-    std::string_view line = text.substr(pos, eol - pos);
-    pos = eol + 1;
-    if (!docQuote.empty()) {
-      const size_t close = line.find(docQuote);
-      if (close == std::string_view::npos) continue;
-      line.remove_prefix(close + 3);
-      docQuote = {};
-    }
-    // A triple-quoted string that does not close on this line hides everything up to its end.
-    for (std::string_view q : {std::string_view("\"\"\""), std::string_view("'''")}) {
-      const size_t first = line.find(q);
-      if (first != std::string_view::npos && line.find(q, first + 3) == std::string_view::npos) {
-        docQuote = q;
-        line = line.substr(0, first);
-        break;
-      }
-    }
-    const size_t hash = line.find('#');
-    if (hash != std::string_view::npos) line = line.substr(0, hash);
-    for (char c : line) {
-      if (c == '(') ++depth;
-      if (c == ')' && depth > 0) --depth;
-    }
-    const std::string_view t = trim(line);
-    logical += line;
-    logical += ' ';
-    if ((depth > 0 || (!t.empty() && t.back() == '\\')) && docQuote.empty()) continue;
+  auto flush = [&] {
     size_t start = 0;
     while (start < logical.size()) {
       size_t semi = logical.find(';', start);
@@ -153,7 +169,45 @@ std::vector<ImportRef> scanPython(std::string_view text) {
     }
     logical.clear();
     depth = 0;
+  };
+  const size_t n = text.size();
+  size_t i = 0;
+  while (i < n) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++i;
+      if (depth == 0) {
+        flush();
+      } else {
+        logical += ' ';
+      }
+    } else if (c == '#') {
+      while (i < n && text[i] != '\n') ++i;
+    } else if (c == '\\' && lineBreakAt(text, i + 1) > 0) {
+      i += 1 + lineBreakAt(text, i + 1);  // an explicit line join
+      logical += ' ';
+    } else if (c == '"' || c == '\'') {
+      i = skipPythonString(text, i);
+      logical += "\"\"";
+    } else if (isIdentStart(c)) {
+      size_t j = i + 1;
+      while (j < n && isIdentChar(text[j])) ++j;
+      const std::string_view word = text.substr(i, j - i);
+      if (j < n && (text[j] == '"' || text[j] == '\'') && isPythonStringPrefix(word)) {
+        i = skipPythonString(text, j);
+        logical += "\"\"";
+      } else {
+        logical += word;
+        i = j;
+      }
+    } else {
+      if (c == '(') ++depth;
+      if (c == ')' && depth > 0) --depth;
+      logical += c;
+      ++i;
+    }
   }
+  flush();
   return out;
 }
 

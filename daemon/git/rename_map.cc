@@ -134,6 +134,13 @@ void RenameMap::collectRenames(git_diff* diff, bool untracked, Edges& out) const
   git_diff_find_options find;
   git_diff_find_options_init(&find, GIT_DIFF_FIND_OPTIONS_VERSION);
   find.flags = GIT_DIFF_FIND_RENAMES | (untracked ? GIT_DIFF_FIND_FOR_UNTRACKED : 0);
+  // libgit2's rename_limit only caps the removed files tried per added one, so a commit moving 20,000 edited files
+  // would still compare up to 1,000 × 20,000 pairs by content, with lookups waiting when one of them walks. As git's
+  // diff.renameLimit does, a diff of more than renameLimit² pairs looks for exact renames only: equal blob ids.
+  const auto limit = static_cast<double>(options_.renameLimit);
+  if (options_.renameLimit > 0 && static_cast<double>(removed) * static_cast<double>(added) > limit * limit) {
+    find.flags |= GIT_DIFF_FIND_EXACT_MATCH_ONLY;
+  }
   find.rename_threshold = options_.similarity;
   find.rename_limit = options_.renameLimit;
   if (const int rc = git_diff_find_similar(diff, &find); rc < 0) {
@@ -324,6 +331,9 @@ const std::vector<std::string>& RenameMap::deletedFilesLocked(git_tree* headTree
   ++workTreeReads_;
   git_diff_options opts;
   git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
+  // Only deleted entries are read: a submodule's own work tree (libgit2 opens each one to tell whether it is
+  // modified) cannot make one, while a gitlink removed from the index or the work tree is still reported deleted.
+  opts.flags = GIT_DIFF_IGNORE_SUBMODULES;
   std::string root = location_.repoPrefix + "/";  // only the root's files can be a memory's refs
   char* rootSpec[] = {root.data()};
   if (!location_.repoPrefix.empty()) opts.pathspec = {rootSpec, 1};

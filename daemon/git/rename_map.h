@@ -71,7 +71,9 @@ std::vector<std::string> earlierPaths(const std::string& path, const std::vector
 struct RenameOptions {
   int maxCommits = 1000;        // first-parent commits read back from HEAD
   uint16_t similarity = 50;     // percent, as git's default rename threshold
-  size_t renameLimit = 1000;    // sources × targets compared per diff at most (git's diff.renameLimit)
+  // As git's diff.renameLimit: a diff whose removed × added files exceed renameLimit² looks for exact renames only
+  // (the same blob id); otherwise each added file is compared by content with at most renameLimit removed ones.
+  size_t renameLimit = 1000;
   size_t maxEarlierPaths = 8;   // per queried path
   // How long a directory (or the index) must have been left alone before an unchanged stamp of it is trusted: two
   // changes within one tick of the file system's clock leave the same time (ext4 ticks in milliseconds, FAT in 2 s).

@@ -13,16 +13,19 @@
 
 namespace memq {
 
-WorkTreeVersions::WorkTreeVersions(std::string workTree, std::string repoPrefix, const std::vector<RenamedPath>& renamed)
+WorkTreeVersions::WorkTreeVersions(std::string workTree, std::string repoPrefix,
+                                   const std::vector<RenamedPath>& renamed)
     : workTree_(std::move(workTree)), repoPrefix_(std::move(repoPrefix)) {
   for (const auto& r : renamed) {
-    for (const auto& e : r.earlier) renamedTo_.emplace(e, r.path);  // two queried files from one: the first
+    for (const auto& e : r.earlier) {
+      auto& into = renamedTo_[e];
+      if (std::find(into.begin(), into.end(), r.path) == into.end()) into.push_back(r.path);
+    }
     renamedFrom_[r.path] = r.earlier;
   }
 }
 
-const FileVersion* WorkTreeVersions::at(const std::string& rawPath) {
-  const std::string& path = pathNow(rawPath);
+const FileVersion* WorkTreeVersions::at(const std::string& path) {
   auto it = versions_.find(path);
   if (it == versions_.end()) {
     auto file = readWorkTreeVersion(workTree_, path, "files");
@@ -32,9 +35,17 @@ const FileVersion* WorkTreeVersions::at(const std::string& rawPath) {
   return it->second ? &*it->second : nullptr;
 }
 
-const std::string& WorkTreeVersions::pathNow(const std::string& path) const {
-  auto it = renamedTo_.find(path);
-  return it == renamedTo_.end() ? path : it->second;
+std::vector<std::string> WorkTreeVersions::carriedInto(const std::string& path) const {
+  // The ref's own path first and always: reading it as another file would take a copy's original's anchors (still
+  // about the file there) away from it, so the lines a query names in it would find nothing. A renamed file's old
+  // path is no file any more (RenameMap follows no path that is one), and at() then skips it.
+  std::vector<std::string> out{path};
+  if (auto it = renamedTo_.find(path); it != renamedTo_.end()) {
+    for (const auto& p : it->second) {
+      if (p != path) out.push_back(p);
+    }
+  }
+  return out;
 }
 
 std::string WorkTreeVersions::repoPath(const std::string& path) const {
@@ -133,13 +144,14 @@ Status addLineSignals(RecallSource& source, LineCarrier& carrier, WorkTreeVersio
   for (auto& ref : *refs) {
     auto at = indexOf.find(ref.pk);
     if (at == indexOf.end()) continue;  // not a candidate of this recall
-    const FileVersion* to = workTree.at(ref.path);
-    if (to == nullptr) continue;  // gone (or not a file): its anchors give no signal
-    auto carried = carryToWorkTree(carrier, ref, *to, heads.of(workTree.repoPath(workTree.pathNow(ref.path))));
-    if (!carried) continue;
-    if (carried->lines.empty()) continue;  // every anchored line was deleted
-    lineCandidates[at->second].anchors.push_back(
-        {workTree.pathNow(ref.path), std::move(carried->lines), std::move(carried->unchanged)});
+    for (const std::string& path : workTree.carriedInto(ref.path)) {
+      const FileVersion* to = workTree.at(path);
+      if (to == nullptr) continue;  // gone (or not a file): its anchors give no signal there
+      auto carried = carryToWorkTree(carrier, ref, *to, heads.of(workTree.repoPath(path)));
+      if (!carried) continue;
+      if (carried->lines.empty()) continue;  // every anchored line was deleted
+      lineCandidates[at->second].anchors.push_back({path, std::move(carried->lines), std::move(carried->unchanged)});
+    }
   }
   const std::vector<LineSignals> signals = computeLineSignals(query, lineCandidates);
   for (size_t i = 0; i < candidates.size(); ++i) {
@@ -174,20 +186,22 @@ Status annotateAnchoredLines(RecallSource& source, LineCarrier& carrier, WorkTre
     h.anchoredLines.clear();
     for (const auto& ref : *refs) {
       if (ref.pk != h.memory.pk) continue;
-      const FileVersion* to = workTree.at(ref.path);
-      if (to == nullptr) continue;  // the file is gone: missing_files says so
-      auto carried = carryToWorkTree(carrier, ref, *to, heads.of(workTree.repoPath(workTree.pathNow(ref.path))));
-      if (!carried) continue;
-      AnchoredLinesNow now{workTree.pathNow(ref.path), AnchoredLinesState::kUnchanged, carried->lines, {}};
-      if (now.path != ref.path) now.renamedFrom = ref.path;
-      if (carried->lines.empty()) {
-        now.state = AnchoredLinesState::kDeleted;
-      } else if (carried->counts.rewritten > 0 || carried->counts.deleted > 0) {
-        now.state = AnchoredLinesState::kRewritten;
-      } else if (carried->lines != ref.anchor.lines) {
-        now.state = AnchoredLinesState::kMoved;
+      for (const std::string& path : workTree.carriedInto(ref.path)) {
+        const FileVersion* to = workTree.at(path);
+        if (to == nullptr) continue;  // gone: missing_files says so (the file it was renamed to, if queried, is next)
+        auto carried = carryToWorkTree(carrier, ref, *to, heads.of(workTree.repoPath(path)));
+        if (!carried) continue;
+        AnchoredLinesNow now{path, AnchoredLinesState::kUnchanged, carried->lines, {}};
+        if (now.path != ref.path) now.renamedFrom = ref.path;
+        if (carried->lines.empty()) {
+          now.state = AnchoredLinesState::kDeleted;
+        } else if (carried->counts.rewritten > 0 || carried->counts.deleted > 0) {
+          now.state = AnchoredLinesState::kRewritten;
+        } else if (carried->lines != ref.anchor.lines) {
+          now.state = AnchoredLinesState::kMoved;
+        }
+        h.anchoredLines.push_back(std::move(now));
       }
-      h.anchoredLines.push_back(std::move(now));
     }
   }
   return Status::ok();

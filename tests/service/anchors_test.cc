@@ -626,23 +626,32 @@ class RecallRenamesTest : public AnchorsTest {
     return nullptr;
   }
 
+  // The index of `hit`'s anchored_lines entry for `path`, or their count when there is none.
+  static size_t entryFor(const RecallHit& hit, const std::string& path) {
+    size_t i = 0;
+    while (i < hit.anchoredLines.size() && hit.anchoredLines[i].path != path) ++i;
+    return i;
+  }
+
   // The late memory is first, found by its file, its lines overlapping `overlap`, carried into `path` as `state`.
+  // `entries`: its anchored_lines entries in all (a copy's original, still there, keeps an entry of its own).
   void expectLateFollowed(const RecallHits& hits, const std::string& path, uint64_t overlap,
-                          AnchoredLinesState state, const LineRanges& now) {
+                          AnchoredLinesState state, const LineRanges& now, size_t entries = 1) {
     ASSERT_FALSE(hits.hits.empty());
     const RecallHit& first = hits.hits[0];
     EXPECT_EQ(first.memory.id, late_);
     EXPECT_TRUE(first.signals.fileAffinity);
     EXPECT_EQ(first.signals.lineOverlap, overlap);
-    ASSERT_EQ(first.anchoredLines.size(), 1u);
-    EXPECT_EQ(first.anchoredLines[0].path, path);
-    EXPECT_EQ(first.anchoredLines[0].renamedFrom, "src/parser.c");
-    EXPECT_EQ(first.anchoredLines[0].state, state);
-    EXPECT_EQ(first.anchoredLines[0].lines, now);
+    ASSERT_EQ(first.anchoredLines.size(), entries);
+    const size_t i = entryFor(first, path);
+    ASSERT_LT(i, first.anchoredLines.size()) << path;
+    EXPECT_EQ(first.anchoredLines[i].renamedFrom, "src/parser.c");
+    EXPECT_EQ(first.anchoredLines[i].state, state);
+    EXPECT_EQ(first.anchoredLines[i].lines, now);
     EXPECT_TRUE(first.missingFiles.empty());
     EXPECT_FALSE(first.stale);
     auto json = recallHitToJson(first, false);
-    EXPECT_EQ(json["anchored_lines"][0].value("renamed_from", ""), "src/parser.c") << json.dump();
+    EXPECT_EQ(json["anchored_lines"][i].value("renamed_from", ""), "src/parser.c") << json.dump();
   }
 
   std::string early_, late_;
@@ -726,8 +735,52 @@ TEST_F(RecallRenamesTest, APlainRefOnARenamedFileIsComparedWithTheFileItBecame) 
 TEST_F(RecallRenamesTest, ACopyNotYetCommittedIsTracedToTheFileItCameFrom) {
   // src/parser.c stays; an untracked copy of it, edited (three lines on top), is what the query is on.
   repo_->write("src/parser_legacy.c", numberedLines(3, "legacy") + numberedLines(120, "parse"));
-  expectLateFollowed(recallOn("src/parser_legacy.c", {{95, 98}}), "src/parser_legacy.c", 4,
-                     AnchoredLinesState::kMoved, {{93, 103}});
+  RecallHits hits = recallOn("src/parser_legacy.c", {{95, 98}});
+  expectLateFollowed(hits, "src/parser_legacy.c", 4, AnchoredLinesState::kMoved, {{93, 103}}, /*entries=*/2);
+  // The original is still there: the ref is carried into it too, as itself.
+  ASSERT_FALSE(hits.hits.empty());
+  const size_t original = entryFor(hits.hits[0], "src/parser.c");
+  ASSERT_LT(original, hits.hits[0].anchoredLines.size());
+  EXPECT_EQ(hits.hits[0].anchoredLines[original].renamedFrom, "");
+  EXPECT_EQ(hits.hits[0].anchoredLines[original].state, AnchoredLinesState::kUnchanged);
+  EXPECT_EQ(hits.hits[0].anchoredLines[original].lines, (LineRanges{{90, 100}}));
+}
+
+// A copy's original once lost its anchors to the copy: with both files queried, the lines named in the original
+// found nothing, and its anchored lines were reported on the copy only, so an edit of the original elsewhere made
+// the memory stale.
+TEST_F(RecallRenamesTest, TheOriginalOfACopyKeepsItsOwnAnchors) {
+  repo_->write("src/parser_copy.c", numberedLines(120, "parse"));
+  // The original edited below the anchors: its blob is not the one the memories name, its anchored lines are.
+  repo_->write("src/parser.c", numberedLines(120, "parse") + "appended\n");
+  RecallRequest request;
+  request.files = {"src/parser.c", "src/parser_copy.c"};
+  request.lines = {{"src/parser.c", LineRanges{{92, 95}}}};
+  request.limit = 5;
+  request.threshold = 0;
+  request.explain = true;
+  auto hits = service_->recall(ctx(), RecallParams{request, /*markUsed=*/false});
+  ASSERT_TRUE(hits.isOk()) << hits.status().toString();
+  ASSERT_FALSE(hits->hits.empty());
+  const RecallHit& first = hits->hits[0];
+  EXPECT_EQ(first.memory.id, late_);
+  EXPECT_EQ(first.signals.lineOverlap, 4u);
+  const size_t own = entryFor(first, "src/parser.c");
+  ASSERT_LT(own, first.anchoredLines.size());
+  EXPECT_EQ(first.anchoredLines[own].renamedFrom, "");
+  EXPECT_EQ(first.anchoredLines[own].state, AnchoredLinesState::kUnchanged);
+  EXPECT_EQ(first.anchoredLines[own].lines, (LineRanges{{90, 100}}));
+  // The copy gets the lines too, as the copy of src/parser.c.
+  const size_t copy = entryFor(first, "src/parser_copy.c");
+  ASSERT_LT(copy, first.anchoredLines.size());
+  EXPECT_EQ(first.anchoredLines[copy].renamedFrom, "src/parser.c");
+  EXPECT_EQ(first.anchoredLines[copy].lines, (LineRanges{{90, 100}}));
+  EXPECT_TRUE(first.changedFiles.empty());
+  EXPECT_TRUE(first.missingFiles.empty());
+  EXPECT_FALSE(first.stale);
+  auto json = recallHitToJson(first, false);
+  EXPECT_EQ(json["anchored_lines"][own]["path"], "src/parser.c") << json.dump();
+  EXPECT_FALSE(json["anchored_lines"][own].contains("renamed_from")) << json.dump();
 }
 
 TEST_F(RecallRenamesTest, ACopyOfARenamedFileFollowsTheRenameToo) {

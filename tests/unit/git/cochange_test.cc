@@ -373,6 +373,41 @@ TEST(CoChange, ACommitThatCannotBeDiffedWhenItLeavesTheWindowRebuildsInsteadOfSt
   expectNeighbors(signals.cochangeNeighbors("a.c", 10), {{"c.c", 2, 2 / std::sqrt(3.0 * 3)}});
 }
 
+// A pair row naming a file id without a file row once went into the counts as it was: an id inside the loaded range
+// silently lost the pair, one past it was written out of bounds by the snapshot build.
+TEST(CoChange, ACacheWhosePairsNameNoLoadedFileIsRebuiltFromHistory) {
+  Project p;
+  buildKnownHistory(p.repo);
+  const ProjectLocation loc = p.location();
+  ASSERT_TRUE(GitRepoSignals(loc).refreshDetailed().rebuilt);
+  const std::vector<Expected> wantA = {{"b.c", 3, 3 / std::sqrt(4.0 * 3)}, {"c.c", 2, 2 / std::sqrt(4.0 * 2)}};
+  auto damage = [&](const std::string& sql) {
+    SQLite::Database db(loc.dbPath, SQLite::OPEN_READWRITE);
+    EXPECT_EQ(db.exec(sql), 1) << sql;
+  };
+  auto expectRebuiltRight = [&] {
+    GitRepoSignals restarted(loc);
+    RefreshStats s = restarted.refreshDetailed();
+    EXPECT_TRUE(s.rebuilt);
+    EXPECT_EQ(s.walkedCommits, 5);
+    EXPECT_EQ(s.pairs, 2);
+    expectNeighbors(restarted.cochangeNeighbors("a.c", 10), wantA);
+    // The rebuild rewrote the cache: the next start reads it whole again.
+    GitRepoSignals again(loc);
+    RefreshStats cached = again.refreshDetailed();
+    EXPECT_FALSE(cached.rebuilt);
+    EXPECT_EQ(cached.walkedCommits, 0);
+    expectNeighbors(again.cochangeNeighbors("a.c", 10), wantA);
+  };
+  // c.c's file row gone while the pair a-c still names its id (d.c's id comes after it, so it is inside the range).
+  damage("DELETE FROM cochange_files WHERE path = 'c.c'");
+  expectRebuiltRight();
+  // The pair a-b naming an id far past every file row.
+  damage("UPDATE cochange_pairs SET b = 1000000 WHERE a = (SELECT id FROM cochange_files WHERE path = 'a.c') "
+         "AND b = (SELECT id FROM cochange_files WHERE path = 'b.c')");
+  expectRebuiltRight();
+}
+
 TEST(CoChange, ChangedSettingsInvalidateTheCache) {
   Project p;
   for (int i = 0; i < 3; ++i) p.repo.touch({"a.c", "b.c"});

@@ -154,6 +154,27 @@ TEST(ImportScanner, PythonImportForms) {
   EXPECT_TRUE(refs[7].names.empty());
 }
 
+// A parenthesis inside a string literal once held the logical line open, so every import after it was missed.
+TEST(ImportScanner, PythonParenthesesInStringsDoNotHideLaterImports) {
+  auto refs = scanImports(SourceLanguage::kPython, "x = re.compile(r\"\\(\")\nimport foo\nfrom bar import baz\n");
+  ASSERT_EQ(specs(refs), (std::vector<std::string>{"foo", "bar"}));
+  EXPECT_EQ(refs[1].names, (std::vector<std::string>{"baz"}));
+}
+
+TEST(ImportScanner, PythonStringsAndCommentsOfEveryFormCountNoParentheses) {
+  auto refs = scanImports(SourceLanguage::kPython,
+                          "y = ')' + \"it's (\" + '\\'(' + u\"(\"  # a comment ( too\n"
+                          "import first\n"
+                          "z = b'''(\n''' ; import after_triple\n"
+                          "w = f\"{x}(\" + Rb\"\\\"(\"\n"
+                          "v = \"\"\"(\"\"\"\n"
+                          "from qux import (a,  # why (\n    b)\n"
+                          "s = \"unterminated (\n"
+                          "import last\n");
+  ASSERT_EQ(specs(refs), (std::vector<std::string>{"first", "after_triple", "qux", "last"}));
+  EXPECT_EQ(refs[2].names, (std::vector<std::string>{"a", "b"}));
+}
+
 TEST(ImportScanner, JsImportForms) {
   auto refs = scanImports(SourceLanguage::kJs,
                           "import a from './a';\nimport { b } from \"../b\"\nimport './side-effect'\n"

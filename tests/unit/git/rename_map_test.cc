@@ -164,6 +164,30 @@ TEST_F(RenameMapTest, ALongMoveOfHeadIsWalkedByRefreshNotByALookup) {
   EXPECT_EQ(map->refresh(), 0);
 }
 
+// libgit2's rename_limit caps the removed files tried per added one only, so the limit once let every added file of a
+// large move be compared by content. With more than renameLimit² removed × added files (here 3 × 3 > 2²) a diff
+// looks for exact renames only; a smaller one (1 × 1) is searched by content as before.
+TEST_F(RenameMapTest, ADiffPastTheRenameLimitFindsExactRenamesOnly) {
+  repo_.commit({{"src/x1.c", body("one")}, {"src/x2.c", body("two")}, {"src/x3.c", body("three")}}, "three files");
+  repo_.git("mv src/x1.c src/y1.c");
+  repo_.git("mv src/x2.c src/y2.c");
+  repo_.git("mv src/x3.c src/y3.c");
+  repo_.write("src/y3.c", body("three", 38) + "edited\n");
+  repo_.git("commit -qam 'three moves, one edited'");
+  repo_.git("mv src/a.c src/w.c");
+  repo_.write("src/w.c", body("alpha", 38) + "edited\n");
+  repo_.git("commit -qam 'one edited move'");
+  RenameOptions options;
+  options.renameLimit = 2;
+  auto map = open("", false, options);
+  EXPECT_EQ(earlier(*map, "src/y1.c"), std::vector<std::string>{"src/x1.c"});
+  EXPECT_EQ(earlier(*map, "src/y2.c"), std::vector<std::string>{"src/x2.c"});
+  EXPECT_TRUE(earlier(*map, "src/y3.c").empty()) << "an edited move is not searched for past the limit";
+  EXPECT_EQ(earlier(*map, "src/w.c"), std::vector<std::string>{"src/a.c"});
+  // The default limit searches the same three by content.
+  EXPECT_EQ(earlier(*open(), "src/y3.c"), std::vector<std::string>{"src/x3.c"});
+}
+
 TEST_F(RenameMapTest, ARootBelowTheTopSeesItsOwnPaths) {
   repo_.git("mv src/a.c src/b.c");
   repo_.git("commit -qm rename");
