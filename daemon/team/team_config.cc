@@ -33,6 +33,23 @@ std::string quoteValue(const char* value) {
   return out + "'";
 }
 
+// libpq's parse errors quote the piece of the conninfo they stopped at (`invalid percent-encoded token: "Hunter2%zz"`,
+// `missing "=" after "secret"`), which may be a password: the reply and the log keep what went wrong, not the piece.
+std::string withoutQuotedText(const std::string& message) {
+  std::string out;
+  bool quoted = false;
+  for (char c : message) {
+    if (c == '"') {
+      out += quoted ? "\"" : "\"…";
+      quoted = !quoted;
+    } else if (!quoted) {
+      out += c;
+    }
+  }
+  if (quoted) out += '"';
+  return out;
+}
+
 }  // namespace
 
 std::string teamConfigPath(const ProjectLocation& location) {
@@ -113,7 +130,7 @@ Status checkTeamConninfo(const std::string& conninfo, const std::string& field) 
     std::string message = error ? error : "cannot parse it";
     if (error) PQfreemem(error);
     while (!message.empty() && message.back() == '\n') message.pop_back();
-    return Status::invalidField(field, field + " is not a libpq conninfo: " + message);
+    return Status::invalidField(field, field + " is not a libpq conninfo: " + withoutQuotedText(message));
   }
   bool hasPassword = false;
   for (PQconninfoOption* o = options; o->keyword; ++o) {

@@ -1113,6 +1113,21 @@ TEST(MemqdFlags, AHotPollOutsideItsRangeIsAUsageErrorNamingTheOption) {
   fs::remove_all(dir);
 }
 
+TEST_F(DaemonTest, AConninfoLibpqCannotParseIsRefusedWithoutQuotingItsSecretInTheReplyOrTheLog) {
+  auto c = daemon_->client(project_);
+  for (const std::string conninfo : {"postgresql://alice:Hunter2%zz@db/memq_team",
+                                     "host=db dbname=memq_team user=alice Hunter2secret"}) {
+    auto r = c.call("team/connect", {{"conninfo", conninfo}});
+    ASSERT_FALSE(r.isOk()) << conninfo;
+    EXPECT_EQ(r.status().code(), ErrorCode::kInvalidParams) << r.status().toString();
+    EXPECT_NE(r.status().message().find("is not a libpq conninfo"), std::string::npos) << r.status().message();
+    EXPECT_EQ(r.status().message().find("Hunter2"), std::string::npos) << r.status().message();
+  }
+  ASSERT_TRUE(c.call("daemon/status", json::object()).isOk());  // its log line follows the team/connect ones
+  EXPECT_NE(daemon_->log().find("team/connect"), std::string::npos);
+  EXPECT_EQ(daemon_->log().find("Hunter2"), std::string::npos) << daemon_->log();
+}
+
 TEST_F(DaemonTest, AtExitThePidFileIsRemovedOnlyWhileItNamesThisMemqd) {
   // The socket goes when draining begins, so a memqd a client starts meanwhile writes its own pid: that one stays.
   const fs::path pidFile = fs::path(daemon_->socket()).parent_path() / "memqd.pid";
