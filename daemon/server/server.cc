@@ -254,8 +254,11 @@ void Server::submit(std::shared_ptr<Session> session, std::string message) {
       return item.call && item.call->isNotification();
     });
     std::string reply = onlyNotifications ? std::string() : serializeMessage(makeErrorReply(id, busy));
-    asio::post(io_, [this, session, reply = std::move(reply)] {
+    asio::post(io_, [this, session, reply = std::move(reply), closeAfter = draining_.load()] {
       --inFlight_;
+      // While draining, a connection's next message is not taken: one that kept sending would keep a message in
+      // flight for ever, and the drain waits for none to be. Its Busy reply is written, then it is closed.
+      if (closeAfter) session->closeWhenFlushed();
       session->finished(reply.empty() ? std::nullopt : std::optional<std::string>(reply));
       finishIfDrained();
     });
@@ -374,10 +377,14 @@ void Server::finishIfDrained() {
     saveCommit_.cancel();
     work_.reset();
     io_.stop();
-  } else {
-    // Give queued replies (the shutdown acknowledgement among them) a moment to reach their clients.
+  } else if (!drainGraceArmed_) {
+    // Give queued replies (the shutdown acknowledgement among them) a moment to reach their clients. Armed once:
+    // every session that closes meanwhile comes back here, and re-arming would cancel the wait, end it at once and
+    // cut the replies still being written.
+    drainGraceArmed_ = true;
     housekeeping_.expires_after(std::chrono::milliseconds(500));
-    housekeeping_.async_wait([this](const asio::error_code&) {
+    housekeeping_.async_wait([this](const asio::error_code& ec) {
+      if (ec == asio::error::operation_aborted) return;  // every session closed first: the loop was stopped above
       auto rest = sessions_;
       for (auto& s : rest) s->close("shutdown");
       work_.reset();

@@ -134,6 +134,7 @@ class Server {
   uint64_t housekeepingTicks_ = 0;  // I/O thread only
   // Set once, on the I/O thread; workers read it to know whether a shutdown waits for their message.
   std::atomic<bool> draining_{false};
+  bool drainGraceArmed_ = false;  // I/O thread only: the drain's last wait for replies to reach their clients
   std::chrono::steady_clock::time_point started_;
   std::chrono::steady_clock::time_point lastActivity_;
   // Until then the I/O thread polls instead of sleeping (runLoop); steady_clock ticks. I/O thread only.

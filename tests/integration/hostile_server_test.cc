@@ -522,6 +522,69 @@ TEST_F(HostileServerTest, ABatchPastTheCapIsRefusedWholeAndABatchIsLoggedAsOneLi
   EXPECT_NE(added[0].find("300 ok, 300 failed"), std::string::npos) << added[0];
 }
 
+// ---- shutdown -----------------------------------------------------------------------------------------------------
+
+TEST_F(HostileServerTest, AReplyStillBeingWrittenWhenShutdownBeginsReachesItsClientWhole) {
+  auto& d = daemon((dir_ / "memqd.sock").string());
+  ASSERT_TRUE(d.start()) << d.stderrText() << d.log();
+  const std::string project = (dir_ / "proj").string();
+  fs::create_directories(project);
+  RawConn a(d.socket());
+  ASSERT_TRUE(a.connected());
+  ASSERT_TRUE(a.send(request(0, "initialize", {{"client_name", "reader"}, {"project_root", project}}) + "\n"));
+  ASSERT_TRUE(a.readJson());
+  // 600 memories of 2,000 characters, in two batches (a message is at most 1 MiB): a list of them is far more than a
+  // socket's buffer holds.
+  for (int part = 0; part < 2; ++part) {
+    std::string batch = "[";
+    for (int i = part * 300; i < (part + 1) * 300; ++i) {
+      const std::string details =
+          "memory " + std::to_string(i) + " " + std::string(1990, static_cast<char>('a' + i % 26));
+      batch += (i > part * 300 ? "," : "") + request(i + 1, "memory/save", {{"summary", "bulky " + std::to_string(i)},
+                                                                              {"details", details}});
+    }
+    ASSERT_TRUE(a.send(batch + "]\n"));
+    auto saved = a.readJson(milliseconds(60000));
+    ASSERT_TRUE(saved && saved->is_array() && saved->size() == 300u) << (saved ? saved->dump().substr(0, 300) : "");
+  }
+  RawConn idle(d.socket());  // connected, sends nothing: closed at once when the drain begins
+  ASSERT_TRUE(idle.connected());
+  ASSERT_TRUE(a.send(request(700, "memory/list", {{"limit", 1000}}) + "\n"));  // not read until after the shutdown
+  logUntilLastLineHas(d, "memory/list");
+  RawConn c(d.socket());
+  ASSERT_TRUE(c.send(request(701, "daemon/shutdown") + "\n"));
+  ASSERT_TRUE(c.readJson());
+  auto listed = a.readJson(milliseconds(10000));
+  ASSERT_TRUE(listed.has_value()) << "the list's reply was cut off";
+  ASSERT_TRUE(listed->contains("result")) << listed->dump().substr(0, 200);
+  EXPECT_EQ((*listed)["result"]["memories"].size(), 600u);
+  EXPECT_EQ(d.waitExit(), 0);
+}
+
+TEST_F(HostileServerTest, AClientThatNeverStopsSendingCannotHoldOffShutdown) {
+  auto& d = daemon((dir_ / "memqd.sock").string());
+  ASSERT_TRUE(d.start()) << d.stderrText() << d.log();
+  RawConn flood(d.socket());
+  ASSERT_TRUE(flood.connected());
+  std::atomic<bool> stop{false};
+  // One thread sends status requests back to back, another reads whatever comes, until memqd closes the connection.
+  std::thread writer([&] {
+    const std::string status = request(1, "daemon/status") + "\n";
+    while (!stop && flood.send(status)) {
+    }
+  });
+  std::thread reader([&] { flood.closedWithin(milliseconds(60000)); });
+  std::this_thread::sleep_for(milliseconds(200));
+  ::kill(d.pid(), SIGTERM);
+  // Each message taken while draining is answered Busy; one was always in flight, and the drain waited for none.
+  const int code = d.waitExit(std::chrono::seconds(30));
+  stop = true;
+  if (code == -1) d.kill9();  // its connection then ends, and with it both threads
+  writer.join();
+  reader.join();
+  EXPECT_EQ(code, 0) << "memqd was still draining 30 s after SIGTERM";
+}
+
 // ---- 9 and 10. the log --------------------------------------------------------------------------------------------
 
 TEST_F(HostileServerTest, ControlCharactersFromClientsCannotForgeLogLines) {
