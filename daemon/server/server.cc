@@ -254,11 +254,8 @@ void Server::submit(std::shared_ptr<Session> session, std::string message) {
       return item.call && item.call->isNotification();
     });
     std::string reply = onlyNotifications ? std::string() : serializeMessage(makeErrorReply(id, busy));
-    asio::post(io_, [this, session, reply = std::move(reply), closeAfter = draining_.load()] {
+    asio::post(io_, [this, session, reply = std::move(reply)] {
       --inFlight_;
-      // While draining, a connection's next message is not taken: one that kept sending would keep a message in
-      // flight for ever, and the drain waits for none to be. Its Busy reply is written, then it is closed.
-      if (closeAfter) session->closeWhenFlushed();
       session->finished(reply.empty() ? std::nullopt : std::optional<std::string>(reply));
       finishIfDrained();
     });
@@ -364,6 +361,10 @@ void Server::requestShutdown() {
     acceptBackoff_.cancel();
     if (!fromSystemd_) ::unlink(options_.socketPath.c_str());
     signals_.cancel(ignored);
+    // No connection's input is read from here on: what each has buffered is answered (Busy), then it closes. A
+    // client that kept sending would otherwise keep a message in flight for ever, and the drain waits for none.
+    auto open = sessions_;
+    for (auto& s : open) s->endInput();
     finishIfDrained();
   });
 }

@@ -51,6 +51,14 @@ void Session::armTimer() {
   });
 }
 
+void Session::endInput() {
+  if (closed_ || inputEnded_) return;
+  inputEnded_ = true;
+  if (busy()) return;  // finished() answers the rest of the buffered input, then closes
+  pump();
+  finishInputIfDone();
+}
+
 void Session::finishInputIfDone() {
   if (inputEnded_ && !requestMessageEndNotice()) closeWhenFlushed();
 }

@@ -54,6 +54,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void notify(const std::string& scope, const std::string& text);
   // Stop after what is queued has been written.
   void closeWhenFlushed();
+  // Reads nothing more from the client, as if it had half-closed: the messages already buffered are answered, then
+  // the connection closes once its replies are written (memqd drains).
+  void endInput();
   // The worker finished the current message (I/O thread): send its reply, then take the next message.
   void finished(std::optional<std::string> reply);
   enum class DirectWrite {
