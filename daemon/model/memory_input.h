@@ -18,6 +18,9 @@ inline constexpr size_t kMaxDetailsUnits = 2000;
 inline constexpr size_t kMaxTopics = 8;
 inline constexpr size_t kMaxTopicCodePoints = 32;
 inline constexpr size_t kMaxFiles = 16;  // the files one memory holds
+// The largest file version whose lines are anchored: a kept version travels in the save journal and in export
+// lines, and every version is read whole to count its lines.
+inline constexpr size_t kMaxAnchoredFileBytes = size_t{2} << 20;
 // The files one query may name (memory/recall, hints/for_tool): a change touches more files than a memory is about.
 inline constexpr size_t kMaxQueryFiles = 256;
 

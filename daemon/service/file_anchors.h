@@ -19,10 +19,6 @@
 
 namespace memq {
 
-// The largest file version whose lines are anchored: a kept version travels in the save journal and in export
-// lines, and every version is read whole to count its lines.
-inline constexpr size_t kMaxAnchoredFileBytes = size_t{2} << 20;
-
 struct AnchorSource {
   std::string root;             // the project root; "" for the global scope, where anchors are refused
   RepoSignals* repo = nullptr;  // the work tree's repository; null outside git

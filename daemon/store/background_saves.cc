@@ -93,11 +93,17 @@ void SavePipeline::runApplier() {
     std::optional<Status> failure;
     try {
       if (!batchOpen_) beginBatch();
-      target_.writeQueuedSave(item);
-      appliedSeq_ = item.record.seq;
-      ++batchSaves_;
-      if (batchSaves_ >= options_.saveBatch) {
-        if (Status moved = commitBatch(); !moved) failure = target_.storageError(moved, "save applied in the background");
+      if (Status lost = checkBatchHeld(); !lost) {
+        // SQLite rolled the batch back by itself: this save's statements would each commit on their own. It fails
+        // instead, and the caller's thread applies the batch's saves again from the journal.
+        failure = target_.storageError(lost, "save applied in the background");
+      } else {
+        target_.writeQueuedSave(item);
+        appliedSeq_ = item.record.seq;
+        ++batchSaves_;
+        if (batchSaves_ >= options_.saveBatch) {
+          if (Status st = commitBatch(); !st) failure = target_.storageError(st, "save applied in the background");
+        }
       }
     } catch (const std::exception& e) {
       failure = target_.storageError(e, "save applied in the background");

@@ -26,8 +26,10 @@
 //     (RecallMirror.)
 //  6. Saves in batches (StoreOptions::saveBatch > 1): a save is acknowledged only once it is in the save journal;
 //     every journal record carries a sequence number, the database records the last one it committed
-//     (save_batches.applied_batch), and a replay applies each record above it once, with the id and time it was
-//     acknowledged with. A save that fails is in neither. (SavePipeline.)
+//     (save_batches.applied_batch), the journal's header the number below which its records are committed, and a
+//     replay applies each record above both once, with the id and time it was acknowledged with; SQLite's
+//     applied_batch is written only inside the batch's own transaction. A save that fails is in neither.
+//     (SavePipeline.)
 //  7. Saves applied in the background (StoreOptions::applySavesInBackground): while saves are handed to the applier
 //     thread, that thread alone uses the main connection (StoreSql); the caller's thread answers saves from memory
 //     and from a read-only connection, and takes the connection back (takeDatabase: the queue applied, the

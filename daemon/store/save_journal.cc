@@ -7,7 +7,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <optional>
+#include <string_view>
 
 namespace memq {
 
@@ -16,9 +19,9 @@ namespace {
 constexpr char kMagic[8] = {'m', 'e', 'm', 'q', 's', 'j', '1', '\n'};
 constexpr size_t kHeaderSize = 16;
 constexpr size_t kRecordHeaderSize = 12;  // uint32 length + uint64 checksum
-// A save's record is a few KiB (summary ≤ 500 characters, details ≤ 4,000, 50 file refs); anything near this is
-// damage, not a record.
-constexpr uint32_t kMaxRecord = 16u << 20;
+constexpr size_t kCommittedBelowOffset = 8;  // the header's number follows the magic
+static_assert(kMaxSaveRecordBytes <= SaveJournal::kMaxRecordBytes, "a valid save's record must fit the journal");
+static_assert(kMaxSaveRecordBytes <= UINT32_MAX, "a record's length is a uint32");
 
 uint64_t fnv1a64(const char* data, size_t n) {
   uint64_t h = 1469598103934665603ull;
@@ -39,26 +42,57 @@ uint64_t getLe(const char* in, int bytes) {
   return v;
 }
 
-// Writes all of `data` at the end of the file (the descriptor is O_APPEND); retries short writes and EINTR.
-int writeAll(int fd, const char* data, size_t n) {
+// Writes all of `data` at `offset`; retries short writes and EINTR.
+int writeAllAt(int fd, const char* data, size_t n, uint64_t offset) {
   while (n > 0) {
-    ssize_t w = ::write(fd, data, n);
+    ssize_t w = ::pwrite(fd, data, n, static_cast<off_t>(offset));
     if (w < 0) {
       if (errno == EINTR) continue;
       return errno;
     }
     data += w;
     n -= static_cast<size_t>(w);
+    offset += static_cast<uint64_t>(w);
   }
   return 0;
+}
+
+// The whole record starting at `at` in `bytes`, if one does (its length plausible and its checksum right).
+std::optional<std::string_view> wholeRecordAt(const std::string& bytes, size_t at) {
+  if (bytes.size() - at < kRecordHeaderSize) return std::nullopt;
+  const auto length = static_cast<uint32_t>(getLe(bytes.data() + at, 4));
+  if (length > SaveJournal::kMaxRecordBytes || bytes.size() - at - kRecordHeaderSize < length) return std::nullopt;
+  const char* body = bytes.data() + at + kRecordHeaderSize;
+  if (fnv1a64(body, length) != getLe(bytes.data() + at + 4, 8)) return std::nullopt;
+  return std::string_view(body, length);
+}
+
+// How many whole records follow damage at `from`: each a save's JSON object, found by a scan for one whose
+// checksum matches. A torn append leaves none (nothing is written after it); damage inside the file may.
+size_t wholeRecordsAfter(const std::string& bytes, size_t from) {
+  size_t found = 0;
+  size_t at = from + 1;
+  while (at + kRecordHeaderSize < bytes.size()) {
+    const char* body = bytes.data() + at + kRecordHeaderSize;
+    // Every record is a JSON object: most positions fail on this before any checksum is computed.
+    if (*body == '{') {
+      if (auto record = wholeRecordAt(bytes, at); record && !record->empty() && record->back() == '}') {
+        ++found;
+        at += kRecordHeaderSize + record->size();
+        continue;
+      }
+    }
+    ++at;
+  }
+  return found;
 }
 
 }  // namespace
 
 Result<std::unique_ptr<SaveJournal>> SaveJournal::open(const std::string& path) {
   // O_NOFOLLOW: a symlink planted at the path is refused (ELOOP), never written through, and a dangling one never
-  // creates its target.
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+  // creates its target. Not O_APPEND: see save_journal.h.
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
     if (errno == ELOOP) {
       return Status(ErrorCode::kScopeUnavailable,
@@ -122,37 +156,51 @@ Result<SaveJournal::Contents> SaveJournal::read() const {
     done += static_cast<size_t>(r);
   }
   bytes.resize(done);
-  // Shorter than a header: the file was being emptied or created when the process stopped; no record follows.
-  if (bytes.size() < kHeaderSize) return out;
+  // Shorter than a header: the file was being emptied or created when the process stopped; no record follows, and
+  // a reset writes the header before any record is appended.
+  if (bytes.size() < kHeaderSize) {
+    out.wholeBytes = bytes.size();
+    return out;
+  }
   if (std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
     return Status::storage("the save journal " + path_ + " does not start with memq's header; move it aside to open " +
                            "the database without it");
   }
-  out.batch = getLe(bytes.data() + 8, 8);
+  out.committedBelow = getLe(bytes.data() + kCommittedBelowOffset, 8);
   size_t at = kHeaderSize;
   while (at < bytes.size()) {
-    if (bytes.size() - at < kRecordHeaderSize) break;
-    const auto length = static_cast<uint32_t>(getLe(bytes.data() + at, 4));
-    const uint64_t sum = getLe(bytes.data() + at + 4, 8);
-    if (length > kMaxRecord || bytes.size() - at - kRecordHeaderSize < length) break;
-    const char* body = bytes.data() + at + kRecordHeaderSize;
-    if (fnv1a64(body, length) != sum) break;
-    out.records.emplace_back(body, length);
-    at += kRecordHeaderSize + length;
+    auto record = wholeRecordAt(bytes, at);
+    if (!record) break;
+    out.records.emplace_back(*record);
+    at += kRecordHeaderSize + record->size();
   }
+  out.wholeBytes = at;
   out.tornTail = at < bytes.size();
+  if (out.tornTail) out.recordsAfterDamage = wholeRecordsAfter(bytes, at);
   return out;
 }
 
+Result<SaveJournal::Contents> SaveJournal::recover() {
+  auto contents = read();
+  if (!contents) return contents;
+  if (contents->tornTail) MEMQ_RETURN_IF_ERROR(truncateTo(contents->wholeBytes));
+  return contents;
+}
+
 Status SaveJournal::append(const std::string& record) {
-  if (record.size() > kMaxRecord) return Status::storage("a save journal record over 16 MiB");
-  // One buffer, one write(2): a record is either wholly in the file or (cut short by a crash) detected by read().
+  if (record.size() > kMaxRecordBytes) {
+    return Status::storage("a save journal record of " + std::to_string(record.size()) + " bytes, over the " +
+                           std::to_string(kMaxRecordBytes) + " a save can need");
+  }
+  // One buffer, one write: a record is either wholly in the file or (cut short by a crash) detected by read().
   std::string buf(kRecordHeaderSize + record.size(), '\0');
   putLe(buf.data(), record.size(), 4);
   putLe(buf.data() + 4, fnv1a64(record.data(), record.size()), 8);
   std::memcpy(buf.data() + kRecordHeaderSize, record.data(), record.size());
   const uint64_t before = size_;
-  if (int err = writeAll(fd_, buf.data(), buf.size()); err != 0) {
+  if (int err = writeAllAt(fd_, buf.data(), buf.size(), before); err != 0) {
+    // Cut back; should that fail too, size_ still says where the records end, and the next record overwrites these
+    // bytes (whatever of them lies past it is a tail that read() stops at and recover() cuts).
     (void)truncateTo(before);
     return ioError("append to", err);
   }
@@ -166,16 +214,28 @@ Status SaveJournal::truncateTo(uint64_t size) {
   return Status::ok();
 }
 
-Status SaveJournal::reset(uint64_t batch) {
+Status SaveJournal::reset(uint64_t committedBelow) {
   MEMQ_RETURN_IF_ERROR(truncateTo(0));
   char header[kHeaderSize];
   std::memcpy(header, kMagic, sizeof kMagic);
-  putLe(header + 8, batch, 8);
-  if (int err = writeAll(fd_, header, sizeof header); err != 0) {
+  putLe(header + kCommittedBelowOffset, committedBelow, 8);
+  if (int err = writeAllAt(fd_, header, sizeof header, 0); err != 0) {
     (void)truncateTo(0);
     return ioError("write the header of", err);
   }
   size_ = kHeaderSize;
+  return Status::ok();
+}
+
+Status SaveJournal::markCommittedBelow(uint64_t committedBelow) {
+  if (size_ < kHeaderSize) return Status::ok();
+  // Eight bytes in place, one write: a crash leaves the old number or the new one, and either is true (the records
+  // below the old one are committed too).
+  char number[8];
+  putLe(number, committedBelow, 8);
+  if (int err = writeAllAt(fd_, number, sizeof number, kCommittedBelowOffset); err != 0) {
+    return ioError("write the header of", err);
+  }
   return Status::ok();
 }
 

@@ -3,9 +3,12 @@
 // (invariants 3, 6, 7 and 8).
 #include "daemon/store/save_pipeline.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <set>
+#include <stdexcept>
 #include <system_error>
 
 #include "daemon/store/memory_store.h"
@@ -80,9 +83,12 @@ Status SavePipeline::openJournal() {
   // Any other failure: at open the store is not opened; at a takeover writesElsewhere_ stays set, so every write
   // tries again and reports why.
   if (!journal) return journal.status();
-  // Readable is required: a journal that is not memq's is not silently ignored (nor appended to).
-  auto contents = (*journal)->read();
+  // Readable is required: a journal that is not memq's is not silently ignored (nor appended to). What follows the
+  // last whole record is cut before this store appends anything: a record written after it would not be read.
+  const uint64_t foundBytes = (*journal)->size();
+  auto contents = (*journal)->recover();
   if (!contents) return contents.status();
+  if (contents->tornTail) logCutTail(path, foundBytes, *contents);
   journal_ = std::move(*journal);
   {
     MutexLock lock(identityMutex_);
@@ -106,6 +112,22 @@ Status SavePipeline::openJournal() {
   return Status::ok();
 }
 
+void SavePipeline::logCutTail(const std::string& path, uint64_t foundBytes, const SaveJournal::Contents& contents) {
+  const uint64_t cut = foundBytes - contents.wholeBytes;
+  if (contents.recordsAfterDamage == 0) {
+    spdlog::warn("memq: the save journal {} ended in {} bytes that are not a whole record (a save being journalled "
+                 "when memqd stopped, so never acknowledged): cut them, so that the next save follows the last whole "
+                 "record",
+                 path, cut);
+    return;
+  }
+  // Not a torn append (nothing is written after one): the file was damaged, and saves after the damage may have been
+  // acknowledged. They cannot be told from the damage, so they are not replayed; this says they are gone.
+  spdlog::error("memq: the save journal {} is damaged at byte {}: the record there is not whole, and {} whole records "
+                "follow it, which are not replayed; cut the {} bytes from byte {} on",
+                path, contents.wholeBytes, contents.recordsAfterDamage, cut, contents.wholeBytes);
+}
+
 std::optional<std::string> SavePipeline::unappliedSavesWarning(const std::string& scope) const {
   if (!journal_ || !replayPending_) return std::nullopt;
   const std::string count = replayFailedSaves_ > 0 ? std::to_string(replayFailedSaves_) + " acknowledged saves"
@@ -122,7 +144,23 @@ bool SavePipeline::joinsStream(std::chrono::steady_clock::time_point started) co
 
 bool SavePipeline::batchLost() { return sql_.autocommit(); }
 
+Status SavePipeline::checkBatchHeld() {
+  if (!batchOpen_ || !sql_.autocommit()) return Status::ok();
+  return Status(ErrorCode::kStorageError,
+                "SQLite rolled the open batch back by itself (after an I/O error, a full disk or lack of memory); its "
+                "saves are applied again from the save journal");
+}
+
+void SavePipeline::abandonLostBatch() {
+  if (checkBatchHeld()) return;
+  abandonBatch(/*published=*/true);
+  if (journal_) replayPending_ = true;
+}
+
 Result<SaveOutcome> SavePipeline::applyNow(SaveRecord& record, bool joinsStream) {
+  // An earlier save's batch lost to an error that save did not see: its saves are applied again first, and this one
+  // joins the batch that follows.
+  abandonLostBatch();
   if (Status st = replayJournalIfNeeded(); !st) return target_.storageError(st, "save");
   if (!batchOpen_) beginBatch();
   uint64_t journalMark = 0;
@@ -197,6 +235,8 @@ Result<SaveEffects> SavePipeline::applyInSavepoint(const SaveRecord& record,
   // A save may write the batch's pending rows into the FTS lanes (a topic merge, see MemoryStore::applySave); the
   // rollback undoes that write, so the rows must be pending again.
   const std::optional<int64_t> pendingBefore = firstPendingPk_;
+  // Outside a transaction, SAVEPOINT would start one of its own, and RELEASE commit this save alone.
+  if (Status lost = checkBatchHeld(); !lost) throw std::runtime_error(lost.message());
   sql_.savepoint();
   SaveEffects effects;
   Status refused;
@@ -276,15 +316,26 @@ Status SavePipeline::commitBatch() {
   // Never committed into a file that is no longer at its path (a project deleted and created again): the batch
   // fails instead, and its saves stay in the journal.
   if (!target_.databaseInPlace()) return target_.checkFilesInPlace();
+  MEMQ_RETURN_IF_ERROR(checkBatchHeld());
   indexPendingText();
-  if (journal_) sql_.setAppliedBatch(appliedSeq_);
+  if (journal_) {
+    // Never outside the batch's transaction: in autocommit it would mark saves committed that SQLite rolled back.
+    MEMQ_RETURN_IF_ERROR(checkBatchHeld());
+    sql_.setAppliedBatch(appliedSeq_);
+  }
   sql_.commit();
   batchOpen_ = false;
   batchSaves_ = 0;
   if (!journal_) return Status::ok();
   MutexLock lock(mutex_);
   committedSeq_ = appliedSeq_;
-  if (journalSeq_ != committedSeq_) return Status::ok();  // newer saves are in the file, for the next batch: it stays
+  if (journalSeq_ != committedSeq_) {
+    // Newer saves are in the file, for the next batch: it stays, and its header says which of its records are
+    // committed, so that a database created at the path after this one is deleted is not given them (what was in a
+    // deleted database is gone with it). Should the write fail, only that case is left as it was.
+    (void)journal_->markCommittedBelow(committedSeq_ + 1);
+    return Status::ok();
+  }
   journalNeedsReset_ = !journal_->reset(committedSeq_ + 1).isOk();  // else emptied before the next append
   uncommittedHashes_.clear();
   uncommittedRows_.clear();
@@ -293,6 +344,7 @@ Status SavePipeline::commitBatch() {
 
 Status SavePipeline::commitPendingSaves() {
   takeDatabase();
+  abandonLostBatch();  // then applied again from the journal, just below
   if (replayPending_) {
     if (Status st = replayJournalIfNeeded(); !st) return target_.storageError(st, "saves in the journal");
   }
@@ -355,11 +407,14 @@ Status SavePipeline::replayJournal() {
   auto contents = journal_->read();
   if (!contents) return Status(ErrorCode::kStorageError, contents.status().message());
   const auto applied = static_cast<uint64_t>(sql_.appliedBatch());
-  // Records numbered up to `applied` are committed (the file was not emptied after their commit); the rest are
-  // applied as they were the first time: in order, each with its own id and time.
+  // Records numbered up to `applied` are committed (the file was not emptied after their commit), and so are those
+  // below the header's number, to this database or to one deleted since (whose saves are gone with it: a database
+  // created at the path starts from 0). The rest are applied as they were the first time: in order, each with its
+  // own id and time.
+  const uint64_t committed = std::max(applied, contents->committedBelow > 0 ? contents->committedBelow - 1 : 0);
   std::vector<SaveRecord> unapplied;
   std::set<uint64_t> voided;  // saves that failed after they were journalled (unjournalRecord)
-  uint64_t last = applied;
+  uint64_t last = committed;
   try {
     for (const auto& text : contents->records) {
       if (auto seq = voidedSeq(text)) {
@@ -368,7 +423,7 @@ Status SavePipeline::replayJournal() {
       }
       SaveRecord r = SaveRecord::fromJson(text);
       last = std::max(last, r.seq);
-      if (r.seq > applied) unapplied.push_back(std::move(r));
+      if (r.seq > committed) unapplied.push_back(std::move(r));
     }
     std::erase_if(unapplied, [&](const SaveRecord& r) { return voided.count(r.seq) != 0; });
   } catch (const std::exception& e) {
@@ -377,10 +432,15 @@ Status SavePipeline::replayJournal() {
   {
     MutexLock lock(mutex_);
     journalSeq_ = last;
-    committedSeq_ = applied;
+    // Nothing to apply: every record is committed or voided. The file is emptied now (or, failing that, before the
+    // next append), so that none of them is given to a database created at the path later.
+    committedSeq_ = unapplied.empty() ? last : committed;
     journalNeedsReset_ = unapplied.empty();
+    if (journalNeedsReset_ && !contents->records.empty()) {
+      journalNeedsReset_ = !journal_->reset(committedSeq_ + 1).isOk();
+    }
   }
-  appliedSeq_ = applied;
+  appliedSeq_ = unapplied.empty() ? last : committed;
   if (unapplied.empty()) {
     replayPending_ = false;
     return Status::ok();

@@ -124,6 +124,12 @@ class SavePipeline {
   void dropPendingText() { firstPendingPk_.reset(); }
   // Whether SQLite rolled the open batch back by itself (it may, on an I/O error).
   bool batchLost();
+  // Not OK when a batch is open but SQLite has rolled its transaction back by itself (after an I/O error, a full
+  // disk or lack of memory), possibly in a statement whose error nothing saw (a read publish() makes). Nothing may
+  // be built on such a batch: a SAVEPOINT would start a transaction of its own, which its RELEASE commits, and
+  // applied_batch written outside any would mark the lost saves committed. Either thread, while it has the
+  // connection.
+  Status checkBatchHeld();
 
  private:
   struct UncommittedRow {
@@ -146,6 +152,9 @@ class SavePipeline {
   void beginBatch();
   // Ends a failed batch: rolls it back and, when saves of it were published, has the indexes rebuilt.
   void abandonBatch(bool published);
+  // Ends a batch SQLite rolled back by itself (checkBatchHeld), and has its saves, which are in the journal, applied
+  // again by the next replay. Owner's thread (it rebuilds the indexes).
+  void abandonLostBatch();
   // applySave in a savepoint, then publish: a failure undoes only this save's rows. `beforeRelease` (journalling)
   // may refuse the save: its Status is returned, nothing published. Throws on SQLite errors.
   Result<SaveEffects> applyInSavepoint(const SaveRecord& record, const std::function<Status()>& beforeRelease);
@@ -156,9 +165,13 @@ class SavePipeline {
   // which a read must not pay for each time); `now` ignores that wait. Never throws.
   void retryReplay(bool now = false);
   static constexpr std::chrono::seconds kReplayRetryInterval{1};
-  // Opens and reads the journal, then replays it (the replay first has the store's in-memory indexes rebuilt if
-  // they are stale: for a store taking the journal over, if the other process committed since they were loaded).
+  // Opens and reads the journal, cuts what follows its last whole record, then replays it (the replay first has the
+  // store's in-memory indexes rebuilt if they are stale: for a store taking the journal over, if the other process
+  // committed since they were loaded).
   Status openJournal();
+  // Logs what SaveJournal::recover() cut from the journal at `path` (`foundBytes` long when opened): a warning for a
+  // torn append, an error naming the offset when whole records followed the damage.
+  static void logCutTail(const std::string& path, uint64_t foundBytes, const SaveJournal::Contents& contents);
   // The read-only connection for saves answered in the background, once batching (failure: none, and saves are
   // applied before they are answered).
   void openReader();

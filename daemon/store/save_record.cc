@@ -95,6 +95,12 @@ std::string SaveRecord::toJson() const {
 
 SaveRecord SaveRecord::fromJson(const std::string& text) {
   const auto j = nlohmann::json::parse(text);
+  // Checked first, so that such a journal is named for what it is, not for the first field an older record lacks.
+  if (!j.is_object() || !j.contains("seq")) {
+    throw std::runtime_error(
+        "its records have no sequence numbers: it was written by an older memq, which numbered batches, and which of "
+        "its saves the database already holds cannot be told; move the file aside to open the database without them");
+  }
   SaveRecord r;
   r.id = j.at("id").get<std::string>();
   r.at = j.at("at").get<std::string>();

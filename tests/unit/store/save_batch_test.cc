@@ -1,7 +1,9 @@
 // Saves in batches (StoreOptions::saveBatch) and the save journal behind them: a batched save is readable at once,
 // every acknowledged save survives the process dying before its batch commits (the files are copied as a SIGKILL
 // would leave them, and the copy opened), a replay never applies a save twice, a save that fails leaves the rest of
-// its batch alone, and the journal's format rejects what it must.
+// its batch alone, the journal's format rejects what it must (and fits the largest save), a torn record is cut
+// before anything follows it, a database deleted gets back only the saves it had not committed, and a batch SQLite
+// rolled back by itself is applied again from the journal.
 #include <SQLiteCpp/Database.h>
 #include <gtest/gtest.h>
 
@@ -14,9 +16,13 @@
 #include <set>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "daemon/embed/hashbag.h"
+#include "daemon/service/file_anchors.h"
 #include "daemon/store/memory_store.h"
 #include "daemon/store/save_journal.h"
+#include "daemon/store/save_record.h"
 #include "tests/unit/store/store_fixture.h"
 
 namespace memq {
@@ -32,7 +38,7 @@ fs::path tempDir(const std::string& tag) {
 
 // ---- the journal file ----
 
-TEST(SaveJournalTest, RecordsComeBackInOrderUnderTheirBatch) {
+TEST(SaveJournalTest, RecordsComeBackInOrderUnderTheHeadersCommittedNumber) {
   auto dir = tempDir("journal");
   auto j = SaveJournal::open((dir / "j").string());
   ASSERT_TRUE(j.isOk()) << j.status().toString();
@@ -41,16 +47,24 @@ TEST(SaveJournalTest, RecordsComeBackInOrderUnderTheirBatch) {
   ASSERT_TRUE((*j)->append(std::string("se\0cond", 7)).isOk());
   auto c = (*j)->read();
   ASSERT_TRUE(c.isOk()) << c.status().toString();
-  EXPECT_EQ(c->batch, 7u);
+  EXPECT_EQ(c->committedBelow, 7u);
   ASSERT_EQ(c->records.size(), 2u);
   EXPECT_EQ(c->records[0], "first");
   EXPECT_EQ(c->records[1], std::string("se\0cond", 7));
   EXPECT_FALSE(c->tornTail);
-  // Reset empties it under a new batch.
-  ASSERT_TRUE((*j)->reset(8).isOk());
+  // The number rewritten in place (a commit that leaves newer records in the file): the records stay.
+  ASSERT_TRUE((*j)->markCommittedBelow(9).isOk());
+  ASSERT_TRUE((*j)->append("third").isOk());
   c = (*j)->read();
   ASSERT_TRUE(c.isOk());
-  EXPECT_EQ(c->batch, 8u);
+  EXPECT_EQ(c->committedBelow, 9u);
+  ASSERT_EQ(c->records.size(), 3u);
+  EXPECT_EQ(c->records[2], "third");
+  // Reset empties it under a new number.
+  ASSERT_TRUE((*j)->reset(10).isOk());
+  c = (*j)->read();
+  ASSERT_TRUE(c.isOk());
+  EXPECT_EQ(c->committedBelow, 10u);
   EXPECT_TRUE(c->records.empty());
   fs::remove_all(dir);
 }
@@ -96,8 +110,122 @@ TEST(SaveJournalTest, ATornOrDamagedTailEndsTheRecordsAndAForeignHeaderIsAnError
   std::ofstream(path, std::ios::trunc) << "memq";
   c = (*SaveJournal::open(path))->read();
   ASSERT_TRUE(c.isOk());
-  EXPECT_EQ(c->batch, 0u);
+  EXPECT_EQ(c->committedBelow, 0u);
   EXPECT_TRUE(c->records.empty());
+  fs::remove_all(dir);
+}
+
+// Appends "<length><checksum><body>" cut short, as a process killed in the middle of a record's write leaves it.
+void appendTornRecord(const fs::path& path) {
+  std::string torn("\xc8\x00\x00\x00", 4);           // 200 bytes announced
+  torn += std::string(8, '\x5a');                        // a checksum
+  torn += "{\"actor_client\":\"test\",\"at\":";  // and the first of them
+  std::ofstream(path, std::ios::binary | std::ios::app) << torn;
+}
+
+TEST(SaveJournalTest, RecoverCutsATornTailSoThatTheNextRecordIsRead) {
+  auto dir = tempDir("journal");
+  const fs::path path = dir / "j";
+  {
+    auto j = SaveJournal::open(path.string());
+    ASSERT_TRUE(j.isOk());
+    ASSERT_TRUE((*j)->reset(3).isOk());
+    for (const char* r : {"{\"one\":1}", "{\"two\":2}"}) ASSERT_TRUE((*j)->append(r).isOk());
+  }
+  const auto whole = fs::file_size(path);
+  appendTornRecord(path);
+  {
+    auto j = SaveJournal::open(path.string());
+    ASSERT_TRUE(j.isOk());
+    auto c = (*j)->recover();
+    ASSERT_TRUE(c.isOk()) << c.status().toString();
+    EXPECT_EQ(c->records.size(), 2u);
+    EXPECT_TRUE(c->tornTail);
+    EXPECT_EQ(c->wholeBytes, whole);
+    EXPECT_EQ(c->recordsAfterDamage, 0u);  // a torn append: nothing after it
+    EXPECT_EQ(fs::file_size(path), whole);
+    ASSERT_TRUE((*j)->append("{\"three\":3}").isOk());
+  }
+  // Without the cut the third record would follow the torn bytes, and a read would stop before it.
+  auto c = (*SaveJournal::open(path.string()))->read();
+  ASSERT_TRUE(c.isOk());
+  ASSERT_EQ(c->records.size(), 3u);
+  EXPECT_EQ(c->records[2], "{\"three\":3}");
+  EXPECT_FALSE(c->tornTail);
+  fs::remove_all(dir);
+}
+
+TEST(SaveJournalTest, WholeRecordsAfterDamageAreCountedBeforeTheyAreCut) {
+  auto dir = tempDir("journal");
+  const fs::path path = dir / "j";
+  {
+    auto j = SaveJournal::open(path.string());
+    ASSERT_TRUE(j.isOk());
+    ASSERT_TRUE((*j)->reset(3).isOk());
+    for (const char* r : {"{\"one\":1}", "{\"two\":2}", "{\"three\":3}", "{\"four\":4}"}) {
+      ASSERT_TRUE((*j)->append(r).isOk());
+    }
+  }
+  const uint64_t secondRecordAt = 16 + 12 + 9;
+  {
+    // A byte of the second record's body damaged on disk: the third and fourth are whole, but after damage.
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(secondRecordAt + 12 + 3));
+    f.put('X');
+  }
+  auto j = SaveJournal::open(path.string());
+  ASSERT_TRUE(j.isOk());
+  auto c = (*j)->recover();
+  ASSERT_TRUE(c.isOk());
+  ASSERT_EQ(c->records.size(), 1u);
+  EXPECT_TRUE(c->tornTail);
+  EXPECT_EQ(c->wholeBytes, secondRecordAt);
+  EXPECT_EQ(c->recordsAfterDamage, 2u);  // what the error logged at open names
+  EXPECT_EQ(fs::file_size(path), secondRecordAt);
+  fs::remove_all(dir);
+}
+
+// A save whose every file (kMaxFiles) is anchored in a version memq keeps, of the largest size the service anchors:
+// its record, with the longest text a save may have, fits the journal and reads back whole. (16 MiB, the bound
+// before, refused a save with six such refs every time.)
+TEST(SaveJournalTest, ASaveAnchoredInTheLargestKeptVersionsOfAllItsFilesFitsItsRecord) {
+  std::mt19937_64 random(7);
+  std::string version(kMaxAnchoredFileBytes, '\0');
+  for (char& c : version) c = static_cast<char>(random());  // incompressible, and not UTF-8
+  const auto kept = std::make_shared<const std::string>(std::move(version));
+  SaveRecord record;
+  record.input.summary = std::string(kMaxSummaryUnits, '\x01');  // escaped as \u0001: six bytes each
+  record.input.details = std::string(kMaxDetailsUnits, '\x01');
+  record.input.contentHash = std::string(64, 'a');
+  record.id = "id";
+  record.at = "2024-01-01T00:00:00.000Z";
+  record.seq = 5;
+  for (size_t i = 0; i < kMaxFiles; ++i) {
+    const std::string path = "src/file_" + std::to_string(i) + ".txt";
+    record.files.push_back({path, std::nullopt, FileAnchor{LineRanges{{1, 2}}, std::string(40, 'b'), kept}});
+    record.input.files.push_back(path);
+  }
+  const std::string text = record.toJson();
+  EXPECT_LE(text.size(), kMaxSaveRecordBytes);
+  EXPECT_GT(text.size(), size_t{16} << 20);
+
+  auto dir = tempDir("journal");
+  const std::string path = (dir / "j").string();
+  {
+    auto j = SaveJournal::open(path);
+    ASSERT_TRUE(j.isOk());
+    ASSERT_TRUE((*j)->reset(5).isOk());
+    ASSERT_TRUE((*j)->append(text).isOk());
+  }
+  auto c = (*SaveJournal::open(path))->read();
+  ASSERT_TRUE(c.isOk());
+  ASSERT_EQ(c->records.size(), 1u);
+  const SaveRecord back = SaveRecord::fromJson(c->records[0]);
+  ASSERT_EQ(back.files.size(), kMaxFiles);
+  for (const auto& f : back.files) {
+    ASSERT_TRUE(f.anchor && f.anchor->keptContent);
+    EXPECT_TRUE(*f.anchor->keptContent == *kept) << f.path;
+  }
   fs::remove_all(dir);
 }
 
@@ -138,12 +266,12 @@ class SaveBatchTest : public testing::StoreFixture {
   }
 
   // The files a SIGKILL leaves: the database, its WAL (committed frames only count) and the save journal, copied
-  // while the store is still open.
-  fs::path crashCopy(const std::string& name) {
+  // while the store is still open (the test's, or the one in `dataDir`).
+  fs::path crashCopy(const std::string& name, const fs::path& dataDir = {}) {
     auto to = dir_ / name;
     fs::create_directories(to);
     for (const char* suffix : {"", "-wal", "-saves"}) {
-      auto from = dir_ / "data" / (std::string("memory.db") + suffix);
+      auto from = (dataDir.empty() ? dir_ / "data" : dataDir) / (std::string("memory.db") + suffix);
       if (fs::exists(from)) fs::copy_file(from, to / (std::string("memory.db") + suffix));
     }
     return to;
@@ -177,6 +305,11 @@ class SaveBatchTest : public testing::StoreFixture {
     other->exec("PRAGMA busy_timeout = 5000");
     other->exec("CREATE TRIGGER fail_commit BEFORE UPDATE ON save_batches BEGIN SELECT RAISE(ABORT, 'injected'); END");
     return other;
+  }
+
+  // The database at `dataDir` deleted, its WAL and shared memory with it; the save journal stays.
+  static void removeDatabase(const fs::path& dataDir) {
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(dataDir / (std::string("memory.db") + suffix));
   }
 
   bool background_ = false;  // StoreOptions::applySavesInBackground for every store the test opens
@@ -553,6 +686,133 @@ TEST_F(SaveBatchTest, ASecondOpenerOfTheDatabaseLeavesTheOwnersOpenBatchAlone) {
   ASSERT_TRUE(store_->commitPendingSaves().isOk());
   EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memories"), 4);
   EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memory_events"), 4);
+}
+
+// A save voided in the journal, then a record whose write a kill cut short: the replay at the next open leaves the
+// journal's last number at the voided save's, so the file is not emptied, and the torn bytes must be cut before the
+// next save is journalled, or that save would follow bytes no read gets past.
+TEST_F(SaveBatchTest, ATornRecordAfterAVoidedSaveIsCutBeforeTheNextSaveIsJournalled) {
+  std::vector<SaveOutcome> acked;
+  for (int i = 0; i < 3; ++i) {
+    auto r = save(*store_, "Journalled before the kill " + std::to_string(i));
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    acked.push_back(*r);
+  }
+  const auto copy = crashCopy("torn");
+  const fs::path journal = copy / "memory.db-saves";
+  {
+    auto j = SaveJournal::open(journal.string());
+    ASSERT_TRUE(j.isOk()) << j.status().toString();
+    auto contents = (*j)->read();
+    ASSERT_TRUE(contents.isOk());
+    ASSERT_EQ(contents->records.size(), 3u);
+    const SaveRecord last = SaveRecord::fromJson(contents->records.back());
+    ASSERT_EQ(last.id, acked[2].id);
+    ASSERT_TRUE((*j)->append(voidRecordText(last.seq)).isOk());  // the third failed after it was journalled
+  }
+  const auto whole = fs::file_size(journal);
+  appendTornRecord(journal);  // the next save's record, cut short by the kill
+  auto reopened = openAt(copy);
+  ASSERT_NE(reopened, nullptr);
+  EXPECT_EQ(reopened->replayedSaves(), 2u);
+  EXPECT_EQ(fs::file_size(journal), whole) << "the torn bytes were left in the journal";
+  // Saves after the reopen (the first commits on its own, the rest stay in the journal), then a kill again.
+  std::vector<SaveOutcome> later;
+  for (int i = 0; i < 3; ++i) {
+    auto r = save(*reopened, "Journalled after the reopen " + std::to_string(i));
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    later.push_back(*r);
+  }
+  ASSERT_TRUE(reopened->hasPendingSaves());
+  auto again = openAt(crashCopy("torn-again", copy));
+  ASSERT_NE(again, nullptr);
+  for (const auto& a : later) EXPECT_TRUE(again->get(a.id).isOk()) << a.id;
+  EXPECT_EQ(again->get(acked[2].id).status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(count(*again, "SELECT COUNT(*) FROM memories"), 6);
+}
+
+// A process that died between a batch's commit and the emptying of its journal leaves the journal holding committed
+// saves. The next open applies none and empties the journal: a database created at the path once this one is deleted
+// must not get them (what was in a database the user deleted is gone with it).
+TEST_F(SaveBatchTest, ADatabaseDeletedAfterItsCommitGetsNoSaveBackFromTheJournal) {
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(save(*store_, "Committed before the deletion " + std::to_string(i)).isOk());
+  const auto journalBefore = dir_ / "journal-before";
+  fs::copy_file(dir_ / "data" / "memory.db-saves", journalBefore);
+  ASSERT_TRUE(store_->commitPendingSaves().isOk());
+  const auto copy = crashCopy("after-commit");
+  fs::copy_file(journalBefore, copy / "memory.db-saves", fs::copy_options::overwrite_existing);
+  {
+    auto reopened = openAt(copy);
+    ASSERT_NE(reopened, nullptr);
+    EXPECT_EQ(reopened->replayedSaves(), 0u);
+    EXPECT_EQ(count(*reopened, "SELECT COUNT(*) FROM memories"), 6);
+  }
+  removeDatabase(copy);
+  auto fresh = openAt(copy);
+  ASSERT_NE(fresh, nullptr);
+  EXPECT_EQ(fresh->replayedSaves(), 0u);
+  EXPECT_EQ(count(*fresh, "SELECT COUNT(*) FROM memories"), 0);
+}
+
+// A journal an older memq wrote, whose records carry no sequence numbers: which of its saves the database holds
+// cannot be told. The database opens (reads answer, and say what they leave out); every write is refused, and the
+// message names the file and what to do.
+TEST_F(SaveBatchTest, AJournalWhoseRecordsHaveNoNumbersIsRefusedWithWhatToDo) {
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(save(*store_, "Journalled by an older memq " + std::to_string(i)).isOk());
+  const auto copy = crashCopy("unnumbered");
+  const std::string journalPath = (copy / "memory.db-saves").string();
+  {
+    auto j = SaveJournal::open(journalPath);
+    ASSERT_TRUE(j.isOk()) << j.status().toString();
+    auto contents = (*j)->read();
+    ASSERT_TRUE(contents.isOk());
+    ASSERT_EQ(contents->records.size(), 2u);
+    ASSERT_TRUE((*j)->reset(contents->committedBelow).isOk());
+    for (const auto& text : contents->records) {
+      auto record = nlohmann::json::parse(text);
+      record.erase("seq");
+      ASSERT_TRUE((*j)->append(record.dump()).isOk());
+    }
+  }
+  auto reopened = openAt(copy);
+  ASSERT_NE(reopened, nullptr);
+  EXPECT_EQ(reopened->replayedSaves(), 0u);
+  auto refused = save(*reopened, "Saved past a journal without numbers");
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kStorageError);
+  const std::string message = refused.status().message();
+  EXPECT_NE(message.find(journalPath), std::string::npos) << message;
+  EXPECT_NE(message.find("no sequence numbers"), std::string::npos) << message;
+  EXPECT_NE(message.find("move the file aside"), std::string::npos) << message;
+  auto warning = reopened->unappliedSavesWarning();
+  ASSERT_TRUE(warning.has_value());
+  EXPECT_NE(warning->find("move the file aside"), std::string::npos) << *warning;
+  EXPECT_EQ(count(*reopened, "SELECT COUNT(*) FROM memories"), 1);
+}
+
+// SQLite may roll a batch's transaction back by itself (an I/O error, a full disk, lack of memory), in a statement
+// whose error nothing sees (a read publish() makes); a ROLLBACK on the store's connection does the same here. The
+// next save must not build on the lost batch (a SAVEPOINT outside a transaction commits on its own), nor the commit
+// write applied_batch outside one, which marked the lost saves committed: they are applied again from the journal.
+TEST_F(SaveBatchTest, ABatchSQLiteRolledBackByItselfIsAppliedAgainNotMarkedCommitted) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    auto r = save(*store_, "In a batch SQLite rolls back " + std::to_string(i));
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    ids.push_back(r->id);
+  }
+  MemoryStoreTestAccess::database(*store_).exec("ROLLBACK");
+  auto after = save(*store_, "Saved after SQLite rolled the batch back");
+  ASSERT_TRUE(after.isOk()) << after.status().toString();
+  ids.push_back(after->id);
+  ASSERT_TRUE(store_->commitPendingSaves().isOk());
+  for (const auto& id : ids) EXPECT_TRUE(store_->get(id).isOk()) << id;
+  EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memories"), 5);
+  EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memory_events"), 5);
+  EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memories_fts_tri WHERE memories_fts_tri MATCH 'rolls back'"), 3);
+  EXPECT_EQ(store_->activeIndex().size(), 5u);
+  EXPECT_NO_THROW(MemoryStoreTestAccess::database(*store_).exec(
+      "INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')"));
 }
 
 // ---- saves applied in the background (StoreOptions::applySavesInBackground) ----
@@ -1100,6 +1360,64 @@ TEST_F(BackgroundSaveTest, ARemovedDirectoryGetsNoAcknowledgedSave) {
   ASSERT_NE(fresh, nullptr);
   EXPECT_EQ(count(*fresh, "SELECT COUNT(*) FROM memories"), 0);
   ASSERT_TRUE(save(*fresh, "Saved into the new file").isOk());
+}
+
+// During a stream the applier commits while newer saves are already journalled, so the journal keeps the committed
+// records. The database deleted then (a project removed and cloned again), the one created at the path gets the
+// saves the deleted one had not committed, which stay in the journal for it, and none of those it had.
+TEST_F(BackgroundSaveTest, ADatabaseDeletedDuringAStreamGetsBackOnlyTheSavesItHadNotCommitted) {
+  store_.reset();
+  store_ = openAt(dir_ / "data", /*saveBatch=*/4);
+  ASSERT_NE(store_, nullptr);
+  ASSERT_TRUE(save(*store_, "The first save after the reopen commits on its own").isOk());
+  std::vector<std::string> acked;
+  {
+    // Another connection holds the write lock while the stream is answered: the applier waits for it (busy_timeout)
+    // with every save journalled, then commits two batches of 4, each with newer records in the journal.
+    SQLite::Database other((dir_ / "data" / "memory.db").string(), SQLite::OPEN_READWRITE);
+    other.exec("BEGIN IMMEDIATE");
+    for (int i = 0; i < 10; ++i) {
+      auto r = save(*store_, "Streamed before the database was deleted " + std::to_string(i));
+      ASSERT_TRUE(r.isOk()) << r.status().toString();
+      acked.push_back(r->id);
+    }
+    ASSERT_EQ(store_->savesAnsweredInBackground(), 10u);
+    other.exec("ROLLBACK");
+  }
+  ASSERT_FALSE(MemoryStoreTestAccess::waitForApplierIdle(*store_));
+  removeDatabase(dir_ / "data");
+  const std::string fate = store_->retire();
+  EXPECT_NE(fate.find("2 acknowledged saves not committed stay in the save journal"), std::string::npos) << fate;
+  store_.reset();
+  auto fresh = openAt(dir_ / "data", /*saveBatch=*/4);
+  ASSERT_NE(fresh, nullptr);
+  EXPECT_EQ(fresh->replayedSaves(), 2u);
+  EXPECT_EQ(count(*fresh, "SELECT COUNT(*) FROM memories"), 2);
+  for (size_t i = 0; i < acked.size(); ++i) EXPECT_EQ(fresh->get(acked[i]).isOk(), i >= 8) << "save " << i;
+}
+
+// The same loss under the applier: a ROLLBACK on the connection while the applier is idle with its batch open. Its
+// next save must fail (its statements would each commit on their own), and the batch be applied again from the
+// journal, not marked committed by a commit outside any transaction.
+TEST_F(BackgroundSaveTest, ABatchSQLiteRolledBackUnderTheApplierIsAppliedAgainFromTheJournal) {
+  std::vector<std::string> acked;
+  auto saveAndKeep = [&](const std::string& summary) {
+    auto r = save(*store_, summary);
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    acked.push_back(r->id);
+  };
+  for (int i = 0; i < 5; ++i) saveAndKeep("Written by the applier into a batch SQLite rolls back " + std::to_string(i));
+  ASSERT_EQ(store_->savesAnsweredInBackground(), 5u);
+  ASSERT_FALSE(MemoryStoreTestAccess::waitForApplierIdle(*store_));  // written into the open batch, not committed
+  MemoryStoreTestAccess::connectionLeftToTheApplier(*store_).exec("ROLLBACK");
+  for (int i = 0; i < 3; ++i) saveAndKeep("Saved after the applier's batch was lost " + std::to_string(i));
+  ASSERT_TRUE(store_->commitPendingSaves().isOk());
+  for (const auto& id : acked) EXPECT_TRUE(store_->get(id).isOk()) << id;
+  EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memories"), 9);
+  EXPECT_EQ(count(*store_, "SELECT COUNT(*) FROM memory_events"), 9);
+  EXPECT_EQ(store_->activeIndex().size(), 9u);
+  EXPECT_NO_THROW(MemoryStoreTestAccess::database(*store_).exec(
+      "INSERT INTO memories_fts_tri(memories_fts_tri) VALUES('integrity-check')"));
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // MemoryStoreTestAccess: what the store tests reach inside a MemoryStore (the connection, to check the rows and
-// break them; the background applier, to wait for it; the mirror, to count its rebuilds), through the friend
-// MemoryStore declares for them.
+// break them, also under the background applier; the applier, to wait for it; the mirror, to count its rebuilds),
+// through the friend MemoryStore declares for them.
 #pragma once
 
 #include <SQLiteCpp/Database.h>
@@ -25,6 +25,9 @@ class MemoryStoreTestAccess {
   // Waits until the background applier has nothing left to do, without taking the connection back; true when it
   // failed (the next call then rebuilds the in-memory indexes and replays its saves).
   static bool waitForApplierIdle(MemoryStore& store) { return store.saves_->waitForApplierIdle(); }
+  // The store's connection left with the background applier (not taken back): for a test that ends the applier's
+  // open transaction while the applier is idle (waitForApplierIdle), as SQLite does by itself after some errors.
+  static SQLite::Database& connectionLeftToTheApplier(MemoryStore& store) { return store.sql_->database(); }
   // How many times the store's mirror read every row (RecallMirror::rowLoads).
   static uint64_t mirrorRowLoads(MemoryStore& store) { return store.mirror_->rowLoads(); }
 };
