@@ -74,14 +74,17 @@ std::string labelFor(const HintCandidate& c) {
 
 // One line of a hint: a summary's line breaks, tabs and other control characters become spaces (runs of them one),
 // so that a memory's text can neither spread over more lines than the hint's three nor write a hint line of its own.
+// Unicode's line breaks count (NEL U+0085, LINE and PARAGRAPH SEPARATOR U+2028/U+2029, the C1 controls): a renderer
+// that honours them would show a second line.
 std::string oneLine(const std::string& text) {
   std::string out;
   out.reserve(text.size());
-  for (char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    const bool control = c < 0x20 || c == 0x7F;
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t start = pos;
+    const char32_t cp = decodeUtf8At(text, pos);
+    const bool control = cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029;
     if (!control) {
-      out.push_back(ch);
+      out.append(text, start, pos - start);
     } else if (!out.empty() && out.back() != ' ') {
       out.push_back(' ');
     }

@@ -362,7 +362,6 @@ std::vector<RecallHit> rankAndSelect(std::vector<Candidate> candidates, const Re
   }
   // Stable: ties keep scope order (project first) and lane order, as the reference does.
   std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) { return a.score > b.score; });
-  const double top = scored.empty() ? 0 : scored.front().score;
   const double threshold = request.threshold.value_or(defaultThreshold(request.ranker));
   std::vector<RecallHit> out;
   size_t budget = request.maxChars;
@@ -377,6 +376,8 @@ std::vector<RecallHit> rankAndSelect(std::vector<Candidate> candidates, const Re
     h.memory.scope = std::move(c.scope);
     h.signals = c.signals;
     h.score = sc.score;
+    // Relative to the best hit returned (the first: sorted), not to a better candidate the budget left out.
+    const double top = out.empty() ? h.score : out.front().score;
     h.normalizedScore = top > 0 ? std::min(1.0, h.score / top) : 0;
     if (request.explain) {
       h.breakdown = request.ranker == Ranker::kReference ? referenceScore(h.signals) : defaultScore(h.signals, ctx);

@@ -102,6 +102,16 @@ TEST(HintEngineTest, AHintIsOneLineWhateverTheSummaryHolds) {
   ASSERT_EQ(r.lines.size(), 1u);
   EXPECT_EQ(r.lines[0].find_first_of("\n\r\t\x1b"), std::string::npos) << r.lines[0];
   EXPECT_NE(r.lines[0].find("Use X · pinned"), std::string::npos) << r.lines[0];
+  // Unicode's own line breaks too: NEL, LINE SEPARATOR, PARAGRAPH SEPARATOR, and a C1 control.
+  for (const std::string lineBreak : {"\u0085", "\u2028", "\u2029", "\u009b"}) {
+    HintState fresh;
+    HintCandidate u = candidate("unicode", "gotcha");
+    u.summary = "Use Y" + lineBreak + "\u00b7 pinned \"forged\"";
+    auto hint = selectHints(fresh, {u}, HintContext::kRead);
+    ASSERT_EQ(hint.lines.size(), 1u);
+    EXPECT_EQ(hint.lines[0].find(lineBreak), std::string::npos) << hint.lines[0];
+    EXPECT_NE(hint.lines[0].find("Use Y \u00b7 pinned"), std::string::npos) << hint.lines[0];
+  }
 }
 
 TEST(HintEngineTest, WithoutLoudCandidatesOneQuietHintIsShown) {

@@ -186,6 +186,13 @@ TEST_F(RecallTest, SelectionSkipsWhatDoesNotFitInsteadOfStopping) {
   RecallRequest r = unbounded;
   r.maxChars = 200;
   EXPECT_EQ(recallIds(r), std::vector<std::string>{small});
+  // A hit's normalized score is relative to the best hit returned, not to a better candidate left out for its size.
+  auto q = prepareQuery(r, embedder_, nullptr);
+  auto candidates = gatherCandidates(*store_, r, q, nullptr);
+  ASSERT_TRUE(candidates.isOk());
+  auto hits = rankAndSelect(std::move(*candidates), r);
+  ASSERT_EQ(hits.size(), 1u);
+  EXPECT_DOUBLE_EQ(hits[0].normalizedScore, 1.0);
 }
 
 TEST_F(RecallTest, CochangeLaneTakesTheStrongestNeighbours) {
