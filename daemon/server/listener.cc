@@ -2,6 +2,7 @@
 #include "daemon/server/listener.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -138,6 +139,75 @@ Status checkSocketDirectory(const std::string& dir) {
   return Status::ok();
 }
 
+// Opens and locks `<path>.lock` without following a symbolic link, and only a regular file of memqd's user: the
+// socket's directory may be shared (/tmp), where another user could plant either.
+Result<int> lockSocketPath(const std::string& path) {
+  const std::string lockPath = socketLockPathFor(path);
+  int fd = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return Status(ErrorCode::kForbidden,
+                  "cannot open the lock file " + lockPath + ": " + std::strerror(errno) +
+                      (errno == ELOOP ? " (it is a symbolic link; memqd does not follow it)" : ""));
+  }
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
+    ::close(fd);
+    return Status(ErrorCode::kForbidden,
+                  "the lock file " + lockPath + " is not a regular file of memqd's user; memqd leaves it alone");
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK) {
+      std::string pid = readPid(path);
+      return Status(ErrorCode::kConflict, "another memqd" + (pid.empty() ? std::string() : " (pid " + pid + ")") +
+                                              " is starting or serving on " + path);
+    }
+    errno = err;
+    return errnoStatus("cannot lock " + lockPath);
+  }
+  return fd;
+}
+
+
+// The stale-socket check, bind and listen, under the lock of lockSocketPath.
+Result<ListeningSocket> bindUnderLock(const std::string& path, sockaddr_un addr) {
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (S_ISLNK(st.st_mode) || !S_ISSOCK(st.st_mode)) {
+      return Status(ErrorCode::kForbidden, path + " exists and is " + describeFileType(st.st_mode) +
+                                               ", not a socket; memqd does not replace it: remove it or choose "
+                                               "another --socket");
+    }
+    if (socketIsLive(path)) {
+      std::string pid = readPid(path);
+      return Status(ErrorCode::kConflict, "another memqd" + (pid.empty() ? std::string() : " (pid " + pid + ")") +
+                                              " is already serving " + path);
+    }
+    // Stale: a socket nobody accepts on, left by a memqd that was killed.
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return errnoStatus("cannot remove the stale socket " + path);
+  } else if (errno != ENOENT) {
+    return errnoStatus("cannot inspect " + path);
+  }
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errnoStatus("socket");
+  mode_t old = ::umask(0177);  // the socket is born 0600: no window where others could connect
+  int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  ::umask(old);
+  if (rc != 0) {
+    Status s = errnoStatus("cannot bind " + path);
+    ::close(fd);
+    return s;
+  }
+  // No chmod after bind: chmod follows symlinks, and the umask already made the socket 0600.
+  if (::listen(fd, 512) != 0) {
+    Status s = errnoStatus("listen");
+    ::close(fd);
+    return s;
+  }
+  return ListeningSocket{fd, path, false};
+}
+
 }  // namespace
 
 std::string pidFilePathFor(const std::string& socketPath) {
@@ -195,40 +265,18 @@ Result<ListeningSocket> openListeningSocket(const std::string& path) {
   const std::string dir = std::filesystem::path(path).parent_path().string();
   MEMQ_RETURN_IF_ERROR(createMissingDirectories(dir.empty() ? "." : dir));
   MEMQ_RETURN_IF_ERROR(checkSocketDirectory(dir.empty() ? "." : dir));
-  struct stat st{};
-  if (::lstat(path.c_str(), &st) == 0) {
-    if (S_ISLNK(st.st_mode) || !S_ISSOCK(st.st_mode)) {
-      return Status(ErrorCode::kForbidden, path + " exists and is " + describeFileType(st.st_mode) +
-                                               ", not a socket; memqd does not replace it: remove it or choose "
-                                               "another --socket");
-    }
-    if (socketIsLive(path)) {
-      std::string pid = readPid(path);
-      return Status(ErrorCode::kConflict, "another memqd" + (pid.empty() ? std::string() : " (pid " + pid + ")") +
-                                              " is already serving " + path);
-    }
-    // Stale: a socket nobody accepts on, left by a memqd that was killed.
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return errnoStatus("cannot remove the stale socket " + path);
-  } else if (errno != ENOENT) {
-    return errnoStatus("cannot inspect " + path);
+  auto lock = lockSocketPath(path);
+  if (!lock) return lock.status();
+  auto opened = bindUnderLock(path, addr);
+  if (!opened) {
+    ::close(*lock);
+    return opened.status();
   }
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return errnoStatus("socket");
-  mode_t old = ::umask(0177);  // the socket is born 0600: no window where others could connect
-  int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  ::umask(old);
-  if (rc != 0) {
-    Status s = errnoStatus("cannot bind " + path);
-    ::close(fd);
-    return s;
-  }
-  // No chmod after bind: chmod follows symlinks, and the umask already made the socket 0600.
-  if (::listen(fd, 512) != 0) {
-    Status s = errnoStatus("listen");
-    ::close(fd);
-    return s;
-  }
-  return ListeningSocket{fd, path, false};
+  opened->lockFd = *lock;
+  return opened;
 }
+
+std::string socketLockPathFor(const std::string& socketPath) { return socketPath + ".lock"; }
+
 
 }  // namespace memq

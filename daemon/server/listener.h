@@ -17,14 +17,20 @@ struct ListeningSocket {
   int fd = -1;
   std::string path;
   bool fromSystemd = false;
+  // `<path>.lock`, held (flock) from before the stale-socket check until the socket is removed: two memqds started
+  // at once cannot both find no live socket, and the second unlink the first one's. -1 under socket activation.
+  int lockFd = -1;
 };
 
 // Binds `path` (creating its missing directories 0700), or adopts the socket systemd passed (LISTEN_FDS/LISTEN_PID).
 // A live daemon on `path` → error naming it (with its pid when the pid file says); a stale socket → replaced; a
 // regular file, a symlink or anything else that is not a socket → error, left as it is; an unsafe directory (owned by
 // another user than memqd's or root, or writable by group/others without the sticky bit, on the way to the socket)
-// → error naming it.
+// → error naming it. Another memqd starting on `path` at the same moment (it holds the lock) → error naming it too.
 Result<ListeningSocket> openListeningSocket(const std::string& path);
+
+// `<socket>.lock`: the file openListeningSocket locks.
+std::string socketLockPathFor(const std::string& socketPath);
 
 // True when another process accepts connections on `path`.
 bool socketIsLive(const std::string& path);

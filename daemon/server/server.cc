@@ -46,12 +46,14 @@ Server::~Server() {
   service_.setChangeListener(nullptr);
   workers_.join();
   if (spareFd_ >= 0) ::close(spareFd_);
+  if (socketLockFd_ >= 0) ::close(socketLockFd_);
 }
 
 Status Server::listen() {
   auto sock = openListeningSocket(options_.socketPath);
   if (!sock) return sock.status();
   fromSystemd_ = sock->fromSystemd;
+  socketLockFd_ = sock->lockFd;
   acceptor_.emplace(io_);
   asio::error_code ec;
   acceptor_->assign(asio::local::stream_protocol(), sock->fd, ec);
@@ -360,6 +362,12 @@ void Server::requestShutdown() {
     if (acceptor_) acceptor_->close(ignored);
     acceptBackoff_.cancel();
     if (!fromSystemd_) ::unlink(options_.socketPath.c_str());
+    if (socketLockFd_ >= 0) {
+      // The socket is gone: a memqd started now (a restart, a client's autostart) may take the path while this one
+      // drains.
+      ::close(socketLockFd_);
+      socketLockFd_ = -1;
+    }
     signals_.cancel(ignored);
     // No connection's input is read from here on: what each has buffered is answered (Busy), then it closes. A
     // client that kept sending would otherwise keep a message in flight for ever, and the drain waits for none.

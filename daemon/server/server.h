@@ -140,6 +140,7 @@ class Server {
   // Until then the I/O thread polls instead of sleeping (runLoop); steady_clock ticks. I/O thread only.
   int64_t hotUntil_ = 0;
   bool fromSystemd_ = false;
+  int socketLockFd_ = -1;  // the socket path's lock (ListeningSocket::lockFd), held until the socket is removed
 };
 
 }  // namespace memq

@@ -8,6 +8,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <pwd.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -246,6 +247,66 @@ TEST_F(HostileServerTest, AConnectionFromAnotherUidIsClosedUnansweredEvenWhenThe
   const std::string own = whatAnotherUidReads(d.socket(), ::geteuid(), ::getegid());
   EXPECT_NE(own.find("\"result\""), std::string::npos) << own;
   EXPECT_TRUE(d.running());
+}
+
+TEST_F(HostileServerTest, AMemqdStartingWhileAnotherHoldsTheSocketPathsLockLeavesThePathAlone) {
+  // What a memqd between its check for a stale socket and its listen holds: another one started at that moment must
+  // neither find the socket stale nor bind beside it.
+  const fs::path socket = dir_ / "memqd.sock";
+  const int held = ::open((socket.string() + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX | LOCK_NB), 0);
+  auto& refused = daemon(socket.string());
+  ASSERT_FALSE(refused.start());
+  EXPECT_EQ(refused.exitCode(), 1);
+  EXPECT_NE(refused.stderrText().find("is starting or serving on " + socket.string()), std::string::npos)
+      << refused.stderrText();
+  EXPECT_FALSE(fs::exists(socket));
+  ::close(held);
+  auto& started = daemon(socket.string());
+  ASSERT_TRUE(started.start()) << started.stderrText();
+  // Once it drains, the socket is gone and so is its lock: the next memqd may start at once.
+  auto c = RpcClient::connect(started.socket(), std::chrono::seconds(5));
+  ASSERT_TRUE(c.isOk());
+  ASSERT_TRUE(c->call("daemon/shutdown", json::object()).isOk());
+  EXPECT_EQ(started.waitExit(), 0);
+  auto& next = daemon(socket.string());
+  EXPECT_TRUE(next.start()) << next.stderrText();
+}
+
+TEST_F(HostileServerTest, MemqdsStartedAtOnceOnOneSocketLeaveExactlyOneServing) {
+  for (int round = 0; round < 5; ++round) {
+    const fs::path socket = dir_ / ("r" + std::to_string(round)) / "memqd.sock";
+    std::vector<std::unique_ptr<Memqd>> racers;
+    for (int i = 0; i < 4; ++i) {
+      const fs::path own = dir_ / ("r" + std::to_string(round)) / std::to_string(i);
+      fs::create_directories(own);
+      racers.push_back(std::make_unique<Memqd>(own, MemqdLaunch{socket.string(), {}, {}, true, true}));
+    }
+    for (auto& r : racers) r->spawn();
+    // Each either serves or exits 1 for another serving; wait for the losers, then ask who answers.
+    auto deadline = Clock::now() + std::chrono::seconds(20);
+    size_t exited = 0;
+    while (Clock::now() < deadline) {
+      exited = 0;
+      for (auto& r : racers) exited += r->running() ? 0 : 1;
+      if (exited == racers.size() - 1) break;
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    EXPECT_EQ(exited, racers.size() - 1) << "round " << round << ": more than one memqd kept running";
+    auto c = RpcClient::connect(socket.string(), std::chrono::seconds(5));
+    ASSERT_TRUE(c.isOk()) << "round " << round << ": no memqd serves the socket";
+    auto status = c->call("daemon/status", json::object());
+    ASSERT_TRUE(status.isOk());
+    for (auto& r : racers) {
+      if (r->running()) {
+        EXPECT_EQ((*status)["pid"], r->pid()) << "round " << round;
+      } else {
+        EXPECT_EQ(r->exitCode(), 1) << r->stderrText();
+      }
+    }
+    for (auto& r : racers) r->stop();
+  }
 }
 
 TEST_F(HostileServerTest, APlantedPidFileSymlinkIsNotFollowed) {
