@@ -161,7 +161,7 @@ Result<int> lockSocketPath(const std::string& path) {
     if (err == EWOULDBLOCK) {
       std::string pid = readPid(path);
       return Status(ErrorCode::kConflict, "another memqd" + (pid.empty() ? std::string() : " (pid " + pid + ")") +
-                                              " is starting or serving on " + path);
+                                              " is already serving or starting on " + path);
     }
     errno = err;
     return errnoStatus("cannot lock " + lockPath);

@@ -18,6 +18,15 @@ namespace {
 
 using json = nlohmann::json;
 
+// A temp dir removed when it leaves scope, so a failed ASSERT (which returns early) leaves no /tmp/mq-* behind.
+struct ScopedTempDir {
+  fs::path path;
+  ~ScopedTempDir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
 // Every *.db under the given directories (the global scope in the data dir, the project scope in <root>/.memq),
 // checked read-only.
 std::vector<std::string> integrityProblems(const std::vector<fs::path>& dirs) {
@@ -48,7 +57,9 @@ std::vector<std::string> integrityProblems(const std::vector<fs::path>& dirs) {
 TEST(CrashTest, EveryAcknowledgedSaveSurvivesSigkillAndTheDatabasesStayIntact) {
   constexpr int kCycles = 22;
   constexpr int kWriters = 3;
-  fs::path dir = makeTempDir("crash");
+  // Declared before the daemon, so the dir is removed only after the daemon has stopped.
+  const ScopedTempDir scoped{makeTempDir("crash")};
+  const fs::path& dir = scoped.path;
   std::string project = (dir / "proj").string();
   fs::create_directories(project + "/src");
   std::ofstream(project + "/src/a.cc") << "int a;\n";
@@ -158,7 +169,6 @@ TEST(CrashTest, EveryAcknowledgedSaveSurvivesSigkillAndTheDatabasesStayIntact) {
   std::cout << "[ crash    ] " << kCycles << " SIGKILLs, " << acknowledged.size() << " acknowledged saves, "
             << unacknowledged << " cut off, " << replays << " restarts applied saves from the journal, "
             << std::chrono::duration<double>(std::chrono::steady_clock::now() - testStart).count() << " s\n";
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -25,6 +25,21 @@ namespace {
 
 using json = nlohmann::json;
 
+// How long a test waits for something memqd must do (a notification delivered, a batch committed): a bound on
+// liveness, not a measure of speed, so it is generous enough for a loaded `ctest -j` under a sanitizer. How fast is
+// the benchmarks' question (docs/performance.md).
+constexpr auto kLivenessDeadline = std::chrono::seconds(30);
+
+// A temp dir removed when it leaves scope, so a test that fails an ASSERT (and returns early) leaves no /tmp/mq-*
+// behind.
+struct ScopedTempDir {
+  fs::path path;
+  ~ScopedTempDir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
 class DaemonTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -201,7 +216,7 @@ TEST_F(DaemonTest, ABatchMixingGoodAndBadRequestsAnswersEach) {
   EXPECT_EQ(replies[4]["id"], "s");
 }
 
-TEST_F(DaemonTest, SavesLeftInABatchAreCommittedSoonAfterTheLastOneWithNoFurtherRequest) {
+TEST_F(DaemonTest, SavesLeftInABatchAreCommittedWithNoFurtherRequest) {
   auto c = daemon_->connect();
   auto init = c.call("initialize", {{"client_name", "batcher"}, {"project_root", project_}});
   ASSERT_TRUE(init.isOk()) << init.status().toString();
@@ -218,14 +233,17 @@ TEST_F(DaemonTest, SavesLeftInABatchAreCommittedSoonAfterTheLastOneWithNoFurther
   json replies = json::parse(*line);
   ASSERT_EQ(replies.size(), 6u);
   for (const auto& r : replies) ASSERT_TRUE(r.contains("result")) << r.dump();
-  // Nothing else is sent: memqd's own timer commits the batch, which another connection to the file then sees.
+  // Nothing else is sent: memqd's own timers commit the batch (the save-commit timer, else the checkpoint every 3 s),
+  // which another connection to the file then sees. The deadline is liveness only: a batch that nothing commits stays
+  // invisible to other readers however long they wait; how soon it commits is the benchmarks' to measure.
   int64_t committed = 0;
-  for (int i = 0; i < 400 && committed < 6; ++i) {
+  const auto deadline = std::chrono::steady_clock::now() + kLivenessDeadline;
+  while (committed < 6 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     SQLite::Database db(dbPath, SQLite::OPEN_READONLY);
     committed = db.execAndGet("SELECT COUNT(*) FROM memories").getInt64();
   }
-  EXPECT_EQ(committed, 6) << "saves acknowledged but not committed 2 s after the last one";
+  EXPECT_EQ(committed, 6) << "saves acknowledged but never committed without a further request";
 }
 
 TEST_F(DaemonTest, ContentLengthFramingIsAnsweredInKind) {
@@ -374,13 +392,13 @@ TEST_F(DaemonTest, HintsNeedInitialize) {
   EXPECT_EQ(r.status().code(), ErrorCode::kNotInitialized);
 }
 
-TEST_F(DaemonTest, AWriteReachesASubscriberWithinASecond) {
+TEST_F(DaemonTest, AWriteOnAnotherConnectionReachesASubscriberAsACreateNotification) {
   auto listener = daemon_->client(project_, "listener");
   ASSERT_TRUE(listener.call("subscribe", json::object()).isOk());
   auto writer = daemon_->client(project_, "writer");
   json saved = save(writer, "Notifications reach subscribers");
-  auto msg = listener.readMessage(std::chrono::seconds(1));  // the wait is the bound
-  ASSERT_TRUE(msg.isOk()) << msg.status().toString();
+  auto msg = listener.readMessage(kLivenessDeadline);
+  ASSERT_TRUE(msg.isOk()) << "no notification of the save: " << msg.status().toString();
   EXPECT_EQ((*msg)["method"], "memory/changed");
   EXPECT_EQ((*msg)["params"]["id"], saved["id"]);
   EXPECT_EQ((*msg)["params"]["action"], "create");
@@ -514,7 +532,8 @@ TEST_F(DaemonTest, ASecondDaemonOnTheSameProjectReadsItAndWritesOnceTheFirstLets
 }
 
 TEST(MemqdFlags, AnUnknownLogLevelIsAUsageErrorNamingTheOption) {
-  fs::path dir = makeTempDir("lvl");
+  const ScopedTempDir scoped{makeTempDir("lvl")};
+  const fs::path& dir = scoped.path;
   const std::string socket = (dir / "memqd.sock").string();
   auto r = runCommand("'" + binDir() + "/memqd' --foreground --log-level nonsense --socket '" + socket +
                       "' --data-dir '" + (dir / "data").string() + "'");
@@ -528,7 +547,6 @@ TEST(MemqdFlags, AnUnknownLogLevelIsAUsageErrorNamingTheOption) {
                          "' --data-dir '" + (dir / "data").string() + "' --idle-exit 1");
     EXPECT_EQ(ok.exitCode, 0) << level << ": " << ok.err;
   }
-  fs::remove_all(dir);
 }
 
 TEST_F(DaemonTest, AStaleSocketFileIsReplaced) {
@@ -891,54 +909,68 @@ class MemqdInTempDir : public ::testing::Test {
 class MemqdHotPoll : public MemqdInTempDir {};
 class MemqdStatus : public MemqdInTempDir {};
 
+// The widest window memqd takes (--hot-poll-us 100000), where a test needs the window to be open when the next
+// request comes: a client's 0.2 ms pause between requests stretches to several ms when `ctest -j` or a sanitizer
+// takes its core, past the default 1 ms window, and a count of sleeps would then measure the scheduler. Whether the
+// default window pays off is the benchmarks' question (docs/performance.md); these tests assert what a window does.
+constexpr int kHotPollWindowUs = 100000;
+// A client that works a little between requests, as an agent's hook or a benchmark's loop does.
+constexpr auto kClientPause = std::chrono::microseconds(200);
+
 TEST_F(MemqdHotPoll, AClientThatPausesBetweenRequestsFindsTheIoThreadAwakeAndAnIdleMemqdSleeps) {
-  auto sleepsOver200Gets = [&](std::vector<std::string> args) {
-    Memqd daemon(dir_, std::move(args));
+  constexpr int kGets = 200;
+  auto sleepsOverGets = [&](int windowUs) {
+    Memqd daemon(dir_, {"--hot-poll-us", std::to_string(windowUs)});
     EXPECT_TRUE(daemon.start()) << daemon.log();
     auto c = daemon.client(project_.string());
     auto saved = c.call("memory/save", {{"summary", "asked for again and again"}});
     EXPECT_TRUE(saved.isOk()) << saved.status().toString();
     const std::string id = saved ? (*saved)["id"].get<std::string>() : "";
     const int64_t before = ioThreadSleeps(daemon.pid());
-    for (int i = 0; i < 200; ++i) {
-      // A client that works a little between requests, as an agent's hook or a benchmark's loop does.
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    for (int i = 0; i < kGets; ++i) {
+      std::this_thread::sleep_for(kClientPause);
       EXPECT_TRUE(c.call("memory/get", {{"id", id}}).isOk());
     }
     const int64_t sleeps = ioThreadSleeps(daemon.pid()) - before;
-    // Idle: once the window after the last reply has passed, memqd uses (next to) no CPU. A thread that kept
-    // polling would use all of the 1.5 s.
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // Idle: once the window after the last reply has passed (waited out five times over), memqd uses next to no
+    // CPU. A thread that kept polling would use all of the 1.5 s: a fifth of it is far from both.
+    std::this_thread::sleep_for(std::chrono::microseconds(5 * kHotPollWindowUs));
     const int64_t ticks = cpuTicks(daemon.pid());
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     EXPECT_LT(cpuTicks(daemon.pid()) - ticks, sysconf(_SC_CLK_TCK) / 5) << "an idle memqd must sleep";
     EXPECT_EQ(daemon.stop(), 0);
     return sleeps;
   };
-  // With the default window, the next request arrives while the thread still polls: it rarely sleeps (a client
-  // descheduled for longer than the window makes it sleep once). With polling off it sleeps before most requests.
-  const int64_t hot = sleepsOver200Gets({});
-  const int64_t cold = sleepsOver200Gets({"--hot-poll-us", "0"});
-  EXPECT_LT(hot, 80);
-  EXPECT_GT(cold, 150);
+  // Within the window, the next request arrives while the thread still polls: most gets find it awake (a worker or
+  // background job running meanwhile makes it sleep now and then). With polling off it sleeps before most gets.
+  // Majorities, not counts: how many of the rest a loaded machine turns around is not the behaviour.
+  const int64_t hot = sleepsOverGets(kHotPollWindowUs);
+  const int64_t cold = sleepsOverGets(0);
+  EXPECT_LT(hot, kGets / 2) << "most gets inside the window must find the I/O thread awake";
+  EXPECT_GT(cold, kGets / 2) << "with polling off, the I/O thread must sleep before most gets";
 }
 
 TEST_F(MemqdHotPoll, AfterASaveTheIoThreadSleepsAtOnceLeavingTheCoresToTheApplierAndTheClient) {
   // A save hands its rows to the applier thread, which then needs a core: an I/O thread that polled after the reply
   // would hold the other one, and the client would wait for a core to send its next request. So after a save the
   // thread sleeps at once, and a client saving with pauses between its requests finds it asleep nearly every time
-  // (where the same client's gets find it awake: the test above).
-  Memqd daemon(dir_);
+  // (where the same client's gets find it awake: the test above). With the widest window, a thread that did poll
+  // after a save would be found awake by nearly every save, however long the client's pauses stretch.
+  constexpr int kSaves = 200;
+  Memqd daemon(dir_, {"--hot-poll-us", std::to_string(kHotPollWindowUs)});
   ASSERT_TRUE(daemon.start()) << daemon.log();
   auto c = daemon.client(project_.string());
   ASSERT_TRUE(c.call("memory/save", {{"summary", "the first save opens the scope"}}).isOk());
+  // initialize was answered on the I/O thread and opened a window: let it close (waited out five times over), so
+  // that only what the saves do is counted.
+  std::this_thread::sleep_for(std::chrono::microseconds(5 * kHotPollWindowUs));
   const int64_t before = ioThreadSleeps(daemon.pid());
-  for (int i = 0; i < 200; ++i) {
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  for (int i = 0; i < kSaves; ++i) {
+    std::this_thread::sleep_for(kClientPause);
     auto saved = c.call("memory/save", {{"summary", "saved in a stream, number " + std::to_string(i)}});
     EXPECT_TRUE(saved.isOk()) << saved.status().toString();
   }
-  EXPECT_GT(ioThreadSleeps(daemon.pid()) - before, 150);
+  EXPECT_GT(ioThreadSleeps(daemon.pid()) - before, kSaves / 2) << "most saves must find the I/O thread asleep";
   EXPECT_EQ(daemon.stop(), 0);
 }
 
@@ -947,7 +979,7 @@ TEST_F(MemqdHotPoll, TheIoThreadDoesNotPollWhileAWorkerRuns) {
   // goes to a worker and runs for longer than that; while it runs the I/O thread must sleep and leave the cores to
   // the worker, so it uses next to no CPU over the import (reading the request and writing the reply: 0 or 1 tick
   // here). A thread that polled on would use most of the window (10 or 11 ticks of 10 ms here).
-  Memqd daemon(dir_, {"--hot-poll-us", "100000"});
+  Memqd daemon(dir_, {"--hot-poll-us", std::to_string(kHotPollWindowUs)});
   ASSERT_TRUE(daemon.start()) << daemon.log();
   auto c = daemon.client(project_.string());
   auto saved = c.call("memory/save", {{"summary", "read once before the import"}});
@@ -1101,7 +1133,8 @@ TEST_F(MemqdStatus, AsksForHugePagesForItsHeapWhereTheKernelGivesThemOnRequestUn
 }
 
 TEST(MemqdFlags, AHotPollOutsideItsRangeIsAUsageErrorNamingTheOption) {
-  fs::path dir = makeTempDir("hotflag");
+  const ScopedTempDir scoped{makeTempDir("hotflag")};
+  const fs::path& dir = scoped.path;
   const std::string socket = (dir / "memqd.sock").string();
   for (const char* value : {"-1", "100001", "soon"}) {
     auto r = runCommand("'" + binDir() + "/memqd' --foreground --hot-poll-us " + value + " --socket '" + socket +
@@ -1110,7 +1143,6 @@ TEST(MemqdFlags, AHotPollOutsideItsRangeIsAUsageErrorNamingTheOption) {
     EXPECT_NE(r.err.find("--hot-poll-us"), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(socket));
   }
-  fs::remove_all(dir);
 }
 
 TEST_F(DaemonTest, AConninfoLibpqCannotParseIsRefusedWithoutQuotingItsSecretInTheReplyOrTheLog) {
@@ -1139,7 +1171,8 @@ TEST_F(DaemonTest, AtExitThePidFileIsRemovedOnlyWhileItNamesThisMemqd) {
 
 TEST(MemqdSignals, AForegroundMemqdOutlivesTheReaderOfItsLog) {
   // stderr is a pipe whose reader exits after one byte: every later log line is a write to a pipe with no reader.
-  fs::path dir = makeTempDir("pipe");
+  const ScopedTempDir scoped{makeTempDir("pipe")};
+  const fs::path& dir = scoped.path;
   const std::string socket = (dir / "memqd.sock").string();
   ASSERT_EQ(std::system(("('" + binDir() + "/memqd' --foreground --socket '" + socket + "' --data-dir '" +
                          (dir / "data").string() + "' --idle-exit 60 2>&1 | head -c 1 >/dev/null) >/dev/null 2>&1 &")
@@ -1158,7 +1191,6 @@ TEST(MemqdSignals, AForegroundMemqdOutlivesTheReaderOfItsLog) {
   auto fresh = RpcClient::connect(socket, std::chrono::seconds(5));
   ASSERT_TRUE(fresh.isOk());
   EXPECT_TRUE(fresh->call("daemon/shutdown", json::object()).isOk());
-  fs::remove_all(dir);
 }
 
 TEST_F(DaemonTest, ShutdownDrainsAndExitsZero) {

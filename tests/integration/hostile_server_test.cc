@@ -259,7 +259,7 @@ TEST_F(HostileServerTest, AMemqdStartingWhileAnotherHoldsTheSocketPathsLockLeave
   auto& refused = daemon(socket.string());
   ASSERT_FALSE(refused.start());
   EXPECT_EQ(refused.exitCode(), 1);
-  EXPECT_NE(refused.stderrText().find("is starting or serving on " + socket.string()), std::string::npos)
+  EXPECT_NE(refused.stderrText().find("is already serving or starting on " + socket.string()), std::string::npos)
       << refused.stderrText();
   EXPECT_FALSE(fs::exists(socket));
   ::close(held);

@@ -33,6 +33,11 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using test::PgCluster;
 
+// How long a test waits for a change to travel from one memqd to the other (server, sync thread, replica) or for a
+// replica to catch up: a bound on liveness, generous enough for a loaded `ctest -j` under a sanitizer, never a
+// measure of speed. How fast a change travels is a figure EveryCommittedTeamSaveReachesARemoteSubscriber prints.
+constexpr milliseconds kDeliveryDeadline = seconds(30);
+
 PgCluster* gCluster = nullptr;
 std::string gStartError;
 
@@ -201,7 +206,7 @@ class TeamTest : public ::testing::Test {
   Teammate a_, b_, r_, m_;  // alice, bob (writers), rita (reader), mona (maintainer)
 };
 
-TEST_F(TeamTest, ASaveByOneTeammateReachesTheOthersRecallAndSubscriberWithinASecond) {
+TEST_F(TeamTest, ASaveByOneTeammateReachesTheOthersRecallAndSubscriber) {
   startTeammate(a_, "a", "alice", /*viaCli=*/true);
   startTeammate(b_, "b", "bob");
   auto subscriber = b_.daemon->client(b_.project, "listener");
@@ -215,10 +220,10 @@ TEST_F(TeamTest, ASaveByOneTeammateReachesTheOthersRecallAndSubscriberWithinASec
   EXPECT_EQ((*saved)["status"], "created");
   EXPECT_EQ((*saved)["scope"], "team");
   const std::string id = (*saved)["id"].get<std::string>();
-  json change = waitForChange(subscriber, id, milliseconds(1000));  // the wait is the bound
-  ASSERT_FALSE(change.is_null()) << "B's subscriber heard nothing of " << id << " within 1 s\n" << b_.daemon->log();
+  json change = waitForChange(subscriber, id, kDeliveryDeadline);
+  ASSERT_FALSE(change.is_null()) << "B's subscriber never heard of " << id << "\n" << b_.daemon->log();
   EXPECT_EQ(change["action"], "create");
-  EXPECT_FALSE(waitForChange(everyScope, id, milliseconds(1000)).is_null()) << "subscribed to all three scopes";
+  EXPECT_FALSE(waitForChange(everyScope, id, kDeliveryDeadline).is_null()) << "subscribed to all three scopes";
   // stats reads the team scope with the others, as its result schema says.
   auto stats = b_.daemon->client(b_.project).call("stats", json::object());
   ASSERT_TRUE(stats.isOk()) << stats.status().toString();
@@ -277,8 +282,9 @@ TEST_F(TeamTest, RejectedHiddenAndSupersededTeamMemoriesNeverComeBackOnTheOtherT
   EXPECT_EQ((*sup)["old"]["state"], "superseded");
   // B has seen the last change (the supersede) once its notification arrives: the journal is applied in order.
   json last;
-  for (int i = 0; i < 8 && (last.is_null() || last.value("action", "") != "supersede"); ++i) {
-    last = waitForChange(subscriber, "", milliseconds(2000));
+  for (int i = 0; i < 8; ++i) {
+    last = waitForChange(subscriber, "", kDeliveryDeadline);
+    if (last.is_null() || last.value("action", "") == "supersede") break;
   }
   ASSERT_EQ(last.value("action", ""), "supersede") << b_.daemon->log();
 
@@ -335,7 +341,7 @@ TEST_F(TeamTest, AMaintainersPurgeRemovesTheMemoryFromEveryReplicaAndItsRejected
 
   // mona's memqd may not know the id yet: it resolves ids in its replica, so wait for it there.
   auto mc = m_.daemon->client(m_.project);
-  (void)eventually([&] { return mc.call("memory/get", {{"id", id}}).isOk(); }, seconds(3));
+  (void)eventually([&] { return mc.call("memory/get", {{"id", id}}).isOk(); }, kDeliveryDeadline);
   auto purged = m_.daemon->memq("purge " + id + " --yes", m_.project);
   ASSERT_EQ(purged.exitCode, 0) << purged.out << purged.err;
   EXPECT_NE(purged.out.find("purged"), std::string::npos) << purged.out;
@@ -345,7 +351,7 @@ TEST_F(TeamTest, AMaintainersPurgeRemovesTheMemoryFromEveryReplicaAndItsRejected
   // B's subscriber is told of the reject and then the purge, in journal order.
   std::string action;
   for (int i = 0; i < 4 && action != "purge"; ++i) {
-    json change = waitForChange(subscriber, id, seconds(2));
+    json change = waitForChange(subscriber, id, kDeliveryDeadline);
     if (change.is_null()) break;
     action = change.value("action", "");
   }
@@ -370,10 +376,10 @@ TEST_F(TeamTest, ATeamSaveIsToldOfATeammatesSimilarMemoryAndWarnedNearARejectedO
   auto npm = teamSave(c, "Use npm for installs in this repository always");
   ASSERT_TRUE(bun.isOk() && npm.isOk());
   ASSERT_TRUE(c.call("memory/reject", {{"id", (*npm)["id"]}, {"reason", "we use pnpm"}}).isOk());
-  ASSERT_TRUE(recallReturnsWithin(b_, "bun installing packages", (*bun)["id"], seconds(3)));
+  ASSERT_TRUE(recallReturnsWithin(b_, "bun installing packages", (*bun)["id"], kDeliveryDeadline));
   auto bc = b_.daemon->client(b_.project);
   (void)eventually([&] { return bc.call("memory/get", {{"id", (*npm)["id"]}})->value("state", "") == "rejected"; },
-                   seconds(3));
+                   kDeliveryDeadline);
 
   // B's near-duplicate is written, and its reply names A's memory, as a local save's would.
   auto near = teamSave(bc, "Use bun for installing the packages in this repo");
@@ -457,7 +463,7 @@ TEST_F(TeamTest, AReaderRoleRecallsTeamMemoriesButItsSaveIsForbiddenAndNothingIs
   auto c = a_.daemon->client(a_.project);
   auto saved = teamSave(c, "Code review needs two approvals on the release branch");
   ASSERT_TRUE(saved.isOk()) << saved.status().toString();
-  ASSERT_TRUE(recallReturnsWithin(r_, "code review approvals release", (*saved)["id"], milliseconds(3000)));
+  ASSERT_TRUE(recallReturnsWithin(r_, "code review approvals release", (*saved)["id"], kDeliveryDeadline));
   auto rc = r_.daemon->client(r_.project);
   auto refused = teamSave(rc, "Readers should not be able to write this");
   ASSERT_FALSE(refused.isOk());
@@ -478,10 +484,16 @@ TEST_F(TeamTest, WithTheServerDownLocalScopesWorkTeamRecallWarnsAndATeamSaveIsQu
 
   auto local = c.call("memory/save", {{"summary", "Local notes keep working while the team server is down"}});
   ASSERT_TRUE(local.isOk()) << local.status().toString();
+  // Team recall reads the replica and never waits on the server. A recall that did would wait until the server came
+  // back (the sync thread retries for as long as it is down: forever, here) or, on a connection to a server gone
+  // silent, for the 30 s statement_timeout and tcp_user_timeout memqd sets (docs/team.md). Each connect attempt's
+  // connect_timeout (2 s) is no measure here: the killed local server refuses at once. Ten seconds is far above a
+  // recall from the replica on a loaded machine under a sanitizer, and far below a hang.
+  constexpr auto kNoHangBound = seconds(10);
   json reply;
   const auto t0 = std::chrono::steady_clock::now();
   auto ids = recallIds(a_, "cache warmed nightly job", &reply);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, seconds(2)) << "team recall must not hang on a dead server";
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, kNoHangBound) << "team recall must not hang on a dead server";
   EXPECT_NE(std::find(ids.begin(), ids.end(), (*before)["id"]), ids.end()) << "answered from the replica";
   ASSERT_TRUE(reply.contains("warnings")) << reply.dump();
   EXPECT_NE(reply["warnings"][0].get<std::string>().find("team scope offline"), std::string::npos) << reply.dump();
@@ -526,19 +538,22 @@ TEST_F(TeamTest, WithTheServerDownLocalScopesWorkTeamRecallWarnsAndATeamSaveIsQu
   ASSERT_TRUE(subscriber.call("subscribe", {{"scopes", {"team"}}}).isOk());
   ASSERT_EQ(cluster_->restart(), "");
   // Reconnects back off to at most 5 s; the outbox is drained first thing after.
-  json change = waitForChange(subscriber, "", milliseconds(15000));
+  json change = waitForChange(subscriber, "", kDeliveryDeadline);
   ASSERT_FALSE(change.is_null()) << a_.daemon->log();
   auto found = test::runSql(conninfo("memq_admin"),
                             "SELECT id, created_by FROM memq_team.memories WHERE summary LIKE 'Queued while offline%'");
   ASSERT_TRUE(found.ok && found.rows.size() == 1) << found.message;
   EXPECT_EQ(found.rows[0][1].value_or(""), "alice");
-  EXPECT_TRUE(recallReturnsWithin(b_, "build cache key compiler version", found.rows[0][0].value_or(""), seconds(5)));
+  EXPECT_TRUE(
+      recallReturnsWithin(b_, "build cache key compiler version", found.rows[0][0].value_or(""), kDeliveryDeadline));
   EXPECT_EQ(serverCount(), "4");  // each queued save arrived exactly once
-  const auto end = std::chrono::steady_clock::now() + seconds(5);
   json now;
-  do {
-    now = *c.call("team/status", json::object());
-  } while ((now["queued"] != 0 || !now["online"].get<bool>()) && std::chrono::steady_clock::now() < end);
+  (void)eventually(
+      [&] {
+        now = *c.call("team/status", json::object());
+        return now["queued"] == 0 && now["online"].get<bool>();
+      },
+      kDeliveryDeadline);
   EXPECT_EQ(now["queued"], 0) << now.dump();
   EXPECT_TRUE(now["online"].get<bool>()) << now.dump();
 }
@@ -569,7 +584,8 @@ TEST_F(TeamTest, AQueuedSaveTheServerCannotTakeYetStaysQueuedUntilItCan) {
   auto back = test::runSql(admin, "ALTER FUNCTION memq_team.memq_save_away RENAME TO memq_save");
   ASSERT_TRUE(back.ok) << back.message;
   EXPECT_TRUE(eventually([&] { return serverCount() == "1"; }, seconds(15))) << a_.daemon->log();
-  EXPECT_TRUE(eventually([&] { return c.call("team/status", json::object())->value("queued", -1) == 0; }, seconds(5)));
+  EXPECT_TRUE(eventually([&] { return c.call("team/status", json::object())->value("queued", -1) == 0; },
+                         kDeliveryDeadline));
 }
 
 // Two spellings of one server (its parameters in another order) are one team scope: one replica, one outbox, one
@@ -648,7 +664,7 @@ TEST_F(TeamTest, ASaveQueuedBeforeAKill9OfMemqdIsSentAfterItRestarts) {
   ASSERT_EQ(serverCount(), "1") << a_.daemon->log();
   auto found = test::runSql(conninfo("memq_admin"), "SELECT id FROM memq_team.memories");
   ASSERT_TRUE(found.ok);
-  EXPECT_TRUE(recallReturnsWithin(b_, "outbox fsynced crash", found.rows[0][0].value_or(""), seconds(5)));
+  EXPECT_TRUE(recallReturnsWithin(b_, "outbox fsynced crash", found.rows[0][0].value_or(""), kDeliveryDeadline));
 }
 
 TEST_F(TeamTest, ASecretInATeamSaveIsRedactedBeforeItReachesTheServer) {
@@ -806,8 +822,8 @@ TEST_F(TeamTest, EveryCommittedTeamSaveReachesARemoteSubscriber) {
     const auto sent = std::chrono::steady_clock::now();
     auto saved = teamSave(writer, "Latency probe number " + std::to_string(i) + " for the team sync thread");
     ASSERT_TRUE(saved.isOk()) << saved.status().toString();
-    json change = waitForChange(subscriber, (*saved)["id"].get<std::string>(), milliseconds(2000));
-    ASSERT_FALSE(change.is_null()) << i;
+    json change = waitForChange(subscriber, (*saved)["id"].get<std::string>(), kDeliveryDeadline);
+    ASSERT_FALSE(change.is_null()) << "save " << i << " never reached the remote subscriber";
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count());
   }
   std::sort(ms.begin(), ms.end());
