@@ -112,12 +112,10 @@ void Service::emit(const Scope& scope, const std::string& id, const std::string&
 }
 
 void Service::emitEvent(const ChangeEvent& event) {
-  std::function<void(const ChangeEvent&)> listener;
-  {
-    MutexLock lock(listenerMutex_);
-    listener = listener_;
-  }
-  if (listener) listener(event);
+  // Called under the lock, so that setChangeListener(nullptr) returns only once no call is in progress: a team sync
+  // thread must not post to a server being destroyed. A listener only hands the event on (it must not call back in).
+  MutexLock lock(listenerMutex_);
+  if (listener_) listener_(event);
 }
 
 Status Service::requireWrites(const CallContext& ctx, bool namingScope) {

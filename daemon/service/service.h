@@ -84,6 +84,8 @@ class Service {
   Result<TeamStatusResult> teamStatus(const CallContext& ctx, const NoParams& request);
   Result<TeamStatusResult> teamDisconnect(const CallContext& ctx, const NoParams& request);
 
+  // Every change is reported to `listener`, from whichever thread made it, one call at a time. Replacing it (nullptr
+  // to stop) waits for a call in progress. The listener must only hand the event on: it must not call the Service.
   void setChangeListener(std::function<void(const ChangeEvent&)> listener);
   ScopeRegistry& scopes() { return registry_; }
   // True when a save since the last commitPendingSaves() left saves in an open batch.
