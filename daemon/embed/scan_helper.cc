@@ -32,7 +32,15 @@ bool ScanHelpers::Job::takeBackOrWait() {
 }
 
 ScanHelpers& ScanHelpers::instance() {
-  static ScanHelpers helpers(std::clamp<size_t>(std::thread::hardware_concurrency(), 2, 5) - 1);
+  // The cores the process may run on (taskset, a cgroup's cpuset), not the machine's: hardware_concurrency counts
+  // every online core.
+  static ScanHelpers helpers([] {
+    cpu_set_t allowed;
+    if (::sched_getaffinity(::getpid(), sizeof allowed, &allowed) != 0) {
+      return helpersFor(std::thread::hardware_concurrency());
+    }
+    return helpersFor(static_cast<size_t>(CPU_COUNT(&allowed)));
+  }());
   return helpers;
 }
 

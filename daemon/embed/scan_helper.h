@@ -16,6 +16,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -48,9 +49,12 @@ class ScanHelpers {
     std::atomic<int> state_{kQueued};
   };
 
-  // The process's helpers: one thread per core beyond the first (at least one, at most four), started at the first
-  // call and kept (a thread that could not be started then is not tried again). They sleep until a job comes.
+  // The process's helpers: helpersFor the cores the process may run on, started at the first call and kept (a
+  // thread that could not be started then is not tried again). They sleep until a job comes.
   static ScanHelpers& instance();
+  // How many helpers a process allowed to run on `allowedCpus` cores gets: one per core beyond the first, at most
+  // four; none on one core, where a helper could only take turns with the thread it helps.
+  static size_t helpersFor(size_t allowedCpus) { return allowedCpus < 2 ? 0 : std::min<size_t>(allowedCpus, 5) - 1; }
 
   // Hands `job` to a helper. False, and the job taken back, when no helper thread could be started: the owner does
   // the work itself.

@@ -4,6 +4,9 @@
 #include "daemon/embed/vector_index.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -608,6 +611,28 @@ TEST(VectorIndex, RandomisedMutationsKeepTheIndexConsistent) {
     ASSERT_TRUE(index.contains(key));
     EXPECT_EQ(std::vector<float>(index.vectorOf(key).begin(), index.vectorOf(key).end()), v);
   }
+}
+
+TEST(ScanHelpersTest, OneHelperPerAllowedCoreBeyondTheFirstAndNoneOnOneCore) {
+  EXPECT_EQ(ScanHelpers::helpersFor(0), 0u);
+  EXPECT_EQ(ScanHelpers::helpersFor(1), 0u);
+  EXPECT_EQ(ScanHelpers::helpersFor(2), 1u);
+  EXPECT_EQ(ScanHelpers::helpersFor(4), 3u);
+  EXPECT_EQ(ScanHelpers::helpersFor(64), 4u);
+  // A process allowed one core (taskset, a cgroup's cpuset) starts no helper, whatever the machine has: a child
+  // process, so that its helpers are the first this process makes.
+  const pid_t child = ::fork();
+  if (child == 0) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(::sched_getcpu(), &one);
+    if (::sched_setaffinity(0, sizeof one, &one) != 0) ::_exit(100);
+    ::_exit(static_cast<int>(std::min<size_t>(ScanHelpers::instance().threads(), 99)));
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "helpers started on a single allowed core (100: the test could not pin it)";
 }
 
 }  // namespace
