@@ -43,6 +43,7 @@ struct ReleaseAtEnd {
 };
 
 TEST(ScanHelpersTest, AnOwnerWaitsForAStartedJobUntilItIsDoneAndItRanOnAHelper) {
+  if (ScanHelpers::instance().threads() == 0) GTEST_SKIP() << "one core allowed: no helper is started";
   auto shared = std::make_shared<Shared>();
   ReleaseAtEnd releaseAtEnd{shared};
   auto job = std::make_shared<ScanHelpers::Job>([shared] {
@@ -66,7 +67,7 @@ TEST(ScanHelpersTest, AnOwnerWaitsForAStartedJobUntilItIsDoneAndItRanOnAHelper) 
 
 TEST(ScanHelpersTest, AJobTakenBackBeforeAnyHelperStartedItNeverRuns) {
   const size_t helpers = ScanHelpers::instance().threads();
-  ASSERT_GE(helpers, 1u);
+  if (helpers == 0) GTEST_SKIP() << "one core allowed: no helper is started";
   auto shared = std::make_shared<Shared>();
   ReleaseAtEnd releaseAtEnd{shared};
   // Every helper is kept busy, so the job below waits in the queue until it is taken back.

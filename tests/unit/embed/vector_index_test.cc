@@ -384,7 +384,7 @@ TEST_P(VectorIndexKernels, ABegunScanNeverWaitsForHelpersBusyWithOtherWork) {
   const auto query = randomUnitVector(rng, dim);
 
   const size_t helpers = ScanHelpers::instance().threads();
-  ASSERT_GE(helpers, 1u);
+  if (helpers == 0) GTEST_SKIP() << "one core allowed: no helper is started";
   auto release = std::make_shared<std::atomic<bool>>(false);
   auto busy = std::make_shared<std::atomic<size_t>>(0);
   std::vector<std::shared_ptr<ScanHelpers::Job>> blockers;
