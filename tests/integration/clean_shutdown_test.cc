@@ -16,7 +16,21 @@
 namespace memq::testing {
 namespace {
 
-class CleanShutdownTest : public MemqdTest {};
+class CleanShutdownTest : public MemqdTest {
+ protected:
+  // After a clean stop: the WAL is gone or empty, and a copy of the database file alone (opened in place, SQLite
+  // would also read what a -wal left behind holds) is what the test reads.
+  fs::path databaseFileAlone(const std::string& dbPath) {
+    const fs::path wal = dbPath + "-wal";
+    if (fs::exists(wal)) {
+      EXPECT_EQ(fs::file_size(wal), 0u) << "memqd stopped cleanly but its WAL still holds frames";
+    }
+    const fs::path copy = dir_ / "copy";
+    fs::create_directories(copy);
+    fs::copy_file(dbPath, copy / "memory.db");
+    return copy / "memory.db";
+  }
+};
 
 TEST_F(CleanShutdownTest, SigtermLeavesEverySaveInTheDatabaseFileAndNoWal) {
   makeWorkDir("clean-stop");
@@ -40,14 +54,7 @@ TEST_F(CleanShutdownTest, SigtermLeavesEverySaveInTheDatabaseFileAndNoWal) {
   auto other = std::make_unique<SQLite::Database>(dbPath, SQLite::OPEN_READONLY);
   ASSERT_EQ(daemon_->stop(), 0) << daemon_->log();
 
-  const fs::path wal = dbPath + "-wal";
-  if (fs::exists(wal)) {
-    EXPECT_EQ(fs::file_size(wal), 0u) << "memqd stopped cleanly but its WAL still holds frames";
-  }
-  const fs::path copy = dir_ / "copy";
-  fs::create_directories(copy);
-  fs::copy_file(dbPath, copy / "memory.db");
-  SQLite::Database raw((copy / "memory.db").string(), SQLite::OPEN_READONLY);
+  SQLite::Database raw(databaseFileAlone(dbPath).string(), SQLite::OPEN_READONLY);
   EXPECT_EQ(raw.execAndGet("SELECT COUNT(*) FROM memories").getInt64(), kSaves);
   EXPECT_EQ(raw.execAndGet("PRAGMA integrity_check").getString(), "ok");
   other.reset();
@@ -76,15 +83,7 @@ TEST_F(CleanShutdownTest, UsesRecordedByRecallAreInTheDatabaseFileAfterSigterm) 
     EXPECT_EQ((*got)["use_count"], 3) << got->dump();
   }
   ASSERT_EQ(daemon_->stop(), 0) << daemon_->log();
-  const fs::path wal = dbPath + "-wal";
-  if (fs::exists(wal)) {
-    EXPECT_EQ(fs::file_size(wal), 0u) << "memqd stopped cleanly but its WAL still holds frames";
-  }
-  // The database file alone: opened in place, SQLite would also read the uses from a -wal left behind.
-  const fs::path copy = dir_ / "copy";
-  fs::create_directories(copy);
-  fs::copy_file(dbPath, copy / "memory.db");
-  SQLite::Database raw((copy / "memory.db").string(), SQLite::OPEN_READONLY);
+  SQLite::Database raw(databaseFileAlone(dbPath).string(), SQLite::OPEN_READONLY);
   SQLite::Statement q(raw, "SELECT use_count FROM memories WHERE id = ?");
   q.bind(1, id);
   ASSERT_TRUE(q.executeStep());
