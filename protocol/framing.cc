@@ -233,6 +233,9 @@ void FrameDecoder::consume(std::size_t n) {
   if (start_ >= buffer_.size()) {
     buffer_.clear();
     start_ = 0;
+    // One large message (an import part of up to the message limit) must not pin its buffer for the rest of a
+    // connection's life: with thousands of connections that is gigabytes. A small buffer is kept for the next ones.
+    if (buffer_.capacity() > kKeptBufferBytes) buffer_.shrink_to_fit();
   }
 }
 

@@ -55,6 +55,9 @@ class FrameDecoder {
   std::size_t maxMessageBytes() const { return maxMessageBytes_; }
   // Bytes held but not yet returned (for tests of the memory bound).
   std::size_t bufferedBytes() const { return buffer_.size() - start_; }
+  // Bytes the buffer keeps allocated: at most kKeptBufferBytes once every message held was returned.
+  std::size_t bufferCapacity() const { return buffer_.capacity(); }
+  static constexpr std::size_t kKeptBufferBytes = std::size_t{256} << 10;
   // True while a message has begun but has not been returned yet: bytes are held, a Content-Length body is still
   // awaited (even when none of it has arrived), or an over-size message is being skipped. A connection that stays
   // like this too long is stalled (Session's partial-message timeout).

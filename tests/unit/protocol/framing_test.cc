@@ -41,6 +41,25 @@ TEST(FramingNdjson, SingleMessage) {
   EXPECT_EQ(decoder.framing(), Framing::kNdjson);
 }
 
+TEST(FramingNdjson, ALargeMessageDoesNotPinItsBufferOnceReturned) {
+  // A connection that sent one 1 MiB import part and then idles must not hold a megabyte for the rest of its life.
+  FrameDecoder decoder;
+  const std::string big = "{\"jsonrpc\":\"2.0\",\"method\":\"import\",\"params\":{\"jsonl\":\"" +
+                          std::string(1000 * 1000, 'x') + "\"},\"id\":1}\n";
+  // As a socket delivers it: 64 KiB reads.
+  std::vector<Frame> frames;
+  for (size_t at = 0; at < big.size(); at += 65536) {
+    for (Frame& f : feedAll(decoder, std::string_view(big).substr(at, 65536))) frames.push_back(std::move(f));
+  }
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].kind, Kind::kMessage);
+  EXPECT_LE(decoder.bufferCapacity(), FrameDecoder::kKeptBufferBytes);
+  // Small messages after it are framed as before.
+  auto small = feedAll(decoder, "{\"jsonrpc\":\"2.0\",\"method\":\"stats\",\"id\":2}\n");
+  ASSERT_EQ(small.size(), 1u);
+  EXPECT_EQ(small[0].kind, Kind::kMessage);
+}
+
 TEST(FramingNdjson, WaitsForNewline) {
   FrameDecoder decoder;
   EXPECT_TRUE(feedAll(decoder, "{\"a\":1}").empty());
