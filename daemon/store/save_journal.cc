@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <ctime>
+#include <filesystem>
 #include <optional>
 #include <string_view>
 
@@ -183,6 +185,18 @@ Result<SaveJournal::Contents> SaveJournal::read() const {
 Result<SaveJournal::Contents> SaveJournal::recover() {
   auto contents = read();
   if (!contents) return contents;
+  if (contents->recordsAfterDamage > 0) {
+    // Whole records after damage may be acknowledged saves: the file as found is kept beside it before they are cut,
+    // so that they can still be recovered by hand. Refused if the copy cannot be made: nothing is cut then.
+    const std::string copy = path_ + ".damaged-" + std::to_string(::time(nullptr));
+    std::error_code ec;
+    std::filesystem::copy_file(path_, copy, std::filesystem::copy_options::overwrite_existing, ec);
+    if (ec) {
+      return Status::storage("the save journal " + path_ + " is damaged, and a copy of it could not be kept at " + copy +
+                             ": " + ec.message() + "; move it aside to open the database without it");
+    }
+    contents->damagedCopy = copy;
+  }
   if (contents->tornTail) MEMQ_RETURN_IF_ERROR(truncateTo(contents->wholeBytes));
   return contents;
 }

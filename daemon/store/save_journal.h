@@ -47,6 +47,7 @@ class SaveJournal {
     // Whole records found after the first bad one: damage inside the file, not a torn append. They are not among
     // `records` (what follows damage is not trusted), and recover() cuts them with it.
     size_t recordsAfterDamage = 0;
+    std::string damagedCopy;  // recover(): where the file as found was kept when records followed damage
   };
 
   // Opens (creating, mode 0600) the journal at `path` without changing its contents, and locks it (flock) for this
@@ -66,6 +67,7 @@ class SaveJournal {
   Result<Contents> read() const;
   // read(), then the bytes after the last whole record cut from the file (Contents says how many, and whether whole
   // records were among them), so that the next record follows a whole one. Before the first append of an owner.
+  // When whole records follow damage, the file as found is first copied to `<path>.damaged-<unix time>`.
   Result<Contents> recover();
   // Appends one record (at most kMaxRecordBytes). On failure the file is cut back to where it was; if even that
   // fails, the next record is written over what the failed one left, so no partial record precedes later ones.

@@ -124,8 +124,10 @@ void SavePipeline::logCutTail(const std::string& path, uint64_t foundBytes, cons
   // Not a torn append (nothing is written after one): the file was damaged, and saves after the damage may have been
   // acknowledged. They cannot be told from the damage, so they are not replayed; this says they are gone.
   spdlog::error("memq: the save journal {} is damaged at byte {}: the record there is not whole, and {} whole records "
-                "follow it, which are not replayed; cut the {} bytes from byte {} on",
-                path, contents.wholeBytes, contents.recordsAfterDamage, cut, contents.wholeBytes);
+                "follow it, which are not replayed; cut the {} bytes from byte {} on, after keeping the file as found "
+                "at {}",
+                path, contents.wholeBytes, contents.recordsAfterDamage, cut, contents.wholeBytes,
+                contents.damagedCopy);
 }
 
 std::optional<std::string> SavePipeline::unappliedSavesWarning(const std::string& scope) const {

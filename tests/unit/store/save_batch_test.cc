@@ -182,6 +182,10 @@ TEST(SaveJournalTest, WholeRecordsAfterDamageAreCountedBeforeTheyAreCut) {
   EXPECT_EQ(c->wholeBytes, secondRecordAt);
   EXPECT_EQ(c->recordsAfterDamage, 2u);  // what the error logged at open names
   EXPECT_EQ(fs::file_size(path), secondRecordAt);
+  // The file as found is kept beside it, so that the whole records after the damage can be recovered by hand.
+  ASSERT_FALSE(c->damagedCopy.empty());
+  EXPECT_EQ(fs::path(c->damagedCopy).parent_path(), dir);
+  EXPECT_EQ(fs::file_size(c->damagedCopy), 16u + 4 * 12 + 9 + 9 + 11 + 10);
   fs::remove_all(dir);
 }
 
