@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <fstream>
 
@@ -37,7 +38,22 @@ bool localFileSystem(const std::string& path) {
 constexpr uint32_t kMask =
     IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW;
 
+// The directories every watch of this process holds: the budget is the process's, not one watch's, so that many
+// projects open at once cannot take the user's inotify watches from editors and build tools between them.
+std::atomic<size_t> gDirectoriesWatched{0};
+
+bool reserveDirectories(size_t n) {
+  const size_t budget = DirectoryWatch::directoryBudget();
+  size_t now = gDirectoriesWatched.load();
+  do {
+    if (now + n > budget) return false;
+  } while (!gDirectoriesWatched.compare_exchange_weak(now, now + n));
+  return true;
+}
+
 }  // namespace
+
+size_t DirectoryWatch::directoriesWatched() { return gDirectoriesWatched.load(); }
 
 size_t DirectoryWatch::directoryBudget() {
   size_t limit = 8192;  // the kernels' default before it grew with memory
@@ -47,12 +63,15 @@ size_t DirectoryWatch::directoryBudget() {
 }
 
 std::unique_ptr<DirectoryWatch> DirectoryWatch::open(const std::vector<std::string>& directories) {
-  if (directories.empty() || directories.size() > directoryBudget() || !localFileSystem(directories.front())) {
+  if (directories.empty() || !localFileSystem(directories.front()) || !reserveDirectories(directories.size())) {
     return nullptr;
   }
   const int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-  if (fd < 0) return nullptr;  // EMFILE: the user's instances (fs.inotify.max_user_instances) are taken
-  std::unique_ptr<DirectoryWatch> watch(new DirectoryWatch(fd));
+  if (fd < 0) {  // EMFILE: the user's instances (fs.inotify.max_user_instances) are taken
+    gDirectoriesWatched -= directories.size();
+    return nullptr;
+  }
+  std::unique_ptr<DirectoryWatch> watch(new DirectoryWatch(fd, directories.size()));
   if (!watch->watchAll(directories)) return nullptr;
   return watch;
 }
@@ -67,7 +86,10 @@ bool DirectoryWatch::watchAll(const std::vector<std::string>& directories) {
   return true;
 }
 
-DirectoryWatch::~DirectoryWatch() { ::close(fd_); }
+DirectoryWatch::~DirectoryWatch() {
+  ::close(fd_);
+  gDirectoriesWatched -= reserved_;
+}
 
 DirectoryWatch::Queue DirectoryWatch::takeEvents() {
   // Any event at all is a change (IN_Q_OVERFLOW and IN_IGNORED included); what it was does not matter.
@@ -89,6 +111,12 @@ bool DirectoryWatch::rearm(const std::vector<std::string>& directories) {
   while ((queue = takeEvents()) == Queue::kEvents) {
   }
   if (queue == Queue::kFailed) return false;
+  if (directories.size() > reserved_) {
+    if (!reserveDirectories(directories.size() - reserved_)) return false;
+  } else {
+    gDirectoriesWatched -= reserved_ - directories.size();
+  }
+  reserved_ = directories.size();
   changed_ = false;
   // Adding a watch on a directory watched already only renews it; a directory made (or replaced) since is new.
   return watchAll(directories);

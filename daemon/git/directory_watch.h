@@ -17,15 +17,17 @@ namespace memq {
 
 class DirectoryWatch {
  public:
-  // At most this many directories are watched, and at most an eighth of the user's limit
-  // (fs.inotify.max_user_watches), which editors and other tools share.
+  // At most this many directories are watched by all the watches of the process together, and at most an eighth of
+  // the user's limit (fs.inotify.max_user_watches), which editors and other tools share.
   static constexpr size_t kMaxDirectories = 4096;
   static size_t directoryBudget();
+  // The directories the process's watches hold now.
+  static size_t directoriesWatched();
 
   // A watch over `directories` (absolute paths, the first the top of the tree, which must be there). A directory
   // below it that is not there (or not a directory) is left out: its creation shows in a watched parent. Null when
   // the top is missing or not on a local file system, inotify is unavailable, a watch cannot be added (the user's
-  // limit), or there are more directories than directoryBudget().
+  // limit), or the process's watches would then hold more directories than directoryBudget().
   static std::unique_ptr<DirectoryWatch> open(const std::vector<std::string>& directories);
   ~DirectoryWatch();
   DirectoryWatch(const DirectoryWatch&) = delete;
@@ -42,12 +44,13 @@ class DirectoryWatch {
  private:
   enum class Queue { kEmpty, kEvents, kFailed };
 
-  explicit DirectoryWatch(int fd) : fd_(fd) {}
+  DirectoryWatch(int fd, size_t reserved) : fd_(fd), reserved_(reserved) {}
   bool watchAll(const std::vector<std::string>& directories);
   // Takes what is queued, up to a buffer's worth.
   Queue takeEvents();
 
   int fd_;
+  size_t reserved_;  // of the process's budget (directoryBudget), given back when the watch goes
   bool changed_ = false;
 };
 

@@ -54,5 +54,27 @@ TEST(DirectoryWatchTest, NoWatchWhereItCouldMissAChange) {
   EXPECT_EQ(DirectoryWatch::open(tooMany), nullptr);
 }
 
+TEST(DirectoryWatchTest, TheBudgetIsTheProcesssNotOneWatchs) {
+  // Many projects watched at once must not take more of the user's inotify watches than one may.
+  TempDir tmp;
+  const size_t budget = DirectoryWatch::directoryBudget();
+  ASSERT_EQ(DirectoryWatch::directoriesWatched(), 0u);
+  auto most = DirectoryWatch::open(std::vector<std::string>(budget - 1, tmp.path()));
+  ASSERT_NE(most, nullptr);
+  EXPECT_EQ(DirectoryWatch::directoriesWatched(), budget - 1);
+  EXPECT_EQ(DirectoryWatch::open({tmp.path(), tmp.path()}), nullptr) << "past the process's budget";
+  auto last = DirectoryWatch::open({tmp.path()});
+  ASSERT_NE(last, nullptr);
+  // A watch armed again over more directories takes them from the budget too, and gives back what it drops.
+  EXPECT_FALSE(last->rearm({tmp.path(), tmp.path()}));
+  most.reset();
+  EXPECT_EQ(DirectoryWatch::directoriesWatched(), 1u);
+  auto next = DirectoryWatch::open({tmp.path(), tmp.path()});
+  EXPECT_NE(next, nullptr);
+  next.reset();
+  last.reset();
+  EXPECT_EQ(DirectoryWatch::directoriesWatched(), 0u);
+}
+
 }  // namespace
 }  // namespace memq
