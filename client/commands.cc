@@ -736,20 +736,15 @@ int cmdDaemon(Context& ctx, const std::vector<std::string>& words) {
       return kExitOk;
     };
     if (RpcClient::connect(socket, std::chrono::milliseconds(500))) return alreadyRunning();
-    // The lock the autostarting clients take (DaemonLink::open): with it, a client that found no daemon at the same
-    // moment either starts memqd before this looks again, or waits and finds the one started here.
-    StartLock lock(socket, std::chrono::seconds(5));
-    if (RpcClient::connect(socket, std::chrono::milliseconds(500))) return alreadyRunning();
-    Status st = startDaemon(socket);
-    if (!st) {
-      // A memqd started without the lock (another memq version, a script) won the race and ours refused to start
-      // ("another memqd is already serving"), or it has bound the socket and listens in a moment: one runs, as asked.
-      if (std::filesystem::exists(socket) && connectWithBackoff(socket, std::chrono::seconds(5))) {
-        return alreadyRunning();
-      }
-      std::cerr << "memq: " << terminalText(st.message()) << "\n";
+    // As the autostarting clients do (DaemonLink::open): a client that found no daemon at the same moment either
+    // starts memqd before this looks again, or waits and finds the one started here; whichever started it, one runs.
+    bool startedHere = false;
+    auto reached = startOrJoin(socket, [] { return std::chrono::milliseconds(5000); }, &startedHere);
+    if (!reached) {
+      std::cerr << "memq: " << terminalText(reached.status().message()) << "\n";
       return kExitUnreachable;
     }
+    if (!startedHere) return alreadyRunning();
     if (!ctx.options.json) std::cout << "memqd started on " << socket << "\n";
     return kExitOk;
   };

@@ -111,6 +111,25 @@ Result<RpcClient> connectWithBackoff(const std::string& socketPath, std::chrono:
   }
 }
 
+Result<RpcClient> startOrJoin(const std::string& socketPath, const std::function<std::chrono::milliseconds()>& step,
+                              bool* startedHere) {
+  StartLock lock(socketPath, step());
+  auto c = RpcClient::connect(socketPath, step());
+  if (c || !isConnectError(c.status())) return c;
+  Status started = startDaemon(socketPath, step());
+  if (started) {
+    if (startedHere) *startedHere = true;
+    return RpcClient::connect(socketPath, step());
+  }
+  if (std::filesystem::exists(socketPath)) {
+    // A memqd started some other way won the race: ours refused to start ("another memqd is already serving") or
+    // the socket is bound but not yet listening. Connect to the winner.
+    if (auto winner = connectWithBackoff(socketPath, step())) return winner;
+  }
+  return Status(ErrorCode::kInternalError, started.message(),
+                nlohmann::json{{"transport", "connect"}, {"socket", socketPath}});
+}
+
 Result<DaemonLink> DaemonLink::open(const GlobalOptions& options, bool autostart, std::chrono::milliseconds timeout,
                                     std::optional<std::chrono::steady_clock::time_point> deadline) {
   // The time a step may take: `usual`, cut to what is left before the deadline (at least 1 ms).
@@ -124,22 +143,7 @@ Result<DaemonLink> DaemonLink::open(const GlobalOptions& options, bool autostart
   if (!c && isConnectError(c.status()) && autostart) {
     // Clients that find no daemon at the same moment (two agent tabs, an MCP server and a hook) take turns: the
     // first starts memqd, the others find it answering once they hold the lock.
-    StartLock lock(socket, bounded(timeout));
-    c = RpcClient::connect(socket, bounded(timeout));
-    if (!c && isConnectError(c.status())) {
-      Status started = startDaemon(socket, bounded(timeout));
-      if (started) {
-        c = RpcClient::connect(socket, bounded(timeout));
-      } else if (std::filesystem::exists(socket)) {
-        // A memqd started some other way (another memq version, a script) won the race: ours refused to start
-        // ("another memqd is already serving") or the socket is bound but not yet listening. Connect to the winner.
-        c = connectWithBackoff(socket, bounded(timeout));
-      }
-      if (!c && !started) {
-        return Status(ErrorCode::kInternalError, started.message(),
-                      nlohmann::json{{"transport", "connect"}, {"socket", socket}});
-      }
-    }
+    c = startOrJoin(socket, [&] { return bounded(timeout); });
   }
   if (!c) return c.status();
   nlohmann::json init = {{"client_name", options.clientName}, {"client_version", "0.1.0"}, {"source", options.source}};

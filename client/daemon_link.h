@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -46,6 +47,12 @@ class StartLock {
 // Connects to `socketPath`, retrying while nobody listens yet (10 ms, doubling to 200 ms between tries) until
 // `timeout` has passed: the client that lost the race to start memqd waits here for the one that won.
 Result<RpcClient> connectWithBackoff(const std::string& socketPath, std::chrono::milliseconds timeout);
+
+// For a client that found no memqd on `socketPath`: takes turns with the others that found none (StartLock), looks
+// again, and starts memqd if still none answers; a memqd started some other way that won the race (another memq
+// version, a script) is connected to. `step` gives each step's time. *startedHere says whether this call started it.
+Result<RpcClient> startOrJoin(const std::string& socketPath, const std::function<std::chrono::milliseconds()>& step,
+                              bool* startedHere = nullptr);
 
 class DaemonLink {
  public:
