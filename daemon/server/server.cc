@@ -13,6 +13,7 @@
 
 #include "daemon/embed/vector_index.h"
 #include "daemon/server/process_memory.h"
+#include "daemon/server/request_params.h"
 #include "daemon/server/session.h"
 #include "daemon/server/version.h"
 #include "daemon/service/anchor_rebase.h"
@@ -227,12 +228,27 @@ std::string_view methodNamed(std::string_view message) {
   return message.substr(i + 1, end - i - 1);
 }
 
+// A method short enough to answer on the I/O thread, and the scopes its request resolves.
+struct QuickMethod {
+  std::string_view name;
+  Service::ScopeUse scopes;
+};
+
 // Methods short enough to answer on the I/O thread: reads of a few rows, recall, hints, and a save (journalled and
 // answered from memory). Nothing that can run long (list pages, export, import, reviews, repository walks).
-bool isQuickMethod(std::string_view method) {
-  static constexpr std::string_view kQuick[] = {"memory/get",     "memory/recall", "memory/search", "memory/save",
-                                                "hints/for_tool", "hints/turn",    "daemon/status", "initialize"};
-  return std::find(std::begin(kQuick), std::end(kQuick), method) != std::end(kQuick);
+constexpr QuickMethod kQuickMethods[] = {
+    {"memory/get", Service::ScopeUse::kRead},     {"memory/recall", Service::ScopeUse::kRead},
+    {"memory/search", Service::ScopeUse::kRead},  {"memory/save", Service::ScopeUse::kWrite},
+    {"hints/for_tool", Service::ScopeUse::kRead}, {"hints/turn", Service::ScopeUse::kNone},
+    {"daemon/status", Service::ScopeUse::kNone},  {"initialize", Service::ScopeUse::kLocation},
+};
+
+// The quick method `method` names; nullptr for any other.
+const QuickMethod* quickMethod(std::string_view method) {
+  for (const QuickMethod& quick : kQuickMethods) {
+    if (quick.name == method) return &quick;
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -263,7 +279,7 @@ void Server::submit(std::shared_ptr<Session> session, std::string message) {
     });
     return;
   }
-  if (std::optional<Envelope> quick = answeredInline(message)) {
+  if (std::optional<Envelope> quick = answeredInline(session->client(), message)) {
     ++answeredInline_;
     // Not after a save: the save applier thread takes the other core now, and a poll would keep it from the client.
     const bool save = quick->items[0].call->method == "memory/save";
@@ -278,7 +294,7 @@ void Server::submit(std::shared_ptr<Session> session, std::string message) {
   });
 }
 
-std::optional<Envelope> Server::answeredInline(std::string_view message) const {
+std::optional<Envelope> Server::answeredInline(ClientState& client, std::string_view message) const {
   // A worker hand-off costs the round trip a thread wake-up (a futex, a context switch, on a virtual machine an
   // interrupt to the other core): for a get that is most of memqd's share of it. So a quick request is answered on
   // the I/O thread itself, but only while nothing else runs: it is the only message in flight (counted in submit),
@@ -286,10 +302,20 @@ std::optional<Envelope> Server::answeredInline(std::string_view message) const {
   // I/O thread, and the request cannot wait behind a scope lock another request holds.
   // The message's text is searched for its method only then, and only a message that looks quick is parsed here:
   // the parse decides, so a batch, or a method named twice or in escapes, still goes to a worker.
-  if (!nothingElseRuns(1) || !isQuickMethod(methodNamed(message))) return std::nullopt;
+  if (!nothingElseRuns(1) || quickMethod(methodNamed(message)) == nullptr) return std::nullopt;
   Envelope envelope = parseEnvelope(message);
-  if (envelope.batch || !envelope.items[0].call || !isQuickMethod(envelope.items[0].call->method)) {
-    return std::nullopt;  // a worker parses it again: rare, and never a request that is answered quickly
+  const QuickMethod* quick =
+      envelope.batch || !envelope.items[0].call ? nullptr : quickMethod(envelope.items[0].call->method);
+  if (quick == nullptr) return std::nullopt;  // a worker parses it again: rare, and never a request answered quickly
+  // A request whose scope is not open yet (the first after memqd started, or after the scope was closed idle) goes
+  // to a worker: opening a large database takes seconds, and on this thread no other connection would be read
+  // meanwhile. Its params are read as the dispatcher reads them; any it cannot read send the request to a worker.
+  if (quick->scopes != Service::ScopeUse::kNone) {
+    static const nlohmann::json kNoParams = nlohmann::json::object();
+    const nlohmann::json& params = envelope.items[0].call->params;
+    if (!params.is_null() && !params.is_object()) return std::nullopt;
+    auto common = readCommonParams(params.is_null() ? kNoParams : params);
+    if (!common || !service_.scopesOpenFor(client, *common, quick->scopes)) return std::nullopt;
   }
   return envelope;
 }

@@ -62,7 +62,8 @@ class Server {
   // --- for sessions (I/O thread) ---
   asio::io_context& io() { return io_; }
   // Runs one message on a worker and calls `done(reply)` back on the I/O thread.
-  // Quick requests are answered on the calling (I/O) thread itself while nothing else runs (answeredInline).
+  // Quick requests are answered on the calling (I/O) thread itself while nothing else runs and their scopes are
+  // open (answeredInline).
   void submit(std::shared_ptr<Session> session, std::string message);
   void sessionClosed(Session* session);
   const std::string& socketPath() const { return options_.socketPath; }
@@ -87,8 +88,9 @@ class Server {
   // Runs a job of memqd's own (commits, checkpoints, closing idle scopes) on a worker, counted in backgroundJobs_.
   void postBackgroundJob(std::function<void()> job);
   // The message (counted in inFlight_ already), parsed, when it is one call of a quick method that the I/O thread
-  // answers itself instead of a worker; nullopt when a worker answers it.
-  std::optional<Envelope> answeredInline(std::string_view message) const;
+  // answers itself instead of a worker, every scope it uses being open on `client`'s terms already
+  // (Service::scopesOpenFor); nullopt when a worker answers it.
+  std::optional<Envelope> answeredInline(ClientState& client, std::string_view message) const;
   // Whether memqd has nothing to do but the `messagesInFlight` messages it counts: no job queued or running, no
   // broadcast pending, no shutdown draining. Then the I/O thread may answer a request itself, or poll for the next.
   bool nothingElseRuns(size_t messagesInFlight) const;

@@ -1,4 +1,5 @@
-// Lazy opening and idle closing of scope databases, and per-root repository signals; see scope_registry.h.
+// Lazy opening (outside the registry's lock, one open per file) and idle closing of scope databases, and per-root
+// repository signals; see scope_registry.h.
 #include "daemon/service/scope_registry.h"
 
 #include <spdlog/spdlog.h>
@@ -52,10 +53,9 @@ bool ScopeRegistry::forgetIfMoved(std::shared_ptr<ScopeDatabase> db) {
   return true;
 }
 
-Result<std::shared_ptr<ScopeDatabase>> ScopeRegistry::openDatabase(ScopeKind kind, const std::string& path,
-                                                                   const std::string& root) {
-  auto it = databases_.find(path);
-  if (it != databases_.end() && !forgetIfMoved(it->second)) return it->second;
+Result<std::shared_ptr<ScopeDatabase>> ScopeRegistry::openStore(ScopeKind kind, const std::string& path,
+                                                                 const std::string& root) const {
+  if (options_.beforeOpen) options_.beforeOpen(path);
   const std::string name = toString(kind);  // the store stamps it on every record it returns
   StoreOptions so;
   so.path = path;
@@ -74,9 +74,8 @@ Result<std::shared_ptr<ScopeDatabase>> ScopeRegistry::openDatabase(ScopeKind kin
   auto db = std::make_shared<ScopeDatabase>();
   db->path = path;
   db->storePtr = std::move(*store);
-  databases_[path] = db;
   spdlog::info("opened {} scope {}", name, path);
-  // Not shared yet: no other thread can reach the store before this function returns.
+  // Not shared yet: no other thread can reach the store before the caller publishes it.
   if (db->storePtr->replayedSaves() > 0) {
     spdlog::info("applied {} saves from the save journal of {}", db->storePtr->replayedSaves(), path);
   }
@@ -92,15 +91,64 @@ Result<std::shared_ptr<ScopeDatabase>> ScopeRegistry::openDatabase(ScopeKind kin
   return db;
 }
 
+Result<std::shared_ptr<ScopeDatabase>> ScopeRegistry::database(ScopeKind kind, const std::string& path,
+                                                                const std::string& root) {
+  MutexLock lock(mutex_);
+  if (auto it = databases_.find(path); it != databases_.end() && !forgetIfMoved(it->second)) return it->second;
+  if (auto it = opening_.find(path); it != opening_.end()) {
+    // Another request is opening this very file: its store is this request's too (a second one on the file would
+    // only follow the first, read-only). Waiting gives mutex_ back, so other scopes are served meanwhile.
+    std::shared_ptr<PendingOpen> pending = it->second;
+    if (options_.waitingForOpen) {
+      lock.unlock();
+      options_.waitingForOpen(path);
+      lock.lock();
+    }
+    while (!pending->outcome.has_value()) pending->finished.wait(mutex_);
+    return *pending->outcome;
+  }
+  auto pending = std::make_shared<PendingOpen>();
+  opening_[path] = pending;
+  lock.unlock();
+  // Loading a large database takes seconds: without mutex_, so that requests for the scopes open already, and
+  // every other registry call, go on meanwhile.
+  // The pending entry is resolved whatever happens, or every later request for the scope would wait for ever.
+  auto thrown = [&](const std::string& what) -> Status {
+    spdlog::error("cannot open {} scope at {}: {}", toString(kind), path, what);
+    return Status(ErrorCode::kStorageError, "cannot open database " + path + ": " + what,
+                  nlohmann::json{{"scope", toString(kind)}, {"path", path}});
+  };
+  Result<std::shared_ptr<ScopeDatabase>> opened = Status::internal("unreached");
+  try {
+    opened = openStore(kind, path, root);
+  } catch (const std::exception& e) {
+    opened = thrown(e.what());
+  } catch (...) {
+    opened = thrown("unknown exception");
+  }
+  lock.lock();
+  // Nothing else takes the entry out: the path was neither open nor being opened when this request put it there.
+  if (auto it = opening_.find(path); it != opening_.end() && it->second == pending) opening_.erase(it);
+  // A failed open is not remembered: the next request for the scope tries again.
+  if (opened) databases_[path] = *opened;
+  pending->outcome = opened;
+  pending->finished.notifyAll();
+  return opened;
+}
+
 Result<std::shared_ptr<Scope>> ScopeRegistry::openScope(const std::string& key, ScopeKind kind,
                                                         const std::string& dbPath, const ProjectLocation* location) {
-  auto it = scopes_.find(key);
-  if (it != scopes_.end()) {
-    it->second->lastUsed = std::chrono::steady_clock::now();
-    return it->second;
+  {
+    MutexLock lock(mutex_);
+    if (auto it = scopes_.find(key); it != scopes_.end()) {
+      it->second->lastUsed = std::chrono::steady_clock::now();
+      return it->second;
+    }
   }
-  auto db = openDatabase(kind, dbPath, location ? location->root : "");
+  auto db = database(kind, dbPath, location ? location->root : "");
   if (!db) return db.status();
+  // Built without mutex_: the repository signals and the line carrier open the work tree's repository (libgit2).
+  // Two first requests for one root may both build one; the first published is kept.
   auto scope = std::make_shared<Scope>();
   scope->kind = kind;
   scope->db = std::move(*db);
@@ -115,13 +163,21 @@ Result<std::shared_ptr<Scope>> ScopeRegistry::openScope(const std::string& key, 
     if (!scope->carrier) scope->carrier = std::make_shared<LineCarrier>(RepositoryPtr());
   }
   scope->lastUsed = std::chrono::steady_clock::now();
-  scopes_[key] = scope;
-  return scope;
+  std::shared_ptr<Scope> published;
+  {
+    MutexLock lock(mutex_);
+    auto [it, inserted] = scopes_.try_emplace(key, scope);
+    if (!inserted) it->second->lastUsed = scope->lastUsed;
+    published = it->second;
+  }
+  return published;  // a Scope built here and not published is let go after mutex_ (its repository closes)
 }
 
 Result<std::shared_ptr<Scope>> ScopeRegistry::global() {
-  MutexLock lock(mutex_);
-  if (auto it = scopes_.find(""); it != scopes_.end()) (void)forgetIfMoved(it->second->db);
+  {
+    MutexLock lock(mutex_);
+    if (auto it = scopes_.find(""); it != scopes_.end()) (void)forgetIfMoved(it->second->db);
+  }
   return openScope("", ScopeKind::kGlobal, options_.dataDir + "/global.db", nullptr);
 }
 
@@ -145,12 +201,34 @@ Result<std::shared_ptr<Scope>> ScopeRegistry::project(const std::string& dir) {
   for (bool relocated = false;; relocated = true) {
     auto loc = locate(dir);
     if (!loc) return loc.status();
-    MutexLock lock(mutex_);
-    auto it = scopes_.find(loc->root);
+    bool forgotten = false;
+    {
+      MutexLock lock(mutex_);
+      auto it = scopes_.find(loc->root);
+      forgotten = !relocated && it != scopes_.end() && forgetIfMoved(it->second->db);
+    }
     // Once forgotten, the project is located again (its location was forgotten with it) and opened afresh.
-    if (!relocated && it != scopes_.end() && forgetIfMoved(it->second->db)) continue;
+    if (forgotten) continue;
     return openScope(loc->root, ScopeKind::kProject, loc->dbPath, &*loc);
   }
+}
+
+bool ScopeRegistry::isLocated(const std::string& dir) {
+  MutexLock lock(mutex_);
+  return locations_.count(dir) != 0;
+}
+
+bool ScopeRegistry::globalIsOpen() {
+  MutexLock lock(mutex_);
+  // A Scope holds its open database; the check of its files in place is the request's own (global()).
+  return scopes_.count("") != 0;
+}
+
+bool ScopeRegistry::projectIsOpen(const std::string& dir) {
+  MutexLock lock(mutex_);
+  auto loc = locations_.find(dir);
+  if (loc == locations_.end()) return false;
+  return scopes_.count(loc->second.root) != 0 && opening_.count(loc->second.dbPath) == 0;
 }
 
 size_t ScopeRegistry::closeIdle(std::chrono::steady_clock::duration idle) {

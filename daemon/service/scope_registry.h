@@ -1,5 +1,7 @@
 // ScopeRegistry: the open databases — the global one and one per project — shared by every connection, opened
 // lazily on first use and closed when idle (docs/design.md §4); and, per project root, that work tree's repository signals.
+// A database is opened (and a Scope built) outside the registry's lock: opening a large one takes seconds (its vectors,
+// text index and save journal are loaded), and requests for the scopes already open must not wait for it meanwhile.
 // ScopeDatabase: one database file with its lock. Every call into its store (and a repository's use by recall)
 // happens while holding its mutex; that is what serialises writes per database.
 // Scope: a scope as one project root sees it. Linked git worktrees of one repository share one database (it lives in
@@ -13,7 +15,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "daemon/anchors/line_carrier.h"
 #include "daemon/embed/embedder.h"
@@ -83,41 +87,73 @@ struct ScopeRegistryOptions {
   const Embedder* embedder = nullptr;
   RepoSignalsFactory repoFactory;  // may be empty: no repository signals
   int saveBatch = 1;  // StoreOptions::saveBatch of every database opened
+  // For tests, may be empty: called without the registry's lock, on the requesting thread, right before a database
+  // is opened (beforeOpen), and when a request is about to wait for another request's open of the database it
+  // needs (waitingForOpen). A test blocks in beforeOpen to hold an open in progress.
+  std::function<void(const std::string& dbPath)> beforeOpen;
+  std::function<void(const std::string& dbPath)> waitingForOpen;
 };
 
 class ScopeRegistry {
  public:
   explicit ScopeRegistry(ScopeRegistryOptions options);
 
-  Result<std::shared_ptr<Scope>> global();
+  // A scope whose database another request is opening waits for that open and gets its outcome (one file is
+  // never opened twice: a second store on it would be a read-only follower of the first); requests for other
+  // scopes go on meanwhile. A failed open is reported to every request that waited for it, and the next request
+  // tries again.
+  Result<std::shared_ptr<Scope>> global() EXCLUDES(mutex_);
   // `dir` is any directory inside the project; the root is resolved per docs/design.md §4.
   // Both check that the database's files are still the ones at their paths (MemoryStore::checkFilesInPlace): a
   // project deleted and created again at the same path (a re-clone) gets the file now there, never the removed one.
-  Result<std::shared_ptr<Scope>> project(const std::string& dir);
-  Result<ProjectLocation> locate(const std::string& dir);
+  Result<std::shared_ptr<Scope>> project(const std::string& dir) EXCLUDES(mutex_);
+  Result<ProjectLocation> locate(const std::string& dir) EXCLUDES(mutex_);
+
+  // Whether a request could use these without locating a project or opening a database: `dir`'s location is known
+  // (locate found it before); the global scope is open; the project of `dir` is located and its root's scope open.
+  // Never blocks on anything but the registry's lock, which no open holds: for the server's choice of thread.
+  bool isLocated(const std::string& dir) EXCLUDES(mutex_);
+  bool globalIsOpen() EXCLUDES(mutex_);
+  bool projectIsOpen(const std::string& dir) EXCLUDES(mutex_);
 
   // Forgets scopes nobody holds and nobody used for `idle`, and closes the databases no remaining scope holds.
-  // Returns how many databases were closed.
-  size_t closeIdle(std::chrono::steady_clock::duration idle);
-  // The paths of the open databases (one per repository, however many of its worktrees are in use).
-  std::vector<std::string> openScopePaths();
+  // A database being opened is not open yet: it is never closed here. Returns how many databases were closed.
+  size_t closeIdle(std::chrono::steady_clock::duration idle) EXCLUDES(mutex_);
+  // The paths of the open databases (one per repository, however many of its worktrees are in use); not those
+  // being opened.
+  std::vector<std::string> openScopePaths() EXCLUDES(mutex_);
   // Those of them another process holds (MemoryStore::writesElsewhere): read here, never written.
-  std::vector<std::string> readOnlyScopePaths();
+  std::vector<std::string> readOnlyScopePaths() EXCLUDES(mutex_);
   // The project scopes open now (for background work on them, such as re-basing anchors to HEAD).
-  std::vector<std::shared_ptr<Scope>> projectScopes();
+  std::vector<std::shared_ptr<Scope>> projectScopes() EXCLUDES(mutex_);
   // Copies each open scope's WAL back into its database (saves never pay for that themselves); a scope whose lock
   // is held (a long call in progress) is left for the next time.
-  void checkpointAll();
+  void checkpointAll() EXCLUDES(mutex_);
   // Commits the saves each open database holds in a batch (see StoreOptions::saveBatch) once its last save is
   // `idle` old. Returns how many databases still hold a younger batch. A failed commit is logged; the next write to
   // that database tries again first.
-  size_t commitPendingSaves(std::chrono::milliseconds idle);
+  size_t commitPendingSaves(std::chrono::milliseconds idle) EXCLUDES(mutex_);
 
  private:
-  Result<std::shared_ptr<ScopeDatabase>> openDatabase(ScopeKind kind, const std::string& path,
-                                                      const std::string& root) REQUIRES(mutex_);
+  // One database being opened by the request that found it neither open nor being opened; the requests that need
+  // it meanwhile wait for `finished` (with mutex_) until `outcome` is set. Its fields are guarded by mutex_.
+  struct PendingOpen {
+    CondVar finished;
+    std::optional<Result<std::shared_ptr<ScopeDatabase>>> outcome;
+  };
+  // The open database at `path`: the one open already (unless its files moved: forgetIfMoved), the outcome of
+  // another request's open in progress, or this request's own open, made without mutex_ and then published.
+  Result<std::shared_ptr<ScopeDatabase>> database(ScopeKind kind, const std::string& path, const std::string& root)
+      EXCLUDES(mutex_);
+  // Opens the store at `path` and logs what it found; touches nothing of the registry but its options (set at
+  // construction), so it runs without mutex_.
+  Result<std::shared_ptr<ScopeDatabase>> openStore(ScopeKind kind, const std::string& path,
+                                                   const std::string& root) const;
+  // The scope `key` (a project root, "" for global): the one in scopes_, or one built on its database, without
+  // mutex_ (the repository signals and line carrier open the repository), then published unless another request
+  // published one for `key` first (that one is kept and returned).
   Result<std::shared_ptr<Scope>> openScope(const std::string& key, ScopeKind kind, const std::string& dbPath,
-                                           const ProjectLocation* location) REQUIRES(mutex_);
+                                           const ProjectLocation* location) EXCLUDES(mutex_);
   // Takes db's mutex after mutex_. When db's files are no longer at their paths: retires its
   // store (MemoryStore::retire, logged) and forgets it, every scope on it and their roots' locations, so that the
   // caller opens what is at the path now. Returns whether it did. `db` by value: the maps it is erased from may hold
@@ -127,6 +163,9 @@ class ScopeRegistry {
   ScopeRegistryOptions options_;
   Mutex mutex_;
   std::map<std::string, std::shared_ptr<ScopeDatabase>> databases_ GUARDED_BY(mutex_);  // key: database path
+  // The databases being opened, none of them in databases_ (key: database path). An entry is erased, and its
+  // outcome set, by the request that opens it, whether the open succeeded or failed.
+  std::map<std::string, std::shared_ptr<PendingOpen>> opening_ GUARDED_BY(mutex_);
   std::map<std::string, std::shared_ptr<Scope>> scopes_ GUARDED_BY(mutex_);  // key: project root ("" for global)
   std::map<std::string, ProjectLocation> locations_ GUARDED_BY(mutex_);      // key: directory asked for
 };

@@ -328,6 +328,47 @@ Result<std::shared_ptr<Scope>> Service::projectScope(const CallContext& ctx) {
   return registry_.project(ctx.projectRoot);
 }
 
+bool Service::scopesOpenFor(ClientState& client, const CommonParams& params, ScopeUse use) {
+  if (use == ScopeUse::kNone) return true;
+  if (use == ScopeUse::kLocation) {
+    // initialize locates the root it names, or the connection's (it opens no scope).
+    std::string root;
+    if (params.projectRoot) {
+      root = *params.projectRoot;
+    } else {
+      MutexLock lock(client.mutex);
+      root = client.projectRoot;
+    }
+    return root.empty() || registry_.isLocated(root);
+  }
+  auto ctx = context(client, params);
+  if (!ctx) return false;
+  // Every method below normalises its files against the project's root, located even when no project scope is read.
+  if (!ctx->projectRoot.empty() && !registry_.isLocated(ctx->projectRoot)) return false;
+  if (ctx->scopeOverride == ScopeKind::kTeam) return false;
+  // What readScopes and writeScope resolve, asked of the registry instead of opened; a request they refuse (no
+  // project, a scope not readable here) opens nothing and is answered at once.
+  bool project = false;
+  bool global = false;
+  if (use == ScopeUse::kWrite) {
+    if (ctx->writeScope == WriteScope::kNone) return true;
+    const ScopeKind narrowed = ctx->writeScope == WriteScope::kGlobal ? ScopeKind::kGlobal : ScopeKind::kProject;
+    global = ctx->scopeOverride.value_or(narrowed) == ScopeKind::kGlobal;
+    project = !global;
+  } else {
+    ReadScope r = ctx->readScope;
+    if (ctx->scopeOverride) {
+      const ReadScope wanted = readScopeOf(*ctx->scopeOverride);
+      if (!narrows(r, wanted)) return true;
+      r = wanted;
+    }
+    project = r == ReadScope::kProject || (r == ReadScope::kAll && !ctx->projectRoot.empty());
+    global = r == ReadScope::kGlobal || r == ReadScope::kAll;
+  }
+  if (project && !ctx->projectRoot.empty() && !registry_.projectIsOpen(ctx->projectRoot)) return false;
+  return !global || registry_.globalIsOpen();
+}
+
 Result<std::vector<std::shared_ptr<Scope>>> Service::readScopes(const CallContext& ctx) {
   std::vector<std::shared_ptr<Scope>> out;
   ReadScope r = ctx.readScope;

@@ -5,7 +5,8 @@
 // Its members are defined by concern: service.cc (context, initialize, tabs, scope resolution, hints),
 // memory_operations.cc (memory/*), team_operations.cc (the team scope's saves, state changes and team/*), repo_review.cc (repo/*, review/*, audit/list, stats), transfer.cc (export,
 // import).
-// Thread-safety: thread-safe; blocking (SQLite, libgit2, embedding). Never call it on an I/O thread.
+// Thread-safety: thread-safe; blocking (SQLite, libgit2, embedding). Never call it on an I/O thread, except
+// scopesOpenFor, and a quick request it found every scope of open for (Server::answeredInline).
 #pragma once
 
 #include <atomic>
@@ -88,6 +89,18 @@ class Service {
   // to stop) waits for a call in progress. The listener must only hand the event on: it must not call the Service.
   void setChangeListener(std::function<void(const ChangeEvent&)> listener);
   ScopeRegistry& scopes() { return registry_; }
+
+  // The scopes a method's request resolves: none (hints/turn, daemon/status), its project's location only
+  // (initialize), the scopes it reads (memory/get, memory/recall, memory/search, hints/for_tool) or the one it
+  // writes (memory/save).
+  enum class ScopeUse { kNone, kLocation, kRead, kWrite };
+  // Whether a request with `params` on `client`, resolving its scopes as `use` says, would find every one of them
+  // open and its project located already, so that running it opens no database and locates no project (both can
+  // take seconds). Cheap: it takes the connection's and the registry's locks for a moment, and never blocks on an
+  // open in progress. False when unsure: a request the context refuses, one naming the team scope (`scope` team).
+  // The team scope an `all` read of a project adds is not checked: TeamScopes opens it apart from the registry.
+  // The server answers a request on its I/O thread only when this holds.
+  bool scopesOpenFor(ClientState& client, const CommonParams& params, ScopeUse use);
   // True when a save since the last commitPendingSaves() left saves in an open batch.
   bool hasPendingSaves() const { return savesPending_.load(); }
   // Commits every open batch of saves whose last save is `idle` old (ScopeRegistry::commitPendingSaves); the rest

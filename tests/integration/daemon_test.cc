@@ -870,6 +870,36 @@ TEST_F(DaemonTest, ALoneClientsQuickRequestsAreAnsweredOnTheIoThreadAndOthersOnA
   EXPECT_LE(answeredInline() - beforeList, 1) << "memory/list pages can run long: a worker answers them";
 }
 
+TEST_F(DaemonTest, AQuickRequestWhoseScopeIsNotOpenYetIsAnsweredOnAWorker) {
+  // Opening a scope's database can take seconds (a large one loads its vectors and text index): the I/O thread
+  // leaves that to a worker and goes on reading every other connection. Each project below is located at
+  // initialize, and its database opened by its first recall; once it is open, a recall alone is answered inline.
+  auto status = daemon_->connect();
+  auto answeredInline = [&] {
+    auto st = status.call("daemon/status", json::object());
+    EXPECT_TRUE(st.isOk()) << st.status().toString();
+    return st.isOk() ? (*st)["messages_answered_inline"].get<int64_t>() : -1;
+  };
+  bool openAnsweredInline = false;
+  for (int i = 0; i < 3; ++i) {
+    SCOPED_TRACE("project " + std::to_string(i));
+    const std::string root = (dir_ / ("cold" + std::to_string(i))).string();
+    fs::create_directories(root);
+    auto c = daemon_->client(root);
+    const int64_t before = answeredInline();
+    ASSERT_TRUE(c.call("memory/recall", {{"query", "a project not opened yet"}}).isOk());
+    // The recall and the status call after it: only the status call may have been answered inline.
+    EXPECT_LE(answeredInline() - before, 1) << "the recall that opened its project ran on the I/O thread";
+    // A housekeeping job running at that moment sends a call to a worker too: so at least once in a few tries.
+    for (int attempt = 0; attempt < 10 && !openAnsweredInline; ++attempt) {
+      const int64_t again = answeredInline();
+      ASSERT_TRUE(c.call("memory/recall", {{"query", "a project open now"}}).isOk());
+      openAnsweredInline = answeredInline() == again + 2;
+    }
+  }
+  EXPECT_TRUE(openAnsweredInline) << "a recall of an open project was never answered on the I/O thread";
+}
+
 // The I/O thread's count of times it went to sleep (the main thread: it runs the I/O loop), and the CPU the whole
 // process has used, in clock ticks, both from /proc.
 int64_t ioThreadSleeps(pid_t pid) {
@@ -989,6 +1019,9 @@ TEST_F(MemqdHotPoll, TheIoThreadDoesNotPollWhileAWorkerRuns) {
     jsonl += json{{"summary", "imported note " + std::to_string(i) + " on the parser's error recovery"}}.dump() + "\n";
   }
   const json importParams = {{"jsonl", jsonl}};
+  // The save opened the project's scope; this get opens the global one it also reads (on a worker: a scope not open
+  // yet is never opened on the I/O thread), so that the get below is answered on the I/O thread and polls.
+  ASSERT_TRUE(c.call("memory/get", {{"id", (*saved)["id"]}}).isOk());
   const int64_t before = ioThreadCpuTicks(daemon.pid());
   ASSERT_TRUE(c.call("memory/get", {{"id", (*saved)["id"]}}).isOk());
   auto imported = c.call("import", importParams);
