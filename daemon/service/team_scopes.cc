@@ -125,6 +125,7 @@ void TeamScopes::resumeQueued() {
 Status TeamScopes::migrateIfReachable(const std::string& conninfo) {
   auto client = TeamClient::connect(withTimeouts(conninfo, 2));
   // A server that cannot be reached now is set up all the same: the scope starts offline and syncs once it is up.
+  // One that answered no (a refused login: Forbidden; a server too old: StorageError) is not: the caller is told why.
   if (!client) return client.status().code() == ErrorCode::kScopeUnavailable ? Status::ok() : client.status();
   auto version = (*client)->schemaVersion();
   if (!version) return version.status();

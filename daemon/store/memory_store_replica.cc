@@ -45,6 +45,13 @@ MemoryStore::LinkStep MemoryStore::writeReplicatedRow(const ReplicatedChange& ch
 }
 
 std::optional<int64_t> MemoryStore::purgeReplicatedRow(const ReplicatedChange& change) {
+  const Memory& tomb = change.memory;
+  if (tomb.state == MemoryState::kRejected && !tomb.contentHash.empty()) {
+    // The tombstone the server kept (its fields in the memory's, the rejecting role as source: replicatedChange):
+    // a replica that never held the row gets it here, since the journal rows that rejected it now bring no memory.
+    sql_->upsertTombstone(
+        {tomb.contentHash, tomb.id, tomb.stateReason.value_or(""), "team:" + tomb.source, tomb.updatedAt});
+  }
   const std::optional<int64_t> pk = sql_->pkOf(change.memory.id);
   if (!pk) return std::nullopt;  // never held here (created and purged before this replica caught up)
   // As a local purge: the row and its events' details go, the tombstone stays.

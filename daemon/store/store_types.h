@@ -122,7 +122,9 @@ struct ReplicatedChange {
   std::string at;
   std::string actor;   // the role that made the change on the server
   std::string action;  // create | hide | restore | supersede | reject | unreject | blocked_save | purge
-  Memory memory;       // as the server holds it now; only the id when purged
+  // As the server holds it now. When purged: the id, and when the server kept the purged memory's tombstone, that
+  // tombstone (state rejected, content hash, reason, updated time; source holds the role that rejected it).
+  Memory memory;
   bool purged = false;  // the server deleted the row: the replica deletes its copy, keeping any tombstone
 };
 

@@ -6,8 +6,11 @@
 #include <poll.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <unordered_set>
 
@@ -112,6 +115,129 @@ Result<nlohmann::json> filesJson(const std::vector<FileEntry>& files, std::strin
 // libpq prints notices (CREATE ... IF NOT EXISTS skipping) to stderr by default; memq logs them at debug.
 void logNotice(void*, const char* message) { spdlog::debug("team server: {}", message); }
 
+// The value libpq holds for a connection's conninfo keyword ("" when unset).
+std::string connectionOption(PGconn* conn, std::string_view keyword) {
+  std::string value;
+  if (PQconninfoOption* options = PQconninfo(conn)) {
+    for (PQconninfoOption* o = options; o->keyword; ++o) {
+      if (std::string_view(o->keyword) == keyword && o->val) value = o->val;
+    }
+    PQconninfoFree(options);
+  }
+  return value;
+}
+
+// connect_timeout as PQconnectdb applies it: at least 2 s, none (0) when unset, zero or negative.
+int connectTimeoutSeconds(PGconn* conn) {
+  const int seconds = std::atoi(connectionOption(conn, "connect_timeout").c_str());
+  return seconds <= 0 ? 0 : std::max(seconds, 2);
+}
+
+bool namesSeveralHosts(PGconn* conn) {
+  return connectionOption(conn, "host").find(',') != std::string::npos ||
+         connectionOption(conn, "hostaddr").find(',') != std::string::npos;
+}
+
+// PQconnectdb, except that a login the server refuses says so with its SQLSTATE. libpq keeps no result of a failed
+// connection, and writes a server's SQLSTATE into the error message only at PQERRORS_VERBOSE, which must be set
+// before the server answers: so this runs PQconnectdb's loop itself (PQconnectStart, which has sent at most the
+// startup packet and read nothing, then PQconnectPoll). connect_timeout, which libpq leaves to a caller of
+// PQconnectPoll, bounds the attempt; when it runs out on a conninfo naming several hosts, PQconnectdb tries again
+// (it moves on to the next host after a silent one, which a caller of PQconnectPoll cannot make it do; its refusals
+// then carry no SQLSTATE). `waitFailure` says why when the waiting itself ended the attempt.
+PGconn* connectWithSqlstates(const std::string& conninfo, std::string& waitFailure) {
+  PGconn* conn = PQconnectStart(conninfo.c_str());
+  if (!conn) return nullptr;
+  PQsetErrorVerbosity(conn, PQERRORS_VERBOSE);
+  if (PQstatus(conn) == CONNECTION_BAD) return conn;
+  const int timeoutSeconds = connectTimeoutSeconds(conn);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeoutSeconds);
+  PostgresPollingStatusType polled = PGRES_POLLING_WRITING;  // libpq's own loop waits for writing first
+  while (polled == PGRES_POLLING_READING || polled == PGRES_POLLING_WRITING) {
+    int waitMs = -1;
+    if (timeoutSeconds > 0) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+      if (left <= 0) {
+        if (namesSeveralHosts(conn)) {
+          PQfinish(conn);
+          return PQconnectdb(conninfo.c_str());
+        }
+        waitFailure = "timeout expired after " + std::to_string(timeoutSeconds) + " s (connect_timeout)";
+        return conn;
+      }
+      waitMs = static_cast<int>(std::min<long long>(left, INT_MAX));
+    }
+    pollfd p{PQsocket(conn), static_cast<short>(polled == PGRES_POLLING_READING ? POLLIN : POLLOUT), 0};
+    if (p.fd < 0) {
+      waitFailure = "the connection has no socket";
+      return conn;
+    }
+    const int rc = ::poll(&p, 1, waitMs);
+    if (rc < 0 && errno != EINTR) {
+      waitFailure = std::string("poll: ") + std::strerror(errno);
+      return conn;
+    }
+    if (rc <= 0) continue;  // interrupted, or the deadline (checked above) came
+    polled = PQconnectPoll(conn);
+  }
+  return conn;
+}
+
+// The last error from the server in a failed connection's message, read at PQERRORS_VERBOSE: libpq writes it as
+// "<severity>:  <SQLSTATE>: <message>" (the severity in the server's language, the SQLSTATE never translated);
+// libpq's own errors (no such socket, connection refused, timeout) carry no SQLSTATE.
+struct ServerError {
+  std::string sqlstate;
+  std::string message;  // its first line, without the SQLSTATE
+};
+std::optional<ServerError> lastServerError(std::string_view text) {
+  const auto isSqlstateChar = [](char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z'); };
+  std::optional<ServerError> found;
+  for (size_t at = text.find(":  "); at != std::string_view::npos; at = text.find(":  ", at + 1)) {
+    const size_t code = at + 3;
+    if (code + 7 > text.size() || text.substr(code + 5, 2) != ": ") continue;
+    const std::string_view sqlstate = text.substr(code, 5);
+    if (!std::all_of(sqlstate.begin(), sqlstate.end(), isSqlstateChar)) continue;
+    const size_t begin = code + 7;
+    const size_t end = text.find('\n', begin);
+    found = ServerError{std::string(sqlstate),
+                        std::string(text.substr(begin, end == std::string_view::npos ? end : end - begin))};
+  }
+  return found;
+}
+
+// The SQLSTATEs with which a server refuses a login for good, whatever the moment: class 28 (invalid authorization:
+// a wrong password, no pg_hba.conf entry, a role that does not exist or may not log in) and 42501 (no CONNECT on
+// the database). Not one that says it cannot take a connection now (57P03 starting up or shutting down, 53300 too
+// many clients): that server is as good as unreachable, and a save waits in the outbox for it.
+bool refusesTheLogin(std::string_view sqlstate) { return sqlstate.starts_with("28") || sqlstate == "42501"; }
+
+// The Status of a connection that did not come up: Forbidden for a login the server refused (a save is not
+// queued for a server that answered no: docs/team.md), ScopeUnavailable for one that could not be reached.
+Status connectFailure(PGconn* conn, const std::string& display, const std::string& waitFailure) {
+  const nlohmann::json refused = {{"scope", "team"}, {"reason", "login_refused"}};
+  if (PQconnectionNeedsPassword(conn)) {
+    // libpq's own failure, after the server asked for a password: none was given.
+    return Status(ErrorCode::kForbidden,
+                  "the team server (" + display + ") refused the login: it asks for a password and none was found "
+                  "(put it in a passfile: ~/.pgpass, passfile=PATH or PGPASSFILE)",
+                  refused);
+  }
+  std::string message = PQerrorMessage(conn);
+  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+  if (auto server = lastServerError(message)) {
+    const std::string said = server->message + " [SQLSTATE " + server->sqlstate + "]";
+    if (refusesTheLogin(server->sqlstate)) {
+      return Status(ErrorCode::kForbidden, "the team server (" + display + ") refused the login: " + said, refused);
+    }
+    message = said;  // without the LOCATION lines PQERRORS_VERBOSE adds
+  }
+  if (!waitFailure.empty()) message = message.empty() ? waitFailure : waitFailure + "; " + message;
+  return Status(ErrorCode::kScopeUnavailable, "cannot connect to the team server (" + display + "): " + message,
+                nlohmann::json{{"scope", "team"}, {"reason", "connect_failed"}});
+}
+
 }  // namespace
 
 Status checkTeamSaveFiles(const std::vector<FileEntry>& files, std::string_view projectRoot) {
@@ -147,19 +273,18 @@ Result<std::unique_ptr<TeamClient>> TeamClient::connect(const std::string& conni
     return Status(ErrorCode::kScopeUnavailable, "cannot connect to the team server: " + display,
                   nlohmann::json{{"scope", "team"}, {"reason", "connect_failed"}});
   }
-  PGconn* conn = PQconnectdb(conninfo.c_str());
+  std::string waitFailure;
+  PGconn* conn = connectWithSqlstates(conninfo, waitFailure);
   if (!conn) return teamConnectionLost("connect to " + display, "out of memory");
   std::unique_ptr<TeamClient> client(new TeamClient(conn, display));
-  if (PQstatus(conn) != CONNECTION_OK) {
-    std::string message = PQerrorMessage(conn);
-    while (!message.empty() && message.back() == '\n') message.pop_back();
-    return Status(ErrorCode::kScopeUnavailable, "cannot connect to the team server (" + display + "): " + message,
-                  nlohmann::json{{"scope", "team"}, {"reason", "connect_failed"}});
-  }
+  if (PQstatus(conn) != CONNECTION_OK) return connectFailure(conn, display, waitFailure);
+  // Statements' errors are read by field (pgStatus); their messages need no SQLSTATE or LOCATION lines.
+  PQsetErrorVerbosity(conn, PQERRORS_DEFAULT);
   PQsetNoticeProcessor(conn, logNotice, nullptr);
   if (PQserverVersion(conn) < kMinServerVersion) {
-    return Status(ErrorCode::kScopeUnavailable, "the team server (" + display + ") runs PostgreSQL " +
-                                                    std::to_string(PQserverVersion(conn)) + "; memq needs 13 or later",
+    // The server answered, and will not do until it is upgraded: not queued for (docs/team.md).
+    return Status(ErrorCode::kStorageError, "the team server (" + display + ") runs PostgreSQL " +
+                                                std::to_string(PQserverVersion(conn)) + "; memq needs 13 or later",
                   nlohmann::json{{"scope", "team"}, {"reason", "server_too_old"}});
   }
   // No statement waits on the server for ever: a teammate's open transaction holding the journal's lock, or a server
@@ -249,15 +374,25 @@ Result<std::optional<TeamMemory>> TeamClient::get(std::string_view id) {
 
 Result<std::vector<TeamEvent>> TeamClient::eventsSince(int64_t afterSeq, int limit) {
   if (limit < 1) return Status::invalidField("limit", "limit must be at least 1");
+  // A journal row brings its memory as it is now; a purged memory is gone, and with it the rows that made it
+  // rejected, so a purge row brings the tombstone the server kept (its content hash is in the row's detail). A
+  // replica that caught up only after the purge still holds the tombstone, and the rejected text stays refused
+  // wherever its tombstones go (export, import). The tombstone's memory_id is the purged memory's: no other memory
+  // can hold that content hash while the tombstone stands.
   auto r = pgExec(conn_,
                   std::string("SELECT a.seq, to_char(a.at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), "
                               "a.actor, a.action, a.memory_id, a.detail::text, ") +
                       kMemoryColumns +
+                      ", t.content_hash, t.memory_id, t.reason, t.rejected_by, "
+                      "to_char(t.rejected_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
                       " FROM memq_team.audit a LEFT JOIN memq_team.memories m ON m.id = a.memory_id"
+                      " LEFT JOIN memq_team.tombstones t ON a.action = 'purge'"
+                      " AND t.content_hash = a.detail->>'content_hash' AND t.memory_id = a.memory_id"
                       " WHERE a.seq > $1::bigint ORDER BY a.seq LIMIT $2::integer",
                   {std::to_string(afterSeq), std::to_string(limit)}, "events");
   if (!r) return r.status();
   const PGresult* res = r->get();
+  constexpr int kTombstoneColumn = 6 + 13;  // after the row's 6 columns and the memory's 13 (kMemoryColumns)
   std::vector<TeamEvent> out;
   for (int i = 0; i < PQntuples(res); ++i) {
     TeamEvent e;
@@ -268,6 +403,11 @@ Result<std::vector<TeamEvent>> TeamClient::eventsSince(int64_t afterSeq, int lim
     e.memoryId = pgText(res, i, 4);
     e.detail = nlohmann::json::parse(pgText(res, i, 5), nullptr, false);
     if (!PQgetisnull(res, i, 6)) e.memory = readMemory(res, i, 6);
+    if (!PQgetisnull(res, i, kTombstoneColumn)) {
+      e.tombstone = TeamTombstone{pgText(res, i, kTombstoneColumn), pgText(res, i, kTombstoneColumn + 1),
+                                  pgText(res, i, kTombstoneColumn + 2), pgText(res, i, kTombstoneColumn + 3),
+                                  pgText(res, i, kTombstoneColumn + 4)};
+    }
     out.push_back(std::move(e));
   }
   return out;

@@ -4,6 +4,10 @@
 // validates input as a local save does (so bad input gets the same codes and never reaches the server) and turns
 // libpq's errors into a memq Status, once, here:
 //   permission denied (SQLSTATE 42501)           -> Forbidden
+//   a login the server refuses (a wrong or missing password, no pg_hba.conf entry, a role without LOGIN or without
+//   CONNECT on the database: SQLSTATE class 28, 42501)
+//                                                -> Forbidden, data {"scope": "team", "reason": "login_refused"}
+//   a server older than PostgreSQL 13            -> StorageError, data {"scope": "team", "reason": "server_too_old"}
 //   the connection is lost or cannot be made     -> ScopeUnavailable, data {"scope": "team", "reason": ...}
 //   no such memory / forbidden by the model      -> NotFound / Conflict (data.field names the parameter)
 //   a parameter the server refuses               -> InvalidParams (data.field)
@@ -47,6 +51,15 @@ struct TeamMemory {
   std::string createdBy;  // the role that saved it
 };
 
+// The row of memq_team.tombstones: a rejected content hash, which outlives its memory's row.
+struct TeamTombstone {
+  std::string contentHash;
+  std::string memoryId;
+  std::string reason;
+  std::string rejectedBy;  // the role that rejected it
+  std::string rejectedAt;  // ISO-8601 UTC with milliseconds
+};
+
 // One journal row, with the memory's row as it is now (nullopt if there is none).
 struct TeamEvent {
   int64_t seq = 0;
@@ -56,6 +69,9 @@ struct TeamEvent {
   std::string memoryId;
   nlohmann::json detail = nlohmann::json::object();
   std::optional<TeamMemory> memory;
+  // A purge row's: the tombstone the server kept for the purged memory (it was rejected). The memory is gone, so
+  // this is how a replica that never held the row (it caught up after the purge) gets the tombstone.
+  std::optional<TeamTombstone> tombstone;
 };
 
 // What a save did (docs/design.md §2): kCreated and kDeduped name the active memory; kExistsHidden and
@@ -73,7 +89,10 @@ struct TeamSaveResult {
 class TeamClient {
  public:
   // Connects with a libpq conninfo (key=value or a postgresql:// URI; it may name a passfile, or leave everything
-  // to the PG* environment). ScopeUnavailable when the server cannot be reached or refuses the login.
+  // to the PG* environment). ScopeUnavailable when the server cannot be reached, or answers that it cannot take a
+  // connection now (starting up, shutting down, too many clients); Forbidden (reason login_refused) when it refuses
+  // the login; StorageError (reason server_too_old) for a server older than PostgreSQL 13. Messages show the
+  // conninfo without its password.
   static Result<std::unique_ptr<TeamClient>> connect(const std::string& conninfo);
   ~TeamClient();
   TeamClient(const TeamClient&) = delete;
@@ -105,8 +124,9 @@ class TeamClient {
   Result<int64_t> purge(std::string_view id);
   // The memory with this full id, nullopt if none.
   Result<std::optional<TeamMemory>> get(std::string_view id);
-  // Journal rows with seq > `afterSeq`, ascending, at most `limit`. Rows are numbered in commit order, so calling
-  // again with the last seq returned yields each row exactly once.
+  // Journal rows with seq > `afterSeq`, ascending, at most `limit`, each with its memory as it is now (and a purge
+  // row with the tombstone the server kept). Rows are numbered in commit order, so calling again with the last seq
+  // returned yields each row exactly once.
   Result<std::vector<TeamEvent>> eventsSince(int64_t afterSeq, int limit);
 
   // The time (as TeamEvent::at) of the journal row `seq`; "" when there is none.

@@ -52,6 +52,16 @@ std::optional<ReplicatedChange> replicatedChange(const TeamEvent& event) {
     c.action = event.action;
     c.purged = true;
     c.memory.id = event.memoryId;
+    if (event.tombstone) {
+      // The tombstone the server kept, in the memory's fields as a rejected row carries it (MemoryStore::
+      // purgeReplicatedRow writes it; source is the role that rejected it): a replica that never held the row gets
+      // it here, one that did has it already.
+      c.memory.state = MemoryState::kRejected;
+      c.memory.contentHash = event.tombstone->contentHash;
+      c.memory.stateReason = event.tombstone->reason;
+      c.memory.source = event.tombstone->rejectedBy;
+      c.memory.updatedAt = event.tombstone->rejectedAt;
+    }
     return c;
   }
   if (!event.memory) return std::nullopt;  // a journal row whose memory is gone (purged later): nothing to hold
@@ -116,7 +126,6 @@ bool TeamSync::sleepFor(std::chrono::milliseconds d) {
 }
 
 void TeamSync::noteLost(const Status& st) {
-  journalChecked_ = false;
   const bool was = online_.exchange(false);
   {
     std::lock_guard<std::mutex> lock(infoMutex_);
@@ -129,11 +138,16 @@ void TeamSync::run() {
   auto backoff = options_.minBackoff;
   while (!stop_.load()) {
     auto client = TeamClient::connect(conninfo_);
+    if (client) syncUnreachable_ = false;
     Status st = client ? serve(**client) : client.status();
     if (stop_.load()) break;
     // Back to the minimum after a connection that came online; doubled up to the cap by each attempt that did
     // not (a server that refuses, or a database without the schema, is not asked ten times a second).
     backoff = online_.load() ? options_.minBackoff : std::min(backoff * 2, options_.maxBackoff);
+    // Before noteLost, so that a request that sees the scope offline also sees this, and wakes the thread when it
+    // reaches the server (noteServerReached). Set only for a server that could not be reached: one that refused the
+    // login, or failed the outbox, keeps its backoff whatever requests do.
+    syncUnreachable_ = isConnectionError(st);
     noteLost(st);
     if (st.code() != ErrorCode::kScopeUnavailable) {
       spdlog::error("team scope {}: {}", display_, st.message());
@@ -152,7 +166,6 @@ Status TeamSync::serve(TeamClient& client) {
     lastError_.clear();
   }
   MEMQ_RETURN_IF_ERROR(checkJournalContinues(client));
-  journalChecked_ = true;
   MEMQ_RETURN_IF_ERROR(drainOutbox(client));
   MEMQ_RETURN_IF_ERROR(catchUp(client));
   if (!online_.exchange(true)) spdlog::info("team scope {} is online as role {}", display_, *role);
@@ -166,6 +179,9 @@ Status TeamSync::serve(TeamClient& client) {
 }
 
 Status TeamSync::checkJournalContinues(TeamClient& client) {
+  // Under the catch-up lock throughout: the mark compared is not one a page of the other connection moves meanwhile,
+  // and a reset does not fall between that connection's reading of the replica's seq and its applying a page.
+  std::lock_guard<std::mutex> lock(catchUpMutex_);
   auto mark = hooks_.mark();
   if (!mark) return mark.status();
   if (mark->seq == 0 || mark->at.empty()) return Status::ok();  // nothing applied yet, or not recorded: unchecked
@@ -177,7 +193,6 @@ Status TeamSync::checkJournalContinues(TeamClient& client) {
   spdlog::warn("team scope {}: the server's journal no longer holds row {} as applied here ({}; here {}): the "
                "replica is rebuilt from the server's journal",
                display_, mark->seq, at->empty() ? "no such row" : "committed at " + *at, mark->at);
-  std::lock_guard<std::mutex> lock(catchUpMutex_);
   return hooks_.reset();
 }
 
@@ -246,33 +261,67 @@ Status TeamSync::catchUp(TeamClient& client, int maxPages) {
   return Status::ok();  // the rest is the sync thread's
 }
 
-Status TeamSync::catchUpChecked(TeamClient& client) {
-  // Only once the sync thread has found the server's journal continuing the replica's (checkJournalContinues):
-  // rows applied from a server restored from an older backup would move the replica's mark past rows it then never
-  // gets. Until then the sync thread applies the request's write.
-  if (!journalChecked_.load()) return Status::ok();
+Status TeamSync::catchUpForRequest(TeamClient& client) {
+  // Rows are applied through a connection only once it found the server's journal continuing the replica's
+  // (checkJournalContinues): rows from a server restored from an older backup would move the replica's mark past
+  // rows it then never gets. The request connection checks for itself, once, rather than wait for the sync thread:
+  // after an outage that one may be sleeping out its backoff for seconds while requests already reach the server,
+  // and the reply's own write must be in the replica when the reply goes (docs/team.md: the writer reads its own
+  // write at once).
+  if (!requestJournalChecked_) {
+    MEMQ_RETURN_IF_ERROR(checkJournalContinues(client));
+    requestJournalChecked_ = true;
+  }
   return catchUp(client, kRequestPages);
+}
+
+void TeamSync::dropRequestClient() {
+  requestClient_.reset();
+  requestJournalChecked_ = false;
+}
+
+Status TeamSync::failedConnectAnswer(const Status& st) {
+  // A server that cannot be reached while the scope is offline: "offline", as docs/team.md has it, for the first
+  // request of an outage as for the later ones (answered within kRequestRetry without an attempt). Anything else
+  // (a refused login, a server too old) is the server's answer, passed on.
+  if (!isConnectionError(st) || online_.load()) return st;
+  return Status(ErrorCode::kScopeUnavailable, st.message(), nlohmann::json{{"scope", "team"}, {"reason", "offline"}});
+}
+
+void TeamSync::noteServerReached() {
+  // Taken, not read: one wake per attempt the sync thread found the server unreachable by, however many requests
+  // follow (a server that fails only the sync thread's connection is not asked again per request).
+  if (!online_.load() && syncUnreachable_.exchange(false)) wakeSyncThread();
+}
+
+void TeamSync::wakeSyncThread() {
+  {
+    std::lock_guard<std::mutex> lock(wakeMutex_);
+    wakeRequested_ = true;  // a backoff sleep ends early (or the next one is skipped)
+  }
+  wake_.notify_all();
 }
 
 Result<TeamClient*> TeamSync::requestClient() {
   // A connection the server closed since its last use (a restart, a failover) is replaced before the request, not
   // found broken by it: the request would fail, or a save be queued, with the server up.
-  if (requestClient_ && !requestClient_->stillConnected()) requestClient_.reset();
+  if (requestClient_ && !requestClient_->stillConnected()) dropRequestClient();
   if (requestClient_) return requestClient_.get();
   const auto now = std::chrono::steady_clock::now();
-  if (now < requestRetryAt_) {
-    std::lock_guard<std::mutex> lock(infoMutex_);
-    return Status(ErrorCode::kScopeUnavailable, "the team server (" + display_ + ") cannot be reached: " + lastError_,
-                  nlohmann::json{{"scope", "team"}, {"reason", "offline"}});
-  }
+  if (now < requestRetryAt_) return failedConnectAnswer(requestConnectFailure_);
   auto c = TeamClient::connect(conninfo_);
   if (!c) {
     requestRetryAt_ = now + kRequestRetry;
-    std::lock_guard<std::mutex> lock(infoMutex_);
-    lastError_ = c.status().message();
-    return c.status();
+    requestConnectFailure_ = c.status();
+    {
+      std::lock_guard<std::mutex> lock(infoMutex_);
+      lastError_ = c.status().message();
+    }
+    return failedConnectAnswer(c.status());
   }
   requestClient_ = std::move(*c);
+  requestJournalChecked_ = false;
+  noteServerReached();
   return requestClient_.get();
 }
 
@@ -281,12 +330,13 @@ Result<TeamSaveResult> TeamSync::save(const SaveInput& input, const std::string&
   auto client = requestClient();
   if (!client) return client.status();
   auto out = (*client)->save(input, projectRoot);
-  if (!out && isConnectionError(out.status())) requestClient_.reset();
+  if (!out && isConnectionError(out.status())) dropRequestClient();
   if (!out) return out;
-  if (Status st = catchUpChecked(**client); !st) {
+  noteServerReached();
+  if (Status st = catchUpForRequest(**client); !st) {
     // The server has the save; the replica gets it from the sync thread once it is connected again.
     spdlog::warn("team scope {}: replica not caught up after a save: {}", display_, st.message());
-    if (isConnectionError(st)) requestClient_.reset();
+    if (isConnectionError(st)) dropRequestClient();
   }
   return out;
 }
@@ -296,12 +346,13 @@ Status TeamSync::change(const std::string& what, const std::function<Status(Team
   auto client = requestClient();
   if (!client) return client.status();
   if (Status st = call(**client); !st) {
-    if (isConnectionError(st)) requestClient_.reset();
+    if (isConnectionError(st)) dropRequestClient();
     return st;
   }
-  if (Status st = catchUpChecked(**client); !st) {
+  noteServerReached();
+  if (Status st = catchUpForRequest(**client); !st) {
     spdlog::warn("team scope {}: replica not caught up after {}: {}", display_, what, st.message());
-    if (isConnectionError(st)) requestClient_.reset();
+    if (isConnectionError(st)) dropRequestClient();
   }
   return Status::ok();
 }
@@ -323,11 +374,7 @@ Status TeamSync::purge(const std::string& id) {
 
 Status TeamSync::queue(const OutboxRecord& record) {
   MEMQ_RETURN_IF_ERROR(outbox_.append(record));
-  {
-    std::lock_guard<std::mutex> lock(wakeMutex_);
-    wakeRequested_ = true;  // a backoff sleep ends early: the server may be back
-  }
-  wake_.notify_all();
+  wakeSyncThread();  // the server may be back
   return Status::ok();
 }
 

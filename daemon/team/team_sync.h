@@ -7,7 +7,10 @@
 //    connection marks the scope offline and reconnects with a capped backoff (0.1 s doubling to 5 s); each attempt
 //    is bounded by connect_timeout (added to the conninfo when it names none).
 //  - Requests (saves, state changes) use a second TeamClient, guarded by a mutex, connected on first use; after the
-//    server answered they catch the replica up through it, so a request reads its own write.
+//    server answered they catch the replica up through it, so a request reads its own write. That connection checks
+//    the server's journal once, as the sync thread's does, before it applies anything: after an outage the sync
+//    thread may still be sleeping out its backoff when a request already reaches the server (a request that does
+//    wakes it).
 // The replica itself is the caller's (a MemoryStore under its scope's lock): TeamSync reaches it only through
 // TeamReplicaHooks, so this folder needs neither the scope registry nor the service.
 // Thread-safety: thread-safe.
@@ -27,6 +30,7 @@
 #include "daemon/store/store_types.h"
 #include "daemon/team/team_client.h"
 #include "daemon/team/team_outbox.h"
+#include "daemon/util/thread_annotations.h"
 
 namespace memq {
 
@@ -71,7 +75,8 @@ class TeamSync {
   const std::string& displayConninfo() const { return display_; }
 
   // A save through the server, the replica then caught up. ScopeUnavailable when the server cannot be reached (the
-  // caller queues it: queue()); any other error is the server's answer (Forbidden, InvalidParams, ...).
+  // caller queues it: queue()); any other error is the server's answer (Forbidden, InvalidParams, ...), a login it
+  // refused included (Forbidden, reason login_refused).
   Result<TeamSaveResult> save(const SaveInput& input, const std::string& projectRoot);
   // A state change through the server (TeamClient::setState), the replica then caught up.
   Status setState(const std::string& id, const std::string& action, const std::optional<std::string>& reason,
@@ -89,18 +94,27 @@ class TeamSync {
   // Connected: drain the outbox, catch up, then wait for notifications until the connection fails or stop.
   Status serve(TeamClient& client);
   // The server's journal must still hold the row the replica applied last (same seq, same time); otherwise (a
-  // restored or re-created database) the replica is emptied, to catch up from the start.
+  // restored or re-created database) the replica is emptied, to catch up from the start. Each connection checks
+  // once, before it applies any row.
   Status checkJournalContinues(TeamClient& client);
   Status drainOutbox(TeamClient& client);
   // Applies the journal rows after the replica's seq, page by page (each under catchUpMutex_), up to `maxPages`
   // pages (0: every row); returns at once once the sync is stopping.
   Status catchUp(TeamClient& client, int maxPages = 0);
-  // A request's catch-up (a few pages), once the sync thread has checked the server's journal; else nothing.
-  Status catchUpChecked(TeamClient& client);
+  // A request's catch-up (a few pages) through the request client, its journal checked first if not yet.
+  Status catchUpForRequest(TeamClient& client) REQUIRES(requestMutex_);
   // A change through the request client (`call`), then the replica caught up, so the caller reads its own write.
   Status change(const std::string& what, const std::function<Status(TeamClient&)>& call) EXCLUDES(requestMutex_);
-  // The request client, connected if need be (nullptr, with the status, when the server cannot be reached).
+  // The request client, connected if need be (nullptr, with the status, when the server cannot be reached or
+  // refuses the login).
   Result<TeamClient*> requestClient() REQUIRES(requestMutex_);
+  void dropRequestClient() REQUIRES(requestMutex_);
+  // What a request is answered when the request client cannot connect (`st`).
+  Status failedConnectAnswer(const Status& st);
+  // A request reached the server: if the sync thread is sleeping out its backoff after finding it unreachable, it
+  // connects now.
+  void noteServerReached();
+  void wakeSyncThread();
   void noteLost(const Status& st);
   bool sleepFor(std::chrono::milliseconds d);  // false when stopping
 
@@ -110,9 +124,9 @@ class TeamSync {
   TeamReplicaHooks hooks_;
   TeamOutbox outbox_;
   std::atomic<bool> online_{false};
-  // Whether the sync thread's connection found the server's journal continuing the replica's; cleared when it is
-  // lost. A request catches the replica up only while it is set (catchUpChecked).
-  std::atomic<bool> journalChecked_{false};
+  // Whether the sync thread's last attempt ended because the server could not be reached (it then sleeps out its
+  // backoff); taken by the first request that reaches the server meanwhile (noteServerReached), which wakes it.
+  std::atomic<bool> syncUnreachable_{false};
   std::atomic<bool> stop_{false};
   std::mutex wakeMutex_;
   std::condition_variable wake_;
@@ -122,8 +136,16 @@ class TeamSync {
   std::string lastError_;  // guarded by infoMutex_
   Mutex requestMutex_;
   std::unique_ptr<TeamClient> requestClient_ GUARDED_BY(requestMutex_);
+  // Whether requestClient_'s connection found the server's journal continuing the replica's (a new connection may
+  // reach another server: one restored from a backup during the outage).
+  bool requestJournalChecked_ GUARDED_BY(requestMutex_) = false;
   std::chrono::steady_clock::time_point requestRetryAt_ GUARDED_BY(requestMutex_){};
-  std::mutex catchUpMutex_;  // one page at a time: a page is fetched and applied before another is asked for
+  // What requests are answered until requestRetryAt_: the last connect attempt's failure (a refused login stays
+  // Forbidden, never "offline", which would queue a save).
+  Status requestConnectFailure_ GUARDED_BY(requestMutex_);
+  // One page at a time: a page is fetched and applied before another is asked for; a journal check (and the reset it
+  // may make) is not interleaved with a page of the other connection.
+  std::mutex catchUpMutex_;
   std::thread thread_;
 };
 
