@@ -486,7 +486,7 @@ int cmdImport(Context& ctx, const std::vector<std::string>& words) {
       return kExitUsage;
     }
     // What the memories lose on the way, said once on stderr (stdout stays the counts, or the --json result).
-    if (leftOut.notInProject > 0 || leftOut.pastLimit > 0) {
+    if (leftOut.notInProject > 0 || leftOut.pastLimit > 0 || leftOut.supersededAsHidden > 0) {
       std::string lost;
       if (leftOut.notInProject > 0) {
         lost = std::to_string(leftOut.notInProject) + " file ref" + (leftOut.notInProject == 1 ? "" : "s") +
@@ -495,6 +495,12 @@ int cmdImport(Context& ctx, const std::vector<std::string>& words) {
       if (leftOut.pastLimit > 0) {
         lost += (lost.empty() ? "" : ", ") + std::to_string(leftOut.pastLimit) + " dropped past " +
                 std::to_string(kMaxFiles) + " per memory";
+      }
+      if (leftOut.supersededAsHidden > 0) {
+        const bool one = leftOut.supersededAsHidden == 1;
+        lost += (lost.empty() ? "" : ", ") + std::to_string(leftOut.supersededAsHidden) + " superseded " +
+                (one ? "memory" : "memories") + " imported as hidden (" + (one ? "its" : "their") +
+                " replacement is not in the database)";
       }
       std::cerr << "memq: import: " << lost << "\n";
     }
@@ -516,7 +522,9 @@ int cmdImport(Context& ctx, const std::vector<std::string>& words) {
   }
   // `memq export` writes every readable scope, each line naming its own. Unless --scope says where everything goes,
   // each line goes back to the scope it came from (global preferences stay global), in one import per scope. A file
-  // with a line that is not a JSON object goes over whole, so the daemon names the line and writes nothing.
+  // with a line that is not a JSON object goes over whole, so the daemon names the line and writes nothing. A line
+  // naming the team scope (`memq --scope team export`) is sent there too, never to the write scope: memqd refuses
+  // it (import never writes the team scope, docs/team.md), and that import goes first, so nothing is written.
   struct Group {
     std::string scope;  // "" = the connection's write scope
     std::vector<std::string> lines;
@@ -534,7 +542,7 @@ int cmdImport(Context& ctx, const std::vector<std::string>& words) {
         json j = json::parse(line, nullptr, false);
         if (!j.is_object()) malformed = true;
         else if (j.contains("scope") && j["scope"].is_string()) scope = j["scope"].get<std::string>();
-        if (scope != "project" && scope != "global") scope.clear();
+        if (scope != "project" && scope != "global" && scope != "team") scope.clear();
       }
       scoped.emplace_back(std::move(scope), std::move(line));
     }
@@ -545,12 +553,20 @@ int cmdImport(Context& ctx, const std::vector<std::string>& words) {
       it->lines.push_back(std::move(scoped[i].second));
       it->fileLines.push_back(i + 1);
     }
+    // The team's import first: its refusal then comes before any other scope's import is written.
+    std::stable_partition(groups.begin(), groups.end(), [](const Group& g) { return g.scope == "team"; });
   }
   auto link = connect(ctx);
   if (!link) return reportError(ctx, link.status());
   // The daemon numbers the lines of one import as it received them; this names the line of the file instead.
   auto withFileLine = [&](const Status& st, const Group& g) {
     const json& data = st.data();
+    if (g.scope == "team" && !isTransportError(st) && !isConnectError(st)) {
+      // memqd refuses the scope before it reads a line (or has no team scope to open): name the line that asked.
+      return Status(st.code(), st.message() + " (line " + std::to_string(g.fileLines.front()) + " of " + source +
+                                   " names scope team, which import never writes; nothing was imported)",
+                    data);
+    }
     if (!data.is_object() || !data.contains("line") || !data["line"].is_number_unsigned()) return st;
     const size_t n = data["line"].get<size_t>();
     if (n == 0 || n > g.fileLines.size()) return st;

@@ -35,14 +35,17 @@ int runMcp(Context& ctx, const std::vector<std::string>& words);
 int runHook(Context& ctx, const std::vector<std::string>& words);
 int runReview(Context& ctx, const std::vector<std::string>& words);
 int runBench(Context& ctx, const std::vector<std::string>& words);
-// The file refs of a reference memory.db that an import leaves out, for the one line `memq import` prints about them.
+// What an import of a reference memory.db leaves out or changes on the way, for the one line `memq import` prints
+// about it.
 struct EmpryoRefsLeftOut {
   size_t notInProject = 0;  // absolute, climbing out of the project (`../x`) or naming no file in it: memqd would
                             // refuse them, and with them the whole import
   size_t pastLimit = 0;     // a memory's refs past the 16 memqd keeps
+  size_t supersededAsHidden = 0;  // superseded memories whose replacement the database no longer holds: memqd
+                                  // refuses a superseded memory that names none, so they come over hidden
 };
-// Reads a reference (Empryo/SoulForge) memory.db and returns it as memq export JSONL; counts in `leftOut` the file
-// refs it leaves out.
+// Reads a reference (Empryo/SoulForge) memory.db and returns it as memq export JSONL; counts in `leftOut` what it
+// leaves out or changes.
 Result<std::string> empryoToJsonl(const std::string& path, EmpryoRefsLeftOut& leftOut);
 
 // A file argument as the daemon should see it: absolute when the working directory is inside the project (so

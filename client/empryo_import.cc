@@ -1,7 +1,8 @@
 // Reads a reference (Empryo/SoulForge) memory.db (its schema version 3) and turns it into memq's export
 // JSONL, so `memq import --from-empryo` brings every memory over with its state (hidden → hidden, superseded →
 // superseded), files and topics. File refs memqd would refuse (absolute, or outside the project) and those past the
-// 16 a memory keeps are left out and counted, for the CLI to say so.
+// 16 a memory keeps are left out and counted, for the CLI to say so; so is a superseded memory whose replacement the
+// database no longer holds, which comes over hidden (memqd refuses a superseded memory that names no replacement).
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
 
@@ -82,7 +83,7 @@ Result<std::string> empryoToJsonl(const std::string& path, EmpryoRefsLeftOut& le
     SQLite::Statement q(db,
                         "SELECT id, category, summary, details, topics, source, session_id, created_at, last_used_at, "
                         "use_count, pinned, hidden, superseded_by FROM memories ORDER BY created_at, id");
-    // A replacement the database no longer holds is left out (import refuses a superseded_by that names nothing).
+    // The ids a superseded_by may name: import refuses one that names nothing.
     std::set<std::string> ids;
     {
       SQLite::Statement all(db, "SELECT id FROM memories");
@@ -111,10 +112,15 @@ Result<std::string> empryoToJsonl(const std::string& path, EmpryoRefsLeftOut& le
       m["updated_at"] = m["last_used_at"];
       m["use_count"] = q.getColumn(9).getInt64();
       m["pinned"] = q.getColumn(10).getInt() != 0;
-      bool hidden = q.getColumn(11).getInt() != 0;
-      bool superseded = !q.getColumn(12).isNull();
-      m["state"] = hidden ? (superseded ? "superseded" : "hidden") : "active";
-      if (superseded && hidden && ids.count(q.getColumn(12).getString())) m["superseded_by"] = q.getColumn(12).getString();
+      const bool hidden = q.getColumn(11).getInt() != 0;
+      // A superseded memory names its replacement (docs/design.md), and import checks it does. One whose replacement
+      // is gone (or is itself) comes over hidden: out of recall as it was, and restorable; the CLI says how many.
+      const bool superseded = hidden && !q.getColumn(12).isNull();
+      const std::string by = superseded ? q.getColumn(12).getString() : std::string();
+      const bool replaced = superseded && by != m["id"].get<std::string>() && ids.count(by) > 0;
+      if (superseded && !replaced) ++leftOut.supersededAsHidden;
+      m["state"] = replaced ? "superseded" : hidden ? "hidden" : "active";
+      if (replaced) m["superseded_by"] = by;
       m["files"] = files.count(m["id"]) ? files[m["id"]] : json::array();
       out += m.dump() + "\n";
     }

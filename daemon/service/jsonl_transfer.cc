@@ -104,8 +104,10 @@ Result<int64_t> readUseCount(const json& v, const LineReader& r) {
 }
 
 // The anchor of an exported file ref ({…, lines, blob, kept?}), checked as a save would check it where the line can
-// say: the lines against the kept content when the line carries it (which must be the blob's), else on their own
-// (the blob is the repository's, which the importing machine may not have yet).
+// say: the lines against the kept content when the line carries it (`kept` a string, the content in base64, as
+// exports wrote it before version lines; it must be the blob's), else on their own: the blob is the repository's,
+// which the importing machine may not have yet, or (`kept` true) a version the import's version lines carry, whose
+// content finishImportLines checks the lines against.
 Result<std::optional<FileAnchor>> readAnchor(const json& f, const std::string& field, const LineReader& r) {
   auto linesIt = f.find("lines");
   if (linesIt == f.end() || linesIt->is_null()) {
@@ -129,8 +131,13 @@ Result<std::optional<FileAnchor>> readAnchor(const json& f, const std::string& f
   }
   FileAnchor anchor{{}, blob->get<std::string>(), nullptr};
   Status valid;
-  if (auto kept = f.find("kept"); kept != f.end() && !kept->is_null()) {
-    std::optional<std::string> bytes = kept->is_string() ? base64Decode(kept->get<std::string>()) : std::nullopt;
+  auto kept = f.find("kept");
+  if (kept != f.end() && !kept->is_null() && !kept->is_boolean() && !kept->is_string()) {
+    return r.error(field + ".kept", "must be true (the version is in the import's version lines) or the version's "
+                                    "content in base64");
+  }
+  if (kept != f.end() && kept->is_string()) {
+    std::optional<std::string> bytes = base64Decode(kept->get<std::string>());
     if (!bytes) return r.error(field + ".kept", "must be the version's content in base64");
     if (gitBlobId(*bytes) != anchor.blob) return r.error(field + ".kept", "is not the content of blob " + anchor.blob);
     valid = validateRangesInContent(lines, *bytes, linesField);
@@ -293,6 +300,17 @@ Result<ImportLine> readMemory(const json& j, size_t line, const ImportLineOption
   }
   MEMQ_ASSIGN_OR_RETURN_LINE(supersededBy, r.optId("superseded_by", true));
   if (supersededBy && *supersededBy == m.id) return r.error("superseded_by", "names the memory itself");
+  // A superseded memory names its replacement, and only a superseded one does (docs/design.md): a replacement on
+  // another state would block that replacement's purge with nothing to restore, and a superseded memory naming none
+  // would answer a save of its text with a replacement no method finds.
+  if (supersededBy && m.state != MemoryState::kSuperseded) {
+    return r.error("superseded_by", "names a replacement, but state is " + std::string(stateName(m.state)) +
+                                        ": only a superseded memory has one (set state superseded, or leave "
+                                        "superseded_by out)");
+  }
+  if (!supersededBy && m.state == MemoryState::kSuperseded) {
+    return r.error("superseded_by", "is required when state is superseded: the id of the memory that replaces it");
+  }
   m.supersededBy = supersededBy;
   m.stateReason = stateReason;
   MEMQ_ASSIGN_OR_RETURN_LINE(hash, r.optString("content_hash", true));
@@ -304,9 +322,156 @@ Result<ImportLine> readMemory(const json& j, size_t line, const ImportLineOption
 
 #undef MEMQ_ASSIGN_OR_RETURN_LINE
 
+// The most version lines one kept version takes: what kMaxAnchoredFileBytes, the largest version anchored, takes.
+constexpr size_t kMaxVersionParts = (kMaxAnchoredFileBytes + kVersionPartBytes - 1) / kVersionPartBytes;
+
+// A part of a kept version: {"type": "version", "blob", "part", "parts", "data", "scope"?}. The scope is the one
+// the version was kept in, for the CLI to send the line with that scope's memories; the daemon writes every line of
+// an import to the import's scope.
+Result<ImportLine> readVersionPart(const json& j, size_t line) {
+  LineReader r(j, line);
+  ImportLine out;
+  out.line = line;
+  out.isVersionPart = true;
+  VersionPart& v = out.versionPart;
+  const json* blob = r.find("blob");
+  if (blob == nullptr || !blob->is_string() || !isStoredBlobId(blob->get<std::string>())) {
+    return r.error("blob", "must be a blob id (40 lowercase hexadecimal digits)");
+  }
+  v.blob = blob->get<std::string>();
+  auto count = [&](const char* key, size_t most) -> Result<size_t> {
+    const json* n = r.find(key);
+    if (n == nullptr || !n->is_number_unsigned() || n->get<uint64_t>() < 1 || n->get<uint64_t>() > most) {
+      return r.error(key, "must be a whole number from 1 to " + std::to_string(most));
+    }
+    return static_cast<size_t>(n->get<uint64_t>());
+  };
+  auto parts = count("parts", kMaxVersionParts);
+  if (!parts) return parts.status();
+  v.parts = *parts;
+  auto part = count("part", v.parts);
+  if (!part) return part.status();
+  v.part = *part;
+  const json* data = r.find("data");
+  std::optional<std::string> bytes =
+      data != nullptr && data->is_string() ? base64Decode(data->get<std::string>()) : std::nullopt;
+  if (!bytes) return r.error("data", "must be the part's bytes in base64");
+  if (bytes->size() > kVersionPartBytes) {
+    return r.error("data", "holds " + std::to_string(bytes->size()) + " bytes; a part holds at most " +
+                               std::to_string(kVersionPartBytes));
+  }
+  v.bytes = std::move(*bytes);
+  return out;
+}
+
+// The anchors of a memory line that say `"kept": true`, by their index in `files` (which is their index in the
+// memory's files: a line whose files carry anchors is refused when normalising its paths would move one).
+std::vector<size_t> keptInVersionLines(const json& j) {
+  std::vector<size_t> out;
+  auto files = j.find("files");
+  if (files == j.end() || !files->is_array()) return out;
+  for (size_t i = 0; i < files->size(); ++i) {
+    const json& f = (*files)[i];
+    if (!f.is_object()) continue;
+    auto kept = f.find("kept");
+    if (kept != f.end() && kept->is_boolean() && kept->get<bool>()) out.push_back(i);
+  }
+  return out;
+}
+
+// What a staged line holds in memory besides its share of the batch's vectors: the heap its strings and vectors
+// took. A string counts its capacity even when it is short enough to live inside the object (a few bytes too many,
+// never too few).
+size_t heldBytes(const std::string& s) { return s.capacity(); }
+size_t heldBytes(const std::optional<std::string>& s) { return s ? s->capacity() : 0; }
+
+size_t heldBytes(const Memory& m) {
+  size_t n = heldBytes(m.id) + heldBytes(m.scope) + heldBytes(m.category) + heldBytes(m.summary) +
+             heldBytes(m.details) + heldBytes(m.source) + heldBytes(m.sessionId) + heldBytes(m.createdAt) +
+             heldBytes(m.updatedAt) + heldBytes(m.lastUsedAt) + heldBytes(m.supersededBy) +
+             heldBytes(m.stateReason) + heldBytes(m.contentHash);
+  n += m.topics.capacity() * sizeof(std::string);
+  for (const auto& t : m.topics) n += heldBytes(t);
+  n += m.files.capacity() * sizeof(FileRef);
+  for (const auto& f : m.files) {
+    n += heldBytes(f.path) + heldBytes(f.blobId);
+    if (!f.anchor) continue;
+    n += heldBytes(f.anchor->blob) + f.anchor->lines.capacity() * sizeof(LineRange);
+    // A version a line carried itself (the older form): its own copy. One from version lines is the staging's.
+    if (f.anchor->keptContent) n += f.anchor->keptContent->capacity() + sizeof(std::string);
+  }
+  return n;
+}
+
+size_t heldBytes(const Tombstone& t) {
+  return heldBytes(t.contentHash) + heldBytes(t.memoryId) + heldBytes(t.reason) + heldBytes(t.actor) + heldBytes(t.at);
+}
+
+// Appends `item`; the bytes the vector's buffer grew by.
+template <typename T>
+size_t pushBack(std::vector<T>& items, T item) {
+  const size_t before = items.capacity();
+  items.push_back(std::move(item));
+  return (items.capacity() - before) * sizeof(T);
+}
+
+// Adds a part to its version (parts go in order, from 1; a version's part 1 again starts it over, as an export whose
+// memory changed between two pages may send it); the bytes staging holds the more.
+Result<size_t> stageVersionPart(ImportStaging& staging, VersionPart& part, size_t line) {
+  // A version sent again (export writes it on each page that needs it) is taken once.
+  if (staging.versions.count(part.blob) != 0) return size_t{0};
+  auto it = staging.partialVersions.find(part.blob);
+  if (part.part == 1) {
+    if (it == staging.partialVersions.end()) {
+      it = staging.partialVersions.emplace(part.blob, PartialKeptVersion{}).first;
+    }
+    it->second = PartialKeptVersion{};
+    it->second.parts = part.parts;
+    // Every part but the last is as long as the first: room for all of them at once.
+    it->second.content.reserve(part.parts * part.bytes.size());
+  } else if (it == staging.partialVersions.end()) {
+    return importLineError(line, "part",
+                           "is part " + std::to_string(part.part) + " of version " + part.blob +
+                               ", whose part 1 did not come before it: a version's parts go in order, from 1");
+  } else if (part.part != it->second.received + 1 || part.parts != it->second.parts) {
+    return importLineError(line, "part",
+                           "is part " + std::to_string(part.part) + " of " + std::to_string(part.parts) +
+                               " of version " + part.blob + ", after its part " +
+                               std::to_string(it->second.received) + " of " + std::to_string(it->second.parts) +
+                               ": a version's parts go in order, from 1");
+  }
+  PartialKeptVersion& version = it->second;
+  const size_t before = part.part == 1 ? 0 : version.content.capacity();
+  version.content += part.bytes;
+  version.received = part.part;
+  version.line = line;
+  const size_t held = version.content.capacity() - before;
+  if (version.received < version.parts) return held;
+  const std::string id = gitBlobId(version.content);
+  if (id != part.blob) {
+    return importLineError(line, "data",
+                           "the " + std::to_string(version.parts) + " parts of version " + part.blob +
+                               " are not its content (theirs is blob " + id + ")");
+  }
+  staging.versions.emplace(part.blob, std::make_shared<const std::string>(std::move(version.content)));
+  staging.partialVersions.erase(it);
+  return held;
+}
+
+// A range error of `validateRangesInContent`, as the error of line `line`: named by the element it names.
+Status rangesLineError(size_t line, const Status& valid, const std::string& linesField) {
+  const json& data = valid.data();
+  const std::string at = data.is_object() && data.contains("field") && data["field"].is_string()
+                             ? data["field"].get<std::string>()
+                             : linesField;
+  std::string message = valid.message();
+  if (message.rfind(at + ": ", 0) == 0) message.erase(0, at.size() + 2);  // the line's error names the field
+  return importLineError(line, at, message);
+}
+
 }  // namespace
 
-std::string memoryLine(const Memory& m) {
+std::string memoryLine(const Memory& m, const std::function<bool(const FileAnchor&)>& kept) {
   json j = memoryToJson(m);
   j["type"] = "memory";
   json files = json::array();
@@ -315,15 +480,44 @@ std::string memoryLine(const Memory& m) {
     if (f.anchor) {
       ref["lines"] = lineRangesToJson(f.anchor->lines);
       ref["blob"] = f.anchor->blob;
-      // The bytes of a version memq keeps (base64: they need not be UTF-8), so that the anchor can be carried
-      // wherever the line is imported.
-      if (f.anchor->keptContent) ref["kept"] = base64Encode(*f.anchor->keptContent);
+      // A version memq keeps travels in version lines of its own (versionLine), so that the anchor can be carried
+      // wherever the line is imported: in the line, only that it does. (Its bytes here made one line of up to 43 MiB,
+      // more than an import request or an export page may carry.)
+      if (kept ? kept(*f.anchor) : f.anchor->keptContent != nullptr) ref["kept"] = true;
     }
     files.push_back(std::move(ref));
   }
   j["files"] = files;
   if (m.stateReason) j["state_reason"] = *m.stateReason;
   return dumpLine(j);
+}
+
+size_t versionPartCount(size_t contentBytes) {
+  return contentBytes == 0 ? 1 : (contentBytes + kVersionPartBytes - 1) / kVersionPartBytes;
+}
+
+namespace {
+
+// A version line with its data left out: what versionLineLength adds the base64 to.
+json versionLineShell(const std::string& scope, const std::string& blob, size_t part, size_t parts) {
+  return json{{"type", "version"}, {"scope", scope}, {"blob", blob}, {"part", part}, {"parts", parts}, {"data", ""}};
+}
+
+}  // namespace
+
+std::string versionLine(const std::string& scope, const std::string& blob, std::string_view content, size_t part) {
+  const size_t from = std::min(content.size(), (part - 1) * kVersionPartBytes);
+  json j = versionLineShell(scope, blob, part, versionPartCount(content.size()));
+  j["data"] = base64Encode(content.substr(from, kVersionPartBytes));
+  return dumpLine(j);
+}
+
+size_t versionLineLength(const std::string& scope, const std::string& blob, size_t contentBytes, size_t part) {
+  const size_t from = std::min(contentBytes, (part - 1) * kVersionPartBytes);
+  const size_t partBytes = std::min(kVersionPartBytes, contentBytes - from);
+  // Base64 needs no escape in JSON: the line is the shell and the encoded bytes.
+  return dumpLine(versionLineShell(scope, blob, part, versionPartCount(contentBytes))).size() +
+         (partBytes + 2) / 3 * 4;
 }
 
 std::string tombstoneLine(const Tombstone& t, const std::string& scope) {
@@ -367,39 +561,93 @@ Result<std::optional<ImportLine>> parseImportLine(std::string_view text, size_t 
                   json{{"field", "jsonl"}, {"line", line}});
   }
   auto type = j.find("type");
-  if (type != j.end() && !(type->is_string() && (*type == "memory" || *type == "tombstone"))) {
-    return importLineError(line, "type", "must be memory or tombstone");
+  if (type != j.end() && !(type->is_string() && (*type == "memory" || *type == "tombstone" || *type == "version"))) {
+    return importLineError(line, "type", "must be memory, tombstone or version");
   }
-  auto parsed = type != j.end() && *type == "tombstone" ? readTombstone(j, line, options)
-                                                        : readMemory(j, line, options);
+  const bool isTombstone = type != j.end() && *type == "tombstone";
+  const bool isVersion = type != j.end() && *type == "version";
+  auto parsed = isTombstone ? readTombstone(j, line, options)
+                : isVersion ? readVersionPart(j, line)
+                            : readMemory(j, line, options);
   if (!parsed) return parsed.status();
+  if (!isTombstone && !isVersion) parsed->keptInVersionLines = keptInVersionLines(j);
   return std::optional<ImportLine>(std::move(*parsed));
 }
 
-Status stageImportLines(std::string_view jsonl, const ImportLineOptions& options, size_t& lines, ImportBatch& batch) {
+Status stageImportLines(std::string_view jsonl, const ImportLineOptions& options, ImportStaging& staging,
+                        const std::function<Status(size_t bytes)>& charge) {
+  ImportBatch& batch = staging.batch;
   for (size_t start = 0; start < jsonl.size();) {
     size_t end = jsonl.find('\n', start);
     if (end == std::string_view::npos) end = jsonl.size();
-    auto parsed = parseImportLine(jsonl.substr(start, end - start), ++lines, options);
+    auto parsed = parseImportLine(jsonl.substr(start, end - start), ++staging.lines, options);
     start = end + 1;
     if (!parsed) return parsed.status();
     if (!*parsed) continue;
-    if ((*parsed)->isTombstone) {
-      batch.tombstones.push_back({std::move((*parsed)->tombstone), (*parsed)->line});
+    ImportLine& l = **parsed;
+    size_t held = 0;
+    if (l.isVersionPart) {
+      auto added = stageVersionPart(staging, l.versionPart, l.line);
+      if (!added) return added.status();
+      held = *added;
+    } else if (l.isTombstone) {
+      held = heldBytes(l.tombstone);  // before the move below
+      held += pushBack(batch.tombstones, ImportedTombstone{std::move(l.tombstone), l.line});
     } else {
-      batch.memories.push_back({std::move((*parsed)->memory), (*parsed)->line});
+      for (size_t file : l.keptInVersionLines) {
+        held += pushBack(staging.keptAnchors, KeptAnchorRef{batch.memories.size(), file});
+      }
+      held += heldBytes(l.memory);  // before the move below
+      held += pushBack(batch.memories, ImportedMemory{std::move(l.memory), l.line});
     }
+    staging.bytes += held;
+    if (charge) MEMQ_RETURN_IF_ERROR(charge(held));
+  }
+  return Status::ok();
+}
+
+Status finishImportLines(ImportStaging& staging) {
+  if (!staging.partialVersions.empty()) {
+    const auto& [blob, version] = *staging.partialVersions.begin();
+    return importLineError(version.line, "part",
+                           "version " + blob + " has " + std::to_string(version.received) + " of its " +
+                               std::to_string(version.parts) + " parts: the import ended before the others");
+  }
+  for (const KeptAnchorRef& k : staging.keptAnchors) {
+    ImportedMemory& item = staging.batch.memories[k.memory];
+    if (k.file >= item.memory.files.size() || !item.memory.files[k.file].anchor) continue;  // `kept` needs lines
+    FileRef& file = item.memory.files[k.file];
+    const std::string field = "files[" + std::to_string(k.file) + "]";
+    auto version = staging.versions.find(file.anchor->blob);
+    if (version == staging.versions.end()) {
+      return importLineError(item.line, field + ".kept",
+                             "is true, but no version line of this import carries blob " + file.anchor->blob +
+                                 " (export writes its {\"type\": \"version\"} lines, with the same scope, before "
+                                 "the memory)");
+    }
+    const std::string linesField = field + ".lines";
+    if (Status valid = validateRangesInContent(file.anchor->lines, *version->second, linesField); !valid) {
+      return rangesLineError(item.line, valid, linesField);
+    }
+    file.anchor->keptContent = version->second;
   }
   return Status::ok();
 }
 
 std::string ExportCursor::encode() const {
-  return json::array({"export-v1", scope, tombstones ? "tombstones" : "memories", afterKey, afterSubkey}).dump();
+  json j = json::array({"export-v1", scope, tombstones ? "tombstones" : "memories", afterKey, afterSubkey});
+  // Inside a memory's lines: three more, so that a cursor between lines reads as it always did.
+  if (!inMemory.empty()) {
+    j.push_back(json(inMemory));
+    j.push_back(json(inBlob));
+    j.push_back(json(std::to_string(inPart)));
+  }
+  return j.dump();
 }
 
 std::optional<ExportCursor> ExportCursor::decode(const std::string& text) {
   json j = json::parse(text, nullptr, false);
-  if (!j.is_array() || j.size() != 5) return std::nullopt;
+  if (!j.is_array() || (j.size() != 5 && j.size() != 8)) return std::nullopt;
   for (const auto& v : j) {
     if (!v.is_string()) return std::nullopt;
   }
@@ -412,6 +660,16 @@ std::optional<ExportCursor> ExportCursor::decode(const std::string& text) {
   c.tombstones = j[2] == "tombstones";
   c.afterKey = j[3].get<std::string>();
   c.afterSubkey = j[4].get<std::string>();
+  if (j.size() == 8) {
+    const std::string part = j[7].get<std::string>();
+    if (c.tombstones || j[5].get<std::string>().empty() || part.empty() || part.size() > 3 ||
+        part.find_first_not_of("0123456789") != std::string::npos || std::stoul(part) == 0) {
+      return std::nullopt;
+    }
+    c.inMemory = j[5].get<std::string>();
+    c.inBlob = j[6].get<std::string>();
+    c.inPart = std::stoul(part);
+  }
   return c;
 }
 

@@ -38,9 +38,11 @@ struct ServiceOptions {
   // 256, not 64: the background applier writes the FTS5 lanes once per batch, and a stream of saves through the
   // socket ran 1.2 times faster (docs/performance.md, "Saves in the background").
   int saveBatch = 256;
-  // The JSONL that imports in parts may hold in memory over all connections together until their last request
-  // (memqd --max-staged-import-bytes): one import may hold kMaxImportBytes, but forty connections must not hold forty
-  // times that. An import part past it is refused with Busy, and that import dropped.
+  // The memory that imports in parts may hold over all connections together until their last request (memqd
+  // --max-staged-import-bytes), counted as each staged line takes it (its parsed fields and kept versions, not its
+  // JSONL bytes): one import may hold min(kMaxImportBytes, this), but forty connections must not hold forty times
+  // that. An import part that takes one import past its own bound is refused with InvalidParams; one that takes all
+  // of them together past this, with Busy; either way that import is dropped.
   size_t maxStagedImportBytes = size_t{512} << 20;
 };
 
@@ -304,7 +306,8 @@ struct ImportRequest {
   std::string jsonl;
   bool more = false;  // further parts follow: stage these lines, write nothing yet
 };
-// The JSONL one import may stage across its requests before it is committed (memqd holds it in memory until then).
+// The memory one import may take with the lines it stages across its requests before it is committed (memqd holds
+// them parsed until then; counted per line as it is staged, not as JSONL bytes).
 inline constexpr size_t kMaxImportBytes = size_t{512} << 20;
 // What `import` did: for a request with `more`, only the lines staged so far; else what the commit wrote.
 struct ImportCounts {

@@ -121,7 +121,8 @@ class MemoryStore : public RecallSource, private SaveTarget {
   // --- a team scope's replica (memory_store_replica.cc) ---
   // Writes rows exactly as the team server holds them (ids, text, state, times), in one transaction with `seq` as
   // the last applied journal seq: a new id is inserted, a known one takes the server's state, state reason,
-  // superseded_by and updated_at; tombstones follow the rejected rows. The local correction model is not run: the
+  // superseded_by and updated_at; tombstones follow the rejected rows, and a purge carrying its tombstone writes it
+  // whether or not the replica held the row. The local correction model is not run: the
   // server already did. Changes with seq <= replicaSeq() are skipped (another thread applied them); one with an
   // empty memory id only moves the seq on. Returns the rows applied. Each appends one local event (the server's action and actor).
   Result<std::vector<ReplicatedChange>> applyReplicated(std::vector<ReplicatedChange> changes);
@@ -187,9 +188,14 @@ class MemoryStore : public RecallSource, private SaveTarget {
   Result<ListResult> list(const ListFilter& filter);
   Result<std::vector<AuditEvent>> audit(const AuditFilter& filter);
   // Export order: memories (of `state`, or every state) after (afterCreatedAt, afterId) by created_at then id, at
-  // most `limit`, with their file refs. Empty keys start at the first.
+  // most `limit`, with their file refs. Empty keys start at the first. The anchors come without the content of the
+  // versions memq keeps (keptContent null): keptVersionBytes and keptVersion read it, for the versions a page writes.
   Result<std::vector<Memory>> exportPage(std::optional<MemoryState> state, const std::string& afterCreatedAt,
                                          const std::string& afterId, int limit);
+  // The size of the version `blob` memq keeps, without reading it; nullopt when it keeps none (the repository's).
+  Result<std::optional<size_t>> keptVersionBytes(const std::string& blob);
+  // The content of the version `blob` memq keeps, or null.
+  Result<std::shared_ptr<const std::string>> keptVersion(const std::string& blob);
   Result<std::vector<Tombstone>> tombstones();  // by at, then content_hash
   Result<std::optional<Tombstone>> tombstoneFor(const std::string& contentHash);
   Result<nlohmann::json> stats();

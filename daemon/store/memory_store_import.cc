@@ -1,6 +1,9 @@
 // MemoryStore's imports: an ImportBatch written in one transaction — tombstones first, then each memory restored
 // verbatim, with one `import` event per tombstone written and per memory created — or, on a refusal or an error,
-// nothing (the in-memory indexes rebuilt if they took rows of it). See ImportBatch in store_types.h.
+// nothing (the in-memory indexes rebuilt if they took rows of it). See ImportBatch in store_types.h. The global scope
+// also refuses a memory with anchored refs (lines), as a global save does.
+#include <algorithm>
+
 #include "daemon/store/memory_store.h"
 #include "daemon/store/recall_mirror.h"
 #include "daemon/store/save_pipeline.h"
@@ -41,6 +44,19 @@ Result<ImportOutcome> MemoryStore::importBatch(const ImportBatch& batch, const A
     for (const auto& item : batch.memories) {
       if (out.refusal) break;
       const Memory& in = item.memory;
+      if (scope() == "global") {
+        // Refused as a global save refuses them (anchorFileRefs): lines are anchored in a project's files, and the
+        // global scope has no work tree for them to follow. Checked before the dedup below, so such a line is refused
+        // whether or not its text is here already.
+        auto anchored = std::find_if(in.files.begin(), in.files.end(),
+                                     [](const FileRef& f) { return f.anchor.has_value(); });
+        if (anchored != in.files.end()) {
+          out.refusal = ImportRefusal{
+              item.line, "files[" + std::to_string(anchored - in.files.begin()) + "].lines",
+              "lines are anchored in a project's files; the global scope has no work tree to read them from"};
+          break;
+        }
+      }
       if (auto existingHash = sql_->contentHashOfId(in.id)) {
         if (*existingHash != in.contentHash) {
           out.refusal = ImportRefusal{item.line, "id",

@@ -57,6 +57,24 @@ Result<std::vector<Memory>> MemoryStore::exportPage(std::optional<MemoryState> s
   }
 }
 
+Result<std::optional<size_t>> MemoryStore::keptVersionBytes(const std::string& blob) {
+  takeDatabase();  // saves handed to the background applier are written first
+  try {
+    return sql_->keptVersionBytes(blob);
+  } catch (const std::exception& e) {
+    return storageError(e, "export");
+  }
+}
+
+Result<std::shared_ptr<const std::string>> MemoryStore::keptVersion(const std::string& blob) {
+  takeDatabase();  // saves handed to the background applier are written first
+  try {
+    return sql_->keptVersion(blob);
+  } catch (const std::exception& e) {
+    return storageError(e, "export");
+  }
+}
+
 Result<ListResult> MemoryStore::list(const ListFilter& f) {
   takeDatabase();  // saves handed to the background applier are written first
   if (!pendingUsage_.empty()) MEMQ_RETURN_IF_ERROR(flushUsage());  // list sorts by last use

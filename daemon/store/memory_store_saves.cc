@@ -216,6 +216,23 @@ SaveEffects MemoryStore::applySave(const SaveRecord& record) {
     const size_t room = m.files.size() >= kMaxFiles ? 0 : kMaxFiles - m.files.size();
     const std::vector<std::string> added = sql_->writeFileRefs(m.pk, record.files, room);
     if (!added.empty()) detail["files_added"] = added;
+    // New paths past the bound are not written; the reply names them (memory/attach refuses the same refs outright,
+    // and a save must not drop them unsaid).
+    std::vector<std::string> leftOut;
+    {
+      std::unordered_set<std::string> held(added.begin(), added.end());
+      for (const auto& f : m.files) held.insert(f.path);
+      for (const auto& f : record.files) {
+        if (held.insert(f.path).second) leftOut.push_back(f.path);
+      }
+    }
+    if (!leftOut.empty()) {
+      std::string paths;
+      for (const auto& p : leftOut) paths += (paths.empty() ? "" : ", ") + p;
+      out.warnings.push_back("files not attached: memory " + m.id + " holds at most " + std::to_string(kMaxFiles) +
+                             " files (" + std::to_string(m.files.size() + added.size()) + " attached); left out: " +
+                             paths);
+    }
     out.filesAdded = added;
     appendEvent(m.id, "dedup", actor, detail, at);
     if (out.topicsMerged) {

@@ -149,6 +149,8 @@ class StoreSql {
 
   // The content of a version memq keeps (anchor_versions), or null.
   std::shared_ptr<const std::string> keptVersion(const std::string& blobId);
+  // Its size in bytes without reading it, or nullopt when memq keeps no such version.
+  std::optional<size_t> keptVersionBytes(const std::string& blobId);
   // The anchored refs of active rows on `path`, by pk, without their kept content (keptVersion reads it).
   std::vector<AnchoredRef> activeAnchoredRefsOn(const std::string& path);
   // Every anchored ref of an active row, by path then pk, without kept content.

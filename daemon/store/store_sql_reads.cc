@@ -88,7 +88,9 @@ std::optional<std::string> StoreSql::otherWithContent(const std::string& content
 }
 
 std::optional<std::string> StoreSql::supersededBy(const std::string& id) {
-  auto q = statement("SELECT id FROM memories WHERE superseded_by = ? ORDER BY id LIMIT 1");
+  // Only a superseded memory names its replacement; a pointer left on a memory in another state (an import before
+  // imports checked it) does not block the replacement's purge.
+  auto q = statement("SELECT id FROM memories WHERE superseded_by = ? AND state = 'superseded' ORDER BY id LIMIT 1");
   q->bind(1, id);
   if (!q->executeStep()) return std::nullopt;
   return q->getColumn(0).getString();
@@ -353,14 +355,18 @@ std::vector<Memory> StoreSql::exportPage(std::optional<MemoryState> state, const
     if (!row->executeStep()) continue;
     out.push_back(rowToMemory(*row));
   }
-  for (auto& m : out) {
-    readFiles(m);
-    // An export carries the versions memq keeps, so that an import elsewhere can still carry the anchor.
-    for (auto& f : m.files) {
-      if (f.anchor) f.anchor->keptContent = keptVersion(f.anchor->blob);
-    }
-  }
+  // Without the versions memq keeps: a page holds up to `limit` rows, each with up to 16 versions of up to 2 MiB.
+  // Export reads only those it writes, one at a time (keptVersionBytes, keptVersion).
+  for (auto& m : out) readFiles(m);
   return out;
+}
+
+std::optional<size_t> StoreSql::keptVersionBytes(const std::string& blobId) {
+  // length() of a BLOB is read from the record's header: the content itself is not loaded.
+  auto q = statement("SELECT length(content) FROM anchor_versions WHERE blob_id = ?");
+  q->bind(1, blobId);
+  if (!q->executeStep()) return std::nullopt;
+  return static_cast<size_t>(q->getColumn(0).getInt64());
 }
 
 std::shared_ptr<const std::string> StoreSql::keptVersion(const std::string& blobId) {

@@ -1297,5 +1297,51 @@ TEST_F(CliTest, ImportFromEmpryoLeavesOutRefsOutsideTheProjectAndPastSixteenAndS
   EXPECT_EQ(clean.err.find("import:"), std::string::npos) << clean.err;
 }
 
+// A superseded memory names its replacement, and memqd refuses one that names none. The reference may hold a
+// superseded memory whose replacement is gone (a row deleted with foreign keys off): it comes over hidden, restorable,
+// and the line on stderr says so; one whose replacement is there stays superseded by it.
+TEST_F(CliTest, ImportFromEmpryoBringsASupersededMemoryWithoutItsReplacementOverHidden) {
+  const std::string orphan = "3d4e5f60-7182-4d9e-9fa0-2b3c4d5e6f70";
+  const std::string gone = "4e5f6071-8293-4eaf-a0b1-3c4d5e6f7081";
+  const std::string oldId = "5f607182-93a4-4fb0-b1c2-4d5e6f708192";
+  const std::string newId = "60718293-a4b5-4c01-82d3-5e6f708192a3";
+  fs::path dbPath = dir_ / "empryo/orphan.db";
+  fs::create_directories(dbPath.parent_path());
+  {
+    SQLite::Database db(dbPath.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    db.exec("PRAGMA foreign_keys = OFF");  // superseded_by names a row the database does not hold
+    createReferenceSchema(db);
+    insertRow(db, {orphan, "decision", "Deploy from the release branch", "", "[]", "agent", "2024-01-02T00:00:00.000Z",
+                   "2024-01-02T00:00:00.000Z", 0, 0, 1, gone});
+    insertRow(db, {newId, "decision", "Deploy from tags", "", "[]", "agent", "2024-01-04T00:00:00.000Z",
+                   "2024-01-04T00:00:00.000Z", 0, 0, 0, ""});
+    insertRow(db, {oldId, "decision", "Deploy from main", "", "[]", "agent", "2024-01-03T00:00:00.000Z",
+                   "2024-01-03T00:00:00.000Z", 0, 0, 1, newId});
+  }
+
+  CommandResult r = run("import --from-empryo " + shellQuote(dbPath.string()));
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "created 3, deduped 0, rejected 0, tombstones 0\n");
+  EXPECT_NE(r.err.find("memq: import: 1 superseded memory imported as hidden (its replacement is not in the "
+                       "database)"),
+            std::string::npos)
+      << r.err;
+
+  json all = ok("list --state all --limit 100");
+  ASSERT_EQ(all["total"], 3) << all.dump();
+  std::map<std::string, json> byId;
+  for (const auto& m : all["memories"]) byId[m["id"]] = m;
+  EXPECT_EQ(byId[orphan]["state"], "hidden");
+  EXPECT_TRUE(byId[orphan]["superseded_by"].is_null()) << byId[orphan].dump();
+  EXPECT_EQ(byId[oldId]["state"], "superseded");
+  EXPECT_EQ(byId[oldId]["superseded_by"], newId);
+  EXPECT_EQ(byId[newId]["state"], "active");
+
+  // A save of the orphan's text is told it is hidden (and how to restore it), not "superseded by ?".
+  json saved = ok("save 'Deploy from the release branch'");
+  EXPECT_EQ(saved["status"], "exists_hidden") << saved.dump();
+  EXPECT_EQ(saved["id"], orphan);
+}
+
 }  // namespace
 }  // namespace memq::testing

@@ -3,7 +3,9 @@
 // cursor; every kind of bad line refused with its line number and nothing written; an id that exists with other
 // content, a dangling superseded_by and a tombstone for an active memory's text refused; imported tombstones in the
 // audit journal; state_reason and tombstone reasons through the secret scanner; an import in parts staged until its
-// last request; SIGKILL before and during the commit leaves nothing or everything, and a re-run completes it.
+// last request; SIGKILL before and during the commit leaves nothing or everything, and a re-run completes it; anchors
+// in large kept versions outside git round trip through version lines; staged imports are bounded by the memory
+// they hold, and one import past the bound alone is InvalidParams.
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
 #include <gtest/gtest.h>
@@ -190,6 +192,116 @@ TEST_F(ImportExportTest, RoundTripOf50000MemoriesIsByteIdenticalThroughTheCli) {
   ASSERT_EQ(roundTrip.exitCode, 0) << roundTrip.err;
   EXPECT_EQ(roundTrip.out.size(), first.out.size());
   EXPECT_TRUE(roundTrip.out == first.out) << "export → import → export is not byte-identical";
+}
+
+// Outside git memq keeps every version an anchor is in, and export writes each in version lines of at most 512 KiB of
+// content, before the first memory of its page anchored in it. A memory anchored in a file of 700 KB (one line of
+// 0.9 MiB before: more than the CLI sends in one request, so its import failed) and one anchored in seven files of
+// 2 MiB as well (one line of 20 MiB before: more than an export page may carry, so the export could not pass it) go
+// through `memq export` and `memq import` into a fresh data dir, anchors and kept content intact, and out again the
+// same bytes.
+TEST_F(ImportExportTest, AnchorsInLargeKeptVersionsRoundTripOutsideGit) {
+  const fs::path plain = dir_ / "plain";  // no repository: every anchored version is kept
+  auto text = [](size_t bytes, const std::string& tag) {
+    std::string out;
+    for (size_t n = 1; out.size() + 100 < bytes; ++n) out += tag + " line " + std::to_string(n) + " of a large file\n";
+    return out;
+  };
+  constexpr int kHuge = 7;
+  writeTextFile(plain / "big.txt", text(700 * 1000, "big"));
+  for (int k = 0; k < kHuge; ++k) {
+    writeTextFile(plain / ("huge" + std::to_string(k) + ".txt"), text(size_t{2} << 20, "huge" + std::to_string(k)));
+  }
+  RpcClient c = daemon_->client(plain.string());
+  auto one = c.call("memory/save", {{"summary", "the parser table in big.txt"},
+                                    {"files", {{{"path", "big.txt"}, {"lines", {{10, 20}}}}}}},
+                    std::chrono::minutes(2));
+  ASSERT_TRUE(one.isOk()) << one.status().toString();
+  json hugeFiles = json::array();
+  for (int k = 0; k < kHuge; ++k) {
+    hugeFiles.push_back(json{{"path", "huge" + std::to_string(k) + ".txt"}, {"lines", {{1, 3}}}});
+  }
+  hugeFiles.push_back(json{{"path", "big.txt"}, {"lines", {{30, 31}}}});
+  auto many = c.call("memory/save", {{"summary", "the generated tables, every one of them"}, {"files", hugeFiles}},
+                     std::chrono::minutes(2));
+  ASSERT_TRUE(many.isOk()) << many.status().toString();
+  const std::vector<std::string> ids = {(*one)["id"].get<std::string>(), (*many)["id"].get<std::string>()};
+
+  // The pages: at most 4 MiB each, every line within what the CLI sends in one request, the memory lines short.
+  std::string joined;
+  json params = {{"cursor", ""}};
+  int pages = 0;
+  while (true) {
+    auto r = c.call("export", params);
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    const std::string page = (*r)["jsonl"].get<std::string>();
+    EXPECT_LE(page.size(), size_t{4} << 20);
+    EXPECT_TRUE(page.empty() || page.back() == '\n');
+    joined += page;
+    ++pages;
+    ASSERT_LT(pages, 100) << "the export does not end";
+    if (!r->contains("next_cursor")) break;
+    params["cursor"] = (*r)["next_cursor"];
+  }
+  EXPECT_GE(pages, 5);
+  size_t versionLines = 0;
+  size_t memoryLines = 0;
+  std::istringstream in(joined);
+  for (std::string line; std::getline(in, line);) {
+    EXPECT_LE(json(line).dump().size(), size_t{768} << 10) << "a line longer than the CLI sends in one request";
+    const json j = json::parse(line);
+    if (j["type"] == "version") {
+      ++versionLines;
+      EXPECT_EQ(j["scope"], "project");
+    } else {
+      ASSERT_EQ(j["type"], "memory") << line.substr(0, 200);
+      ++memoryLines;
+      EXPECT_LT(line.size(), size_t{16} << 10);
+      for (const auto& f : j["files"]) EXPECT_TRUE(f.value("kept", false)) << f.dump();
+    }
+  }
+  EXPECT_EQ(memoryLines, 2u);
+  EXPECT_GE(versionLines, static_cast<size_t>(2 + 4 * kHuge));  // big.txt in 2 parts, each 2 MiB file in 4
+
+  CommandResult exported = daemon_->memq("export", plain.string());
+  ASSERT_EQ(exported.exitCode, 0) << exported.err;
+  EXPECT_TRUE(exported.out == joined) << "the CLI's export is not the pages";
+  const fs::path file = dir_ / "anchored.jsonl";
+  writeTextFile(file, exported.out);
+
+  // Into a fresh data dir and another project outside git.
+  const fs::path dir2 = dir_ / "second";
+  const fs::path plain2 = dir2 / "plain";
+  fs::create_directories(plain2);
+  Memqd second(dir2);
+  ASSERT_TRUE(second.start()) << second.log();
+  CommandResult imported = second.memq("--json import " + shellQuote(file.string()), plain2.string());
+  ASSERT_EQ(imported.exitCode, 0) << imported.err;
+  EXPECT_EQ(json::parse(imported.out)["created"], 2) << imported.out;
+  RpcClient c2 = second.client(plain2.string());
+  for (const auto& id : ids) {
+    auto before = c.call("memory/get", {{"id", id}});
+    auto after = c2.call("memory/get", {{"id", id}});
+    ASSERT_TRUE(before.isOk()) << before.status().toString();
+    ASSERT_TRUE(after.isOk()) << after.status().toString();
+    ASSERT_EQ((*after)["files"].size(), (*before)["files"].size());
+    for (size_t i = 0; i < (*before)["files"].size(); ++i) {
+      const json& was = (*before)["files"][i];
+      const json& now = (*after)["files"][i];
+      ASSERT_TRUE(now.is_object()) << now.dump();
+      EXPECT_EQ(now["path"], was["path"]);
+      EXPECT_EQ(now["lines"], was["lines"]);
+      EXPECT_EQ(now["blob"], was["blob"]);
+    }
+  }
+  auto stats = c2.call("stats", json::object());
+  ASSERT_TRUE(stats.isOk()) << stats.status().toString();
+  EXPECT_EQ((*stats)["scopes"]["project"]["kept_versions"], kHuge + 1);
+  // Out again: the same bytes, every kept version's content with them.
+  CommandResult again = second.memq("export", plain2.string());
+  ASSERT_EQ(again.exitCode, 0) << again.err;
+  EXPECT_EQ(again.out.size(), exported.out.size());
+  EXPECT_TRUE(again.out == exported.out) << "export → import → export is not byte-identical";
 }
 
 // ---- what a line may not be ---------------------------------------------------------------------------------
@@ -510,6 +622,29 @@ TEST_F(ImportExportTest, TheCliNamesTheLineOfTheFileWhenScopesAreSplit) {
   EXPECT_EQ((*listed)["total"], 0);
 }
 
+// A line of `memq --scope team export` names the team scope, which import never writes (docs/team.md): the CLI sends
+// it there, not to the project, memqd refuses it, and nothing is imported, not even the project lines before it.
+TEST_F(ImportExportTest, TheCliImportsNothingFromAFileWithALineForTheTeamScope) {
+  json team = memoryLine(1);
+  team["scope"] = "team";
+  const fs::path one = dir_ / "team.jsonl";
+  writeTextFile(one, jsonl({team}));
+  CommandResult r = daemon_->memq("import " + shellQuote(one.string()), project_);
+  EXPECT_EQ(r.exitCode, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("memq: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("line 1 of " + one.string() + " names scope team"), std::string::npos) << r.err;
+  EXPECT_EQ(total(), 0) << "the team line went to the project scope";
+
+  json project = memoryLine(2);
+  project["scope"] = "project";
+  const fs::path mixed = dir_ / "mixed.jsonl";
+  writeTextFile(mixed, jsonl({project, team}));
+  CommandResult m = daemon_->memq("import " + shellQuote(mixed.string()), project_);
+  EXPECT_EQ(m.exitCode, 1) << m.out << m.err;
+  EXPECT_NE(m.err.find("line 2 of " + mixed.string() + " names scope team"), std::string::npos) << m.err;
+  EXPECT_EQ(total(), 0) << "the project's lines were written before the team's were refused";
+}
+
 TEST_F(ImportExportTest, TheCliSendsALargeFileInRequestsUnderTheMessageLimit) {
   // 3 MiB of lines: refused whole by the 1 MiB message limit before; now sent in parts and written at once.
   std::mt19937 rng(5);
@@ -608,8 +743,9 @@ TEST_F(ImportExportTest, ImportsStagedOnAllConnectionsShareOneBound) {
   startDaemon({"--max-staged-import-bytes", "1048576"});
   const std::string details(1000, 'd');
   std::vector<json> first, second;
-  for (size_t i = 1; i <= 600; ++i) first.push_back(memoryLine(i, details));     // about 0.7 MiB
-  for (size_t i = 601; i <= 1200; ++i) second.push_back(memoryLine(i, details));
+  // 400 memories of about 1.8 KiB each as memqd holds them (0.45 MiB of JSONL): one import fits in 1 MiB, two do not.
+  for (size_t i = 1; i <= 400; ++i) first.push_back(memoryLine(i, details));
+  for (size_t i = 401; i <= 800; ++i) second.push_back(memoryLine(i, details));
   RpcClient a = daemon_->client(project_);
   RpcClient b = daemon_->client(project_);
   ASSERT_TRUE(a.call("import", {{"jsonl", jsonl(first)}, {"more", true}}).isOk());
@@ -621,21 +757,21 @@ TEST_F(ImportExportTest, ImportsStagedOnAllConnectionsShareOneBound) {
   // The first import is untouched by the refusal and writes everything it staged.
   auto done = a.call("import", {{"jsonl", ""}});
   ASSERT_TRUE(done.isOk()) << done.status().toString();
-  EXPECT_EQ((*done)["created"], 600);
+  EXPECT_EQ((*done)["created"], 400);
   // Written, its bytes are given back: the second connection's import now fits.
   auto again = b.call("import", {{"jsonl", jsonl(second)}});
   ASSERT_TRUE(again.isOk()) << again.status().toString();
-  EXPECT_EQ((*again)["created"], 600);
-  EXPECT_EQ(total(), 1200);
+  EXPECT_EQ((*again)["created"], 400);
+  EXPECT_EQ(total(), 800);
   // A connection that closes with lines staged gives its bytes back too.
   {
     RpcClient gone = daemon_->client(project_);
     std::vector<json> third;
-    for (size_t i = 1201; i <= 1800; ++i) third.push_back(memoryLine(i, details));
+    for (size_t i = 801; i <= 1200; ++i) third.push_back(memoryLine(i, details));
     ASSERT_TRUE(gone.call("import", {{"jsonl", jsonl(third)}, {"more", true}}).isOk());
   }
   std::vector<json> fourth;
-  for (size_t i = 1801; i <= 2400; ++i) fourth.push_back(memoryLine(i, details));
+  for (size_t i = 1201; i <= 1600; ++i) fourth.push_back(memoryLine(i, details));
   bool fitted = false;
   for (int attempt = 0; attempt < 100 && !fitted; ++attempt) {
     // The closed connection is forgotten by memqd's I/O thread, shortly after the close.
@@ -643,14 +779,59 @@ TEST_F(ImportExportTest, ImportsStagedOnAllConnectionsShareOneBound) {
     auto r = c.call("import", {{"jsonl", jsonl(fourth)}});
     if (r.isOk()) {
       fitted = true;
-      EXPECT_EQ((*r)["created"], 600);
+      EXPECT_EQ((*r)["created"], 400);
     } else {
       ASSERT_EQ(r.status().code(), ErrorCode::kBusy) << r.status().toString();
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
   EXPECT_TRUE(fitted) << "a closed connection's staged import still counts against the bound";
-  EXPECT_EQ(total(), 1800);
+  EXPECT_EQ(total(), 1200);
+}
+
+// One import that alone would hold more than the bound is InvalidParams naming jsonl, not Busy: a retry could never
+// fit it. A smaller --max-staged-import-bytes bounds one import too (by default both bounds are 512 MiB).
+TEST_F(ImportExportTest, AnImportPastTheBoundAloneIsInvalidParamsNotBusy) {
+  daemon_.reset();
+  startDaemon({"--max-staged-import-bytes", "1048576"});
+  const std::string details(1000, 'd');
+  std::vector<json> first, second;
+  for (size_t i = 1; i <= 400; ++i) first.push_back(memoryLine(i, details));  // about 0.7 MiB as held
+  for (size_t i = 401; i <= 800; ++i) second.push_back(memoryLine(i, details));
+  RpcClient c = daemon_->client(project_);
+  ASSERT_TRUE(c.call("import", {{"jsonl", jsonl(first)}, {"more", true}}).isOk());
+  auto refused = c.call("import", {{"jsonl", jsonl(second)}, {"more", true}});
+  ASSERT_FALSE(refused.isOk()) << "an import of 800 memories staged within 1 MiB";
+  EXPECT_EQ(refused.status().code(), ErrorCode::kInvalidParams) << refused.status().toString();
+  EXPECT_EQ(refused.status().data()["field"], "jsonl") << refused.status().data().dump();
+  EXPECT_EQ(total(), 0);
+  // The import was dropped and what it held given back: one that fits is written whole.
+  auto fits = c.call("import", {{"jsonl", jsonl(first)}});
+  ASSERT_TRUE(fits.isOk()) << fits.status().toString();
+  EXPECT_EQ((*fits)["created"], 400);
+  EXPECT_EQ((*fits)["staged_lines"], 400);
+}
+
+// What an import stages is charged for the memory its lines take once read, not for their bytes of JSONL: 20,000
+// memories in 0.5 MiB of short lines are refused under a bound of 1 MiB (as bytes they were 0.5 MiB, and a memqd
+// could be made to hold tens of GiB of them within its 512 MiB).
+TEST_F(ImportExportTest, StagedLinesAreChargedForTheMemoryTheyTakeNotForTheirBytes) {
+  daemon_.reset();
+  startDaemon({"--max-staged-import-bytes", "1048576"});
+  std::string tiny;
+  for (size_t n = 0; n < 20000; ++n) tiny += json{{"summary", "note " + std::to_string(n)}}.dump() + "\n";
+  ASSERT_LT(tiny.size(), size_t{1} << 19);
+  RpcClient c = daemon_->client(project_);
+  auto refused = c.call("import", {{"jsonl", tiny}, {"more", true}});
+  ASSERT_FALSE(refused.isOk()) << "20,000 memories staged as if they took " << tiny.size() << " bytes";
+  EXPECT_EQ(refused.status().data()["field"], "jsonl") << refused.status().toString();
+  EXPECT_EQ(total(), 0);
+  // The first 500 of them fit.
+  const size_t cut = tiny.find(json{{"summary", "note 500"}}.dump());
+  ASSERT_NE(cut, std::string::npos);
+  auto fits = c.call("import", {{"jsonl", tiny.substr(0, cut)}});
+  ASSERT_TRUE(fits.isOk()) << fits.status().toString();
+  EXPECT_EQ((*fits)["created"], 500);
 }
 
 }  // namespace

@@ -1,11 +1,13 @@
 // The JSONL lines of export and import (daemon/service/jsonl_transfer): what a line may hold, the errors that name
-// its line and field, the scan of every free-text field, the export cursor, and the bytes export writes.
+// its line and field, the scan of every free-text field, the export cursor, the bytes export writes, kept versions
+// in version lines put together over the requests of an import, and the memory a staged import is charged for.
 #include "daemon/service/jsonl_transfer.h"
 
 #include <gtest/gtest.h>
 
 #include "daemon/model/content_hash.h"
 #include "daemon/service/file_anchors.h"
+#include "daemon/util/base64.h"
 
 namespace memq {
 namespace {
@@ -306,6 +308,23 @@ TEST(JsonlTransferTest, CursorsRoundTripAndAnythingElseIsRefused) {
     ASSERT_TRUE(decoded.has_value()) << scope;
     EXPECT_EQ(decoded->scope, scope);
   }
+  // Inside a memory's lines (its versions' parts filled a page): three more strings.
+  ExportCursor inside{"project", false, "2026-11-29T14:33:25.704Z", "7b934a83-3ded-420e-b11c-5b156ae48a0f",
+                      "7b934a83-3ded-420e-b11c-5b156ae48a0f", std::string(40, 'a'), 3};
+  auto within = ExportCursor::decode(inside.encode());
+  ASSERT_TRUE(within.has_value());
+  EXPECT_EQ(within->inMemory, inside.inMemory);
+  EXPECT_EQ(within->inBlob, inside.inBlob);
+  EXPECT_EQ(within->inPart, 3u);
+  EXPECT_EQ(json::parse(c.encode()).size(), 5u) << "a cursor between lines is as it was";
+  EXPECT_TRUE(back->inMemory.empty());
+  for (const char* bad : {"[\"export-v1\",\"project\",\"memories\",\"\",\"\",\"m1m1\",\"b\",\"x\"]",
+                          "[\"export-v1\",\"project\",\"memories\",\"\",\"\",\"m1m1\",\"b\",\"0\"]",
+                          "[\"export-v1\",\"project\",\"memories\",\"\",\"\",\"\",\"b\",\"1\"]",
+                          "[\"export-v1\",\"project\",\"tombstones\",\"\",\"\",\"m1m1\",\"b\",\"1\"]",
+                          "[\"export-v1\",\"project\",\"memories\",\"\",\"\",\"m1m1\",\"b\"]"}) {
+    EXPECT_FALSE(ExportCursor::decode(bad).has_value()) << bad;
+  }
   for (const char* bad : {"", "x", "[]", "[\"export-v1\",\"elsewhere\",\"memories\",\"\",\"\"]",
                           "[\"export-v2\",\"project\",\"memories\",\"\",\"\"]",
                           "[\"export-v1\",\"project\",\"rows\",\"\",\"\"]", "[\"export-v1\",\"project\",\"memories\",1,\"\"]"}) {
@@ -335,9 +354,11 @@ TEST(JsonlTransferTest, AnchoredRefsComeThroughLosslesslyAndAreChecked) {
   EXPECT_EQ(m.files[1].anchor->lines, (LineRanges{{1, 4}, {9, 9}}));  // normalised
   EXPECT_EQ(m.files[1].anchor->keptContent, nullptr);  // a blob of the repository: nothing kept
   EXPECT_FALSE(m.files[2].anchor.has_value());
-  // Written back, the line is what it was (lines normalised).
+  // Written back, the line is what it was (lines normalised), but for the kept content: it goes in version lines
+  // now, and the anchor only says that it is kept.
   line["files"][1]["lines"] = {{1, 4}, {9, 9}};
   line["files"][2] = {{"path", "src/c.c"}, {"blob_id", nullptr}};
+  line["files"][0]["kept"] = true;
   EXPECT_EQ(json::parse(memoryLine(m))["files"], line["files"]);
 
   auto refused = [&](const json& file, const std::string& field) {
@@ -353,6 +374,166 @@ TEST(JsonlTransferTest, AnchoredRefsComeThroughLosslesslyAndAreChecked) {
   refused({{"path", "a.c"}, {"lines", {{1, 4}}}, {"blob", blob}, {"kept", kept}}, "files[0].lines[0]");  // 3 lines
   refused({{"path", "a.c"}, {"lines", {{1, 1}}}, {"blob", std::string(40, 'a')}, {"kept", kept}}, "files[0].kept");
   refused({{"path", "a.c"}, {"lines", {{1, 1}}}, {"blob", blob}, {"kept", "not base64!"}}, "files[0].kept");
+  refused({{"path", "a.c"}, {"lines", {{1, 1}}}, {"blob", blob}, {"kept", 5}}, "files[0].kept");
+}
+
+// Text of about `bytes` bytes in numbered lines (a kept version of that size).
+std::string numberedText(size_t bytes) {
+  std::string out;
+  for (size_t n = 1; out.size() < bytes; ++n) out += "line " + std::to_string(n) + " of a file memq keeps whole\n";
+  return out;
+}
+
+// The error of a line an import refuses: InvalidParams, data {field: jsonl, line}, message naming line and field.
+void expectLineError(const Status& st, size_t line, const std::string& field) {
+  ASSERT_FALSE(st.isOk()) << "line " << line << " " << field;
+  EXPECT_EQ(st.code(), ErrorCode::kInvalidParams);
+  EXPECT_EQ(st.data()["field"], "jsonl");
+  EXPECT_EQ(st.data()["line"], line) << st.message();
+  EXPECT_EQ(st.message().rfind("jsonl[line " + std::to_string(line) + "]." + field + ": ", 0), 0u) << st.message();
+}
+
+// `lines` as one import in one request, then finished as its last request finishes it.
+Status stageAndFinish(const std::vector<std::string>& lines) {
+  ImportStaging staging;
+  std::string text;
+  for (const auto& l : lines) text += l + "\n";
+  Status st = stageImportLines(text, options(), staging);
+  return st.isOk() ? finishImportLines(staging) : st;
+}
+
+// A kept version of 1.2 MiB goes in three version lines, each well inside one import request and the CLI's 768 KiB of
+// escaped lines, and comes together again over two requests of one import, after its memory's line; sent again, it
+// is taken once. (One line holding the content, as before, was 1.6 MiB: no import could carry it.)
+TEST(JsonlTransferTest, AKeptVersionTravelsInPartsAndComesTogetherOverTheRequestsOfAnImport) {
+  const std::string content = numberedText(size_t{1200} << 10);
+  const std::string blob = gitBlobId(content);
+  const size_t parts = versionPartCount(content.size());
+  ASSERT_EQ(parts, 3u);
+  EXPECT_EQ(versionPartCount(0), 1u);
+  EXPECT_EQ(versionPartCount(kVersionPartBytes), 1u);
+  EXPECT_EQ(versionPartCount(kVersionPartBytes + 1), 2u);
+  EXPECT_EQ(versionPartCount(kMaxAnchoredFileBytes), 4u);
+  std::vector<std::string> versionLines;
+  std::string joined;
+  for (size_t p = 1; p <= parts; ++p) {
+    versionLines.push_back(versionLine("project", blob, content, p));
+    const std::string& l = versionLines.back();
+    EXPECT_EQ(l.size(), versionLineLength("project", blob, content.size(), p)) << "part " << p;
+    EXPECT_LE(json(l).dump().size(), size_t{768} << 10) << "part " << p << ", escaped as the CLI sends it";
+    const json j = json::parse(l);
+    EXPECT_EQ(j["type"], "version");
+    EXPECT_EQ(j["scope"], "project");
+    EXPECT_EQ(j["blob"], blob);
+    EXPECT_EQ(j["part"], p);
+    EXPECT_EQ(j["parts"], parts);
+    auto bytes = base64Decode(j["data"].get<std::string>());
+    ASSERT_TRUE(bytes.has_value());
+    joined += *bytes;
+  }
+  EXPECT_EQ(joined, content);
+  // The first part of the largest version an anchor may have is no longer.
+  EXPECT_LE(versionLineLength("project", blob, kMaxAnchoredFileBytes, 1) + 64, size_t{768} << 10);
+
+  json anchored = memory();
+  anchored["files"] = {{{"path", "src/big.txt"}, {"blob_id", nullptr}, {"lines", {{2, 3}}}, {"blob", blob}, {"kept", true}}};
+  ImportStaging staging;
+  Status st = stageImportLines(versionLines[0] + "\n" + anchored.dump() + "\n", options(), staging);
+  ASSERT_TRUE(st.isOk()) << st.toString();
+  st = stageImportLines(versionLines[1] + "\n" + versionLines[2] + "\n" + versionLines[0] + "\n" + versionLines[1] +
+                            "\n" + versionLines[2] + "\n",
+                        options(), staging);
+  ASSERT_TRUE(st.isOk()) << st.toString();
+  EXPECT_EQ(staging.lines, 7u);
+  ASSERT_EQ(staging.batch.memories.size(), 1u);
+  EXPECT_EQ(staging.versions.size(), 1u);
+  EXPECT_TRUE(staging.partialVersions.empty());
+  st = finishImportLines(staging);
+  ASSERT_TRUE(st.isOk()) << st.toString();
+  const Memory& m = staging.batch.memories[0].memory;
+  ASSERT_EQ(m.files.size(), 1u);
+  ASSERT_TRUE(m.files[0].anchor.has_value());
+  EXPECT_EQ(m.files[0].anchor->blob, blob);
+  EXPECT_EQ(m.files[0].anchor->lines, (LineRanges{{2, 3}}));
+  ASSERT_NE(m.files[0].anchor->keptContent, nullptr);
+  EXPECT_TRUE(*m.files[0].anchor->keptContent == content);
+  // Written back, the memory's line says the version is kept, and stays short.
+  const std::string back = memoryLine(m);
+  EXPECT_EQ(json::parse(back)["files"][0]["kept"], true);
+  EXPECT_LT(back.size(), size_t{1024});
+}
+
+TEST(JsonlTransferTest, VersionLinesThatDoNotMakeTheirVersionAreRefusedByLine) {
+  const std::string content = "one\ntwo\nthree\n";
+  const std::string blob = gitBlobId(content);
+  const std::string version = versionLine("project", blob, content, 1);
+  json anchored = memory();
+  anchored["files"] = {{{"path", "a.c"}, {"lines", {{2, 3}}}, {"blob", blob}, {"kept", true}}};
+  // The version before or after its memory.
+  EXPECT_TRUE(stageAndFinish({version, anchored.dump()}).isOk());
+  EXPECT_TRUE(stageAndFinish({anchored.dump(), version}).isOk());
+  // No line carries it.
+  expectLineError(stageAndFinish({anchored.dump()}), 1, "files[0].kept");
+  // Lines past its end, checked once it is there.
+  json past = anchored;
+  past["files"][0]["lines"] = {{3, 4}};
+  expectLineError(stageAndFinish({version, past.dump()}), 2, "files[0].lines[0]");
+  // Parts whose content is not the blob they name.
+  expectLineError(stageAndFinish({versionLine("project", blob, "one\ntwo\n", 1)}), 1, "data");
+
+  // A version of two parts: in order from part 1 (part 1 again starts it over), and all of them.
+  const std::string big = std::string(kVersionPartBytes, 'a') + "\nend\n";
+  const std::string bigBlob = gitBlobId(big);
+  const std::string p1 = versionLine("project", bigBlob, big, 1);
+  const std::string p2 = versionLine("project", bigBlob, big, 2);
+  EXPECT_TRUE(stageAndFinish({p1, p2}).isOk());
+  EXPECT_TRUE(stageAndFinish({p1, p1, p2}).isOk());
+  expectLineError(stageAndFinish({p2, p1}), 1, "part");
+  expectLineError(stageAndFinish({memory().dump(), p1}), 2, "part");  // the import ended before part 2
+
+  // A version line's own fields.
+  const json v = json::parse(version);
+  auto with = [&](const char* key, json value) {
+    json l = v;
+    l[key] = std::move(value);
+    return l.dump();
+  };
+  expectLineError(stageAndFinish({with("blob", "HEAD")}), 1, "blob");
+  expectLineError(stageAndFinish({with("parts", 0)}), 1, "parts");
+  expectLineError(stageAndFinish({with("parts", 5)}), 1, "parts");  // more than a version of 2 MiB takes
+  expectLineError(stageAndFinish({with("part", 2)}), 1, "part");    // of 1
+  expectLineError(stageAndFinish({with("data", "not base64!")}), 1, "data");
+  expectLineError(stageAndFinish({with("data", base64Encode(std::string(kVersionPartBytes + 1, 'a')))}), 1, "data");
+  expectLineError(stageAndFinish({with("type", "versions")}), 1, "type");
+}
+
+// An import is charged for the memory its lines take once read, not for their bytes of JSONL: 20,000 lines of about
+// 25 bytes are 20,000 memories of several hundred bytes each. memqd bounds staged imports by this count.
+TEST(JsonlTransferTest, StagedLinesAreChargedForTheMemoryTheyTakeNotTheirBytes) {
+  std::string jsonl;
+  for (int n = 0; n < 20000; ++n) jsonl += json{{"summary", "note " + std::to_string(n)}}.dump() + "\n";
+  ImportStaging staging;
+  size_t charged = 0;
+  size_t calls = 0;
+  Status st = stageImportLines(jsonl, options(), staging, [&](size_t bytes) {
+    charged += bytes;
+    ++calls;
+    return Status::ok();
+  });
+  ASSERT_TRUE(st.isOk()) << st.toString();
+  EXPECT_EQ(calls, 20000u) << "one charge per line, as it is read";
+  EXPECT_EQ(charged, staging.bytes);
+  EXPECT_GE(staging.bytes, 20000 * sizeof(ImportedMemory));
+  EXPECT_GT(staging.bytes, 10 * jsonl.size()) << staging.bytes << " bytes charged for " << jsonl.size()
+                                              << " bytes of JSONL";
+  // A charge's error stops the import at that line.
+  ImportStaging stopped;
+  size_t seen = 0;
+  st = stageImportLines(jsonl, options(), stopped,
+                        [&](size_t) { return ++seen == 3 ? Status::invalidField("jsonl", "full") : Status::ok(); });
+  ASSERT_FALSE(st.isOk());
+  EXPECT_EQ(st.message(), "full");
+  EXPECT_EQ(stopped.lines, 3u);
 }
 
 }  // namespace

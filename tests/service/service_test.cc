@@ -713,6 +713,115 @@ TEST_F(ServiceTest, AnImportLineInErrorNamesItsLineAndDropsTheImport) {
   EXPECT_EQ(listed->total, 0) << "nothing of a refused import is written";
 }
 
+// A superseded memory names its replacement, and only a superseded one does. Accepted, {state: active, superseded_by}
+// made its replacement unpurgeable ("aaaa1 is superseded by bbbb1; restore it") with nothing to restore, and
+// {state: superseded} without one answered a save of its text "superseded by ?". Each is refused naming the line.
+TEST_F(ServiceTest, AnImportedSupersededByMustMatchItsState) {
+  const std::string replacement = "{\"id\":\"bbbb1\",\"summary\":\"b\"}\n";
+  auto expectRefused = [&](const std::string& first) {
+    auto r = service_->importJsonl(ctx(), ImportRequest{first + "\n" + replacement, false});
+    ASSERT_FALSE(r.isOk()) << first;
+    EXPECT_EQ(r.status().code(), ErrorCode::kInvalidParams) << first;
+    EXPECT_EQ(fieldOf(r.status()), "jsonl") << first;
+    EXPECT_EQ(r.status().data()["line"], 1) << first;
+    EXPECT_EQ(r.status().message().rfind("jsonl[line 1].superseded_by: ", 0), 0u) << r.status().message();
+    // Nothing of the import is written, the replacement on line 2 included.
+    EXPECT_EQ(service_->get(ctx(), MemoryRef{"bbbb1"}).status().code(), ErrorCode::kNotFound) << first;
+    EXPECT_EQ(service_->get(ctx(), MemoryRef{"aaaa1"}).status().code(), ErrorCode::kNotFound) << first;
+  };
+  expectRefused(R"({"id":"aaaa1","summary":"a","state":"active","superseded_by":"bbbb1"})");
+  expectRefused(R"({"id":"aaaa1","summary":"a","superseded_by":"bbbb1"})");  // no state: active
+  expectRefused(R"({"id":"aaaa1","summary":"a","state":"hidden","superseded_by":"bbbb1"})");
+  expectRefused(R"({"id":"aaaa1","summary":"a","state":"rejected","state_reason":"no","superseded_by":"bbbb1"})");
+  expectRefused(R"({"id":"aaaa1","summary":"a","state":"superseded"})");
+  expectRefused(R"({"id":"aaaa1","summary":"a","state":"superseded","superseded_by":null})");
+
+  // The one consistent form is written, and the purge it blocks is undone by restoring the superseded memory.
+  auto ok = service_->importJsonl(
+      ctx(), ImportRequest{R"({"id":"aaaa1","summary":"a","state":"superseded","superseded_by":"bbbb1"})"
+                           "\n" + replacement, false});
+  ASSERT_TRUE(ok.isOk()) << ok.status().toString();
+  EXPECT_EQ(ok->created, 2);
+  auto blocked = service_->purge(ctx(), PurgeRequest{"bbbb1", true});
+  ASSERT_FALSE(blocked.isOk());
+  EXPECT_EQ(blocked.status().code(), ErrorCode::kConflict);
+  EXPECT_EQ(blocked.status().data().value("state", ""), "superseded");
+  ASSERT_TRUE(service_->restore(ctx(), StateChangeRequest{"aaaa1", std::nullopt}).isOk());
+  EXPECT_TRUE(service_->purge(ctx(), PurgeRequest{"bbbb1", true}).isOk());
+}
+
+// A save deduplicated into a memory that holds 16 files adds none past them, and says which it left out (memory/attach
+// refuses the same refs with InvalidParams); refs with room are added and nothing is said.
+TEST_F(ServiceTest, ADedupPastSixteenFilesNamesTheRefsItLeavesOut) {
+  SaveInput in;
+  in.summary = "The generated sources are rebuilt by make gen";
+  for (int i = 0; i < 16; ++i) in.files.push_back("gen/f" + std::to_string(i) + ".cc");
+  auto first = service_->save(ctx(), in);
+  ASSERT_TRUE(first.isOk()) << first.status().toString();
+  ASSERT_EQ(first->status, SaveStatus::kCreated);
+  auto leftOutWarning = [](const SaveResult& r) {
+    auto it = std::find_if(r.warnings.begin(), r.warnings.end(),
+                           [](const std::string& w) { return w.find("left out") != std::string::npos; });
+    return it == r.warnings.end() ? std::string() : *it;
+  };
+  in.files = {"gen/f0.cc", "gen/new1.cc", "gen/new2.cc", "gen/new3.cc"};
+  auto again = service_->save(ctx(), in);
+  ASSERT_TRUE(again.isOk()) << again.status().toString();
+  EXPECT_EQ(again->status, SaveStatus::kDeduped);
+  const std::string warning = leftOutWarning(*again);
+  ASSERT_FALSE(warning.empty()) << "a dedup dropped refs without a word";
+  for (const char* path : {"gen/new1.cc", "gen/new2.cc", "gen/new3.cc"}) {
+    EXPECT_NE(warning.find(path), std::string::npos) << warning;
+  }
+  EXPECT_EQ(warning.find("gen/f0.cc"), std::string::npos) << "a path the memory holds is not left out: " << warning;
+  EXPECT_NE(warning.find(first->id), std::string::npos) << warning;
+  auto got = service_->get(ctx(), MemoryRef{first->id});
+  ASSERT_TRUE(got.isOk()) << got.status().toString();
+  EXPECT_EQ(got->memory.files.size(), 16u);
+
+  SaveInput roomy;
+  roomy.summary = "The fixtures live next to the tests";
+  roomy.files = {"tests/a.cc"};
+  ASSERT_TRUE(service_->save(ctx(), roomy).isOk());
+  roomy.files = {"tests/b.cc"};
+  auto added = service_->save(ctx(), roomy);
+  ASSERT_TRUE(added.isOk()) << added.status().toString();
+  EXPECT_EQ(added->status, SaveStatus::kDeduped);
+  EXPECT_EQ(leftOutWarning(*added), "");
+  ASSERT_TRUE(added->memory.has_value());
+  EXPECT_EQ(added->memory->files.size(), 2u);
+}
+
+// The global scope has no work tree: an import into it refuses a file ref with lines, naming the line and the ref, as
+// a global save refuses it (files[i].lines), and writes nothing. The project scope takes the same line.
+TEST_F(ServiceTest, AnImportIntoTheGlobalScopeRefusesAnchoredRefs) {
+  const nlohmann::json anchored = {
+      {"id", "cccc1"},
+      {"summary", "Keep the retry loop bounded"},
+      {"files", nlohmann::json::array({"README.md", {{"path", "src/retry.c"},
+                                                     {"blob_id", nullptr},
+                                                     {"lines", {{3, 9}}},
+                                                     {"blob", std::string(40, 'a')}}})}};
+  const std::string jsonl = "{\"id\":\"dddd1\",\"summary\":\"fine\"}\n" + anchored.dump() + "\n";
+  const CallContext global = ctx(inScope(ScopeKind::kGlobal));
+  auto refused = service_->importJsonl(global, ImportRequest{jsonl, false});
+  ASSERT_FALSE(refused.isOk()) << "an anchored ref was imported into the global scope";
+  EXPECT_EQ(refused.status().code(), ErrorCode::kInvalidParams);
+  EXPECT_EQ(fieldOf(refused.status()), "jsonl");
+  EXPECT_EQ(refused.status().data()["line"], 2);
+  EXPECT_EQ(refused.status().message().rfind("jsonl[line 2].files[1].lines: ", 0), 0u) << refused.status().message();
+  EXPECT_EQ(service_->get(global, MemoryRef{"dddd1"}).status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(service_->get(global, MemoryRef{"cccc1"}).status().code(), ErrorCode::kNotFound);
+
+  auto project = service_->importJsonl(ctx(inScope(ScopeKind::kProject)), ImportRequest{jsonl, false});
+  ASSERT_TRUE(project.isOk()) << project.status().toString();
+  EXPECT_EQ(project->created, 2);
+  auto got = service_->get(ctx(), MemoryRef{"cccc1"});
+  ASSERT_TRUE(got.isOk()) << got.status().toString();
+  ASSERT_EQ(got->memory.files.size(), 2u);
+  EXPECT_TRUE(got->memory.files[1].anchor.has_value());
+}
+
 TEST_F(ServiceTest, AnExportCursorFromNowhereNamesCursor) {
   ExportRequest request;
   request.cursor = "not a cursor";
