@@ -366,7 +366,13 @@ bool Service::scopesOpenFor(ClientState& client, const CommonParams& params, Sco
     global = r == ReadScope::kGlobal || r == ReadScope::kAll;
   }
   if (project && !ctx->projectRoot.empty() && !registry_.projectIsOpen(ctx->projectRoot)) return false;
-  return !global || registry_.globalIsOpen();
+  if (global && !registry_.globalIsOpen()) return false;
+  // An `all` read of a project also reads its team scope (readScopes), whose replica is opened on first use.
+  if (use == ScopeUse::kRead && project && global) {
+    auto loc = registry_.locate(ctx->projectRoot);  // located already (checked above): the registry's cache
+    if (!loc || !teams_->isOpenFor(*loc)) return false;
+  }
+  return true;
 }
 
 Result<std::vector<std::shared_ptr<Scope>>> Service::readScopes(const CallContext& ctx) {

@@ -149,6 +149,18 @@ Result<std::shared_ptr<Scope>> TeamScopes::forProject(const ProjectLocation& loc
   return open(**conninfo);
 }
 
+bool TeamScopes::isOpenFor(const ProjectLocation& location) {
+  if (!mutex_.try_lock()) return false;
+  bool open = false;
+  if (auto it = projects_.find(location.root); it != projects_.end()) {
+    // configured() re-reads a setting whose file changed (a stat); a changed one may name a team not open yet.
+    auto conninfo = configured(location);
+    open = conninfo && (!*conninfo || scopes_.count(scopeKey(**conninfo)) != 0);
+  }
+  mutex_.unlock();
+  return open;
+}
+
 Result<std::shared_ptr<Scope>> TeamScopes::connect(const ProjectLocation& location, const std::string& conninfo) {
   MEMQ_RETURN_IF_ERROR(checkTeamConninfo(conninfo));
   MEMQ_RETURN_IF_ERROR(migrateIfReachable(conninfo));

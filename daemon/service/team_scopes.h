@@ -27,6 +27,10 @@ class TeamScopes {
 
   // The team scope `location` is configured for, opened on first use; nullptr when it has none.
   Result<std::shared_ptr<Scope>> forProject(const ProjectLocation& location);
+  // Whether forProject(location) would open nothing: the project's setting was read before and names no team or a
+  // team whose scope is open. False when unsure, and when another call holds the lock (it may be opening a replica):
+  // for the server's choice of thread, so it never waits.
+  bool isOpenFor(const ProjectLocation& location);
   // Checks the conninfo, applies the server's migrations when the server is reachable and behind (which takes the
   // database owner's role the first time), stores it in the project's config, then opens the scope.
   Result<std::shared_ptr<Scope>> connect(const ProjectLocation& location, const std::string& conninfo);

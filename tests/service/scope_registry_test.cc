@@ -285,6 +285,14 @@ TEST_F(ScopeRegistryTest, ScopesOpenForTellsWhetherARequestWouldLocateOrOpenASco
   EXPECT_FALSE(service.scopesOpenFor(client, global, Use::kWrite)) << "the global scope is not open yet";
 
   ASSERT_TRUE(service.scopes().global().isOk());
+  EXPECT_FALSE(service.scopesOpenFor(client, none, Use::kRead))
+      << "an all read also reads the project's team scope, whose setting no request has read yet";
+  {
+    // A read of all scopes reads the project's team setting (none here) on the way.
+    auto ctx = service.context(client, none);
+    ASSERT_TRUE(ctx.isOk()) << ctx.status().toString();
+    EXPECT_EQ(service.get(*ctx, MemoryRef{"zzzz"}).status().code(), ErrorCode::kNotFound);
+  }
   EXPECT_TRUE(service.scopesOpenFor(client, none, Use::kRead));
   EXPECT_TRUE(service.scopesOpenFor(client, global, Use::kWrite));
   CommonParams elsewhere;
