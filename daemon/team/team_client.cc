@@ -133,18 +133,13 @@ int connectTimeoutSeconds(PGconn* conn) {
   return seconds <= 0 ? 0 : std::max(seconds, 2);
 }
 
-bool namesSeveralHosts(PGconn* conn) {
-  return connectionOption(conn, "host").find(',') != std::string::npos ||
-         connectionOption(conn, "hostaddr").find(',') != std::string::npos;
-}
-
 // PQconnectdb, except that a login the server refuses says so with its SQLSTATE. libpq keeps no result of a failed
 // connection, and writes a server's SQLSTATE into the error message only at PQERRORS_VERBOSE, which must be set
 // before the server answers: so this runs PQconnectdb's loop itself (PQconnectStart, which has sent at most the
 // startup packet and read nothing, then PQconnectPoll). connect_timeout, which libpq leaves to a caller of
-// PQconnectPoll, bounds the attempt; when it runs out on a conninfo naming several hosts, PQconnectdb tries again
-// (it moves on to the next host after a silent one, which a caller of PQconnectPoll cannot make it do; its refusals
-// then carry no SQLSTATE). `waitFailure` says why when the waiting itself ended the attempt.
+// PQconnectPoll, bounds the attempt; when it runs out, PQconnectdb tries again (it gives each address its own
+// timeout and moves on from a silent one, which a caller of PQconnectPoll cannot make it do; its refusals then carry
+// no SQLSTATE). `waitFailure` says why when the waiting itself ended the attempt.
 PGconn* connectWithSqlstates(const std::string& conninfo, std::string& waitFailure) {
   PGconn* conn = PQconnectStart(conninfo.c_str());
   if (!conn) return nullptr;
@@ -159,12 +154,10 @@ PGconn* connectWithSqlstates(const std::string& conninfo, std::string& waitFailu
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
       if (left <= 0) {
-        if (namesSeveralHosts(conn)) {
-          PQfinish(conn);
-          return PQconnectdb(conninfo.c_str());
-        }
-        waitFailure = "timeout expired after " + std::to_string(timeoutSeconds) + " s (connect_timeout)";
-        return conn;
+        // PQconnectdb gives each address its own connect_timeout and moves on from a silent one (a host name whose
+        // IPv6 address drops packets, several hosts): that attempt is made in full, without the SQLSTATEs.
+        PQfinish(conn);
+        return PQconnectdb(conninfo.c_str());
       }
       waitMs = static_cast<int>(std::min<long long>(left, INT_MAX));
     }
@@ -213,6 +206,28 @@ std::optional<ServerError> lastServerError(std::string_view text) {
 // many clients): that server is as good as unreachable, and a save waits in the outbox for it.
 bool refusesTheLogin(std::string_view sqlstate) { return sqlstate.starts_with("28") || sqlstate == "42501"; }
 
+// Whether each address libpq tried (its message has a "connection to server … failed:" section per attempt) refused
+// the login: a primary that cannot be reached followed by a standby that refuses is an outage, and its save is
+// queued, not refused.
+bool everyAttemptRefusedTheLogin(std::string_view text) {
+  constexpr std::string_view kAttempt = "connection to server";
+  std::vector<std::string_view> attempts;
+  size_t at = text.find(kAttempt);
+  if (at == std::string_view::npos) {
+    attempts.push_back(text);
+  } else {
+    while (at != std::string_view::npos) {
+      const size_t next = text.find(kAttempt, at + kAttempt.size());
+      attempts.push_back(text.substr(at, next == std::string_view::npos ? std::string_view::npos : next - at));
+      at = next;
+    }
+  }
+  return std::all_of(attempts.begin(), attempts.end(), [](std::string_view attempt) {
+    auto server = lastServerError(attempt);
+    return server && refusesTheLogin(server->sqlstate);
+  });
+}
+
 // The Status of a connection that did not come up: Forbidden for a login the server refused (a save is not
 // queued for a server that answered no: docs/team.md), ScopeUnavailable for one that could not be reached.
 Status connectFailure(PGconn* conn, const std::string& display, const std::string& waitFailure) {
@@ -228,7 +243,7 @@ Status connectFailure(PGconn* conn, const std::string& display, const std::strin
   while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
   if (auto server = lastServerError(message)) {
     const std::string said = server->message + " [SQLSTATE " + server->sqlstate + "]";
-    if (refusesTheLogin(server->sqlstate)) {
+    if (everyAttemptRefusedTheLogin(message)) {
       return Status(ErrorCode::kForbidden, "the team server (" + display + ") refused the login: " + said, refused);
     }
     message = said;  // without the LOCATION lines PQERRORS_VERBOSE adds
