@@ -300,17 +300,13 @@ Result<ImportLine> readMemory(const json& j, size_t line, const ImportLineOption
   }
   MEMQ_ASSIGN_OR_RETURN_LINE(supersededBy, r.optId("superseded_by", true));
   if (supersededBy && *supersededBy == m.id) return r.error("superseded_by", "names the memory itself");
-  // A superseded memory names its replacement, and only a superseded one does (docs/design.md): a replacement on
-  // another state would block that replacement's purge with nothing to restore, and a superseded memory naming none
-  // would answer a save of its text with a replacement no method finds.
-  if (supersededBy && m.state != MemoryState::kSuperseded) {
-    return r.error("superseded_by", "names a replacement, but state is " + std::string(stateName(m.state)) +
-                                        ": only a superseded memory has one (set state superseded, or leave "
-                                        "superseded_by out)");
-  }
-  if (!supersededBy && m.state == MemoryState::kSuperseded) {
-    return r.error("superseded_by", "is required when state is superseded: the id of the memory that replaces it");
-  }
+  // A superseded memory names its replacement, and only a superseded one does (docs/design.md). A line that does
+  // not hold to that is made to, not refused: such rows exist in databases written before imports checked it, and
+  // their exports must restore. A replacement named by another state is dropped (it would block the replacement's
+  // purge with nothing to restore); a superseded memory naming none comes in hidden (a save of its text would be
+  // answered with a replacement no method finds), as an import from the reference does.
+  if (supersededBy && m.state != MemoryState::kSuperseded) supersededBy.reset();
+  if (!supersededBy && m.state == MemoryState::kSuperseded) m.state = MemoryState::kHidden;
   m.supersededBy = supersededBy;
   m.stateReason = stateReason;
   MEMQ_ASSIGN_OR_RETURN_LINE(hash, r.optString("content_hash", true));
