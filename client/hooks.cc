@@ -12,6 +12,8 @@
 // It never blocks the agent: past its budget (500 ms; 3 s for SessionStart, the one event that may start memqd) it
 // prints nothing and exits 0. Any failure is silent (exit 0, no output), because a hook error would interrupt the
 // agent; an event name Claude Code does not have (a typo, the wrong case) is named on stderr, still with exit 0.
+// Every text of a memory (and every warning) reaches the context through contextBlockText (client/render.h): one line,
+// no '<', so a memory can neither write lines of its own nor close its block and speak to the agent outside it.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -62,6 +64,13 @@ std::string unknownEventMessage(const std::string& event) {
   return message + "; memq answers " + known;
 }
 
+// A memory's line in a context block: `[category] id8 — summary`, each part through contextBlockText.
+std::string blockLine(const json& m) {
+  const std::string cat = m.contains("category") && m["category"].is_string() ? m["category"].get<std::string>() : "-";
+  return "[" + contextBlockText(cat) + "] " + contextBlockText(m.value("id", "").substr(0, 8)) + " — " +
+         contextBlockText(m.value("summary", ""));
+}
+
 // The session's opening context from memory/list (pinned first, then most recently used): the pinned ones, then
 // the most used, at most kSessionMemories and kSessionChars of summaries.
 std::string sessionBlock(const json& memories) {
@@ -75,8 +84,7 @@ std::string sessionBlock(const json& memories) {
   size_t chars = 0, count = 0;
   for (const auto& m : picked) {
     if (count == kSessionMemories) break;
-    std::string cat = m.contains("category") && m["category"].is_string() ? m["category"].get<std::string>() : "-";
-    std::string line = "[" + cat + "] " + m.value("id", "").substr(0, 8) + " — " + m.value("summary", "");
+    std::string line = blockLine(m);
     if (m.value("pinned", false)) line += " (pinned)";
     if (count > 0 && chars + line.size() > kSessionChars) break;
     chars += line.size();
@@ -90,9 +98,10 @@ std::string sessionBlock(const json& memories) {
 std::string recalledBlock(const json& hits) {
   std::string out = "<recalled_memories>\n";
   for (const auto& h : hits) {
-    std::string cat = h.contains("category") && h["category"].is_string() ? h["category"].get<std::string>() : "-";
-    out += "[" + cat + "] " + h.value("id", "").substr(0, 8) + " — " + h.value("summary", "");
-    if (!h.value("details", "").empty()) out += " ↳ has details (memory_get " + h.value("id", "").substr(0, 8) + ")";
+    out += blockLine(h);
+    if (auto d = h.find("details"); d != h.end() && d->is_string() && !d->get_ref<const std::string&>().empty()) {
+      out += " ↳ has details (memory_get " + contextBlockText(h.value("id", "").substr(0, 8)) + ")";
+    }
     if (h.value("stale", false)) out += " (files changed since)";
     out += "\n";
   }
@@ -309,7 +318,7 @@ int hookReply(Context& ctx, const std::string& event) {
     context = recalledBlock((*r)["memories"]);
     // A recall that may be incomplete (a team scope answered from its local copy) says so, a line each.
     for (const auto& w : r->value("warnings", json::array())) {
-      if (w.is_string()) context += "\nmemq: " + w.get<std::string>();
+      if (w.is_string()) context += "\nmemq: " + contextBlockText(w.get<std::string>());
     }
   } else {
     for (const auto& l : (*r)["lines"]) context += (context.empty() ? "" : "\n") + l.get<std::string>();

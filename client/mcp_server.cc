@@ -7,8 +7,12 @@
 // and, for the structured ones, an outputSchema whose shape the result's structuredContent has. Arguments are
 // checked against the tool's inputSchema here, so a wrong type is reported as one, before the daemon is asked. A
 // reply's `warnings` (an answer that may be incomplete: a team scope answered from its local copy) reach the agent
-// in the text ("warning: …" lines) and in structuredContent.
+// in the text ("warning: …" lines) and in structuredContent. Memory text in a tool result's text is one line per field
+// (oneLineText, client/render.h; details keep their lines, each indented), so no summary can pass for another entry.
+// A memqd that is down or hung costs bounded time: connecting and its initialize at most kConnectBudget, a tool call
+// at most kToolCallTimeout; the MCP `initialize` is answered either way, and the tool calls report the failure.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <iostream>
 #include <optional>
@@ -281,6 +285,19 @@ bool hasType(const json& v, const std::string& type) {
   return true;
 }
 
+// The length of UTF-8 `text` in UTF-16 code units, which is how memqd counts its limits (kMaxSummaryUnits,
+// daemon/model/memory_input.h: JavaScript's String.length) and so what the schemas' maxLength means: a character
+// outside the BMP (an emoji) counts two. Every byte but a continuation byte starts a character; a 4-byte one is a
+// surrogate pair. (memqd refuses text that is not UTF-8, so how such bytes count here does not matter.)
+size_t utf16Units(const std::string& text) {
+  size_t units = 0;
+  for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if ((byte & 0xc0) != 0x80) units += byte >= 0xf0 ? 2 : 1;
+  }
+  return units;
+}
+
 // The first way `value` breaks `schema` (the subset the tools use), named by `field`; nullopt when it fits.
 std::optional<std::string> violation(const std::string& field, const json& schema, const json& value) {
   if (auto alternatives = schema.find("oneOf"); alternatives != schema.end()) {
@@ -311,6 +328,13 @@ std::optional<std::string> violation(const std::string& field, const json& schem
   }
   if (value.is_string() && schema.value("minLength", 0) > 0 && value.get<std::string>().empty()) {
     return field + " must not be empty";
+  }
+  if (value.is_string() && schema.contains("maxLength")) {
+    const size_t units = utf16Units(value.get_ref<const std::string&>());
+    if (units > schema["maxLength"].get<size_t>()) {
+      return field + " must be at most " + schema["maxLength"].dump() + " characters (it has " +
+             std::to_string(units) + ")";
+    }
   }
   if (value.is_object() && schema.contains("properties")) {
     for (const auto& r : schema.value("required", json::array())) {
@@ -352,11 +376,12 @@ std::optional<std::string> checkArguments(const json& inputSchema, const json& a
 
 // ---- results -------------------------------------------------------------------------------------------------
 
+// `[id8] (category) (pinned) summary`, one line whatever the memory holds (oneLineText).
 std::string describe(const json& m) {
-  std::string line = "[" + m.value("id", "").substr(0, 8) + "] ";
-  if (m.contains("category") && m["category"].is_string()) line += "(" + m["category"].get<std::string>() + ") ";
+  std::string line = "[" + oneLineText(m.value("id", "").substr(0, 8)) + "] ";
+  if (m.contains("category") && m["category"].is_string()) line += "(" + oneLineText(m["category"].get<std::string>()) + ") ";
   if (m.value("pinned", false)) line += "(pinned) ";
-  line += m.value("summary", "");
+  line += oneLineText(m.value("summary", ""));
   return line;
 }
 
@@ -365,11 +390,14 @@ std::string memoriesText(const json& memories, const char* none) {
   std::string out;
   for (const auto& h : memories) {
     out += describe(h);
-    if (h["details"].is_string() && !h["details"].get<std::string>().empty()) out += "\n  " + h["details"].get<std::string>();
+    // Details keep their lines, every one indented under the entry: none can start a line as an entry does.
+    if (h.contains("details") && h["details"].is_string() && !h["details"].get<std::string>().empty()) {
+      out += "\n  " + indentedLines(h["details"].get<std::string>(), "  ");
+    }
     // The lines a memory is about, where it names some: what an agent editing those lines needs to see.
     std::string anchored;
     for (const auto& f : h.value("files", json::array())) {
-      if (f.is_object()) anchored += (anchored.empty() ? "" : ", ") + fileRefText(f);
+      if (f.is_object()) anchored += (anchored.empty() ? "" : ", ") + oneLineText(fileRefText(f));
     }
     if (!anchored.empty()) out += "\n  lines: " + anchored;
     out += "\n";
@@ -383,7 +411,7 @@ void appendWarnings(std::string& text, const json& r) {
   if (it == r.end() || !it->is_array()) return;
   for (const auto& w : *it) {
     if (!text.empty() && text.back() != '\n') text += "\n";
-    text += "warning: " + (w.is_string() ? w.get<std::string>() : w.dump());
+    text += "warning: " + oneLineText(w.is_string() ? w.get<std::string>() : w.dump());
   }
 }
 
@@ -394,12 +422,29 @@ void copyWarnings(json& out, const json& r) {
 }
 
 std::string detailText(const json& m) {
-  std::string text = describe(m) + "\nstate: " + m.value("state", "");
-  if (m["details"].is_string() && !m["details"].get<std::string>().empty()) text += "\ndetails: " + m["details"].get<std::string>();
+  std::string text = describe(m) + "\nstate: " + oneLineText(m.value("state", ""));
+  if (m.contains("details") && m["details"].is_string() && !m["details"].get<std::string>().empty()) {
+    text += "\ndetails: " + indentedLines(m["details"].get<std::string>(), "  ");
+  }
   std::string files;
-  for (const auto& f : m.value("files", json::array())) files += (files.empty() ? "" : ", ") + fileRefText(f);
+  for (const auto& f : m.value("files", json::array())) files += (files.empty() ? "" : ", ") + oneLineText(fileRefText(f));
   if (!files.empty()) text += "\nfiles: " + files;
   return text;
+}
+
+// Connecting to memqd (starting it when none answers) and its initialize, together: MCP clients wait for the reply to
+// their `initialize` (some give up after a few seconds), and a memqd that accepts connections but never answers would
+// otherwise hold it for the client's 30 s call timeout, and every tool call after for as long again. A cold start of
+// memqd fits, as it does the SessionStart hook's same budget.
+constexpr auto kConnectBudget = std::chrono::milliseconds(3000);
+// One tool call: far above any reply of a memqd at work (milliseconds), far below what an agent waits on a tool.
+constexpr auto kToolCallTimeout = std::chrono::milliseconds(10000);
+
+// A transport failure (client/rpc_client.h) as the agent reads it: memqd is down or not answering, what was tried, and
+// that the next tool call tries again. Its code and data are kept, so it is still a transport error.
+Status unavailable(const Status& s, const std::string& what) {
+  return Status(s.code(), "memqd is unavailable: " + what + " (" + s.message() + "); the next tool call tries again",
+                s.data());
 }
 
 struct Bridge {
@@ -408,15 +453,25 @@ struct Bridge {
 
   Status connect() {
     if (link) return Status::ok();
-    auto l = DaemonLink::open(ctx.options, true);
-    if (!l) return l.status();
+    const auto deadline = std::chrono::steady_clock::now() + kConnectBudget;
+    auto l = DaemonLink::open(ctx.options, /*autostart=*/true, kConnectBudget, deadline);
+    if (!l) {
+      if (!isTransportError(l.status())) return l.status();
+      return unavailable(l.status(), "it could not be reached or did not answer within " +
+                                         std::to_string(kConnectBudget.count() / 1000) + " s");
+    }
     link.emplace(std::move(*l));
     return Status::ok();
   }
   Result<json> call(const std::string& method, const json& params) {
     if (Status st = connect(); !st) return st;
-    auto r = link->call(method, params);
-    if (!r && isTransportError(r.status())) link.reset();  // reconnect next time
+    auto r = link->call(method, params, kToolCallTimeout);
+    if (!r && isTransportError(r.status())) {
+      link.reset();  // reconnect next time
+      return unavailable(r.status(), method + " got no answer within " +
+                                         std::to_string(kToolCallTimeout.count() / 1000) +
+                                         " s, so whether it took effect is unknown");
+    }
     return r;
   }
 };
@@ -448,6 +503,8 @@ json memoriesOut(const json& r) {
 ToolResult runTool(Bridge& bridge, const std::string& name, const json& args) {
   auto fail = [](const std::string& m) { return ToolResult{m, true, std::nullopt}; };
   auto rpcError = [](const Status& s) {
+    // A transport failure's message says all (unavailable); an error memqd answered is named by its code.
+    if (isTransportError(s)) return ToolResult{s.message(), true, std::nullopt};
     return ToolResult{std::string(errorCodeName(s.code())) + ": " + s.message(), true, std::nullopt};
   };
   const json* spec = findTool(name);
@@ -468,12 +525,14 @@ ToolResult runTool(Bridge& bridge, const std::string& name, const json& args) {
                            ? "Queued: the team server cannot be reached; memqd keeps the save and sends it when the "
                              "server is back"
                            : "Saved: " + status + " " + id.substr(0, 8);
-    if (status == "rejected" && r->contains("reason") && (*r)["reason"].is_string()) text += " (" + (*r)["reason"].get<std::string>() + ")";
+    if (status == "rejected" && r->contains("reason") && (*r)["reason"].is_string()) {
+      text += " (" + oneLineText((*r)["reason"].get<std::string>()) + ")";
+    }
     if (r->contains("hint")) text += "\n" + (*r)["hint"].get<std::string>();
     appendWarnings(text, *r);
     for (const auto& s : (*r)["similar"]) {
       text += "\nsimilar existing memory (review for contradiction or supersession): [" +
-              s.value("id", "").substr(0, 8) + "] " + s.value("summary", "");
+              oneLineText(s.value("id", "").substr(0, 8)) + "] " + oneLineText(s.value("summary", ""));
     }
     json out = {{"id", (*r)["id"]},
                 {"scope", r->value("scope", "")},
@@ -520,7 +579,7 @@ ToolResult runTool(Bridge& bridge, const std::string& name, const json& args) {
     copyWarnings(out, *r);
     return {text, false, out};
   }
-  return {verb + ": " + describe(*r) + " (" + r->value("state", "") + ")", false, memoryOut(*r)};
+  return {verb + ": " + describe(*r) + " (" + oneLineText(r->value("state", "")) + ")", false, memoryOut(*r)};
 }
 
 std::string negotiatedVersion(const json& params) {
@@ -592,9 +651,10 @@ int runMcp(Context& ctx, const std::vector<std::string>& words) {
             if (t.structured) (*result)["structuredContent"] = *t.structured;
           }
         }
-      } else if (call.method.rfind("notifications/", 0) == 0) {
-        continue;
+      } else if (call.method.rfind("notifications/", 0) == 0 && call.isNotification()) {
+        continue;  // notifications/initialized, notifications/cancelled, …: nothing to do, nothing to answer
       } else {
+        // A "notifications/…" method sent with an id is a request all the same: it is answered, not left waiting.
         error = Status(ErrorCode::kMethodNotFound, "method '" + call.method + "' is not supported");
       }
       if (call.isNotification()) continue;

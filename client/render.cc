@@ -47,6 +47,56 @@ std::string terminalText(std::string_view text, LineBreaks lineBreaks) {
   return out;
 }
 
+std::string oneLineText(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  // Read as UTF-8 bytes; on well-formed UTF-8 this is exactly the code points hint_engine's oneLine tests, and bytes
+  // that are not UTF-8 are copied as they are, as oneLine copies them (the JSON writer replaces them later).
+  for (size_t i = 0; i < text.size();) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    const auto next = [&](size_t k) { return i + k < text.size() ? static_cast<unsigned char>(text[i + k]) : 0; };
+    size_t controlBytes = 0;
+    if (byte < 0x20 || byte == 0x7f) controlBytes = 1;
+    else if (byte == 0xc2 && next(1) >= 0x80 && next(1) <= 0x9f) controlBytes = 2;  // C1, NEL U+0085 among them
+    else if (byte == 0xe2 && next(1) == 0x80 && (next(2) == 0xa8 || next(2) == 0xa9)) controlBytes = 3;  // U+2028/9
+    if (controlBytes == 0) {
+      out += static_cast<char>(byte);
+      ++i;
+      continue;
+    }
+    if (!out.empty() && out.back() != ' ') out += ' ';
+    i += controlBytes;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+std::string contextBlockText(std::string_view text) {
+  static constexpr std::string_view kLessThanLookAlike = "\xef\xbc\x9c";  // U+FF1C, see render.h
+  const std::string line = oneLineText(text);
+  std::string out;
+  out.reserve(line.size());
+  for (char c : line) {
+    if (c == '<') out += kLessThanLookAlike;
+    else out += c;
+  }
+  return out;
+}
+
+std::string indentedLines(std::string_view text, const std::string& indent) {
+  std::string out;
+  size_t start = 0;
+  for (;;) {
+    const size_t end = text.find('\n', start);
+    std::string_view line = text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    if (start > 0) out += "\n" + indent;
+    out += oneLineText(line);  // a CR of CR LF is a control: dropped at the line's end
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
 namespace {
 
 // Under the field names of memoryDetail, in line with their values.

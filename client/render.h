@@ -1,5 +1,7 @@
 // Human output for the memq CLI: aligned columns, 8-character ids, colour only on a terminal, and terminalText, which
 // every piece of text memqd (or a repository, or another client) supplied goes through before it reaches a terminal.
+// Also the agent-side counterparts of terminalText: oneLineText and contextBlockText, which memory text goes through
+// before it reaches an agent in an MCP tool result or a hook's context block.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -31,6 +33,24 @@ enum class LineBreaks {
 // line break as `\n`.
 // Human output only: --json is JSON-escaped, and the MCP and hook replies are JSON for a program.
 std::string terminalText(std::string_view text, LineBreaks lineBreaks = LineBreaks::kShow);
+
+// `text` as one line for an agent: memqd's hint rule (daemon/hints/hint_engine.cc, oneLine). Control characters
+// (C0, DEL, the C1 controls U+0080-U+009F with NEL U+0085) and LINE and PARAGRAPH SEPARATOR U+2028/U+2029 become a
+// space, a run of them one, none at either end. A memory's summary is one line, but memqd stores whatever it is
+// given: "x\n[1234abcd] (pinned) Always …" would otherwise show the agent a memory, or a line of its own, that nobody
+// saved. Unicode's line breaks count because a renderer (or a model) that honours them sees a second line.
+std::string oneLineText(std::string_view text);
+
+// oneLineText for text inside the hooks' `<session_memories>` / `<recalled_memories>` blocks, with every '<' as
+// U+FF1C FULLWIDTH LESS-THAN SIGN '＜', so that no memory can close the block (or open another) and speak outside it.
+// A look-alike rather than "&lt;": the context is plain text for a model, nothing decodes entities, so "&lt;" would
+// reach it as four characters ("a &lt; b") and would need '&' escaped too to stay unambiguous; '＜' still reads as
+// "less than", and '>' alone cannot form a tag.
+std::string contextBlockText(std::string_view text);
+
+// `text` keeping its lines (CR LF and LF), each through oneLineText, every line after the first behind `indent`: a
+// memory's details, which may run over lines, under its entry, where no line of them can pass for an entry.
+std::string indentedLines(std::string_view text, const std::string& indent);
 
 // The first 8 characters of a memory's id, through terminalText.
 std::string shortId(const nlohmann::json& memory);
