@@ -222,6 +222,16 @@ local function run_with_daemon()
   record(err == nil and vim.deep_equal(found.files, { 'src/app.c' }), 'the note is attached to src/app.c',
     found and vim.inspect(found.files))
 
+  -- An error memqd cannot tie to a request carries "id": null (a ParseError: here invalid UTF-8 in the query). Replies
+  -- come back in order, so it answers the oldest request still waiting: the caller gets the daemon's error at once,
+  -- not "memqd did not answer" after its timeout.
+  local bad_err = memq.client():request_sync('memory/recall',
+    { query = 'bad \255 byte', project_root = vim.loop.cwd() })
+  record(bad_err ~= nil and bad_err.code == -32700, 'a null-id ParseError answers the request that caused it',
+    bad_err and (tostring(bad_err.code) .. ' ' .. tostring(bad_err.message)) or 'no error')
+  err = memq.client():request_sync('daemon/status', vim.empty_dict())
+  record(err == nil, 'the connection still answers after a ParseError', err and err.message)
+
   -- The same text again: deduplicated, reported as such.
   messages = {}
   vim.cmd('MemqSave ' .. note)
@@ -390,6 +400,46 @@ local function run_with_daemon()
     return #hint_extmarks(util) == 0
   end), 'a hidden memory disappears from the buffer')
   other:close()
+
+  -- Saves a gotcha on src/util.c and waits until the buffer shows it as its first hint; returns its id.
+  local function first_hint_on_util(summary)
+    local e, saved_hint = memq.client():request_sync('memory/save', { summary = summary, category = 'gotcha',
+      files = { 'src/util.c' }, project_root = vim.loop.cwd() })
+    record(e == nil and saved_hint.status == 'created', 'a gotcha saved on src/util.c: ' .. summary,
+      e and e.message or (saved_hint and tostring(saved_hint.status)))
+    vim.cmd('buffer ' .. app)
+    vim.cmd('buffer ' .. util)
+    record(wait_for(function()
+      local first = memq.hint_lines(util)[1]
+      return first ~= nil and first:find(summary, 1, true) ~= nil
+    end), 'the buffer shows it as its first hint', table.concat(memq.hint_lines(util), ' | '))
+    return saved_hint and saved_hint.id or 'none'
+  end
+
+  -- :MemqHide whose reason only starts like an id: "2024-era" is not an id as a whole word, so the whole text is the
+  -- reason and the buffer's first hint is hidden (not a memory "2024-e" with the reason "ra ...").
+  local hide_id = first_hint_on_util('helper() must not allocate: it runs on a tiny stack')
+  vim.api.nvim_win_set_cursor(0, { 1, 0 }) -- on "int": no id under the cursor
+  messages = {}
+  vim.cmd('MemqHide 2024-era allocator assumption')
+  record(wait_for(function()
+    return message_matching('^memq: hidden %[' .. hide_id:sub(1, 8) .. '%]') ~= nil
+  end), ':MemqHide 2024-era ... hides the first hint', messages[1] and messages[1].text)
+  record(state_of(hide_id).state == 'hidden', 'the first hint is hidden in memqd')
+
+  -- :MemqPin with the cursor on a number in code ("4096"): not an id, so the buffer's first hint is pinned.
+  local pin_id = first_hint_on_util('helper() keeps errno: callers read it after')
+  vim.api.nvim_buf_set_lines(util, 1, 1, false, { 'char scratch[4096];' })
+  vim.api.nvim_win_set_cursor(0, { 2, 14 })
+  record(vim.fn.expand('<cword>') == '4096', 'the cursor is on 4096', vim.fn.expand('<cword>'))
+  messages = {}
+  vim.cmd('MemqPin')
+  record(wait_for(function()
+    return message_matching('^memq: pinned %[' .. pin_id:sub(1, 8) .. '%]') ~= nil
+  end), ':MemqPin on "4096" pins the first hint', messages[1] and messages[1].text)
+  record(state_of(pin_id).pinned == true, 'the first hint is pinned in memqd')
+  vim.api.nvim_buf_set_lines(util, 1, 2, false, {})
+  vim.bo[util].modified = false
 
   -- The daemon restarts: the next command reconnects and still finds the note.
   restart_daemon()

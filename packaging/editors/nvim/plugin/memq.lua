@@ -26,16 +26,19 @@ end, { nargs = 0, desc = "memq: print this buffer's hints" })
 
 -- :MemqHide [ID] [REASON], :MemqReject [ID] [REASON], :MemqPin [ID], :MemqUnpin [ID], :MemqRestore [ID]: without an
 -- id, the memory under the cursor (in the recall window, its line; elsewhere an id under the cursor or the
--- buffer's first hint).
+-- buffer's first hint). The first word is the ID only when that whole word looks like one (memq.looks_like_id: a
+-- prefix of a memory id, at least 4 hex digits, with a decimal digit unless it has 8 or more); otherwise the whole
+-- text is the reason (":MemqReject 2024-era API removed" rejects the memory under the cursor).
 for name, action in pairs({ MemqHide = 'hide', MemqReject = 'reject', MemqPin = 'pin', MemqUnpin = 'unpin',
                             MemqRestore = 'restore' }) do
   vim.api.nvim_create_user_command(name, function(command)
+    local memq = require('memq')
     local id, reason = nil, command.args
-    local first, rest = command.args:match('^(%x%x%x%x[%x%-]*)%s*(.*)$')
-    if first and first:match('%d') then
+    local first, rest = command.args:match('^%s*(%S+)%s*(.*)$')
+    if first and memq.looks_like_id(first) then
       id, reason = first, rest
     end
-    require('memq').act(action, id, reason ~= '' and reason or nil)
+    memq.act(action, id, reason ~= '' and reason or nil)
   end, { nargs = '*', desc = 'memq: ' .. action .. ' the memory under the cursor (or ID)' })
 end
 

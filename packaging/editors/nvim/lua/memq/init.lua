@@ -486,16 +486,73 @@ local actions = {
   restore = { method = 'memory/restore', done = 'restored' },
 }
 
+-- The layout of a memory id (a UUID v4). memqd takes the full id or a prefix of it of at least 4 characters, matched
+-- literally: a prefix has its dashes exactly where the full id has them.
+local id_layout = 'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx'
+
+-- True when `word` can be a memory id or an id prefix: hex digits and dashes laid out as a prefix of a memory id,
+-- holding at least `min_hex` hex digits (default 4, memqd's minimum). Below 8 hex digits it must also hold a decimal
+-- digit, so that words such as "dead" or "facade" are not taken for ids.
+function M.looks_like_id(word, min_hex)
+  if type(word) ~= 'string' or word == '' or #word > #id_layout then
+    return false
+  end
+  local hex = 0
+  for i = 1, #word do
+    local char, expected = word:sub(i, i), id_layout:sub(i, i)
+    if expected == '-' then
+      if char ~= '-' then
+        return false
+      end
+    elseif char:match('^%x$') then
+      hex = hex + 1
+    else
+      return false
+    end
+  end
+  return hex >= (min_hex or 4) and (hex >= 8 or word:match('%d') ~= nil)
+end
+
+-- An id (or id prefix) written under the cursor: the run of hex digits and dashes around it, when that run is a whole
+-- word (not part of an identifier such as 0x4096abcdef) and holds at least 8 hex digits laid out as in an id (the
+-- short ids memq shows are 8). A number in code ("4096") is not an id. nil when there is none.
+local function id_under_cursor()
+  local line = vim.api.nvim_get_current_line()
+  local col = vim.api.nvim_win_get_cursor(0)[2] + 1
+  local function idchar(at)
+    return at >= 1 and at <= #line and line:sub(at, at):match('[%x%-]') ~= nil
+  end
+  if not idchar(col) then
+    return nil
+  end
+  local first, last = col, col
+  while idchar(first - 1) do
+    first = first - 1
+  end
+  while idchar(last + 1) do
+    last = last + 1
+  end
+  if line:sub(first - 1, first - 1):match('[%w_]') or line:sub(last + 1, last + 1):match('[%w_]') then
+    return nil
+  end
+  local word = line:sub(first, last):gsub('^%-+', ''):gsub('%-+$', '')
+  if M.looks_like_id(word, 8) then
+    return word
+  end
+  return nil
+end
+
 -- The memory under the cursor, and the project it belongs to: in the recall window, the memory of the cursor's line;
--- elsewhere an id (4 or more hex digits) under the cursor, else the buffer's first hint. nil when there is none.
+-- elsewhere an id under the cursor (at least 8 hex digits, dashes where an id has them), else the buffer's first
+-- hint. nil when there is none.
 function M.memory_under_cursor()
   local buf = vim.api.nvim_get_current_buf()
   local shown = window_memories[buf]
   if shown then
     return shown.ids[vim.api.nvim_win_get_cursor(0)[1]], shown.root
   end
-  local word = vim.fn.expand('<cword>')
-  if word:match('^%x%x%x%x+$') and word:match('%d') then
+  local word = id_under_cursor()
+  if word then
     return word, cwd_project_root()
   end
   local entry = buffer_hints[buf]

@@ -104,12 +104,25 @@ function Client:_drop(err)
   end
 end
 
+-- The id of the oldest request still waiting for its reply, or nil. Ids are handed out in send order, so it is the
+-- lowest one pending.
+function Client:_oldest_pending_id()
+  local oldest = nil
+  for id in pairs(self.pending) do
+    if oldest == nil or id < oldest then
+      oldest = id
+    end
+  end
+  return oldest
+end
+
 function Client:_handle_message(message)
   if type(message) ~= 'table' then
     return
   end
-  if message.id == nil or message.id == vim.NIL then
-    if message.method and self.on_notification then
+  local id = message.id
+  if message.method ~= nil then
+    if (id == nil or id == vim.NIL) and self.on_notification then
       local method, params = message.method, message.params
       vim.schedule(function()
         self.on_notification(method, params)
@@ -117,11 +130,20 @@ function Client:_handle_message(message)
     end
     return
   end
-  local entry = self.pending[message.id]
+  if id == vim.NIL and type(message.error) == 'table' then
+    -- An error whose request memqd could not identify (a ParseError, e.g. invalid UTF-8, or a message over the size
+    -- limit) carries "id": null (docs/protocol.md). Replies on one connection come back in order, so it answers the
+    -- oldest request still waiting: report it now rather than let that request time out.
+    id = self:_oldest_pending_id()
+  end
+  if id == nil or id == vim.NIL then
+    return
+  end
+  local entry = self.pending[id]
   if not entry then
     return -- answered after its timeout: nobody waits for it any more
   end
-  self.pending[message.id] = nil
+  self.pending[id] = nil
   if message.error ~= nil and message.error ~= vim.NIL then
     local e = message.error
     finish(entry, { code = e.code, message = e.message, data = e.data ~= vim.NIL and e.data or nil })
