@@ -111,7 +111,8 @@ std::string recalledBlock(const json& hits) {
 // What a Bash command means to memq: "git diff --stat" → tool "diff"; anything that is not a git command → tool "".
 // Global options before the subcommand are skipped, with the value of those that take one (`git -C dir diff`,
 // `git -c key=value commit`). The files: the words after the subcommand that name a file in `cwd` (`git diff
-// src/a.ts`, `git log -- a.ts`), so a revision like HEAD~1 is not taken for one.
+// src/a.ts`, `git log -- a.ts`), so a revision like HEAD~1 is not taken for one; after `-C dir` (each one relative to
+// the one before, as git reads them) they are looked for in that directory, and named by their path from `cwd`.
 struct GitCommand {
   std::string tool;
   std::vector<std::string> files;
@@ -122,9 +123,19 @@ GitCommand gitCommand(const std::string& command, const std::string& cwd) {
   std::string word;
   in >> word;
   if (word != "git") return {};
+  auto unquoted = [](std::string w) {
+    if (w.size() >= 2 && (w.front() == '\'' || w.front() == '"') && w.back() == w.front()) w = w.substr(1, w.size() - 2);
+    return w;
+  };
   GitCommand g;
+  std::filesystem::path base;  // where `-C` points, from cwd (or absolute)
   while (in >> word) {
-    if (word == "-C" || word == "-c" || word == "--git-dir" || word == "--work-tree" || word == "--namespace") {
+    if (word == "-C") {
+      if (in >> word) base = std::filesystem::path(unquoted(word)).is_absolute() ? std::filesystem::path(unquoted(word))
+                                                                                : base / unquoted(word);
+      continue;
+    }
+    if (word == "-c" || word == "--git-dir" || word == "--work-tree" || word == "--namespace") {
       in >> word;
       continue;
     }
@@ -137,13 +148,12 @@ GitCommand gitCommand(const std::string& command, const std::string& cwd) {
   while (in >> word && g.files.size() < 16) {
     if (word == "&&" || word == "||" || word == ";" || word == "|") break;  // the next command is not git's
     if (word.empty() || word[0] == '-') continue;
-    if (word.size() >= 2 && (word.front() == '\'' || word.front() == '"') && word.back() == word.front()) {
-      word = word.substr(1, word.size() - 2);
-    }
+    word = unquoted(word);
     std::error_code ec;
-    std::filesystem::path p = std::filesystem::path(word).is_absolute() ? std::filesystem::path(word)
-                                                                       : std::filesystem::path(cwd) / word;
-    if (std::filesystem::is_regular_file(p, ec)) g.files.push_back(word);
+    const std::filesystem::path named =
+        std::filesystem::path(word).is_absolute() ? std::filesystem::path(word) : (base / word).lexically_normal();
+    const std::filesystem::path p = named.is_absolute() ? named : std::filesystem::path(cwd) / named;
+    if (std::filesystem::is_regular_file(p, ec)) g.files.push_back(named.string());
   }
   return g;
 }

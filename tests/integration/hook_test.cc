@@ -242,6 +242,20 @@ TEST_F(HookTest, PostToolUseForGitCommandsRepliesWithGitHints) {
   expectSilent(hook("PostToolUse", postToolUse("Bash", {{"command", "gitk"}})), "gitk");
 }
 
+TEST_F(HookTest, PostToolUseForGitDashCLooksForFilesInThatDirectory) {
+  // `git -C sub diff a.ts` is about sub/a.ts: a memory on that file is its hint; a.ts in the cwd does not exist.
+  fs::create_directories(fs::path(project_) / "sub");
+  std::ofstream(fs::path(project_) / "sub" / "a.ts") << "export const a = 1;\n";
+  save({{"summary", "The retry budget in this module is shared with the uploader"},
+        {"category", "gotcha"},
+        {"files", {"sub/a.ts"}}});
+  for (const char* command : {"git -C sub diff a.ts", "git -C 'sub' diff -- a.ts", "git -C . -C sub log a.ts"}) {
+    CommandResult r = hook("PostToolUse", postToolUse("Bash", {{"command", command}, {"description", "git"}}));
+    const std::string context = expectReply(r, "PostToolUse");
+    EXPECT_NE(context.find("retry budget"), std::string::npos) << command << ": " << context;
+  }
+}
+
 TEST_F(HookTest, MalformedInputIsSilent) {
   // A memory a prompt of "42" finds: the number 42 as a prompt is silent because it is refused, not for want of one.
   std::string id = save({{"summary", "The debug server listens on port 42"}});
