@@ -603,8 +603,16 @@ Status stageImportLines(std::string_view jsonl, const ImportLineOptions& options
 }
 
 Status finishImportLines(ImportStaging& staging) {
-  if (!staging.partialVersions.empty()) {
-    const auto& [blob, version] = *staging.partialVersions.begin();
+  // A version left partial that no memory of the import needs is let go: an export whose page ended inside a
+  // version, with that memory changed before the next page (hidden, purged, re-based), writes part of a version that
+  // no later line uses. One a memory needs is an error.
+  for (const auto& [blob, version] : staging.partialVersions) {
+    const bool needed = std::any_of(staging.keptAnchors.begin(), staging.keptAnchors.end(), [&](const KeptAnchorRef& k) {
+      const ImportedMemory& item = staging.batch.memories[k.memory];
+      return k.file < item.memory.files.size() && item.memory.files[k.file].anchor &&
+             item.memory.files[k.file].anchor->blob == blob;
+    });
+    if (!needed) continue;
     return importLineError(version.line, "part",
                            "version " + blob + " has " + std::to_string(version.received) + " of its " +
                                std::to_string(version.parts) + " parts: the import ended before the others");
