@@ -607,10 +607,11 @@ Status finishImportLines(ImportStaging& staging) {
   // version, with that memory changed before the next page (hidden, purged, re-based), writes part of a version that
   // no later line uses. One a memory needs is an error.
   for (const auto& [blob, version] : staging.partialVersions) {
+    const std::string& partial = blob;  // clang 14 lets no lambda capture a structured binding
     const bool needed = std::any_of(staging.keptAnchors.begin(), staging.keptAnchors.end(), [&](const KeptAnchorRef& k) {
       const ImportedMemory& item = staging.batch.memories[k.memory];
       return k.file < item.memory.files.size() && item.memory.files[k.file].anchor &&
-             item.memory.files[k.file].anchor->blob == blob;
+             item.memory.files[k.file].anchor->blob == partial;
     });
     if (!needed) continue;
     return importLineError(version.line, "part",
