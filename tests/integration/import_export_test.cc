@@ -58,6 +58,35 @@ std::string words(std::mt19937& rng, size_t count) {
   return out;
 }
 
+// An export read page by page through its cursor, each page checked as every page must be: at most
+// kExportPageBytes (4 MiB), whole lines. A cursor that runs past 100 pages is a failure (the export does not end).
+struct ExportedPages {
+  std::string joined;
+  int pages = 0;
+};
+ExportedPages exportByPages(RpcClient& c, json params) {
+  ExportedPages out;
+  params["cursor"] = "";
+  while (true) {
+    auto r = c.call("export", params);
+    if (!r.isOk()) {
+      ADD_FAILURE() << r.status().toString();
+      return out;
+    }
+    const std::string page = (*r)["jsonl"].get<std::string>();
+    EXPECT_LE(page.size(), size_t{4} << 20);
+    EXPECT_TRUE(page.empty() || page.back() == '\n');
+    out.joined += page;
+    ++out.pages;
+    if (!r->contains("next_cursor")) return out;
+    if (out.pages >= 100) {
+      ADD_FAILURE() << "the export does not end";
+      return out;
+    }
+    params["cursor"] = (*r)["next_cursor"];
+  }
+}
+
 class ImportExportTest : public MemqdTest {
  protected:
   void SetUp() override {
@@ -151,22 +180,9 @@ TEST_F(ImportExportTest, RoundTripOf50000MemoriesIsByteIdenticalThroughTheCli) {
   // The pages a client gets: each at most kExportPageBytes (4 MiB), whole lines, together the export.
   {
     RpcClient c = daemon_->client(project_);
-    std::string joined;
-    json params = {{"state", "all"}, {"cursor", ""}};
-    int pages = 0;
-    while (true) {
-      auto r = c.call("export", params);
-      ASSERT_TRUE(r.isOk()) << r.status().toString();
-      const std::string page = (*r)["jsonl"].get<std::string>();
-      EXPECT_LE(page.size(), size_t{4} << 20);
-      EXPECT_TRUE(page.empty() || page.back() == '\n');
-      joined += page;
-      ++pages;
-      if (!r->contains("next_cursor")) break;
-      params["cursor"] = (*r)["next_cursor"];
-    }
-    EXPECT_GT(pages, 4);
-    EXPECT_EQ(joined, first.out);
+    const ExportedPages exported = exportByPages(c, {{"state", "all"}});
+    EXPECT_GT(exported.pages, 4);
+    EXPECT_EQ(exported.joined, first.out);
     // Without a cursor an export this large is refused, not cut short.
     auto whole = c.call("export", {{"state", "all"}});
     ASSERT_FALSE(whole.isOk());
@@ -228,22 +244,10 @@ TEST_F(ImportExportTest, AnchorsInLargeKeptVersionsRoundTripOutsideGit) {
   const std::vector<std::string> ids = {(*one)["id"].get<std::string>(), (*many)["id"].get<std::string>()};
 
   // The pages: at most 4 MiB each, every line within what the CLI sends in one request, the memory lines short.
-  std::string joined;
-  json params = {{"cursor", ""}};
-  int pages = 0;
-  while (true) {
-    auto r = c.call("export", params);
-    ASSERT_TRUE(r.isOk()) << r.status().toString();
-    const std::string page = (*r)["jsonl"].get<std::string>();
-    EXPECT_LE(page.size(), size_t{4} << 20);
-    EXPECT_TRUE(page.empty() || page.back() == '\n');
-    joined += page;
-    ++pages;
-    ASSERT_LT(pages, 100) << "the export does not end";
-    if (!r->contains("next_cursor")) break;
-    params["cursor"] = (*r)["next_cursor"];
-  }
-  EXPECT_GE(pages, 5);
+  const ExportedPages paged = exportByPages(c, json::object());
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  const std::string& joined = paged.joined;
+  EXPECT_GE(paged.pages, 5);
   size_t versionLines = 0;
   size_t memoryLines = 0;
   std::istringstream in(joined);
