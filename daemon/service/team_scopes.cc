@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "daemon/team/team_config.h"
+#include "daemon/util/durable_file.h"
 #include "daemon/util/sha256.h"
 #include "schema/embedded_migrations.h"
 
@@ -103,7 +104,17 @@ Result<std::shared_ptr<Scope>> TeamScopes::open(const std::string& conninfo) {
   scope->team = std::make_shared<TeamSync>(std::move(options), std::move(hooks));
   scope->team->start();
   // Beside the replica, so that a restarted memqd can send a queued save before any project asks (resumeQueued).
-  if (std::ofstream out(dir + "/" + key + ".conninfo", std::ios::trunc); out) out << conninfo << "\n";
+  // Replaced whole, and only when it changes: a crash while it is written leaves the old one, never an empty file
+  // that would leave a queued save unsent until a project asks for its scope.
+  const std::string conninfoPath = dir + "/" + key + ".conninfo";
+  std::string saved;
+  if (std::ifstream in(conninfoPath); in) std::getline(in, saved);
+  if (saved != conninfo) {
+    if (Status st = replaceFileDurably(conninfoPath, conninfo + "\n"); !st) {
+      spdlog::warn("team scope {}: {}; a restart will not send its queued saves until a project uses it",
+                   scope->team->displayConninfo(), st.message());
+    }
+  }
   spdlog::info("opened team scope {} (replica {})", scope->team->displayConninfo(), so.path);
   scopes_[key] = scope;
   return scope;

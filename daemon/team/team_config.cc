@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "daemon/git/libgit2.h"
+#include "daemon/util/durable_file.h"
 
 namespace memq {
 
@@ -98,15 +99,7 @@ Status writeTeamConninfo(const ProjectLocation& location, const std::optional<st
       return Status::ok();
     }
     std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-    const std::string tmp = path + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::trunc);
-      out << *conninfo << "\n";
-      if (!out) return Status(ErrorCode::kStorageError, "cannot write " + tmp);
-    }
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) return Status(ErrorCode::kStorageError, "cannot write " + path + ": " + ec.message());
-    return Status::ok();
+    return replaceFileDurably(path, *conninfo + "\n");
   }
   ensureLibgit2();
   git_config* config = nullptr;

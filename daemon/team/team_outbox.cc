@@ -12,6 +12,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "daemon/util/durable_file.h"
+
 namespace memq {
 
 namespace {
@@ -64,27 +66,6 @@ std::optional<OutboxRecord> parseRecord(const std::string& line) {
   }
 }
 
-Status fsyncPath(const std::string& path, int flags) {
-  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
-  if (fd < 0) return Status(ErrorCode::kStorageError, "cannot open " + path + ": " + std::strerror(errno));
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) return Status(ErrorCode::kStorageError, "cannot fsync " + path + ": " + std::strerror(errno));
-  return Status::ok();
-}
-
-Status writeAll(int fd, const std::string& text, const std::string& path) {
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status(ErrorCode::kStorageError, "cannot write " + path + ": " + std::strerror(errno));
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) return Status(ErrorCode::kStorageError, "cannot fsync " + path + ": " + std::strerror(errno));
-  return Status::ok();
-}
-
 // An exclusive flock on `path`.lock for the life of the object: the outbox file's changes across processes.
 class FileLock {
  public:
@@ -124,7 +105,7 @@ Status TeamOutbox::append(const OutboxRecord& record) {
   if (size > 0 && ::pread(fd, &last, 1, size - 1) != 1) last = '\n';
   std::string text = recordJson(record).dump() + "\n";
   if (last != '\n') text.insert(text.begin(), '\n');
-  Status st = writeAll(fd, text, path_);
+  Status st = writeAllAndSync(fd, text, path_);
   // A failed write leaves no part of this record behind: a later append would otherwise end it as a line of its own.
   if (!st && size >= 0 && ::ftruncate(fd, size) == 0) ::fsync(fd);
   ::close(fd);
@@ -176,16 +157,7 @@ Status TeamOutbox::remove(const OutboxRecord& record) {
   ls->erase(it);
   std::string rest;
   for (const auto& l : *ls) rest += l + "\n";
-  const std::string tmp = path_ + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Status(ErrorCode::kStorageError, "cannot open " + tmp + ": " + std::strerror(errno));
-  Status st = writeAll(fd, rest, tmp);
-  ::close(fd);
-  if (!st) return st;
-  if (::rename(tmp.c_str(), path_.c_str()) != 0) {
-    return Status(ErrorCode::kStorageError, "cannot rename " + tmp + ": " + std::strerror(errno));
-  }
-  return fsyncPath(std::filesystem::path(path_).parent_path().string(), O_RDONLY | O_DIRECTORY);
+  return replaceFileDurably(path_, rest);
 }
 
 }  // namespace memq
