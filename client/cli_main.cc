@@ -2,8 +2,12 @@
 // --color after it too), answers help, decides on colour, and hands the rest to a subcommand.
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
+#include <exception>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -11,7 +15,9 @@
 #include <vector>
 
 #include "client/commands.h"
+#include "client/render.h"
 #include "client/usage.h"
+#include "protocol/utf8_sequence.h"
 
 namespace {
 
@@ -48,8 +54,8 @@ daemon and integrations:
   bench retrieval --dataset DIR [--ranker R]...    bench load [--n N]...
 
 options take --opt VALUE or --opt=VALUE; --json, --no-pager and --color may also follow the command.
-exit codes: 0 ok, 1 the daemon answered with an error, 2 usage error, 3 the daemon cannot be reached,
-            4 a save refused (the text was rejected before)
+exit codes: 0 ok, 1 the daemon answered with an error (or the output could not be written), 2 usage error,
+            3 the daemon cannot be reached, 4 a save refused (the text was rejected before)
 )";
 
 std::string absolutePath(const std::string& p) {
@@ -105,6 +111,22 @@ bool takeCommonOption(const std::string& a, const std::vector<std::string>& args
   return true;
 }
 
+// Whether `text` is UTF-8 throughout. JSON carries nothing else, and a byte that is not would be sent as U+FFFD: a
+// file named in Latin-1 saved under another name, with success reported.
+bool isUtf8(const std::string& text) {
+  for (size_t i = 0; i < text.size();) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t bad = 0;
+    const size_t n = memq::wellFormedUtf8Length(text, i, bad);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
 // Whether the command line runs `memq hook`: its first word that is neither a global option nor an option's value.
 // A hook's usage errors must not block the agent (runHook), the global options' included.
 bool runsHook(const std::vector<std::string>& args) {
@@ -131,6 +153,13 @@ int main(int argc, char** argv) {
     const int exitCode = memq::cli::usageError(message);
     return hook ? memq::cli::kExitOk : exitCode;
   };
+  for (size_t k = 0; k < args.size(); ++k) {
+    if (!isUtf8(args[k])) {
+      return usageError("argument " + std::to_string(k + 1) + " (" + memq::cli::terminalText(args[k]) +
+                        ") is not UTF-8; memq sends text as JSON, which holds nothing else");
+    }
+  }
+  std::vector<std::string> globalsGiven;
   size_t i = 0;
   for (; i < args.size(); ++i) {
     std::string a = args[i];
@@ -155,9 +184,16 @@ int main(int argc, char** argv) {
     if (const ValueOption* option = valueOption(a)) {
       std::string v;
       if (!value(v)) return usageError(a + " needs " + option->value);
+      // Given twice, one would be dropped without a word: refused, as a command's own options are.
+      if (std::find(globalsGiven.begin(), globalsGiven.end(), a) != globalsGiven.end()) {
+        return usageError(a + " given twice");
+      }
+      globalsGiven.push_back(a);
       if (a == "--socket") {
+        if (v.empty()) return usageError("--socket needs a path");
         ctx.options.socket = v;
       } else if (a == "--project") {
+        if (v.empty()) return usageError("--project needs a directory");
         ctx.options.project = v;
         projectGiven = true;
       } else if (a == "--tab") {
@@ -227,8 +263,28 @@ int main(int argc, char** argv) {
   // auto: colour on a terminal, unless NO_COLOR is set or the terminal is dumb.
   const char* term = std::getenv("TERM");
   const bool dumb = term && std::string(term) == "dumb";
-  ctx.style.color = !ctx.options.json &&
-                    (colorMode == "always" ||
-                     (colorMode == "auto" && ::isatty(1) && std::getenv("NO_COLOR") == nullptr && !dumb));
-  return memq::cli::runCommand(ctx, command, words);
+  auto colorOn = [&](int fd) {
+    return !ctx.options.json &&
+           (colorMode == "always" || (colorMode == "auto" && ::isatty(fd) && std::getenv("NO_COLOR") == nullptr && !dumb));
+  };
+  ctx.style.color = colorOn(1);
+  ctx.errorStyle.color = colorOn(2);
+  int exitCode = memq::cli::kExitOk;
+  try {
+    exitCode = memq::cli::runCommand(ctx, command, words);
+  } catch (const std::exception& e) {
+    // A reply this memq cannot read (a field missing or of another type: a memqd of another version) ends the
+    // command with its reason, not with an abort.
+    std::cerr << "memq: cannot show memqd's answer: " << memq::cli::terminalText(e.what()) << "\n";
+    return hook ? memq::cli::kExitOk : memq::cli::kExitRpcError;
+  }
+  // Output that did not reach its file (a full disk, a closed pipe) is a failure, not a success with half a list.
+  errno = 0;
+  std::cout.flush();
+  if (!std::cout && exitCode == memq::cli::kExitOk && !hook) {
+    std::cerr << "memq: cannot write the output" << (errno != 0 ? std::string(": ") + std::strerror(errno) : "")
+              << "\n";
+    return memq::cli::kExitRpcError;
+  }
+  return exitCode;
 }

@@ -52,7 +52,7 @@ void printWarnings(const Context& ctx, const json& r) {
   auto it = r.find("warnings");
   if (it == r.end() || !it->is_array()) return;
   for (const auto& w : *it) {
-    std::cerr << ctx.style.yellow("warning: ") << terminalText(w.is_string() ? w.get<std::string>() : w.dump()) << "\n";
+    std::cerr << ctx.errorStyle.yellow("warning: ") << terminalText(w.is_string() ? w.get<std::string>() : w.dump()) << "\n";
   }
 }
 
@@ -67,7 +67,7 @@ int callAndPrint(Context& ctx, const std::string& method, json params,
   if (!r) return reportError(ctx, r.status());
   if (result) *result = *r;
   if (ctx.options.json) {
-    std::cout << r->dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+    std::cout << jsonText(*r) << "\n";
   } else {
     {
       Pager pager(paging == Paging::kYes && ctx.pager);
@@ -386,7 +386,8 @@ int cmdRefresh(Context& ctx, const std::vector<std::string>& words) {
 // Whether a conninfo plainly names a password (password=..., or a URI's user:password@): refused before it leaves
 // the shell's process, so it never crosses the socket (memqd checks again, with libpq's own parser).
 bool namesPassword(const std::string& conninfo) {
-  static const std::regex kKeyword(R"((^|\s)(ssl)?password\s*=)", std::regex::icase);
+  // A keyword=value conninfo's word, or a URI's query parameter (`?password=`, `&sslpassword=`).
+  static const std::regex kKeyword(R"((^|[\s?&])(ssl)?password\s*=)", std::regex::icase);
   static const std::regex kUri(R"(^postgres(ql)?://[^/@?]*:[^/@?]*@)", std::regex::icase);
   return std::regex_search(conninfo, kKeyword) || std::regex_search(conninfo, kUri);
 }
@@ -618,7 +619,7 @@ int cmdImport(Context& ctx, const std::vector<std::string>& words) {
     }
   }
   if (ctx.options.json) {
-    std::cout << total.dump(2) << "\n";
+    std::cout << jsonText(total) << "\n";
   } else {
     std::cout << "created " << total["created"] << ", deduped " << total["deduped"] << ", rejected "
               << total["rejected"] << ", tombstones " << total["tombstones"] << "\n";
@@ -653,7 +654,7 @@ int cmdStatus(Context& ctx, const std::vector<std::string>& words, bool autostar
   auto r = link->call("daemon/status", json::object());
   if (!r) return reportError(ctx, r.status());
   if (ctx.options.json) {
-    std::cout << r->dump(2) << "\n";
+    std::cout << jsonText(*r) << "\n";
   } else {
     std::cout << "memqd " << terminalText((*r)["version"].get<std::string>()) << " pid " << (*r)["pid"] << " on "
               << terminalText((*r)["socket"].get<std::string>()) << ", up "
@@ -814,7 +815,8 @@ int reportError(const Context& ctx, const Status& status) {
   if (ctx.options.json) {
     json err = {{"code", static_cast<int>(status.code())}, {"message", status.message()}};
     if (!status.data().is_null()) err["data"] = status.data();
-    std::cerr << err.dump() << "\n";
+    // The message may quote what the user typed (a socket path), which need not be UTF-8.
+    std::cerr << err.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
   } else {
     // The daemon's messages may quote stored text (a rejection's reason, a path).
     std::cerr << "memq: " << (unreachable ? "" : std::string(errorCodeName(status.code())) + ": ")

@@ -19,7 +19,8 @@ inline constexpr int kExitRefused = 4;
 
 struct Context {
   GlobalOptions options;
-  Style style;
+  Style style;       // for stdout: colour when stdout is a terminal
+  Style errorStyle;  // for stderr: colour when stderr is a terminal
   std::string cwd;  // absolute, for resolving file arguments
   bool pager = true;  // false with --no-pager
 };

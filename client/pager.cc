@@ -56,6 +56,9 @@ Pager::~Pager() {
   std::cout.flush();
   std::fflush(stdout);
   ::close(1);
+  // What the pager did with the output is its own business: one the user quit early refused the rest (EPIPE), which
+  // is not a failure of the command.
+  std::cout.clear();
   int status = 0;
   while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "protocol/utf8_sequence.h"
+
 namespace memq::cli {
 
 std::string terminalText(std::string_view text, LineBreaks lineBreaks) {
@@ -16,15 +18,8 @@ std::string terminalText(std::string_view text, LineBreaks lineBreaks) {
     out += kHexDigits[byte >> 4];
     out += kHexDigits[byte & 0xf];
   };
-  size_t continuationsDue = 0;  // of the UTF-8 sequence being copied
   for (size_t i = 0; i < text.size(); ++i) {
     const auto byte = static_cast<unsigned char>(text[i]);
-    if (byte >= 0x80 && byte <= 0xbf && continuationsDue > 0) {
-      out += static_cast<char>(byte);
-      --continuationsDue;
-      continue;
-    }
-    continuationsDue = 0;
     if (lineBreaks == LineBreaks::kKeep && byte == '\r' && i + 1 < text.size() && text[i + 1] == '\n') continue;
     if (byte == '\t' || (byte == '\n' && lineBreaks == LineBreaks::kKeep)) {
       out += static_cast<char>(byte);
@@ -32,16 +27,45 @@ std::string terminalText(std::string_view text, LineBreaks lineBreaks) {
       out += "\\n";
     } else if (byte < 0x20 || byte == 0x7f) {
       escape("\\x", byte);
-    } else if (byte == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
-               static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
-      escape("\\u00", static_cast<unsigned char>(text[++i]));  // a C1 control, U+0080-U+009F
     } else if (byte < 0x80) {
       out += static_cast<char>(byte);
-    } else if (byte >= 0xc2 && byte <= 0xf4) {
-      continuationsDue = byte < 0xe0 ? 1 : byte < 0xf0 ? 2 : 3;
-      out += static_cast<char>(byte);
+    } else if (size_t bad = 0, n = wellFormedUtf8Length(text, i, bad); n == 0) {
+      // Not UTF-8 (a stray byte, or a lead byte without its continuations): a terminal in an 8-bit mode could take
+      // 0x80-0x9f for a C1 control, and one in UTF-8 would swallow the bytes after a lone lead byte.
+      escape("\\x", byte);
+    } else if (byte == 0xc2 && static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+      escape("\\u00", static_cast<unsigned char>(text[++i]));  // a C1 control, U+0080-U+009F
     } else {
-      escape("\\x", byte);  // not UTF-8: a terminal in an 8-bit mode could take 0x80-0x9f for a C1 control
+      out.append(text.substr(i, n));
+      i += n - 1;
+    }
+  }
+  return out;
+}
+
+std::string jsonText(const nlohmann::json& value) {
+  const std::string raw = value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string out;
+  out.reserve(raw.size());
+  auto escapeAs = [&](unsigned codePoint) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\u%04x", codePoint);
+    out += buf;
+  };
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(raw[i]);
+    const auto next = [&](size_t k) { return i + k < raw.size() ? static_cast<unsigned char>(raw[i + k]) : 0u; };
+    if (byte == 0xc2 && next(1) >= 0x80 && next(1) <= 0x9f) {  // U+0080-U+009F
+      escapeAs(next(1));
+      i += 1;
+    } else if (byte == 0xe2 && next(1) == 0x80 && next(2) >= 0xa8 && next(2) <= 0xae) {  // U+2028-U+202E
+      escapeAs(0x2000 + (next(2) - 0x80));
+      i += 2;
+    } else if (byte == 0xe2 && next(1) == 0x81 && next(2) >= 0xa6 && next(2) <= 0xa9) {  // U+2066-U+2069
+      escapeAs(0x2040 + (next(2) - 0x80));
+      i += 2;
+    } else {
+      out += raw[i];
     }
   }
   return out;

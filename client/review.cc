@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "client/commands.h"
+#include "client/rpc_client.h"
 
 namespace memq::cli {
 
@@ -63,7 +64,7 @@ int runReview(Context& ctx, const std::vector<std::string>& words) {
   if (ctx.options.json) {
     json out = json::array();
     for (const auto& [m, why] : queue) out.push_back({{"memory", m}, {"why", why}});
-    std::cout << out.dump(2) << "\n";
+    std::cout << jsonText(out) << "\n";
     return kExitOk;
   }
   if (queue.empty()) {
@@ -97,6 +98,8 @@ int runReview(Context& ctx, const std::vector<std::string>& words) {
         continue;
       }
       if (!r) {
+        // memqd gone: every later answer would fail the same way, so the review ends with the error's exit code.
+        if (isTransportError(r.status())) return reportError(ctx, r.status());
         reportError(ctx, r.status());
         continue;
       }

@@ -491,6 +491,12 @@ TEST_F(CliTest, UsageErrorsExitTwo) {
       "recall x --threshold 0,5",         // not a number either
       "bench",                            // no benchmark
       "bench retrieval",                  // no dataset
+      "--socket a --socket b list",       // a global option twice: one would be dropped
+      "--scope global --scope project list",
+      "--socket '' list",                 // an empty socket path is not the default one
+      "--project '' list",                // nor an empty project the working directory
+      "team connect 'postgresql://u@h/db?password=secret'",    // a URI's password parameter
+      "team connect 'postgresql://u@h/db?a=b&sslpassword=x'",  // another parameter before it
   };
   for (const char* c : cases) {
     std::string args = c;
@@ -507,6 +513,75 @@ TEST_F(CliTest, UsageErrorsExitTwo) {
   EXPECT_EQ(ok("list")["total"], 1);
   EXPECT_EQ(run("--help").exitCode, 0);
   EXPECT_EQ(run("--version").exitCode, 0);
+}
+
+// Output that does not reach its file is a failure: a list cut short by a full disk, or --json that is not whole
+// JSON, must not exit 0.
+TEST_F(CliTest, OutputThatCannotBeWrittenExitsOneAndSaysSo) {
+  const std::string id = saveId("'Use pnpm, not npm'");
+  for (const std::string& args : std::vector<std::string>{"list", "--json list", "--json get " + id, "get " + id,
+                                                          "--json status", "stats"}) {
+    CommandResult r = run(args + " >/dev/full");
+    EXPECT_EQ(r.exitCode, 1) << "memq " << args << " >/dev/full\nstderr: " << r.err;
+    EXPECT_NE(r.err.find("cannot write the output"), std::string::npos) << "memq " << args << ": " << r.err;
+  }
+  EXPECT_EQ(run("list").exitCode, 0);
+}
+
+// JSON carries only UTF-8: an argument that is not (a file named in Latin-1) is refused before anything is sent, not
+// saved under a name with U+FFFD in it while memq reports success.
+TEST_F(CliTest, AnArgumentThatIsNotUtf8IsRefusedAndNothingIsSaved) {
+  const std::string latin1 = "\"$(printf 'caf\\351.c')\"";
+  for (const std::string& args : std::vector<std::string>{"save 'Note on the cafe file' --file " + latin1,
+                                                          "save " + latin1, "recall --file " + latin1,
+                                                          "--project " + latin1 + " list"}) {
+    CommandResult r = run(args);
+    EXPECT_EQ(r.exitCode, 2) << "memq " << args << "\nstdout: " << r.out << "\nstderr: " << r.err;
+    EXPECT_NE(r.err.find("is not UTF-8"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("caf\\xe9.c"), std::string::npos) << "the argument is not shown as an escape: " << r.err;
+  }
+  EXPECT_EQ(ok("list")["total"], 0);
+}
+
+// A daemon error quoting a path that is not UTF-8 (from MEMQ_SOCKET, which no argument check sees) is still printed
+// as JSON with --json, not an abort.
+TEST_F(CliTest, AnUnreachableSocketPathThatIsNotUtf8IsReportedAsJson) {
+  CommandResult r = runCommand("MEMQ_SOCKET=\"$(printf '" + dir_.string() + "/no\\377where/s')\" '" + binDir() +
+                               "/memq' --json status");
+  EXPECT_EQ(r.exitCode, 3) << r.err;
+  json err = json::parse(r.err, nullptr, false);
+  ASSERT_FALSE(err.is_discarded()) << "stderr is not JSON: " << r.err;
+  EXPECT_TRUE(err.contains("message")) << r.err;
+}
+
+// --json stays JSON a program reads back unchanged, but with the characters a terminal acts on inside a string (a C1
+// CSI, a bidirectional override) escaped: `memq --json get` on a terminal must not clear the screen or reorder it.
+TEST_F(CliTest, JsonOutputEscapesTheCharactersATerminalWouldActOn) {
+  const std::string summary = "Use pnpm \xc2\x9b" "2J and \xe2\x80\xae" "reversed\xe2\x80\xac done";
+  const std::string id = saveId(shellQuote(summary));
+  CommandResult r = run("--json get " + id);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out.find("\xc2\x9b"), std::string::npos) << "a raw C1 CSI in --json output";
+  EXPECT_EQ(r.out.find("\xe2\x80\xae"), std::string::npos) << "a raw right-to-left override in --json output";
+  EXPECT_NE(r.out.find("\\u009b"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\\u202e"), std::string::npos) << r.out;
+  EXPECT_EQ(parseJson(r)["summary"], summary) << "the escapes change what a program reads";
+}
+
+// Whether stderr gets colour is decided by stderr: a save's warning written to a file while stdout is a terminal
+// (under script(1)) has no escape sequence in it.
+TEST_F(CliTest, WarningsWrittenToAFileHaveNoColourWhileStdoutIsATerminal) {
+  const fs::path err = dir_ / "warnings.err";
+  CommandResult r = runCommand("cd " + shellQuote(project_) + " && MEMQ_SOCKET=" +
+                               shellQuote(daemon_->socket()) + " script -qec " +
+                               shellQuote(shellQuote(binDir() + "/memq") + " save " + std::string(260, 'x') + " 2>" +
+                                          shellQuote(err.string())) +
+                               " /dev/null");
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  const std::string warnings = readTextFile(err);
+  EXPECT_NE(warnings.find("warning: summary truncated"), std::string::npos) << warnings;
+  EXPECT_EQ(warnings.find('\x1b'), std::string::npos) << "colour on a stderr that is a file: " << warnings;
+  EXPECT_NE(r.out.find("created "), std::string::npos) << "stdout did not reach the terminal: " << r.out;
 }
 
 // A memqd that acknowledges daemon/shutdown and goes on answering (still finishing a long commit, say): `daemon stop`
