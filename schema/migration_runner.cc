@@ -11,6 +11,22 @@ Status refuseNewer(const std::string& what, int recorded, int latest) {
                     "; this memqd knows up to " + std::to_string(latest) + "); upgrade memq to open it");
 }
 
+// The runner applies `migrations` in list order and takes the last as the newest, so two scripts with one number
+// (two branches merged) or out of order would both run, or one be skipped, without a word. The build refuses such
+// a set (embed_migrations.cmake); this refuses it again, before the backend is touched.
+Status checkStrictlyIncreasing(const std::vector<Migration>& migrations, const std::string& what) {
+  for (size_t i = 1; i < migrations.size(); ++i) {
+    const Migration& before = migrations[i - 1];
+    const Migration& m = migrations[i];
+    if (m.version > before.version) continue;
+    return Status::internal("cannot migrate " + what + ": the migrations built into this memq are not in strictly " +
+                            "increasing order of version: " + std::string(m.name) + " (version " +
+                            std::to_string(m.version) + ") follows " + std::string(before.name) + " (version " +
+                            std::to_string(before.version) + "); the build is broken, not the database");
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 int latestVersion(const std::vector<Migration>& migrations) {
@@ -19,6 +35,7 @@ int latestVersion(const std::vector<Migration>& migrations) {
 
 Status runMigrations(MigrationBackend& backend, const std::vector<Migration>& migrations, int maxVersion,
                      const std::string& what) {
+  MEMQ_RETURN_IF_ERROR(checkStrictlyIncreasing(migrations, what));
   const int latest = latestVersion(migrations);
   auto current = backend.recordedVersion();
   if (!current) return current.status();

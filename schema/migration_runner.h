@@ -30,7 +30,8 @@ class MigrationBackend {
 // Applies the migrations above the recorded version, up to `maxVersion` (-1: all of them), in ascending order, in
 // one transaction: all of them or none. A database recorded at a version above the last of `migrations` was written
 // by a newer memq and is refused, untouched, with a StorageError naming `what` (e.g. "database /x/memory.db").
-// `migrations` must be ascending by version.
+// `migrations` must be strictly ascending by version: a list that is not (two scripts with one number) is refused
+// with an InternalError naming both scripts, before the backend is asked anything.
 Status runMigrations(MigrationBackend& backend, const std::vector<Migration>& migrations, int maxVersion,
                      const std::string& what);
 

@@ -12,7 +12,11 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <string>
+#include <utility>
 
+#include <spdlog/spdlog.h>
 #include <sqlite3.h>
 
 #include "embedded_migrations.h"
@@ -151,11 +155,13 @@ Result<std::optional<FileIdentity>> claimPrivateFile(const std::string& path, bo
   const FileIdentity identity{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
   if ((st.st_mode & 077) != 0) {
     // Tightened through a descriptor of the file itself (O_NOFOLLOW), never through a path that may be a link.
+    // Only group's and others' bits go: the owner's stay as they were, so a file the user made read-only (0444)
+    // becomes 0400, never writable.
     int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return Status(ErrorCode::kStorageError, "cannot open " + path + ": " + std::strerror(errno));
     struct stat again{};
     const bool same = ::fstat(fd, &again) == 0 && again.st_dev == st.st_dev && again.st_ino == st.st_ino;
-    const int rc = same ? ::fchmod(fd, 0600) : 0;
+    const int rc = same ? ::fchmod(fd, again.st_mode & 0700) : 0;
     const int err = errno;
     ::close(fd);
     if (!same) return refused(path, "it was replaced while memqd checked it");
@@ -175,11 +181,86 @@ int schemaVersion(SQLite::Database& db) {
 
 namespace {
 
+// A table whose rows belong to a parent row (ON DELETE CASCADE) and are worth nothing without it. A row there whose
+// parent is gone (deleted with foreign keys off, which is the sqlite3 shell's default) is what the cascade would
+// have deleted with it, so the migrations delete it rather than leave the database unable to open. A table not
+// listed here may hold what memq cannot rebuild: an orphan there stops the upgrade instead.
+struct DependentTable {
+  const char* table;
+  const char* orphans;  // the WHERE clause selecting its rows whose parent is gone
+};
+constexpr DependentTable kDependentTables[] = {
+    // A memory's vectors: computed from its text by the embedder.
+    {"memory_embeddings", "memory_pk NOT IN (SELECT pk FROM memories)"},
+    // Similar and supersedes links: with an end gone, an edge links nothing.
+    {"memory_edges", "src_pk NOT IN (SELECT pk FROM memories) OR dst_pk NOT IN (SELECT pk FROM memories)"},
+    // The files a memory is about: nothing reads a ref without its memory. Its kept file versions go with it
+    // (0007's triggers on memory_files).
+    {"memory_files", "memory_pk NOT IN (SELECT pk FROM memories)"},
+    // The co-change cache (0002): derived from git history, rebuilt on the next refresh.
+    {"cochange_commits", "graph_id NOT IN (SELECT id FROM cochange_graphs)"},
+    {"cochange_files", "graph_id NOT IN (SELECT id FROM cochange_graphs)"},
+    {"cochange_pairs", "graph_id NOT IN (SELECT id FROM cochange_graphs)"},
+};
+
+std::string rowCount(int64_t n) { return std::to_string(n) + (n == 1 ? " row" : " rows"); }
+
+const DependentTable* dependentTable(const std::string& table) {
+  for (const auto& t : kDependentTables) {
+    if (table == t.table) return &t;
+  }
+  return nullptr;
+}
+
+struct ForeignKeyViolations {
+  int64_t rows = 0;
+  std::string parent;  // the table the rows name a missing row of
+};
+
+// PRAGMA foreign_key_check by table. It checks whatever the foreign_keys setting.
+std::map<std::string, ForeignKeyViolations> foreignKeyViolations(SQLite::Database& db) {
+  std::map<std::string, ForeignKeyViolations> out;
+  SQLite::Statement q(db, "PRAGMA foreign_key_check");
+  while (q.executeStep()) {
+    auto& v = out[q.getColumn(0).getString()];
+    ++v.rows;
+    if (v.parent.empty()) v.parent = q.getColumn(2).getString();
+  }
+  return out;
+}
+
+// Run inside the migration transaction, before it commits: the migrations ran with foreign keys off, so this is
+// where the rows that name a missing parent are found. Those of a dependent table are deleted, with a warning;
+// any other refuses the upgrade, naming the table.
+Status settleForeignKeys(SQLite::Database& db, const std::string& what) {
+  const auto found = foreignKeyViolations(db);
+  for (const auto& [table, v] : found) {
+    if (dependentTable(table) != nullptr) continue;
+    return Status::storage("cannot upgrade " + what + ": table " + table + " holds " + rowCount(v.rows) +
+                           " naming a missing row of " + v.parent +
+                           " (PRAGMA foreign_key_check), and memq deletes such rows only from tables it can rebuild; "
+                           "the upgrade was rolled back, leaving the database as it was: repair or remove those rows "
+                           "of " + table);
+  }
+  for (const auto& [table, v] : found) {
+    const int deleted = db.exec(std::string("DELETE FROM ") + table + " WHERE " + dependentTable(table)->orphans);
+    spdlog::warn("memq: upgrading {}: deleted {} of {} naming a row of {} that no longer exists (deleted with "
+                 "foreign keys off, as in the sqlite3 shell); they hold nothing without it",
+                 what, rowCount(deleted), table, v.parent);
+  }
+  if (found.empty()) return Status::ok();
+  const auto left = foreignKeyViolations(db);
+  if (left.empty()) return Status::ok();
+  return Status::storage("cannot upgrade " + what + ": table " + left.begin()->first +
+                         " still holds rows naming a missing row of " + left.begin()->second.parent +
+                         " after memq deleted its orphans; the upgrade was rolled back, leaving the database as it was");
+}
+
 // The runner's SQLite side. SQLite's exceptions pass through the runner to openDatabase, which turns them into a
 // Status; the transaction, held here, rolls back when the backend goes out of scope without a commit.
 class SqliteMigrationBackend final : public MigrationBackend {
  public:
-  explicit SqliteMigrationBackend(SQLite::Database& db) : db_(db) {}
+  SqliteMigrationBackend(SQLite::Database& db, std::string what) : db_(db), what_(std::move(what)) {}
 
   Result<int> recordedVersion() override { return schemaVersion(db_); }
   Status begin() override {
@@ -195,6 +276,7 @@ class SqliteMigrationBackend final : public MigrationBackend {
     return Status::ok();
   }
   Status commit() override {
+    MEMQ_RETURN_IF_ERROR(settleForeignKeys(db_, what_));
     tx_->commit();
     return Status::ok();
   }
@@ -202,13 +284,22 @@ class SqliteMigrationBackend final : public MigrationBackend {
 
  private:
   SQLite::Database& db_;
+  std::string what_;
   std::optional<SQLite::Transaction> tx_;
 };
 
+// The migrations run with foreign keys off: a script that rebuilds a table others reference (create, copy, drop,
+// rename) would otherwise cascade-delete the rows that reference it, and a row already orphaned would fail its copy
+// and with it the whole upgrade. A script cannot turn them off itself: inside a transaction the pragma does nothing,
+// so it is set here, before BEGIN, and the orphans are settled before COMMIT (settleForeignKeys).
 Status migrate(SQLite::Database& db, const std::string& path, int maxVersion) {
+  db.exec("PRAGMA foreign_keys = OFF");
   db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)");
-  SqliteMigrationBackend backend(db);
-  return runMigrations(backend, embeddedMigrations(), maxVersion, "database " + path);
+  SqliteMigrationBackend backend(db, "database " + path);
+  MEMQ_RETURN_IF_ERROR(runMigrations(backend, embeddedMigrations(), maxVersion, "database " + path));
+  // Outside any transaction now (committed, or nothing to do), where the pragma takes effect.
+  db.exec("PRAGMA foreign_keys = ON");
+  return Status::ok();
 }
 
 // sqlite3_wal_hook callback: runs after every commit with the WAL's frame count.
@@ -260,7 +351,7 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const DatabaseOptions& op
     db->exec("PRAGMA busy_timeout = 5000");
     db->exec("PRAGMA journal_mode = WAL");
     db->exec("PRAGMA synchronous = NORMAL");
-    db->exec("PRAGMA foreign_keys = ON");
+    // foreign_keys: ON once migrated (migrate runs the migrations with it off).
     db->exec("PRAGMA temp_store = MEMORY");
     // 8 MiB, not the reference's 64 MiB: at every commit SQLite walks the page cache's whole hash table
     // (pcache1TruncateUnsafe), so a bigger cache makes every save slower.

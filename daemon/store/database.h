@@ -23,8 +23,11 @@ struct DatabaseOptions {
   FileIdentity* identity = nullptr;  // when set (a file database): receives the identity of the file opened
 };
 
-// Opens (creating when missing) and migrates. A database written by a newer schema is refused with a clear
-// StorageError rather than being touched. A directory or file memqd must not trust (see above, and
+// Opens (creating when missing) and migrates, with foreign keys off during the migrations and on afterwards. Before
+// the migrations commit, rows naming a missing parent are deleted from the tables that are nothing without it
+// (vectors, file refs, edges, the co-change cache), with a warning; in any other table they refuse the upgrade with
+// a StorageError naming the table, leaving the file as it was. A database written by a newer schema is refused with
+// a clear StorageError rather than being touched. A directory or file memqd must not trust (see above, and
 // checkOwnedDirectory / claimPrivateFile) is refused with ScopeUnavailable naming it, before SQLite opens anything.
 Result<std::unique_ptr<SQLite::Database>> openDatabase(const DatabaseOptions& options);
 
@@ -34,8 +37,9 @@ Status checkOwnedDirectory(const std::string& dir);
 
 // Claims the file at `path` as one of memqd's private files, never following a symlink: a file that is there must
 // be a regular file owned by memqd's user that neither group nor others may write (else ScopeUnavailable naming
-// it), and is tightened to 0600; a missing one is created 0600 when `create`. Returns the file's identity, or
-// nullopt when it is missing and not created.
+// it), and loses group's and others' bits, its owner's kept as they were (0644 becomes 0600, 0444 becomes 0400: never
+// made writable); a missing one is created 0600 when `create`. Returns the file's identity, or nullopt when it is
+// missing and not created.
 Result<std::optional<FileIdentity>> claimPrivateFile(const std::string& path, bool create);
 
 // Takes WAL checkpoints off the commit path: replaces SQLite's auto-checkpoint (which copies the WAL back into the

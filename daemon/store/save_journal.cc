@@ -122,7 +122,12 @@ Result<std::unique_ptr<SaveJournal>> SaveJournal::open(const std::string& path) 
     ::close(fd);
     return Status(ErrorCode::kScopeUnavailable, "refusing the save journal " + path + ": " + refusal);
   }
-  if ((st.st_mode & 077) != 0) ::fchmod(fd, 0600);
+  // Only group's and others' bits go; the owner's stay as they were, so tightening never grants the owner a write.
+  if ((st.st_mode & 077) != 0 && ::fchmod(fd, st.st_mode & 0700) != 0) {
+    int err = errno;
+    ::close(fd);
+    return Status::storage("cannot chmod the save journal " + path + ": " + std::strerror(err));
+  }
   // One owner at a time: a second process opening the same database must not replay (or empty) the saves of the
   // first one's open batch.
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {

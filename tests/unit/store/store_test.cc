@@ -782,6 +782,99 @@ TEST_F(StoreTest, UpgradeToEdgesStoredOnceKeepsEveryEdge) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges"), 0);
 }
 
+TEST_F(StoreTest, AnUpgradeDeletesWhatAMemoryDeletedByHandLeftBehindAndKeepsEveryOtherRow) {
+  // A memory deleted in the sqlite3 shell (foreign keys off, its default) leaves its vector, file refs and edges
+  // naming a row that is gone. 0003 copies every vector into a new table: the migrations run with foreign keys off,
+  // so the copy goes through, and before the commit the rows naming the missing memory are deleted, nothing else.
+  if (latestSchemaVersion() < 3) GTEST_SKIP() << "no migration 0003";
+  startAtSchema(2);
+  auto a = save("Use bun for installing packages in this repo", "", {"package.json"});
+  auto b = save("Use bun for installing the packages in this repo", "", {"bun.lockb"});
+  auto c = save("Deploys wait for the staging smoke test", "", {"deploy.sh"});
+  const std::string gone = std::to_string(store_->pkOf(b.id).value_or(0));
+  auto rows = [&](const std::string& sql) {
+    std::vector<std::string> out;
+    SQLite::Statement q(MemoryStoreTestAccess::database(*store_), sql);
+    while (q.executeStep()) out.push_back(q.getColumn(0).getString());
+    return out;
+  };
+  const std::string vectors = "SELECT memory_pk || '|' || model || '|' || dim || '|' || hex(vector) FROM "
+                              "memory_embeddings WHERE memory_pk <> " + gone + " ORDER BY 1";
+  const std::string files = "SELECT memory_pk || '|' || path || '|' || COALESCE(blob_id, '') FROM memory_files "
+                            "WHERE memory_pk <> " + gone + " ORDER BY 1";
+  const std::string edges = "SELECT src_pk || '|' || dst_pk || '|' || kind || '|' || weight FROM memory_edges WHERE "
+                            "src_pk <> " + gone + " AND dst_pk <> " + gone + " ORDER BY 1";
+  const std::string memories = "SELECT id || '|' || summary FROM memories ORDER BY 1";
+  const std::string eventsSql = "SELECT seq || '|' || memory_id || '|' || action FROM memory_events ORDER BY seq";
+  // b has all three kinds of row to leave behind.
+  ASSERT_EQ(count("SELECT COUNT(*) FROM memory_embeddings WHERE memory_pk = " + gone), 1);
+  ASSERT_EQ(count("SELECT COUNT(*) FROM memory_files WHERE memory_pk = " + gone), 1);
+  ASSERT_GE(count("SELECT COUNT(*) FROM memory_edges WHERE src_pk = " + gone + " OR dst_pk = " + gone), 1);
+  const auto vectorsBefore = rows(vectors);
+  const auto filesBefore = rows(files);
+  const auto edgesBefore = rows(edges);
+  const auto eventsBefore = rows(eventsSql);
+  ASSERT_EQ(vectorsBefore.size(), 2u);
+  ASSERT_EQ(filesBefore.size(), 2u);
+  store_.reset();
+  {
+    SQLite::Database shell(path_, SQLite::OPEN_READWRITE);
+    shell.exec("PRAGMA foreign_keys = OFF");  // the sqlite3 shell's default
+    shell.exec("DELETE FROM memories WHERE pk = " + gone);
+  }
+  const auto memoriesLeft = [&] {
+    SQLite::Database shell(path_, SQLite::OPEN_READONLY);
+    std::vector<std::string> out;
+    SQLite::Statement q(shell, memories);
+    while (q.executeStep()) out.push_back(q.getColumn(0).getString());
+    return out;
+  }();
+  ASSERT_EQ(memoriesLeft.size(), 2u);
+
+  ASSERT_NO_FATAL_FAILURE(open());
+  EXPECT_EQ(schemaVersion(MemoryStoreTestAccess::database(*store_)), latestSchemaVersion());
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pragma_foreign_key_check"), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memory_embeddings WHERE memory_pk = " + gone), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memory_files WHERE memory_pk = " + gone), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memory_edges WHERE src_pk = " + gone + " OR dst_pk = " + gone), 0);
+  EXPECT_EQ(rows(vectors), vectorsBefore);
+  EXPECT_EQ(rows(files), filesBefore);
+  EXPECT_EQ(rows(edges), edgesBefore);
+  EXPECT_EQ(rows(memories), memoriesLeft);
+  EXPECT_EQ(rows(eventsSql), eventsBefore);
+  EXPECT_TRUE(store_->get(a.id).isOk());
+  EXPECT_TRUE(store_->get(c.id).isOk());
+  EXPECT_EQ(store_->get(b.id).status().code(), ErrorCode::kNotFound);
+  // Foreign keys are on again once migrated: a purge takes the memory's vector and file refs with it.
+  EXPECT_EQ(count("PRAGMA foreign_keys"), 1);
+  ASSERT_TRUE(store_->purge(c.id, true, user_).isOk());
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memory_embeddings"), 1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM memory_files"), 1);
+}
+
+TEST_F(StoreTest, AnUpgradeFindingAnOrphanInATableMemqCannotRebuildIsRefusedNamingIt) {
+  // Only rows that are nothing without their memory are deleted; a row of any other table naming a missing row
+  // stops the upgrade, which rolls back and leaves the file as it was.
+  if (latestSchemaVersion() < 3) GTEST_SKIP() << "no migration 0003";
+  startAtSchema(2);
+  save("Written before a table of the user's own");
+  store_.reset();
+  {
+    SQLite::Database shell(path_, SQLite::OPEN_READWRITE);
+    shell.exec("CREATE TABLE my_notes (memory_pk INTEGER REFERENCES memories(pk), note TEXT NOT NULL)");
+    shell.exec("INSERT INTO my_notes VALUES (99999, 'about a memory that is gone')");
+  }
+  auto s = MemoryStore::open(optionsAt(dir_ / "data"));
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.status().code(), ErrorCode::kStorageError);
+  EXPECT_NE(s.status().message().find("table my_notes"), std::string::npos) << s.status().toString();
+  EXPECT_NE(s.status().message().find(path_), std::string::npos) << s.status().toString();
+  SQLite::Database after(path_, SQLite::OPEN_READONLY);
+  EXPECT_EQ(after.execAndGet("SELECT MAX(version) FROM schema_version").getInt(), 2);
+  EXPECT_EQ(after.execAndGet("SELECT COUNT(*) FROM my_notes").getInt(), 1);
+  EXPECT_EQ(after.execAndGet("SELECT COUNT(*) FROM memories").getInt(), 1);
+}
+
 TEST_F(StoreTest, CreatedRecordIsWhatGetReadsBack) {
   // save() builds the returned record from what it wrote; it must match a fresh read field for field.
   SaveInput in;
