@@ -205,9 +205,9 @@ Result<UpdateOutcome> Service::update(const CallContext& ctx, const UpdateReques
 }
 
 Result<ListResult> Service::list(const CallContext& ctx, const ListFilter& filter) {
-  auto scopes = readScopes(ctx);
-  if (!scopes) return scopes.status();
   ListResult out;
+  auto scopes = readScopes(ctx, &out.warnings);
+  if (!scopes) return scopes.status();
   ListFilter f = filter;
   // One scope pages itself; across scopes, enough is fetched from each to merge them, then cut.
   const bool merged = scopes->size() > 1;
@@ -287,7 +287,7 @@ Result<RecallHits> Service::recall(const CallContext& ctx, const RecallParams& p
     MEMQ_RETURN_IF_ERROR(checkQueryFiles(ctx, request.files, request.lines));
     return out;
   }
-  auto scopes = readScopes(ctx);
+  auto scopes = readScopes(ctx, &out.warnings);
   if (!scopes) return scopes.status();
   if (request.query.empty() && request.files.empty()) return out;
   std::shared_ptr<Scope> project;

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 #include <system_error>
@@ -17,9 +18,33 @@ ScopeRegistry::ScopeRegistry(ScopeRegistryOptions options) : options_(std::move(
   if (!ec && !options_.dataDir.empty()) options_.dataDir = canonical.string();
 }
 
-bool ScopeRegistry::forgetIfMoved(std::shared_ptr<ScopeDatabase> db) {
+bool ScopeRegistry::forgetIfMoved(const std::shared_ptr<ScopeDatabase>& db, std::shared_ptr<ScopeDatabase>& toRetire) {
   // checkFilesInPlace only stats the paths (thread-safe): no need to wait for a request inside the store.
   if (db->storePtr->checkFilesInPlace()) return false;
+  std::shared_ptr<ScopeDatabase> held = db;  // the maps erased below may hold its last other owners
+  if (retiring_.insert(held->path).second) toRetire = held;
+  std::set<std::string> roots;
+  for (auto it = scopes_.begin(); it != scopes_.end();) {
+    if (it->second->db == held) {
+      roots.insert(it->first);
+      it = scopes_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  // Located again: the project may now be somewhere else (no longer in git, say), or gone.
+  for (auto it = locations_.begin(); it != locations_.end();) {
+    if (roots.count(it->second.root) != 0 || it->second.dbPath == held->path) {
+      it = locations_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (auto it = databases_.find(held->path); it != databases_.end() && it->second == held) databases_.erase(it);
+  return true;
+}
+
+void ScopeRegistry::retire(const std::shared_ptr<ScopeDatabase>& db) {
   std::string fate;
   bool alreadyRetired = false;
   {
@@ -32,25 +57,9 @@ bool ScopeRegistry::forgetIfMoved(std::shared_ptr<ScopeDatabase> db) {
                  "the next request opens the file now at that path",
                  db->storePtr->scope(), db->path, fate);
   }
-  std::set<std::string> roots;
-  for (auto it = scopes_.begin(); it != scopes_.end();) {
-    if (it->second->db == db) {
-      roots.insert(it->first);
-      it = scopes_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  // Located again: the project may now be somewhere else (no longer in git, say), or gone.
-  for (auto it = locations_.begin(); it != locations_.end();) {
-    if (roots.count(it->second.root) != 0 || it->second.dbPath == db->path) {
-      it = locations_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  if (auto it = databases_.find(db->path); it != databases_.end() && it->second == db) databases_.erase(it);
-  return true;
+  MutexLock lock(mutex_);
+  retiring_.erase(db->path);
+  retiredOne_.notifyAll();
 }
 
 Result<std::shared_ptr<ScopeDatabase>> ScopeRegistry::openStore(ScopeKind kind, const std::string& path,
@@ -94,7 +103,19 @@ Result<std::shared_ptr<ScopeDatabase>> ScopeRegistry::openStore(ScopeKind kind, 
 Result<std::shared_ptr<ScopeDatabase>> ScopeRegistry::database(ScopeKind kind, const std::string& path,
                                                                 const std::string& root) {
   MutexLock lock(mutex_);
-  if (auto it = databases_.find(path); it != databases_.end() && !forgetIfMoved(it->second)) return it->second;
+  for (;;) {
+    // The store forgotten at this path is retired first: it holds the save journal's lock until then.
+    while (retiring_.count(path) != 0) retiredOne_.wait(mutex_);
+    auto it = databases_.find(path);
+    if (it == databases_.end()) break;
+    std::shared_ptr<ScopeDatabase> toRetire;
+    if (!forgetIfMoved(it->second, toRetire)) return it->second;
+    if (toRetire) {
+      lock.unlock();
+      retire(toRetire);
+      lock.lock();
+    }
+  }
   if (auto it = opening_.find(path); it != opening_.end()) {
     // Another request is opening this very file: its store is this request's too (a second one on the file would
     // only follow the first, read-only). Waiting gives mutex_ back, so other scopes are served meanwhile.
@@ -174,10 +195,12 @@ Result<std::shared_ptr<Scope>> ScopeRegistry::openScope(const std::string& key, 
 }
 
 Result<std::shared_ptr<Scope>> ScopeRegistry::global() {
+  std::shared_ptr<ScopeDatabase> toRetire;
   {
     MutexLock lock(mutex_);
-    if (auto it = scopes_.find(""); it != scopes_.end()) (void)forgetIfMoved(it->second->db);
+    if (auto it = scopes_.find(""); it != scopes_.end()) (void)forgetIfMoved(it->second->db, toRetire);
   }
+  if (toRetire) retire(toRetire);
   return openScope("", ScopeKind::kGlobal, options_.dataDir + "/global.db", nullptr);
 }
 
@@ -202,11 +225,13 @@ Result<std::shared_ptr<Scope>> ScopeRegistry::project(const std::string& dir) {
     auto loc = locate(dir);
     if (!loc) return loc.status();
     bool forgotten = false;
+    std::shared_ptr<ScopeDatabase> toRetire;
     {
       MutexLock lock(mutex_);
       auto it = scopes_.find(loc->root);
-      forgotten = !relocated && it != scopes_.end() && forgetIfMoved(it->second->db);
+      forgotten = !relocated && it != scopes_.end() && forgetIfMoved(it->second->db, toRetire);
     }
+    if (toRetire) retire(toRetire);
     // Once forgotten, the project is located again (its location was forgotten with it) and opened afresh.
     if (forgotten) continue;
     return openScope(loc->root, ScopeKind::kProject, loc->dbPath, &*loc);
@@ -232,28 +257,50 @@ bool ScopeRegistry::projectIsOpen(const std::string& dir) {
 }
 
 size_t ScopeRegistry::closeIdle(std::chrono::steady_clock::duration idle) {
-  MutexLock lock(mutex_);
-  auto now = std::chrono::steady_clock::now();
-  for (auto it = scopes_.begin(); it != scopes_.end();) {
-    // use_count 1: only the registry holds it, so no request is inside it.
-    if (it->second.use_count() == 1 && now - it->second->lastUsed > idle) {
-      it = scopes_.erase(it);
-    } else {
-      ++it;
+  // Taken out of the maps under mutex_, closed after it: a store's close commits, optimizes and checkpoints (it may
+  // wait seconds for another process's reader), and a repository's close frees its caches; meanwhile every other
+  // scope, and the I/O thread's checks, go on. A database's path stays in retiring_ until its store has closed, so
+  // that a request for it meanwhile waits and then opens it afresh (a second store opened while the first still
+  // held the save journal's lock would only follow it).
+  std::vector<std::shared_ptr<Scope>> idleScopes;
+  std::vector<std::shared_ptr<ScopeDatabase>> idleDatabases;
+  {
+    MutexLock lock(mutex_);
+    auto now = std::chrono::steady_clock::now();
+    for (auto it = scopes_.begin(); it != scopes_.end();) {
+      // use_count 1: only the registry holds it, so no request is inside it.
+      if (it->second.use_count() == 1 && now - it->second->lastUsed > idle) {
+        idleScopes.push_back(std::move(it->second));
+        it = scopes_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto it = databases_.begin(); it != databases_.end();) {
+      // Held only by the registry and by idle scopes forgotten above: no request, and no scope still in use.
+      const auto heldByIdle = std::count_if(idleScopes.begin(), idleScopes.end(),
+                                            [&](const std::shared_ptr<Scope>& s) { return s->db == it->second; });
+      if (it->second.use_count() == 1 + heldByIdle && retiring_.insert(it->first).second) {
+        spdlog::info("closing idle scope {}", it->first);
+        idleDatabases.push_back(std::move(it->second));
+        it = databases_.erase(it);
+      } else {
+        ++it;
+      }
     }
   }
-  size_t closed = 0;
-  for (auto it = databases_.begin(); it != databases_.end();) {
-    // Only the registry holds it: every scope (root) using it was idle and forgotten above.
-    if (it->second.use_count() == 1) {
-      spdlog::info("closing idle scope {}", it->first);
-      it = databases_.erase(it);
-      ++closed;
-    } else {
-      ++it;
-    }
+  idleScopes.clear();
+  std::vector<std::string> paths;
+  for (auto& db : idleDatabases) {
+    paths.push_back(db->path);
+    db.reset();  // the store closes here, unless a retirement holds it
   }
-  return closed;
+  if (!paths.empty()) {
+    MutexLock lock(mutex_);
+    for (const auto& path : paths) retiring_.erase(path);
+    retiredOne_.notifyAll();
+  }
+  return paths.size();
 }
 
 void ScopeRegistry::checkpointAll() {
@@ -279,12 +326,16 @@ size_t ScopeRegistry::commitPendingSaves(std::chrono::milliseconds idle) {
   }
   size_t pending = 0;
   for (auto& db : open) {
+    // A batch is never committed into a removed file: the store retires instead (committing only if its database
+    // is still in place), and the next request opens the file at the path.
+    bool forgotten = false;
+    std::shared_ptr<ScopeDatabase> toRetire;
     {
-      // A batch is never committed into a removed file: the store retires instead (committing only if its
-      // database is still in place), and the next request opens the file at the path.
       MutexLock registryLock(mutex_);
-      if (forgetIfMoved(db)) continue;
+      forgotten = forgetIfMoved(db, toRetire);
     }
+    if (toRetire) retire(toRetire);
+    if (forgotten) continue;
     MutexLock lock(db->mutex);
     auto still = db->store().commitPendingSavesIfIdle(idle);
     if (!still) {

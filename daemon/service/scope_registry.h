@@ -13,6 +13,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -154,11 +155,17 @@ class ScopeRegistry {
   // published one for `key` first (that one is kept and returned).
   Result<std::shared_ptr<Scope>> openScope(const std::string& key, ScopeKind kind, const std::string& dbPath,
                                            const ProjectLocation* location) EXCLUDES(mutex_);
-  // Takes db's mutex after mutex_. When db's files are no longer at their paths: retires its
-  // store (MemoryStore::retire, logged) and forgets it, every scope on it and their roots' locations, so that the
-  // caller opens what is at the path now. Returns whether it did. `db` by value: the maps it is erased from may hold
-  // its last other owners.
-  bool forgetIfMoved(std::shared_ptr<ScopeDatabase> db) REQUIRES(mutex_);
+  // When db's files are no longer at their paths: forgets it, every scope on it and their roots' locations, so that
+  // the caller opens what is at the path now, and returns whether it did. The store still has to be retired
+  // (MemoryStore::retire), which waits for a request inside it (an import holds it for a minute): never under
+  // mutex_, or every scope, and the I/O thread's checks, would wait too. So the first caller to forget a database
+  // gets it in `toRetire` and must pass it to retire() once it has let mutex_ go; until then its path is in
+  // retiring_, and database() waits before opening the file now at that path (a store on it opened meanwhile would
+  // find the save journal still locked by the old one, and only follow it). Reads only stats (no lock of db's).
+  bool forgetIfMoved(const std::shared_ptr<ScopeDatabase>& db, std::shared_ptr<ScopeDatabase>& toRetire)
+      REQUIRES(mutex_);
+  // Retires the store forgetIfMoved forgot (logged), then takes its path out of retiring_.
+  void retire(const std::shared_ptr<ScopeDatabase>& db) EXCLUDES(mutex_);
 
   ScopeRegistryOptions options_;
   Mutex mutex_;
@@ -166,6 +173,9 @@ class ScopeRegistry {
   // The databases being opened, none of them in databases_ (key: database path). An entry is erased, and its
   // outcome set, by the request that opens it, whether the open succeeded or failed.
   std::map<std::string, std::shared_ptr<PendingOpen>> opening_ GUARDED_BY(mutex_);
+  // The paths of databases forgotten and not yet retired (forgetIfMoved); `retiredOne` is signalled as each leaves.
+  std::set<std::string> retiring_ GUARDED_BY(mutex_);
+  CondVar retiredOne_;
   std::map<std::string, std::shared_ptr<Scope>> scopes_ GUARDED_BY(mutex_);  // key: project root ("" for global)
   std::map<std::string, ProjectLocation> locations_ GUARDED_BY(mutex_);      // key: directory asked for
 };

@@ -375,7 +375,8 @@ bool Service::scopesOpenFor(ClientState& client, const CommonParams& params, Sco
   return true;
 }
 
-Result<std::vector<std::shared_ptr<Scope>>> Service::readScopes(const CallContext& ctx) {
+Result<std::vector<std::shared_ptr<Scope>>> Service::readScopes(const CallContext& ctx,
+                                                                std::vector<std::string>* leftOut) {
   std::vector<std::shared_ptr<Scope>> out;
   ReadScope r = ctx.readScope;
   if (ctx.scopeOverride == ScopeKind::kTeam) {
@@ -405,8 +406,13 @@ Result<std::vector<std::shared_ptr<Scope>>> Service::readScopes(const CallContex
   }
   if (r == ReadScope::kGlobal || r == ReadScope::kAll) {
     auto g = registry_.global();
-    if (!g) return g.status();
-    out.push_back(*g);
+    if (g) {
+      out.push_back(*g);
+    } else if (leftOut && r == ReadScope::kAll && !out.empty()) {
+      leftOut->push_back("the global scope was left out of this answer: " + g.status().message());
+    } else {
+      return g.status();
+    }
   }
   if (r == ReadScope::kAll && !ctx.projectRoot.empty()) {
     auto t = teamScope(ctx, /*required=*/false);
@@ -539,7 +545,8 @@ Result<HintResult> Service::hintsForTool(const CallContext& ctx, const HintsRequ
     MEMQ_RETURN_IF_ERROR(checkQueryFiles(ctx, request.files, request.lines));
     return HintResult{};
   }
-  auto scopes = readScopes(ctx);
+  std::vector<std::string> leftOut;  // a hint line has no room for it: the recall and list of the tab say it
+  auto scopes = readScopes(ctx, &leftOut);
   if (!scopes) return scopes.status();
   std::shared_ptr<Scope> project;
   for (auto& s : *scopes) {

@@ -115,7 +115,11 @@ class Service {
   };
   // Readable scopes in order (project first). A project Scope carries the database of the repository and the
   // signals of the work tree `project_root` names.
-  Result<std::vector<std::shared_ptr<Scope>>> readScopes(const CallContext& ctx);
+  // With `leftOut`, an `all` read of a project leaves out a global scope that cannot be opened (a damaged
+  // global.db, one of a newer memq) and adds why to `leftOut`, instead of failing: the project's memories are still
+  // answered, with a warning. Reads that must be whole (an export, a lookup by id) pass none and fail.
+  Result<std::vector<std::shared_ptr<Scope>>> readScopes(const CallContext& ctx,
+                                                         std::vector<std::string>* leftOut = nullptr);
   Result<std::shared_ptr<Scope>> writeScope(const CallContext& ctx);
   Result<std::shared_ptr<Scope>> projectScope(const CallContext& ctx);
   // The scopes an id may name, in lookup order: those the request may read (readScopes); ScopeUnavailable under

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "daemon/embed/hashbag.h"
@@ -249,6 +250,66 @@ TEST_F(ScopeRegistryTest, AFailedOpenIsReportedToItsWaitersAndTriedAgainByTheNex
   ASSERT_TRUE(again.isOk()) << again.status().toString();
   EXPECT_EQ(gate_.opens(db), 2);
   EXPECT_TRUE(registry_->projectIsOpen(plain_));
+}
+
+// A database removed on disk while a long request is inside it (an import holds it for a minute) is retired once
+// that request is done, without the registry's lock: meanwhile the other scopes and the registry's checks (the I/O
+// thread's among them) go on, and a request for the removed one waits for the retirement, then opens the file now
+// at the path as its writer (the old store had let the save journal's lock go).
+TEST_F(ScopeRegistryTest, ADatabaseRemovedWhileARequestIsInsideItIsRetiredWithoutHoldingTheRegistry) {
+  makeRegistry();
+  auto before = registry_->project(plain_);
+  ASSERT_TRUE(before.isOk()) << before.status().toString();
+  ASSERT_TRUE(registry_->project(other_).isOk());
+  const std::string db = dbPathOf(plain_);
+  std::shared_ptr<ScopeDatabase> old = (*before)->db;
+
+  std::promise<void> holding;
+  std::promise<void> letGo;
+  std::thread request([&, done = letGo.get_future()] {
+    MutexLock lock(old->mutex);  // a request inside the store
+    holding.set_value();
+    done.wait_for(kHoldAtMost);
+  });
+  struct LetGoOnExit {
+    std::promise<void>& letGo;
+    std::thread& request;
+    ~LetGoOnExit() {
+      try {
+        letGo.set_value();
+      } catch (const std::future_error&) {  // let go already
+      }
+      request.join();
+    }
+  } letGoOnExit{letGo, request};
+  holding.get_future().wait();
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(db + suffix);
+
+  auto reopened = std::async(std::launch::async, [&] { return registry_->project(plain_); });
+  // Lets the held request go when a call does not return within kLiveness, so that the test ends.
+  auto returns = [&](auto call) {
+    auto future = std::async(std::launch::async, std::move(call));
+    if (future.wait_for(kLiveness) == std::future_status::ready) return true;
+    letGo.set_value();
+    return false;
+  };
+  ASSERT_TRUE(returns([&] {
+    while (registry_->projectIsOpen(plain_)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  })) << "the registry's lock was held while the removed database waited for the request inside it";
+  auto global = registry_->global();
+  EXPECT_TRUE(global.isOk()) << global.status().toString();
+  EXPECT_TRUE(registry_->projectIsOpen(other_));
+  EXPECT_FALSE(contains(registry_->openScopePaths(), db));
+  EXPECT_EQ(reopened.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout)
+      << "the file at the path was opened before the removed store was retired";
+
+  letGo.set_value();
+  auto after = reopened.get();
+  ASSERT_TRUE(after.isOk()) << after.status().toString();
+  EXPECT_NE((*after)->db, old) << "the removed database came back";
+  EXPECT_TRUE(fs::exists(db)) << "no new database at the path";
+  EXPECT_FALSE(contains(registry_->readOnlyScopePaths(), db))
+      << "the new store only follows: the old one still held the save journal when it opened";
 }
 
 TEST_F(ScopeRegistryTest, ScopesOpenForTellsWhetherARequestWouldLocateOrOpenAScope) {

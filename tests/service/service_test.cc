@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <random>
 #include <set>
@@ -490,6 +491,53 @@ TEST_F(ServiceTest, ScopesResolveProjectFirstAndGlobalWhenAsked) {
   auto missed = service_->get(ctx(inScope(ScopeKind::kProject)), MemoryRef{global.id});
   ASSERT_FALSE(missed.isOk());
   EXPECT_EQ(missed.status().code(), ErrorCode::kNotFound);
+}
+
+// A global.db that cannot be opened (damaged, say) does not take every project's reads with it: recall, search and
+// list answer the project's memories with a warning that names what was left out; a read of the global scope
+// itself, and a lookup by id (which must look everywhere it may), still fail with the reason.
+TEST_F(ServiceTest, AGlobalDatabaseThatCannotBeOpenedIsLeftOutOfAProjectsReadsWithAWarning) {
+  const fs::path dataDir = dir_ / "data-damaged-global";
+  fs::create_directories(dataDir);
+  std::ofstream(dataDir / "global.db", std::ios::binary) << std::string(16384, 'x');  // not a database
+  auto service = makeService(SecretsMode::kRedact, dataDir.string());
+  ClientState client;
+  connect(client, {}, service.get());
+  SaveInput in;
+  in.summary = "Use pnpm, not npm, in this project";
+  auto saved = service->save(ctx(inScope(ScopeKind::kProject), &client, service.get()), in);
+  ASSERT_TRUE(saved.isOk()) << saved.status().toString();
+  auto leftOut = [](const std::vector<std::string>& warnings) {
+    return std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
+      return w.find("global scope was left out") != std::string::npos && w.find("global.db") != std::string::npos;
+    });
+  };
+
+  RecallParams recall;
+  recall.query.query = "pnpm";
+  recall.query.limit = 10;
+  auto recalled = service->recall(ctx({}, &client, service.get()), recall);
+  ASSERT_TRUE(recalled.isOk()) << recalled.status().toString();
+  ASSERT_EQ(recalled->hits.size(), 1u);
+  EXPECT_EQ(recalled->hits[0].memory.id, saved->id);
+  EXPECT_TRUE(leftOut(recalled->warnings)) << "no warning says the global scope is missing from the answer";
+  SearchRequest search;
+  search.query.query = "pnpm";
+  search.query.limit = 10;
+  auto searched = service->search(ctx({}, &client, service.get()), search);
+  ASSERT_TRUE(searched.isOk()) << searched.status().toString();
+  EXPECT_EQ(searched->hits.size(), 1u);
+  EXPECT_TRUE(leftOut(searched->warnings));
+  auto listed = service->list(ctx({}, &client, service.get()), ListFilter{});
+  ASSERT_TRUE(listed.isOk()) << listed.status().toString();
+  EXPECT_EQ(listed->total, 1);
+  EXPECT_TRUE(leftOut(listed->warnings));
+
+  auto globalOnly = service->list(ctx(inScope(ScopeKind::kGlobal), &client, service.get()), ListFilter{});
+  ASSERT_FALSE(globalOnly.isOk()) << "a read of the damaged scope alone was answered";
+  EXPECT_EQ(globalOnly.status().code(), ErrorCode::kStorageError) << globalOnly.status().toString();
+  auto byId = service->get(ctx({}, &client, service.get()), MemoryRef{saved->id});
+  EXPECT_FALSE(byId.isOk()) << "a lookup by id skipped a scope it may read";
 }
 
 // Pages of a list, one scope or two merged, follow one another: together every memory once, and `total` all of them.
