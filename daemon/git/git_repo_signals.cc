@@ -257,13 +257,22 @@ void GitRepoSignals::publishCochange(std::shared_ptr<const CoChangeSnapshot> sna
 RefreshStats GitRepoSignals::refreshDetailed() {
   MutexLock lock(refreshMu_);
   RefreshStats stats = refreshLocked();
-  // The next lookup should see the HEAD this refresh saw, not a view up to one interval old.
-  observeHead(true);
+  observeBuiltHeadLocked();
   return stats;
+}
+
+void GitRepoSignals::observeBuiltHeadLocked() {
+  // A rebuild reads HEAD live, so it may build for a commit newer than the HEAD the lookups observed (one that
+  // landed after their request started). Left at that older observation for up to headCheckInterval, every lookup
+  // would find the view not matching it and build again: one whole build per queried file. Observing HEAD after
+  // the build gives the HEAD built for (or one newer still, which then costs one more build, not one per lookup),
+  // and a view is never older than an observation made before its build.
+  observeHead(true);
 }
 
 RefreshStats GitRepoSignals::refreshLocked() {
   const auto start = Clock::now();
+  snapshotBuilds_.fetch_add(1, std::memory_order_relaxed);  // every path below publishes a snapshot
   RefreshStats stats;
   auto giveUp = [&](Status why, std::string head, bool logAsWarning) REQUIRES(refreshMu_) {
     if (why.message() != lastEmptyReason_) {
@@ -351,6 +360,7 @@ std::shared_ptr<const CoChangeSnapshot> GitRepoSignals::freshCochange() {
       [&]() REQUIRES(snapMu_) { return std::pair{cochange_, cochange_ && cochange_->head() == h.commit}; },
       [&]() REQUIRES(refreshMu_) {
         refreshLocked();
+        observeBuiltHeadLocked();
         MutexLock snapLock(snapMu_);
         return cochange_;
       });
@@ -365,6 +375,7 @@ std::vector<CoChangeNeighbor> GitRepoSignals::cochangeNeighbors(const std::strin
 
 std::shared_ptr<const DependencyGraph> GitRepoSignals::buildDependenciesLocked(std::string& treeOut) {
   const auto start = Clock::now();
+  dependencyGraphBuilds_.fetch_add(1, std::memory_order_relaxed);
   treeOut.clear();
   git_oid headOid;
   git_commit* rawCommit = nullptr;
@@ -427,6 +438,7 @@ std::shared_ptr<const DependencyGraph> GitRepoSignals::freshDependencies() {
       [&]() REQUIRES(refreshMu_) {
         std::string tree;
         auto graph = buildDependenciesLocked(tree);
+        observeBuiltHeadLocked();
         MutexLock snapLock(snapMu_);
         deps_ = graph;
         depsTree_ = tree;

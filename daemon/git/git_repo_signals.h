@@ -6,7 +6,8 @@
 // Freshness: nothing is computed at construction. The first co-change lookup refreshes (from the database cache
 // when it matches, else by walking history); later lookups re-read HEAD when a request starts (observeHeadNow) and
 // otherwise at most once per headCheckInterval, and refresh only when it moved. The dependency graph is built on the
-// first blast-radius lookup for a HEAD tree.
+// first blast-radius lookup for a HEAD tree. A rebuild reads HEAD live, then observes HEAD again, so the lookups after
+// it accept the view it built even when a commit landed after their request's observation.
 // Failures never throw: an unborn HEAD, a shallow or corrupt history, a missing database or a directory outside
 // git all give empty signals (radius 0, no neighbours) and a log line; refresh() reports the reason.
 //
@@ -18,6 +19,7 @@
 // Lock order: refreshMu_ → quickMu_ → snapMu_.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -104,6 +106,11 @@ class GitRepoSignals final : public RepoSignals {
 
   const ProjectLocation& location() const { return location_; }
 
+  // How many co-change snapshots (one per refresh, explicit or by a lookup) and dependency graphs were built so far:
+  // for tests and diagnostics, to see that lookups reuse the published view instead of rebuilding it.
+  int snapshotBuilds() const { return snapshotBuilds_.load(std::memory_order_relaxed); }
+  int dependencyGraphBuilds() const { return dependencyGraphBuilds_.load(std::memory_order_relaxed); }
+
  private:
   struct HeadView {
     std::string commit;  // "" when unborn / unreadable
@@ -114,6 +121,8 @@ class GitRepoSignals final : public RepoSignals {
   std::shared_ptr<const CoChangeSnapshot> freshCochange();
   std::shared_ptr<const DependencyGraph> freshDependencies();
   RefreshStats refreshLocked() REQUIRES(refreshMu_);
+  // After a rebuild: brings the lookups' view of HEAD up to (at least) the HEAD the rebuild read.
+  void observeBuiltHeadLocked() REQUIRES(refreshMu_) EXCLUDES(quickMu_, snapMu_);
   std::shared_ptr<const DependencyGraph> buildDependenciesLocked(std::string& treeOut) REQUIRES(refreshMu_);
   void publishCochange(std::shared_ptr<const CoChangeSnapshot> snap) EXCLUDES(snapMu_);
 
@@ -129,6 +138,9 @@ class GitRepoSignals final : public RepoSignals {
   // Imports per blob id, kept between dependency-graph builds so a new HEAD re-reads only the changed blobs.
   std::unordered_map<std::string, std::vector<ImportRef>> importsByBlob_ GUARDED_BY(refreshMu_);
   std::string lastEmptyReason_ GUARDED_BY(refreshMu_);  // so an unborn HEAD is logged once, not per refresh
+  // Written under refreshMu_, read from any thread without it (snapshotBuilds, dependencyGraphBuilds).
+  std::atomic<int> snapshotBuilds_{0};
+  std::atomic<int> dependencyGraphBuilds_{0};
 
   Mutex quickMu_;
   RepositoryPtr quickRepo_ PT_GUARDED_BY(quickMu_);  // the repository is used under quickMu_

@@ -1,5 +1,6 @@
 // Blast radius over real repositories: one small project per language (C/C++, Python, JS/TS, Go, Rust, Java),
-// checked file by file, plus the size and binary limits, a subdirectory root, and a new HEAD.
+// checked file by file, plus the size and binary limits, a subdirectory root, a new HEAD, and a commit landing after
+// a request observed HEAD.
 #include <gtest/gtest.h>
 
 #include "daemon/git/git_repo_signals.h"
@@ -203,6 +204,26 @@ TEST_F(BlastRadius, FollowsHeadAndDampsAgainstTheRepository) {
   EXPECT_DOUBLE_EQ(s.blastDamped(21), 1.0);
   EXPECT_NEAR(s.blastDamped(1), std::log(2.0) / std::log(22.0), 1e-12);
   EXPECT_EQ(s.blastDamped(0), 0.0);
+}
+
+// An agent commits while a hook's recall runs: the request observed HEAD before the commit, the graph's build reads
+// the new HEAD. The later lookups of that request (and of the interval) must take the graph built, not build it again
+// per queried file because it does not match their older observation.
+TEST_F(BlastRadius, ACommitAfterHeadWasObservedBuildsTheGraphOnce) {
+  commitAll({{"hub.h", "\n"}, {"a.c", "#include \"hub.h\"\n"}});
+  GitSignalsOptions opts;
+  opts.headCheckInterval = std::chrono::hours(1);
+  GitRepoSignals s(locateProject(repo.dir()).value(), opts);
+  s.observeHeadNow();
+  const std::string observed = s.head();
+  commitAll({{"b.c", "#include \"hub.h\"\n"}});
+  ASSERT_NE(repo.rev("HEAD"), observed);
+
+  EXPECT_EQ(s.blastRadius("hub.h"), 2);  // built from HEAD as it is, never older than the observation
+  EXPECT_EQ(s.blastRadius("a.c"), 0);
+  EXPECT_EQ(s.blastRadius("b.c"), 0);
+  EXPECT_EQ(s.dependencyGraphBuilds(), 1);
+  EXPECT_EQ(s.head(), repo.rev("HEAD")) << "the build moved the observation to the HEAD it read";
 }
 
 }  // namespace

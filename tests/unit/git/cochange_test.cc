@@ -302,6 +302,22 @@ TEST(CoChange, ObservingHeadNowSeesANewHeadWithinTheInterval) {
   EXPECT_EQ(signals.head(), commit);
 }
 
+// A commit landing between a request's observation of HEAD and the snapshot's build: the snapshot built carries the
+// new HEAD, and the lookups after it must take it rather than rebuild it per queried file until the interval ends.
+TEST(CoChange, ACommitAfterHeadWasObservedBuildsTheSnapshotOnce) {
+  Project p;
+  p.repo.touch({"a.c", "b.c"});
+  GitRepoSignals signals(p.location(), headCheckedEvery(std::chrono::hours(1)));
+  signals.observeHeadNow();
+  const std::string commit = p.repo.touch({"a.c", "b.c"});
+
+  EXPECT_EQ(signals.cochangeNeighbors("a.c", 10).size(), 1u);  // the new commit counts: never older than observed
+  EXPECT_EQ(signals.cochangeNeighbors("b.c", 10).size(), 1u);
+  EXPECT_TRUE(signals.cochangeNeighbors("c.c", 10).empty());
+  EXPECT_EQ(signals.snapshotBuilds(), 1);
+  EXPECT_EQ(signals.head(), commit);
+}
+
 TEST(CoChange, WindowEvictsTheOldestCommitsIncrementally) {
   Project p;
   p.repo.touch({"a.c", "b.c"});  // falls out of a window of 4 after the next refresh
