@@ -51,14 +51,29 @@ size_t sharedDirPrefix(std::string_view a, std::string_view b) {
   return shared;
 }
 
-// The tracked files, indexed for the lookups resolution needs.
+// The last two components of `path` ("c/d.py" of "a/b/c/d.py"), or the whole of a path of one component.
+std::string_view lastTwoOf(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string_view::npos || slash == 0) return path;
+  const size_t before = path.rfind('/', slash - 1);
+  return before == std::string_view::npos ? path : path.substr(before + 1);
+}
+
+// The tracked files, indexed for the lookups resolution needs. Every lookup is by a key of the path it wants (its
+// base name, its last two components, a directory's last component), never a walk over every file or directory:
+// a repository's build resolves hundreds of thousands of imports (a Go monorepo's external ones, Python's
+// `__init__.py` modules), and a walk per import made the graph's build grow with their product.
 class PathIndex {
  public:
   explicit PathIndex(const std::vector<std::string>& tracked) {
     for (const std::string& p : tracked) {
       files_.insert(p);
       byBase_[std::string(baseOf(p))].push_back(p);
+      if (p.find('/') != std::string::npos) byLastTwo_[std::string(lastTwoOf(p))].push_back(p);
       byDir_[dirOf(p)].push_back(p);
+    }
+    for (const auto& [dir, files] : byDir_) {
+      if (!dir.empty()) dirsByBase_[std::string(baseOf(dir))].push_back(&dir);
     }
   }
 
@@ -68,12 +83,27 @@ class PathIndex {
     return it == byDir_.end() ? nullptr : &it->second;
   }
   bool hasDir(const std::string& dir) const { return byDir_.count(dir) != 0; }
-  const std::unordered_map<std::string, std::vector<std::string>>& dirs() const { return byDir_; }
+
+  // The tracked directories equal to `rel` or ending in "/rel" (`rel` not empty).
+  std::vector<const std::string*> dirsBySuffix(const std::string& rel) const {
+    std::vector<const std::string*> out;
+    auto it = dirsByBase_.find(std::string(baseOf(rel)));
+    if (it == dirsByBase_.end()) return out;
+    for (const std::string* dir : it->second) {
+      if (*dir == rel || (dir->size() > rel.size() && endsWith(*dir, rel) && (*dir)[dir->size() - rel.size() - 1] == '/')) {
+        out.push_back(dir);
+      }
+    }
+    return out;
+  }
 
   // The tracked path equal to `rel` or ending in "/rel"; several → the one closest to `from`; tie → none.
   std::optional<std::string> bySuffix(const std::string& rel, const std::string& from) const {
-    auto it = byBase_.find(std::string(baseOf(rel)));
-    if (it == byBase_.end()) return std::nullopt;
+    // Such a path shares rel's base name, and when rel has two components or more, its last two as well.
+    const bool nested = rel.find('/') != std::string::npos;
+    const auto& index = nested ? byLastTwo_ : byBase_;
+    auto it = index.find(std::string(nested ? lastTwoOf(rel) : baseOf(rel)));
+    if (it == index.end()) return std::nullopt;
     std::vector<const std::string*> hits;
     for (const std::string& p : it->second) {
       if (p == rel || (p.size() > rel.size() && endsWith(p, rel) && p[p.size() - rel.size() - 1] == '/')) {
@@ -106,7 +136,10 @@ class PathIndex {
  private:
   std::unordered_set<std::string> files_;
   std::unordered_map<std::string, std::vector<std::string>> byBase_;
+  std::unordered_map<std::string, std::vector<std::string>> byLastTwo_;  // files in a directory only
   std::unordered_map<std::string, std::vector<std::string>> byDir_;
+  // Each directory of byDir_ but the top, by its last component (its key in byDir_, which no insert moves).
+  std::unordered_map<std::string, std::vector<const std::string*>> dirsByBase_;
 };
 
 class Resolver {
@@ -259,13 +292,14 @@ class Resolver {
     }
     const size_t firstSlash = path.find('/');
     if (firstSlash == std::string::npos || path.substr(0, firstSlash).find('.') == std::string::npos) return;
-    // No go.mod claims it: the longest tracked directory the import path ends with.
-    std::string best;
-    for (const auto& [dir, files] : index_.dirs()) {
-      if (dir.empty() || dir.size() <= best.size()) continue;
-      if (path == dir || (endsWith(path, dir) && path[path.size() - dir.size() - 1] == '/')) best = dir;
+    // No go.mod claims it: the longest tracked directory the import path ends with, tried from the whole path
+    // down to its last component.
+    for (std::string_view rest = path; !rest.empty();) {
+      if (const std::string dir(rest); index_.hasDir(dir)) return goPackage(from, dir, out);
+      const size_t slash = rest.find('/');
+      if (slash == std::string_view::npos) return;
+      rest = rest.substr(slash + 1);
     }
-    if (!best.empty()) goPackage(from, best, out);
   }
 
   // The directory holding the submodules of the module defined by `file`.
@@ -329,13 +363,8 @@ class Resolver {
     if (segs.size() >= 2 && segs.back() == "*") {
       std::string pkg;
       for (size_t i = 0; i + 1 < segs.size(); ++i) pkg = join(pkg, segs[i]);
-      std::vector<const std::string*> dirs;
-      for (const auto& [dir, files] : index_.dirs()) {
-        if (dir == pkg || (endsWith(dir, pkg) && dir.size() > pkg.size() && dir[dir.size() - pkg.size() - 1] == '/')) {
-          dirs.push_back(&dir);
-        }
-      }
-      auto dir = PathIndex::closest(dirs, from);
+      if (pkg.empty()) return;
+      auto dir = PathIndex::closest(index_.dirsBySuffix(pkg), from);
       if (!dir) return;
       for (const std::string& f : *index_.filesIn(*dir)) {
         if ((endsWith(f, ".java") || endsWith(f, ".kt")) && f != from) out.push_back(f);
