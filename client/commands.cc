@@ -25,6 +25,7 @@
 #include "daemon/model/memory.h"
 #include "daemon/model/memory_input.h"
 #include "protocol/envelope.h"
+#include "protocol/method_schemas.h"
 #include "protocol/socket_path.h"
 
 namespace memq::cli {
@@ -85,14 +86,31 @@ int parseOrUsage(Args& args, const std::vector<std::string>& words, const Option
   return -1;
 }
 
-std::optional<int> parseInt(const std::optional<std::string>& v, const char* name, int& out) {
+// The range `method`'s params schema gives the integer param `field`: the CLI checks a number against the daemon's
+// own bounds, so that `--limit 0` is a usage error (exit 2) like `--limit -1`, not a daemon error (exit 1).
+std::pair<int64_t, int64_t> paramRange(std::string_view method, std::string_view field) {
+  int64_t low = 0, high = std::numeric_limits<int>::max();
+  const MethodSchema* schema = findMethodSchema(method);
+  if (schema == nullptr) return {low, high};
+  const json& props = schema->params.value("properties", json::object());
+  auto it = props.find(std::string(field));
+  if (it == props.end() || !it->is_object()) return {low, high};
+  if (auto m = it->find("minimum"); m != it->end() && m->is_number_integer()) low = std::max(low, m->get<int64_t>());
+  if (auto m = it->find("maximum"); m != it->end() && m->is_number_integer()) high = std::min(high, m->get<int64_t>());
+  return {low, high};
+}
+
+// `--name VALUE` as the integer param `field` of `method`, within the range its schema gives.
+std::optional<int> parseInt(const std::optional<std::string>& v, const char* name, int& out, std::string_view method,
+                            std::string_view field) {
   if (!v) return std::nullopt;
+  const auto [low, high] = paramRange(method, field);
   char* end = nullptr;
   errno = 0;
   long n = std::strtol(v->c_str(), &end, 10);
-  if (v->empty() || *end != '\0' || n < 0 || errno == ERANGE || n > std::numeric_limits<int>::max()) {
-    return usageError(std::string("--") + name + " must be a whole number from 0 to " +
-                      std::to_string(std::numeric_limits<int>::max()));
+  if (v->empty() || *end != '\0' || errno == ERANGE || n < low || n > high) {
+    return usageError(std::string("--") + name + " must be a whole number from " + std::to_string(low) + " to " +
+                      std::to_string(high));
   }
   out = static_cast<int>(n);
   return std::nullopt;
@@ -235,8 +253,8 @@ int cmdList(Context& ctx, const std::vector<std::string>& words) {
   if (auto s = a.value("state")) p["state"] = *s;
   if (auto f = a.value("file")) p["file"] = fileArgument(ctx, *f);
   int limit = 50, offset = 0;
-  if (auto rc = parseInt(a.value("limit"), "limit", limit)) return *rc;
-  if (auto rc = parseInt(a.value("offset"), "offset", offset)) return *rc;
+  if (auto rc = parseInt(a.value("limit"), "limit", limit, "memory/list", "limit")) return *rc;
+  if (auto rc = parseInt(a.value("offset"), "offset", offset, "memory/list", "offset")) return *rc;
   p["limit"] = limit;
   if (offset) p["offset"] = offset;
   return callAndPrint(ctx, "memory/list", p, [&](const json& r) {
@@ -255,7 +273,7 @@ int cmdSearch(Context& ctx, const std::vector<std::string>& words) {
   for (const auto& w : a.positional()) query += (query.empty() ? "" : " ") + w;
   json p = {{"query", query}};
   int limit = 10;
-  if (auto rc = parseInt(a.value("limit"), "limit", limit)) return *rc;
+  if (auto rc = parseInt(a.value("limit"), "limit", limit, "memory/search", "limit")) return *rc;
   p["limit"] = limit;
   if (auto r = a.value("ranker")) p["ranker"] = *r;
   if (a.flag("explain")) p["explain"] = true;
@@ -276,8 +294,8 @@ int cmdRecall(Context& ctx, const std::vector<std::string>& words) {
     if (auto rc = anchoredFilesOf(ctx, a.values("file"), p["files"])) return *rc;
   }
   int limit = 3, maxChars = 2400;
-  if (auto rc = parseInt(a.value("limit"), "limit", limit)) return *rc;
-  if (auto rc = parseInt(a.value("max-chars"), "max-chars", maxChars)) return *rc;
+  if (auto rc = parseInt(a.value("limit"), "limit", limit, "memory/recall", "limit")) return *rc;
+  if (auto rc = parseInt(a.value("max-chars"), "max-chars", maxChars, "memory/recall", "max_chars")) return *rc;
   p["limit"] = limit;
   p["max_chars"] = maxChars;
   if (auto r = a.value("ranker")) p["ranker"] = *r;
@@ -350,7 +368,7 @@ int cmdCochange(Context& ctx, const std::vector<std::string>& words) {
   if (int rc = parseOrUsage(a, words, {{}, {"limit"}, {}}); rc >= 0) return rc;
   if (a.positional().size() != 1) return usageError(usageLine("cochange"));
   int limit = 10;
-  if (auto rc = parseInt(a.value("limit"), "limit", limit)) return *rc;
+  if (auto rc = parseInt(a.value("limit"), "limit", limit, "repo/cochange", "limit")) return *rc;
   return callAndPrint(ctx, "repo/cochange", {{"file", fileArgument(ctx, a.positional()[0])}, {"limit", limit}},
                       [&](const json& r) {
                         for (const auto& n : r["neighbors"]) {
@@ -429,7 +447,7 @@ int cmdAudit(Context& ctx, const std::vector<std::string>& words) {
   if (auto id = a.value("id")) p["id"] = *id;
   if (auto since = a.value("since")) p["since"] = *since;
   int limit = 100;
-  if (auto rc = parseInt(a.value("limit"), "limit", limit)) return *rc;
+  if (auto rc = parseInt(a.value("limit"), "limit", limit, "audit/list", "limit")) return *rc;
   p["limit"] = limit;
   return callAndPrint(ctx, "audit/list", p, [&](const json& r) {
     for (const auto& e : r["events"]) {

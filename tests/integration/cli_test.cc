@@ -462,6 +462,12 @@ TEST_F(CliTest, UsageErrorsExitTwo) {
       "list extra",                       // positional
       "list --limit ten",                 // not a number
       "list --limit -1",                  // negative
+      "list --limit 0",                   // below memory/list's minimum: the daemon's bounds, checked before it
+      "list --limit 1001",                // above its maximum
+      "search x --limit 101",
+      "recall x --limit 0",
+      "audit --limit 1001",
+      "cochange src/app.ts --limit 500",
       "search",                           // missing query
       "recall",                           // neither query nor file
       "recall x --max-chars lots",        // not a number
