@@ -701,10 +701,12 @@ int cmdDaemon(Context& ctx, const std::vector<std::string>& words) {
   bool socketOutlivesDaemon = false;
   auto stop = [&]() -> int {
     auto c = RpcClient::connect(socket, std::chrono::seconds(2));
-    if (!c) {
+    if (!c && isNobodyListening(c.status())) {
       if (!ctx.options.json) std::cout << "memqd is not running\n";
       return kExitOk;
     }
+    // A socket memq may not connect to (another user's, a timeout) may have a memqd behind it: not "not running".
+    if (!c) return reportError(ctx, c.status());
     // memqd writes its pid file next to the socket and removes it as it exits, after draining in-flight requests.
     const auto pidFile = std::filesystem::path(socket).parent_path() / "memqd.pid";
     long pid = 0;

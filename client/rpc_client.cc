@@ -45,9 +45,13 @@ constexpr double kAwakeWaitMaxPollMicros = 400;
 constexpr double kReplyAverageWeight = 0.25;
 constexpr double kReplyOutlierBound = 4;
 
-Status connectError(const std::string& socketPath, const std::string& reason) {
+// `error`: the connect's errno, when it failed with one. No socket file (ENOENT) and a socket nobody accepts on
+// (ECONNREFUSED) mean no memqd serves it; anything else (EACCES, a timeout) says nothing of whether one runs.
+Status connectError(const std::string& socketPath, const std::string& reason, int error = 0) {
   return Status(ErrorCode::kInternalError, "cannot connect to memqd at " + socketPath + ": " + reason,
-                nlohmann::json{{"transport", "connect"}, {"socket", socketPath}});
+                nlohmann::json{{"transport", "connect"},
+                               {"socket", socketPath},
+                               {"nobody_listening", error == ENOENT || error == ECONNREFUSED}});
 }
 
 int millisUntil(Clock::time_point deadline) {
@@ -105,10 +109,10 @@ Result<RpcClient> RpcClient::connect(const std::string& socketPath, std::chrono:
       int soError = 0;
       socklen_t length = sizeof(soError);
       if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &length) != 0) soError = errno;
-      if (soError != 0) return connectError(socketPath, std::strerror(soError));
+      if (soError != 0) return connectError(socketPath, std::strerror(soError), soError);
       return client;
     }
-    return connectError(socketPath, std::strerror(error));
+    return connectError(socketPath, std::strerror(error), error);
   }
 }
 
@@ -358,6 +362,10 @@ bool isTransportError(const Status& status) {
 
 bool isConnectError(const Status& status) {
   return isTransportError(status) && status.data()["transport"] == "connect";
+}
+
+bool isNobodyListening(const Status& status) {
+  return isConnectError(status) && status.data().value("nobody_listening", false);
 }
 
 }  // namespace memq

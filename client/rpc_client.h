@@ -114,6 +114,9 @@ class RpcClient {
 
 // True when the status says the daemon could not be reached at all (no socket, nobody listening, bad path).
 bool isConnectError(const Status& status);
+// True when the connect failed because no memqd serves the socket (no socket file, or nobody accepting on it), as
+// opposed to one memq may not reach (permissions, a timeout).
+bool isNobodyListening(const Status& status);
 // True for any transport failure of RpcClient (connect, timeout, closed connection, I/O), as opposed to an error reply.
 bool isTransportError(const Status& status);
 

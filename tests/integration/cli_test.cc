@@ -912,6 +912,28 @@ TEST_F(CliTest, ReviewWithoutATerminalRefusesAndPointsToJson) {
   EXPECT_EQ(ok("list")["memories"][0]["state"], "active");  // nothing was applied
 }
 
+// `daemon stop` says "not running" (exit 0) only when no memqd can be serving the socket: no socket file, or nobody
+// accepting on it. A socket memq cannot reach at all (here a path too long for a Unix socket) is reported, exit 3:
+// a memqd may be running there for all memq knows.
+TEST_F(UnreachableTest, DaemonStopSaysNotRunningOnlyWhenNobodyCanBeServingTheSocket) {
+  CommandResult none = isolated("daemon stop");
+  EXPECT_EQ(none.exitCode, 0) << none.err;
+  EXPECT_NE(none.out.find("not running"), std::string::npos) << none.out;
+  const fs::path stale = dir_ / "stale.sock";  // a socket file left by a memqd that died: nobody accepts on it
+  const int fd = listeningUnixSocket(stale.string());
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  CommandResult left = isolated("daemon stop", stale.string());
+  EXPECT_EQ(left.exitCode, 0) << left.err;
+  EXPECT_NE(left.out.find("not running"), std::string::npos) << left.out;
+
+  const std::string tooLong = (dir_ / std::string(120, 's')).string() + ".sock";
+  CommandResult unreachable = isolated("daemon stop", tooLong);
+  EXPECT_EQ(unreachable.exitCode, 3) << unreachable.out << unreachable.err;
+  EXPECT_EQ(unreachable.out.find("not running"), std::string::npos) << unreachable.out;
+  EXPECT_NE(unreachable.err.find("longer than"), std::string::npos) << unreachable.err;
+}
+
 TEST_F(UnreachableTest, ReviewRefusesWithoutATerminalBeforeLookingForADaemon) {
   CommandResult r = isolated("review");
   EXPECT_EQ(r.exitCode, 2) << r.err;

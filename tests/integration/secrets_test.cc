@@ -184,7 +184,9 @@ TEST_F(SecretsTest, RefuseModeRefusesNamingTheFieldAndKindAndWritesNothing) {
     EXPECT_EQ(r.status().code(), ErrorCode::kInvalidParams);
     // An import's line errors name `jsonl` and the line (data.line); the message names the line's field.
     EXPECT_EQ(r.status().data().value("field", ""), tc.method == "import" ? std::string("jsonl") : tc.field);
-    if (tc.method == "import") EXPECT_EQ(r.status().data().value("line", 0), 1);
+    if (tc.method == "import") {
+      EXPECT_EQ(r.status().data().value("line", 0), 1);
+    }
     EXPECT_EQ(r.status().data()["kinds"], json::array({tc.kind}));
     EXPECT_NE(r.status().message().find("credential"), std::string::npos) << r.status().message();
     EXPECT_NE(r.status().message().find(tc.kind), std::string::npos) << r.status().message();
