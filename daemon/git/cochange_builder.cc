@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <queue>
 #include <unordered_map>
 
@@ -43,8 +44,20 @@ class HistoryWalk {
     enqueue(head, false);
     if (hide != nullptr) enqueue(*hide, true);
     std::vector<const git_oid*> candidates;
+    // With hide, the walk also pops hide's own ancestry until it meets head's, and when head is an ancestor of hide
+    // (HEAD moved back: a checkout of an old tag, a bisect step) that is every commit between them, however many.
+    // Past a few windows' worth it gives up as if head did not descend from hide: the caller then rebuilds, which
+    // reads one window from head.
+    const size_t maxPops = hide != nullptr ? 4 * limit + 64 : std::numeric_limits<size_t>::max();
+    size_t pops = 0;
     while (!queue_.empty()) {
       if (hide != nullptr && interestingQueued_ == 0) break;  // only hide's ancestry is left
+      if (++pops > maxPops) {
+        sawAll = false;
+        reachedHide = false;
+        candidates.clear();
+        break;
+      }
       const Entry top = queue_.top();
       queue_.pop();
       // References into an unordered_map survive the insertions enqueue makes.
@@ -72,6 +85,9 @@ class HistoryWalk {
     }
     if (hide != nullptr && nodes_.count(hideKey_) == 0) reachedHide = false;  // hide itself unreadable
   }
+
+  // The commits this walk read from the repository.
+  size_t commitsRead() const { return nodes_.size(); }
 
  private:
   struct Node {
@@ -280,7 +296,9 @@ Result<CoChangeUpdate> CoChangeBuilder::rebuild(CoChangeCounts& counts, const gi
   std::vector<git_oid> commits;
   bool sawAll = false;
   bool unused = false;
-  HistoryWalk(repo_).run(head, nullptr, options_.window, commits, sawAll, unused);
+  HistoryWalk walk(repo_);
+  walk.run(head, nullptr, options_.window, commits, sawAll, unused);
+  update.readCommits += walk.commitsRead();
   appendCommits(commits, 0, counts, update);
   counts.head = oidHex(head);
   return update;
@@ -296,17 +314,25 @@ Result<CoChangeUpdate> CoChangeBuilder::update(CoChangeCounts& counts, const git
   std::vector<git_oid> fresh;
   bool sawAll = false;
   bool descends = false;
-  HistoryWalk(repo_).run(head, &old, options_.window, fresh, sawAll, descends);
+  HistoryWalk walk(repo_);
+  walk.run(head, &old, options_.window, fresh, sawAll, descends);
+  const size_t readByWalk = walk.commitsRead();
+  auto rebuildCounting = [&]() -> Result<CoChangeUpdate> {
+    auto rebuilt = rebuild(counts, head);
+    if (rebuilt) rebuilt->readCommits += readByWalk;
+    return rebuilt;
+  };
   if (!descends) {
     // Moved sideways or back (rebase, reset, branch switch), or the old head was pruned: start over.
     spdlog::info("memq: HEAD moved from {} to {} without descending from it; rebuilding co-change",
                  counts.head.substr(0, 12), headHex.substr(0, 12));
-    return rebuild(counts, head);
+    return rebuildCounting();
   }
   // More new commits than the window holds: nothing of the old window would survive anyway.
-  if (!sawAll) return rebuild(counts, head);
+  if (!sawAll) return rebuildCounting();
 
   CoChangeUpdate update;
+  update.readCommits = readByWalk;
   std::vector<std::string> files;
   // Evict first, so the window never holds more than `window` commits.
   const size_t total = counts.window.size() + fresh.size();

@@ -54,6 +54,7 @@ struct CoChangeOptions {
 struct CoChangeUpdate {
   bool rebuilt = false;
   size_t walkedCommits = 0;   // non-merge commits newly walked (and diffed) for this update
+  size_t readCommits = 0;     // commits the history walks read (merges, and those of the old head's side, included)
   size_t evictedCommits = 0;  // commits that fell out of the window (re-diffed to subtract them)
   std::vector<WindowCommit> added;    // window entries added (for the cache delta)
   std::vector<int64_t> removedSeqs;   // window entries removed

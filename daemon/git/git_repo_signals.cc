@@ -339,6 +339,7 @@ RefreshStats GitRepoSignals::refreshLocked() {
   auto snap = CoChangeSnapshot::build(counts_, location_.repoPrefix, options_.cochange.minCount, existsAtHead);
 
   stats.walkedCommits = static_cast<int>(update->walkedCommits);
+  stats.readCommits = static_cast<int>(update->readCommits);
   stats.evictedCommits = static_cast<int>(update->evictedCommits);
   stats.rebuilt = update->rebuilt;
   stats.totalCommits = static_cast<int>(counts_.window.size());

@@ -57,6 +57,7 @@ struct GitSignalsOptions {
 // RepoRefreshInfo plus what only this implementation knows.
 struct RefreshStats : RepoRefreshInfo {
   int evictedCommits = 0;  // commits that left the window (re-diffed to subtract them)
+  int readCommits = 0;     // commits the history walks read, of either side of a move (CoChangeUpdate::readCommits)
   Status status;           // not ok when the signals are empty because of a problem (no repo, no commits)
 };
 

@@ -264,6 +264,30 @@ TEST(CoChange, HeadMovingSidewaysRebuilds) {
   EXPECT_TRUE(signals.cochangeNeighbors("x.c", 10).empty());
 }
 
+// HEAD moved far back (a checkout of an old tag, a bisect step): the walk that looks for the old head in the new
+// one's history reads a few windows' worth of commits at most before it gives up and rebuilds, which reads one
+// window from the new head; it does not read every commit in between.
+TEST(CoChange, HeadMovingFarBackReadsAFewWindowsNotTheWholeHistoryBetween) {
+  Project p;
+  p.repo.touch({"a.c", "b.c"});
+  p.repo.touch({"a.c", "b.c"});
+  const std::string old = p.repo.rev("HEAD");
+  for (int i = 0; i < 150; ++i) p.repo.touch({"a.c", "n" + std::to_string(i % 7) + ".c"});
+  GitSignalsOptions opts;
+  opts.cochange.window = 10;
+  GitRepoSignals signals(p.location(), opts);
+  ASSERT_TRUE(signals.refreshDetailed().status.isOk());
+
+  p.repo.git("checkout -q --detach " + old);
+  RefreshStats s = signals.refreshDetailed();
+  ASSERT_TRUE(s.status.isOk()) << s.status.toString();
+  EXPECT_TRUE(s.rebuilt);
+  EXPECT_EQ(s.totalCommits, 2);
+  EXPECT_LE(s.readCommits, 4 * 10 + 64 + 10) << "the walk read the history between the two heads";
+  // The counts are those of the old head's history alone.
+  expectNeighbors(signals.cochangeNeighbors("a.c", 10), {{"b.c", 2, 1.0}});
+}
+
 TEST(CoChange, LookupsNoticeANewHeadWithoutAnExplicitRefresh) {
   Project p;
   p.repo.touch({"a.c", "b.c"});
