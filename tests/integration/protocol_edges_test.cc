@@ -1,8 +1,8 @@
 // Edges of docs/protocol.md that no other test covers, each against a real memqd: a subscription's `scopes` filter,
 // `memqd --max-message-bytes` (the documented error, then the connection and the daemon go on), and the daemon's
-// silence on a connection until the client has sent a byte. Load shedding (`Busy` past 1024 queued messages) is not
-// here: the queue's bound (ServerOptions::maxQueuedJobs) has no memqd flag, and filling 1024 places in it from
-// outside would be a race against the workers, not a test.
+// silence on a connection until the client has sent a byte. Load shedding (`Busy` past 1024 queued messages) is in
+// load_shedding_test.cc: the queue's bound (ServerOptions::maxQueuedJobs) has no memqd flag, and filling 1024 places
+// in it from outside would be a race against the workers, not a test.
 #include <gtest/gtest.h>
 
 #include <chrono>

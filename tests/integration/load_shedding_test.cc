@@ -1,0 +1,162 @@
+// Load shedding (docs/protocol.md, Busy): past ServerOptions::maxQueuedJobs messages waiting for the workers, a
+// message is answered Busy at once, with data.queued, and runs nothing; the message queued before it runs once a
+// worker is free. memqd's bound is 1024 queued messages, which a test could only fill in a race against the
+// workers; so here a Server in the test's process, on a real socket and real SQLite files, has one worker and a
+// bound of 1, and its worker is held inside a project's first open (the project's repository signals,
+// ServiceOptions::repoFactory) until the test lets it go.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "daemon/embed/hashbag.h"
+#include "daemon/git/git_repo_signals.h"
+#include "daemon/server/server.h"
+#include "daemon/service/service.h"
+#include "protocol/error_code.h"
+#include "raw_conn.h"
+#include "tests/unit/git/git_fixture.h"
+
+namespace memq::testing {
+namespace {
+
+using json = nlohmann::json;
+using std::chrono::milliseconds;
+namespace fs = std::filesystem;
+
+// A bound on liveness (a reply that must come), not a measure of speed.
+constexpr milliseconds kLiveness{20000};
+
+// Holds the threads that reach hold() until release(), once armed.
+class Gate {
+ public:
+  void arm() {
+    std::lock_guard lock(mutex_);
+    armed_ = true;
+  }
+  void hold() {
+    std::unique_lock lock(mutex_);
+    if (!armed_) return;
+    ++held_;
+    changed_.notify_all();
+    changed_.wait_for(lock, std::chrono::seconds(120), [&] { return released_; });
+  }
+  bool awaitHeld() {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, kLiveness, [&] { return held_ > 0; });
+  }
+  void release() {
+    {
+      std::lock_guard lock(mutex_);
+      released_ = true;
+    }
+    changed_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool armed_ = false;
+  bool released_ = false;
+  int held_ = 0;
+};
+
+std::string request(int id, const std::string& method, const json& params) {
+  return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump() + "\n";
+}
+
+TEST(LoadShedding, PastTheQueueBoundAMessageIsAnsweredBusyAndRunsNothing) {
+  TempDir tmp;
+  GitRepo held(tmp.path() + "/held");
+  held.commit({{"README.md", "a repository whose first open the test holds\n"}});
+  const std::string other = tmp.path() + "/other";
+  fs::create_directories(other);
+  fs::create_directories(tmp.path() + "/data");
+
+  Gate gate;
+  HashbagEmbedder embedder;
+  ServiceOptions so;
+  so.dataDir = tmp.path() + "/data";
+  so.embedder = &embedder;
+  so.saveBatch = 1;
+  so.repoFactory = [&gate](const ProjectLocation& loc) -> std::shared_ptr<RepoSignals> {
+    gate.hold();
+    return std::make_shared<GitRepoSignals>(loc);
+  };
+  Service service(so);
+  ServerOptions opts;
+  opts.socketPath = tmp.path() + "/memqd.sock";
+  opts.workerThreads = 1;
+  opts.maxQueuedJobs = 1;
+  Server server(opts, service);
+  ASSERT_TRUE(server.listen().isOk());
+  std::thread serving([&] { server.run(); });
+  struct StopOnExit {
+    Gate& gate;
+    Server& server;
+    std::thread& serving;
+    ~StopOnExit() {
+      gate.release();
+      server.requestShutdown();
+      serving.join();
+    }
+  } stop{gate, server, serving};
+
+  RawConn a(opts.socketPath), b(opts.socketPath), c(opts.socketPath);
+  ASSERT_TRUE(a.connected() && b.connected() && c.connected());
+  for (RawConn* conn : {&a, &b, &c}) {
+    ASSERT_TRUE(conn->send(request(1, "initialize", {{"client_name", "load-shedding-test"}, {"project_root", other}})));
+    auto reply = conn->readJson(kLiveness);
+    ASSERT_TRUE(reply && reply->contains("result")) << (reply ? reply->dump() : "no reply");
+  }
+
+  // The only worker opens the held repository's scope, and stays inside it.
+  gate.arm();
+  ASSERT_TRUE(a.send(request(2, "memory/list", {{"project_root", held.dir()}})));
+  ASSERT_TRUE(gate.awaitHeld()) << "the list never reached the repository's open";
+  // Two saves: the first the I/O thread reads is queued (the bound's one place), the second is past the bound.
+  ASSERT_TRUE(b.send(request(3, "memory/save", {{"summary", "Save from connection b"}})));
+  ASSERT_TRUE(c.send(request(4, "memory/save", {{"summary", "Save from connection c"}})));
+  RawConn* busy = nullptr;
+  std::optional<json> busyReply;
+  for (auto deadline = std::chrono::steady_clock::now() + kLiveness;
+       !busy && std::chrono::steady_clock::now() < deadline;) {
+    for (RawConn* conn : {&b, &c}) {
+      if (auto reply = conn->readJson(milliseconds(20))) {
+        busy = conn;
+        busyReply = reply;
+        break;
+      }
+    }
+  }
+  ASSERT_NE(busy, nullptr) << "neither save was answered while the worker was held";
+  RawConn* queued = busy == &b ? &c : &b;
+  ASSERT_TRUE(busyReply->contains("error")) << "a save past the bound ran: " << busyReply->dump();
+  EXPECT_EQ((*busyReply)["error"]["code"], static_cast<int>(ErrorCode::kBusy)) << busyReply->dump();
+  EXPECT_EQ((*busyReply)["error"]["data"]["queued"], 1) << busyReply->dump();
+  EXPECT_EQ((*busyReply)["id"], busy == &b ? 3 : 4) << "the Busy reply does not carry its request's id";
+  EXPECT_FALSE(queued->readJson(milliseconds(200)).has_value()) << "the queued save ran with the worker held";
+
+  gate.release();
+  auto listed = a.readJson(kLiveness);
+  ASSERT_TRUE(listed && listed->contains("result")) << (listed ? listed->dump() : "no reply");
+  auto saved = queued->readJson(kLiveness);
+  ASSERT_TRUE(saved && saved->contains("result")) << (saved ? saved->dump() : "no reply");
+
+  // Nothing of the Busy save was run: only the queued one's text is in the project.
+  ASSERT_TRUE(b.send(request(5, "memory/list", json::object())));
+  auto after = b.readJson(kLiveness);
+  ASSERT_TRUE(after && after->contains("result")) << (after ? after->dump() : "no reply");
+  const auto& memories = (*after)["result"]["memories"];
+  ASSERT_EQ(memories.size(), 1u) << after->dump();
+  EXPECT_EQ(memories[0]["summary"], queued == &b ? "Save from connection b" : "Save from connection c");
+}
+
+}  // namespace
+}  // namespace memq::testing
