@@ -9,8 +9,6 @@ namespace memq {
 
 namespace {
 
-// Signatures kept; past this the cache starts over (each is a few KiB; HEAD's files need one each).
-constexpr size_t kMaxSignatures = 16384;
 constexpr size_t kMaxAnswers = 4096;
 // Git's signature options for text: runs of whitespace count as one, so re-indenting does not hide a copy.
 constexpr git_hashsig_option_t kSignatureOptions = GIT_HASHSIG_SMART_WHITESPACE;
@@ -42,7 +40,10 @@ struct CopySources::Signature {
   HashsigPtr sig;  // null: nothing to score
 };
 
-CopySources::CopySources(RepositoryPtr repository) : repository_(std::move(repository)) { ensureLibgit2(); }
+CopySources::CopySources(RepositoryPtr repository, size_t maxSignatures)
+    : repository_(std::move(repository)), maxSignatures_(maxSignatures) {
+  ensureLibgit2();
+}
 
 CopySources::~CopySources() = default;
 
@@ -86,10 +87,15 @@ bool CopySources::refreshTree(const std::string& headTree) {
         return 0;
       },
       &walk);
+  // The signatures of blobs the new tree still has stay (most of them, after a commit); the others go, so that
+  // the bound holds signatures worth keeping.
+  std::unordered_map<std::string, std::unique_ptr<Signature>> kept;
   for (TreeFile& f : walk.files) {
     inTree_[f.path] = true;
+    if (auto it = signatures_.find(oidHex(f.blob)); it != signatures_.end()) kept.insert(signatures_.extract(it));
     byExtension_[extensionOf(f.path)].push_back(std::move(f));
   }
+  signatures_ = std::move(kept);
   git_odb_free(odb);
   return true;
 }
@@ -98,7 +104,7 @@ const CopySources::Signature* CopySources::signatureOf(const git_oid& blobId) {
   const std::string key = oidHex(blobId);
   auto it = signatures_.find(key);
   if (it != signatures_.end()) return it->second.get();
-  if (signatures_.size() >= kMaxSignatures) signatures_.clear();
+  ++signaturesComputed_;
   auto sig = std::make_unique<Signature>();
   git_blob* blob = nullptr;
   if (git_blob_lookup(&blob, repository_.get(), &blobId) == 0) {
@@ -108,7 +114,18 @@ const CopySources::Signature* CopySources::signatureOf(const git_oid& blobId) {
                                     static_cast<size_t>(git_blob_rawsize(blob)));
     }
   }
+  if (signatures_.size() >= maxSignatures_) {
+    // Full: computed for this scan and not kept. Clearing the cache instead would have every scan of more
+    // candidates than the bound compute all of them again; this way the next scan computes only those past it.
+    overflow_ = std::move(sig);
+    return overflow_.get();
+  }
   return signatures_.emplace(key, std::move(sig)).first->second.get();
+}
+
+size_t CopySources::signaturesComputed() {
+  MutexLock lock(mu_);
+  return signaturesComputed_;
 }
 
 bool CopySources::headHas(const std::string& headTree, const std::string& path) {

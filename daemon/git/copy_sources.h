@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -25,8 +26,13 @@ class CopySources {
   // At least this alike (0–100, git's score) to count as the file's source: git's default for renames (-M50%).
   static constexpr int kMinSimilarity = 50;
 
-  // `repository` may be null (a project outside git): nothing has a source then.
-  explicit CopySources(RepositoryPtr repository);
+  // Signatures of HEAD's blobs kept between lookups (each a few KiB): past this many, a signature is computed for
+  // the scan that needs it and not kept.
+  static constexpr size_t kMaxSignatures = 16384;
+
+  // `repository` may be null (a project outside git): nothing has a source then. `maxSignatures`: kMaxSignatures,
+  // or a smaller bound for a test.
+  explicit CopySources(RepositoryPtr repository, size_t maxSignatures = kMaxSignatures);
   ~CopySources();
   CopySources(const CopySources&) = delete;
   CopySources& operator=(const CopySources&) = delete;
@@ -42,6 +48,8 @@ class CopySources {
   // Whether HEAD's tree has `path` (false outside git or without HEAD): only a path it lacks can have a source, so a
   // caller asks this before reading the file.
   bool headHas(const std::string& headTree, const std::string& path);
+  // How many signatures of HEAD's blobs were computed so far (each reads a blob): for tests and diagnostics.
+  size_t signaturesComputed() EXCLUDES(mu_);
 
  private:
   struct Signature;  // a hashsig, or none for content too small or binary
@@ -61,7 +69,11 @@ class CopySources {
   bool haveTree_ GUARDED_BY(mu_) = false;
   std::unordered_map<std::string, std::vector<TreeFile>> byExtension_ GUARDED_BY(mu_);
   std::unordered_map<std::string, bool> inTree_ GUARDED_BY(mu_);
-  std::unordered_map<std::string, std::unique_ptr<Signature>> signatures_ GUARDED_BY(mu_);  // by blob id
+  // By blob id; only blobs of the tree read last (the others go when it changes), at most maxSignatures_ of them.
+  std::unordered_map<std::string, std::unique_ptr<Signature>> signatures_ GUARDED_BY(mu_);
+  std::unique_ptr<Signature> overflow_ GUARDED_BY(mu_);  // the last one computed past the bound, in use by its scan
+  const size_t maxSignatures_;
+  size_t signaturesComputed_ GUARDED_BY(mu_) = 0;
   std::unordered_map<std::string, std::optional<std::string>> answers_ GUARDED_BY(mu_);    // path \n blob id
 };
 

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <fstream>
 #include <iterator>
 #include <mutex>
 #include <tuple>
@@ -197,12 +196,13 @@ std::optional<std::string> GitRepoSignals::copySourceOf(const std::string& path)
   const std::string full = location_.root + "/" + path;
   struct stat st {};
   if (::stat(full.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > kMaxCopySourceBytes) return std::nullopt;
-  std::ifstream in(full, std::ios::binary);
-  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Without blocking and bounded: a FIFO put there after the stat does not hang the request, and a file that grew
+  // since is not read whole.
+  const std::optional<std::string> content = readWholeFile(full, kMaxCopySourceBytes);
+  if (!content) return std::nullopt;
   git_oid oid;
-  if (!in.good() && !in.eof()) return std::nullopt;
-  if (git_odb_hash(&oid, content.data(), content.size(), GIT_OBJECT_BLOB) < 0) return std::nullopt;
-  auto source = copies_->sourceOf(headTree, prefix + path, content, oidHex(oid));
+  if (git_odb_hash(&oid, content->data(), content->size(), GIT_OBJECT_BLOB) < 0) return std::nullopt;
+  auto source = copies_->sourceOf(headTree, prefix + path, *content, oidHex(oid));
   // A source outside the project root is not followed, as with renames.
   if (!source || source->compare(0, prefix.size(), prefix) != 0) return std::nullopt;
   return source->substr(prefix.size());

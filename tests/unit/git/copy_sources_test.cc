@@ -2,6 +2,9 @@
 // from (and edited), and nothing else is: not a file HEAD has, not unrelated content, not another extension.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "daemon/git/copy_sources.h"
 #include "tests/unit/git/git_fixture.h"
 
@@ -73,6 +76,29 @@ TEST_F(CopySourcesTest, OnceTheCopyIsCommittedItIsItsOwnFile) {
   ASSERT_EQ(sourceOf("lib/bpf2.c", copy), "lib/bpf.c");
   repo_->commit({{"lib/bpf2.c", copy}}, "copy");
   EXPECT_EQ(sourceOf("lib/bpf2.c", copy), std::nullopt);
+}
+
+// The signature cache is bounded: past its bound a signature is computed for the scan and not kept, so a scan of
+// more candidates than it holds computes again only those past it the next time (clearing the cache when it filled
+// computed all of them again at every scan); and it keeps only signatures of the tree read last.
+TEST(CopySourcesCache, PastItsBoundAScanComputesAgainOnlyTheSignaturesItCouldNotKeep) {
+  TempDir tmp;
+  GitRepo repo(tmp.path() + "/project");
+  std::map<std::string, std::string> files;
+  for (int i = 0; i < 6; ++i) files["src/f" + std::to_string(i) + ".c"] = numbered(100, "f" + std::to_string(i));
+  repo.commit(files, "six files of one size");
+  git_repository* raw = nullptr;
+  ensureLibgit2();
+  ASSERT_EQ(git_repository_open(&raw, repo.dir().c_str()), 0);
+  CopySources sources(RepositoryPtr(raw), /*maxSignatures=*/4);
+  const std::string tree = repo.rev("HEAD^{tree}");
+  const std::string first = numbered(100, "f2") + "int added_once;\n";
+  EXPECT_EQ(sources.sourceOf(tree, "src/new.c", first, blobIdOf(first)), "src/f2.c");
+  EXPECT_EQ(sources.signaturesComputed(), 6u);
+  // The file edited again: a new blob, so a new scan of the same six candidates.
+  const std::string second = first + "int added_twice;\n";
+  EXPECT_EQ(sources.sourceOf(tree, "src/new.c", second, blobIdOf(second)), "src/f2.c");
+  EXPECT_EQ(sources.signaturesComputed(), 6u + 2u) << "the scan computed again signatures it had kept";
 }
 
 TEST(CopySourcesOutsideGit, NothingHasASource) {
