@@ -816,9 +816,20 @@ int cmdCompleteIds(Context& ctx, const std::vector<std::string>& words) {
 
 }  // namespace
 
+// The top of the git work tree holding `dir` (the nearest directory up from it with a `.git`, a directory or a
+// worktree's file), else `dir` itself: the project root memqd locates for it (docs/design.md §4).
+std::string projectRootOf(const std::string& dir) {
+  std::error_code ec;
+  for (std::filesystem::path p = dir; !p.empty(); p = p.parent_path()) {
+    if (std::filesystem::exists(p / ".git", ec)) return p.string();
+    if (p == p.parent_path()) break;
+  }
+  return dir;
+}
+
 std::string fileArgument(const Context& ctx, const std::string& path) {
   if (path.empty() || path.front() == '/') return path;
-  if (isUnder(ctx.cwd, ctx.options.project)) {
+  if (isUnder(ctx.cwd, ctx.options.project) || isUnder(ctx.cwd, projectRootOf(ctx.options.project))) {
     return (std::filesystem::path(ctx.cwd) / path).lexically_normal().string();
   }
   return path;

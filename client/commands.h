@@ -50,7 +50,9 @@ struct EmpryoRefsLeftOut {
 Result<std::string> empryoToJsonl(const std::string& path, EmpryoRefsLeftOut& leftOut);
 
 // A file argument as the daemon should see it: absolute when the working directory is inside the project (so
-// `cd src && memq recall --file a.ts` means src/a.ts), unchanged (project-relative) otherwise.
+// `cd src && memq recall --file a.ts` means src/a.ts), unchanged (project-relative) otherwise. The project is the
+// top of the git work tree holding --project's directory (else that directory), as memqd locates it: `cd lib &&
+// memq --project ../docs recall --file a.ts` means lib/a.ts.
 std::string fileArgument(const Context& ctx, const std::string& path);
 
 }  // namespace memq::cli

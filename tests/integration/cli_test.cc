@@ -975,6 +975,11 @@ TEST_F(CliTest, FileArgumentsAreRelativeToTheWorkingDirectoryInsideTheProject) {
   EXPECT_EQ(ok("--project " + shellQuote(project_) + " recall --file src/auth/jwt.ts", outside)["memories"].size(), 1u);
   EXPECT_EQ(ok("--project " + shellQuote(src) + " recall --file src/auth/jwt.ts", outside)["memories"].size(), 1u);
   EXPECT_EQ(ok("--project " + shellQuote(project_) + " list --file src/auth/jwt.ts", outside)["total"], 1);
+  // Inside the work tree but outside --project's directory (a sibling of it), paths are still the working
+  // directory's: the project is the whole work tree.
+  fs::create_directories(fs::path(project_) / "docs");
+  EXPECT_EQ(ok("--project ../../docs recall --file jwt.ts", src + "/auth")["memories"].size(), 1u);
+  EXPECT_EQ(ok("--project ../../docs list --file jwt.ts", src + "/auth")["total"], 1);
 
   // Results show paths relative to the project root, whatever the working directory.
   EXPECT_EQ(ok("get " + id, src + "/auth")["files"], json({"src/auth/jwt.ts"}));
