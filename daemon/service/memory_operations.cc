@@ -125,7 +125,8 @@ Result<GetResult> Service::get(const CallContext& ctx, const MemoryRef& request)
   // elsewhere, as in resolve. What no scope holds exactly goes through resolve: a prefix, or NotFound naming `id`.
   Result<Memory> m = [&]() -> Result<Memory> {
     if (!id.empty()) {
-      auto scopes = idScopes(ctx);
+      std::vector<std::string> leftOut;  // an exact id is unique: found elsewhere, it is not the global scope's
+      auto scopes = idScopes(ctx, &leftOut);
       if (!scopes) return scopes.status();
       for (auto& scope : *scopes) {
         CommittedLock lock(*scope->db);

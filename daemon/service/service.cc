@@ -438,21 +438,30 @@ Result<std::shared_ptr<Scope>> Service::writeScope(const CallContext& ctx) {
   return projectScope(ctx);
 }
 
-Result<std::vector<std::shared_ptr<Scope>>> Service::idScopes(const CallContext& ctx) {
+Result<std::vector<std::shared_ptr<Scope>>> Service::idScopes(const CallContext& ctx,
+                                                              std::vector<std::string>* leftOut) {
   // An id is looked up where the request may read, and nowhere else: a connection narrowed to its project neither
   // reads nor changes a global or team memory by id, nor learns of one from an ambiguous prefix's candidates.
   if (ctx.readScope == ReadScope::kNone) {
     return Status(ErrorCode::kScopeUnavailable, "read_scope is none: no memory can be looked up by id",
                   nlohmann::json{{"field", "read_scope"}});
   }
-  return readScopes(ctx);
+  return readScopes(ctx, leftOut);
 }
 
 Result<Service::Resolved> Service::resolve(const CallContext& ctx, const std::string& idOrPrefix,
                                            const std::string& field) {
   if (idOrPrefix.empty()) return Status::invalidField(field, field + " must not be empty");
-  auto scopes = idScopes(ctx);
+  // A global scope that cannot be opened is left out, and an exact id found elsewhere is still that memory (ids are
+  // unique); but a prefix, or an id found nowhere, could be the global scope's: then its error is the answer.
+  std::vector<std::string> leftOut;
+  auto scopes = idScopes(ctx, &leftOut);
   if (!scopes) return scopes.status();
+  auto unlessLeftOut = [&](Status answer) -> Status {
+    if (leftOut.empty()) return answer;
+    auto global = registry_.global();
+    return global ? answer : global.status();
+  };
   std::vector<Resolved> found;
   nlohmann::json candidates = nlohmann::json::array();
   for (auto& scope : *scopes) {
@@ -467,11 +476,12 @@ Result<Service::Resolved> Service::resolve(const CallContext& ctx, const std::st
   }
   if (found.empty()) {
     if (idOrPrefix.size() < 4) {
-      return Status(ErrorCode::kNotFound, "no memory with id '" + idOrPrefix + "' (a prefix needs at least 4 characters)",
-                    nlohmann::json{{"field", field}});
+      return unlessLeftOut(Status(ErrorCode::kNotFound,
+                                  "no memory with id '" + idOrPrefix + "' (a prefix needs at least 4 characters)",
+                                  nlohmann::json{{"field", field}}));
     }
-    return Status(ErrorCode::kNotFound, "no memory with id or prefix '" + idOrPrefix + "'",
-                  nlohmann::json{{"field", field}});
+    return unlessLeftOut(Status(ErrorCode::kNotFound, "no memory with id or prefix '" + idOrPrefix + "'",
+                                nlohmann::json{{"field", field}}));
   }
   if (found.size() > 1) {
     return Status(ErrorCode::kAmbiguous,
@@ -479,6 +489,7 @@ Result<Service::Resolved> Service::resolve(const CallContext& ctx, const std::st
                       " memories; use a longer prefix or the full id",
                   nlohmann::json{{"field", field}, {"candidates", candidates}});
   }
+  if (Status st = unlessLeftOut(Status::ok()); !st) return st;
   return found.front();
 }
 

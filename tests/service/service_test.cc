@@ -494,8 +494,8 @@ TEST_F(ServiceTest, ScopesResolveProjectFirstAndGlobalWhenAsked) {
 }
 
 // A global.db that cannot be opened (damaged, say) does not take every project's reads with it: recall, search and
-// list answer the project's memories with a warning that names what was left out; a read of the global scope
-// itself, and a lookup by id (which must look everywhere it may), still fail with the reason.
+// list answer the project's memories with a warning that names what was left out, and a full id found in the
+// project is that memory; a read of the global scope itself, a prefix, and an id found nowhere fail with the reason.
 TEST_F(ServiceTest, AGlobalDatabaseThatCannotBeOpenedIsLeftOutOfAProjectsReadsWithAWarning) {
   const fs::path dataDir = dir_ / "data-damaged-global";
   fs::create_directories(dataDir);
@@ -536,8 +536,17 @@ TEST_F(ServiceTest, AGlobalDatabaseThatCannotBeOpenedIsLeftOutOfAProjectsReadsWi
   auto globalOnly = service->list(ctx(inScope(ScopeKind::kGlobal), &client, service.get()), ListFilter{});
   ASSERT_FALSE(globalOnly.isOk()) << "a read of the damaged scope alone was answered";
   EXPECT_EQ(globalOnly.status().code(), ErrorCode::kStorageError) << globalOnly.status().toString();
+  // A full id is unique: found in the project, it is that memory. A prefix, or an id found nowhere, could be the
+  // global scope's: the answer is then the global scope's error, not a guess.
   auto byId = service->get(ctx({}, &client, service.get()), MemoryRef{saved->id});
-  EXPECT_FALSE(byId.isOk()) << "a lookup by id skipped a scope it may read";
+  ASSERT_TRUE(byId.isOk()) << byId.status().toString();
+  EXPECT_EQ(byId->memory.id, saved->id);
+  auto byPrefix = service->get(ctx({}, &client, service.get()), MemoryRef{saved->id.substr(0, 8)});
+  ASSERT_FALSE(byPrefix.isOk()) << "a prefix was resolved without the global scope it may also match";
+  EXPECT_EQ(byPrefix.status().code(), ErrorCode::kStorageError) << byPrefix.status().toString();
+  auto missing = service->get(ctx({}, &client, service.get()), MemoryRef{"0000000000000000"});
+  ASSERT_FALSE(missing.isOk());
+  EXPECT_EQ(missing.status().code(), ErrorCode::kStorageError) << "NotFound for an id the global scope may hold";
 }
 
 // Pages of a list, one scope or two merged, follow one another: together every memory once, and `total` all of them.
