@@ -17,6 +17,7 @@
 #include "client/commands.h"
 #include "client/render.h"
 #include "client/usage.h"
+#include "protocol/error_code.h"
 #include "protocol/utf8_sequence.h"
 
 namespace {
@@ -153,12 +154,12 @@ int main(int argc, char** argv) {
     const int exitCode = memq::cli::usageError(message);
     return hook ? memq::cli::kExitOk : exitCode;
   };
-  for (size_t k = 0; k < args.size(); ++k) {
-    if (!isUtf8(args[k])) {
-      return usageError("argument " + std::to_string(k + 1) + " (" + memq::cli::terminalText(args[k]) +
-                        ") is not UTF-8; memq sends text as JSON, which holds nothing else");
-    }
-  }
+  // An argument memq sends to memqd must be UTF-8; a path memq only opens itself (the socket, a file to import, a
+  // benchmark's dataset) may be any bytes, as file names are.
+  auto notUtf8 = [&](size_t k) {
+    return usageError("argument " + std::to_string(k + 1) + " (" + memq::cli::terminalText(args[k]) +
+                      ") is not UTF-8; memq sends text to memqd as JSON, which holds nothing else");
+  };
   std::vector<std::string> globalsGiven;
   size_t i = 0;
   for (; i < args.size(); ++i) {
@@ -184,6 +185,7 @@ int main(int argc, char** argv) {
     if (const ValueOption* option = valueOption(a)) {
       std::string v;
       if (!value(v)) return usageError(a + " needs " + option->value);
+      if (a != "--socket" && !isUtf8(v)) return notUtf8(i);
       // Given twice, one would be dropped without a word: refused, as a command's own options are.
       if (std::find(globalsGiven.begin(), globalsGiven.end(), a) != globalsGiven.end()) {
         return usageError(a + " given twice");
@@ -247,13 +249,16 @@ int main(int argc, char** argv) {
       std::cout << *usage;
       return 0;
     }
+    const bool sentAsJson = command != "import" && command != "bench" && command != "hook";
     if (afterDashes || command == "hook") {
+      if (sentAsJson && !isUtf8(w)) return notUtf8(j);
       words.push_back(w);
       continue;
     }
     std::string error;
     if (takeCommonOption(w, args, j, ctx, colorMode, error)) continue;
     if (!error.empty()) return usageError(error);
+    if (sentAsJson && !isUtf8(w)) return notUtf8(j);
     words.push_back(w);
   }
   ctx.options.project = absolutePath(projectGiven ? ctx.options.project : ".");
@@ -274,8 +279,15 @@ int main(int argc, char** argv) {
     exitCode = memq::cli::runCommand(ctx, command, words);
   } catch (const std::exception& e) {
     // A reply this memq cannot read (a field missing or of another type: a memqd of another version) ends the
-    // command with its reason, not with an abort.
-    std::cerr << "memq: cannot show memqd's answer: " << memq::cli::terminalText(e.what()) << "\n";
+    // command with its reason, not with an abort; with --json as an error object, as the daemon's errors are.
+    const std::string message = std::string("cannot show memqd's answer: ") + e.what();
+    if (ctx.options.json) {
+      std::cerr << memq::cli::jsonText({{"code", static_cast<int>(memq::ErrorCode::kInternalError)}, {"message", message}},
+                                       -1)
+                << "\n";
+    } else {
+      std::cerr << "memq: " << memq::cli::terminalText(message) << "\n";
+    }
     return hook ? memq::cli::kExitOk : memq::cli::kExitRpcError;
   }
   // Output that did not reach its file (a full disk, a closed pipe) is a failure, not a success with half a list.

@@ -474,6 +474,7 @@ int cmdExport(Context& ctx, const std::vector<std::string>& words) {
     auto r = link->call("export", p);
     if (!r) return reportError(ctx, r.status());
     std::cout << (*r)["jsonl"].get<std::string>();
+    if (!std::cout) break;  // a full disk: main says so; the pages left are not asked for
     if (!warned && r->contains("warnings")) {
       printWarnings(ctx, *r);
       warned = true;
@@ -482,7 +483,8 @@ int cmdExport(Context& ctx, const std::vector<std::string>& words) {
     p["cursor"] = (*r)["next_cursor"];
   }
   std::cout.flush();
-  return std::cout ? kExitOk : kExitRpcError;
+  // What could not be written is said by main, once, for every command.
+  return kExitOk;
 }
 
 // The JSONL of one import request at most, escaped as it travels inside the request: well under the daemon's limit on
@@ -846,8 +848,9 @@ int reportError(const Context& ctx, const Status& status) {
   if (ctx.options.json) {
     json err = {{"code", static_cast<int>(status.code())}, {"message", status.message()}};
     if (!status.data().is_null()) err["data"] = status.data();
-    // The message may quote what the user typed (a socket path), which need not be UTF-8.
-    std::cerr << err.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+    // The message may quote what the user typed (a socket path, which need not be UTF-8) or stored text (a
+    // rejection's reason): escaped as the --json output is.
+    std::cerr << jsonText(err, -1) << "\n";
   } else {
     // The daemon's messages may quote stored text (a rejection's reason, a path).
     std::cerr << "memq: " << (unreachable ? "" : std::string(errorCodeName(status.code())) + ": ")

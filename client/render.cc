@@ -43,8 +43,8 @@ std::string terminalText(std::string_view text, LineBreaks lineBreaks) {
   return out;
 }
 
-std::string jsonText(const nlohmann::json& value) {
-  const std::string raw = value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+std::string jsonText(const nlohmann::json& value, int indent) {
+  const std::string raw = value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
   std::string out;
   out.reserve(raw.size());
   auto escapeAs = [&](unsigned codePoint) {

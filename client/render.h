@@ -34,11 +34,12 @@ enum class LineBreaks {
 // Human output only: --json is JSON-escaped, and the MCP and hook replies are JSON for a program.
 std::string terminalText(std::string_view text, LineBreaks lineBreaks = LineBreaks::kShow);
 
-// `value` as the --json output prints it (indented by 2): JSON, with the characters a terminal may act on even inside
+// `value` as the --json output prints it: JSON, with the characters a terminal may act on even inside
 // a string escaped as \uXXXX although JSON would allow them raw: the C1 controls U+0080-U+009F (U+009B is a CSI of
 // its own on some terminals), LINE and PARAGRAPH SEPARATOR, and the bidirectional embeddings, overrides and isolates
 // (U+202A-U+202E, U+2066-U+2069), which reorder what is shown. A program reading it gets the same strings.
-std::string jsonText(const nlohmann::json& value);
+// `indent` as nlohmann's dump takes it: -1 for one line (an error object on stderr).
+std::string jsonText(const nlohmann::json& value, int indent = 2);
 
 // `text` as one line for an agent: memqd's hint rule (daemon/hints/hint_engine.cc, oneLine). Control characters
 // (C0, DEL, the C1 controls U+0080-U+009F with NEL U+0085) and LINE and PARAGRAPH SEPARATOR U+2028/U+2029 become a

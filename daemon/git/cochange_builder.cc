@@ -44,15 +44,17 @@ class HistoryWalk {
     enqueue(head, false);
     if (hide != nullptr) enqueue(*hide, true);
     std::vector<const git_oid*> candidates;
-    // With hide, the walk also pops hide's own ancestry until it meets head's, and when head is an ancestor of hide
-    // (HEAD moved back: a checkout of an old tag, a bisect step) that is every commit between them, however many.
-    // Past a few windows' worth it gives up as if head did not descend from hide: the caller then rebuilds, which
-    // reads one window from head.
-    const size_t maxPops = hide != nullptr ? 4 * limit + 64 : std::numeric_limits<size_t>::max();
+    // With hide, the walk also pops hide's own ancestry until it meets head's: when head is an ancestor of hide
+    // (HEAD moved back: a checkout of an old tag, a bisect step) that is every commit between them, however many,
+    // and a merge of a branch that forked long ago takes it back to the fork. Past several windows' worth it gives
+    // up (gaveUp()): the caller then rebuilds, which reads one window from head, about what a window's diffs cost.
+    const size_t maxPops = hide != nullptr ? 8 * limit + 1024 : std::numeric_limits<size_t>::max();
     size_t pops = 0;
+    gaveUp_ = false;
     while (!queue_.empty()) {
       if (hide != nullptr && interestingQueued_ == 0) break;  // only hide's ancestry is left
       if (++pops > maxPops) {
+        gaveUp_ = true;
         sawAll = false;
         reachedHide = false;
         candidates.clear();
@@ -88,6 +90,8 @@ class HistoryWalk {
 
   // The commits this walk read from the repository.
   size_t commitsRead() const { return nodes_.size(); }
+  // Whether the last run stopped at its bound on commits before it could tell whether head descends from hide.
+  bool gaveUp() const { return gaveUp_; }
 
  private:
   struct Node {
@@ -153,6 +157,7 @@ class HistoryWalk {
   std::priority_queue<Entry> queue_;
   uint64_t order_ = 0;
   size_t interestingQueued_ = 0;
+  bool gaveUp_ = false;
   std::string hideKey_;
 };
 
@@ -322,6 +327,11 @@ Result<CoChangeUpdate> CoChangeBuilder::update(CoChangeCounts& counts, const git
     if (rebuilt) rebuilt->readCommits += readByWalk;
     return rebuilt;
   };
+  if (walk.gaveUp()) {
+    spdlog::info("memq: HEAD moved from {} to {}; gave up finding the old head after {} commits, rebuilding co-change",
+                 counts.head.substr(0, 12), headHex.substr(0, 12), readByWalk);
+    return rebuildCounting();
+  }
   if (!descends) {
     // Moved sideways or back (rebase, reset, branch switch), or the old head was pruned: start over.
     spdlog::info("memq: HEAD moved from {} to {} without descending from it; rebuilding co-change",

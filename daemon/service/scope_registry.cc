@@ -22,7 +22,6 @@ bool ScopeRegistry::forgetIfMoved(const std::shared_ptr<ScopeDatabase>& db, std:
   // checkFilesInPlace only stats the paths (thread-safe): no need to wait for a request inside the store.
   if (db->storePtr->checkFilesInPlace()) return false;
   std::shared_ptr<ScopeDatabase> held = db;  // the maps erased below may hold its last other owners
-  if (retiring_.insert(held->path).second) toRetire = held;
   std::set<std::string> roots;
   for (auto it = scopes_.begin(); it != scopes_.end();) {
     if (it->second->db == held) {
@@ -41,10 +40,18 @@ bool ScopeRegistry::forgetIfMoved(const std::shared_ptr<ScopeDatabase>& db, std:
     }
   }
   if (auto it = databases_.find(held->path); it != databases_.end() && it->second == held) databases_.erase(it);
+  // Last, so that nothing can throw between it and the caller's retire(), which takes the path out again.
+  if (retiring_.insert(held->path).second) toRetire = held;
   return true;
 }
 
 void ScopeRegistry::retire(const std::shared_ptr<ScopeDatabase>& db) {
+  // The path leaves retiring_ however this ends (a retire that throws included): requests for it wait until then.
+  struct FinishOnExit {
+    ScopeRegistry& registry;
+    const std::string& path;
+    ~FinishOnExit() { registry.finishRetiring(path); }
+  } finish{*this, db->path};
   std::string fate;
   bool alreadyRetired = false;
   {
@@ -57,8 +64,11 @@ void ScopeRegistry::retire(const std::shared_ptr<ScopeDatabase>& db) {
                  "the next request opens the file now at that path",
                  db->storePtr->scope(), db->path, fate);
   }
+}
+
+void ScopeRegistry::finishRetiring(const std::string& path) {
   MutexLock lock(mutex_);
-  retiring_.erase(db->path);
+  retiring_.erase(path);
   retiredOne_.notifyAll();
 }
 
@@ -290,17 +300,13 @@ size_t ScopeRegistry::closeIdle(std::chrono::steady_clock::duration idle) {
     }
   }
   idleScopes.clear();
-  std::vector<std::string> paths;
+  const size_t closed = idleDatabases.size();
   for (auto& db : idleDatabases) {
-    paths.push_back(db->path);
-    db.reset();  // the store closes here, unless a retirement holds it
+    const std::string path = db->path;
+    db.reset();  // the store closes here (a destructor: it does not throw)
+    finishRetiring(path);
   }
-  if (!paths.empty()) {
-    MutexLock lock(mutex_);
-    for (const auto& path : paths) retiring_.erase(path);
-    retiredOne_.notifyAll();
-  }
-  return paths.size();
+  return closed;
 }
 
 void ScopeRegistry::checkpointAll() {

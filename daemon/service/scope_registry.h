@@ -164,8 +164,10 @@ class ScopeRegistry {
   // find the save journal still locked by the old one, and only follow it). Reads only stats (no lock of db's).
   bool forgetIfMoved(const std::shared_ptr<ScopeDatabase>& db, std::shared_ptr<ScopeDatabase>& toRetire)
       REQUIRES(mutex_);
-  // Retires the store forgetIfMoved forgot (logged), then takes its path out of retiring_.
+  // Retires the store forgetIfMoved forgot (logged), then takes its path out of retiring_, also when it throws.
   void retire(const std::shared_ptr<ScopeDatabase>& db) EXCLUDES(mutex_);
+  // Takes `path` out of retiring_ and wakes the requests waiting for it.
+  void finishRetiring(const std::string& path) EXCLUDES(mutex_);
 
   ScopeRegistryOptions options_;
   Mutex mutex_;

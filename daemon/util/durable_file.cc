@@ -2,6 +2,7 @@
 #include "daemon/util/durable_file.h"
 
 #include <fcntl.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -35,9 +36,11 @@ Status writeAllAndSync(int fd, std::string_view text, const std::string& path) {
 }
 
 Status replaceFileDurably(const std::string& path, std::string_view text) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Status(ErrorCode::kStorageError, "cannot open " + tmp + ": " + std::strerror(errno));
+  // A name of its own, created here (mkstemp: O_EXCL, mode 0600): a file or a symlink already at a fixed name (a
+  // `.memq` in a downloaded tree may hold one pointing anywhere) is never opened, truncated or written through.
+  std::string tmp = path + ".tmp.XXXXXX";
+  const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+  if (fd < 0) return Status(ErrorCode::kStorageError, "cannot create " + tmp + ": " + std::strerror(errno));
   Status st = writeAllAndSync(fd, text, tmp);
   ::close(fd);
   if (!st) {

@@ -16,8 +16,9 @@ Status fsyncPath(const std::string& path, int flags);
 // Writes all of `text` to `fd` (retrying short writes and EINTR), then fsyncs it. `path` names the file in errors.
 Status writeAllAndSync(int fd, std::string_view text, const std::string& path);
 
-// Replaces the file at `path` with `text`: written to `path`.tmp (mode 0600) and fsynced, renamed over `path`, and
-// the directory fsynced, so that the new name is durable too.
+// Replaces the file at `path` with `text`: written to a new temporary beside it (`path`.tmp.XXXXXX, created with
+// O_EXCL, mode 0600) and fsynced, renamed over `path`, and the directory fsynced, so that the new name is durable
+// too. A symlink at `path` is replaced, never written through.
 Status replaceFileDurably(const std::string& path, std::string_view text);
 
 }  // namespace memq

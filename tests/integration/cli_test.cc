@@ -526,7 +526,7 @@ TEST_F(CliTest, UsageErrorsExitTwo) {
 TEST_F(CliTest, OutputThatCannotBeWrittenExitsOneAndSaysSo) {
   const std::string id = saveId("'Use pnpm, not npm'");
   for (const std::string& args : std::vector<std::string>{"list", "--json list", "--json get " + id, "get " + id,
-                                                          "--json status", "stats"}) {
+                                                          "--json status", "stats", "export"}) {
     CommandResult r = run(args + " >/dev/full");
     EXPECT_EQ(r.exitCode, 1) << "memq " << args << " >/dev/full\nstderr: " << r.err;
     EXPECT_NE(r.err.find("cannot write the output"), std::string::npos) << "memq " << args << ": " << r.err;
@@ -547,6 +547,11 @@ TEST_F(CliTest, AnArgumentThatIsNotUtf8IsRefusedAndNothingIsSaved) {
     EXPECT_NE(r.err.find("caf\\xe9.c"), std::string::npos) << "the argument is not shown as an escape: " << r.err;
   }
   EXPECT_EQ(ok("list")["total"], 0);
+
+  // A path memq only opens itself may be any bytes, as file names are: a file to import named in Latin-1.
+  ASSERT_EQ(run("export >" + latin1).exitCode, 0);
+  CommandResult imported = run("import " + latin1);
+  EXPECT_EQ(imported.exitCode, 0) << imported.err;
 }
 
 // A daemon error quoting a path that is not UTF-8 (from MEMQ_SOCKET, which no argument check sees) is still printed

@@ -1,12 +1,13 @@
 // replaceFileDurably: the new content replaces the old whole, the file is the owner's alone whatever the umask, no
-// temporary file stays behind, and a file it cannot write is a StorageError naming the path, with the old file left
-// as it was.
+// temporary file stays behind, no symlink is written through, and a path it cannot replace is a StorageError naming
+// it, with what was there left as it was.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 
@@ -45,19 +46,36 @@ TEST_F(DurableFileTest, ReplacesTheWholeFileWithOwnerOnlyModeAndLeavesNoTemporar
   struct stat s {};
   ASSERT_EQ(::stat(path.c_str(), &s), 0);
   EXPECT_EQ(s.st_mode & 0777, 0600u);
-  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_), std::filesystem::directory_iterator()), 1)
+      << "a temporary stayed beside the file";
+}
+
+// A symlink left where a temporary of a fixed name would go (a `.memq` of a downloaded tree) is not written through,
+// nor one at the path itself: the file it points to keeps its content.
+TEST_F(DurableFileTest, NoSymlinkBesideOrAtThePathIsWrittenThrough) {
+  const std::string victim = dir_ + "/victim";
+  std::ofstream(victim) << "the user's file\n";
+  const std::string path = dir_ + "/settings";
+  std::filesystem::create_symlink(victim, path + ".tmp");
+  std::filesystem::create_symlink(victim, path);
+  const Status st = replaceFileDurably(path, "written\n");
+  ASSERT_TRUE(st.isOk()) << st.toString();
+  EXPECT_EQ(contentOf(victim), "the user's file\n");
+  EXPECT_FALSE(std::filesystem::is_symlink(path)) << "the link at the path was written through, not replaced";
+  EXPECT_EQ(contentOf(path), "written\n");
 }
 
 TEST_F(DurableFileTest, AFileItCannotWriteIsAStorageErrorNamingItAndTheOldFileStays) {
-  // The temporary's name is taken by a directory, so the write fails even for root.
+  // The path is a directory: the rename over it fails, even for root.
   const std::string path = dir_ + "/settings";
-  std::ofstream(path) << "kept\n";
-  std::filesystem::create_directory(path + ".tmp");
+  std::filesystem::create_directories(path + "/inside");
   const Status st = replaceFileDurably(path, "lost\n");
   ASSERT_FALSE(st.isOk());
   EXPECT_EQ(st.code(), ErrorCode::kStorageError);
-  EXPECT_NE(st.message().find(path + ".tmp"), std::string::npos) << st.message();
-  EXPECT_EQ(contentOf(path), "kept\n");
+  EXPECT_NE(st.message().find(path), std::string::npos) << st.message();
+  EXPECT_TRUE(std::filesystem::is_directory(path + "/inside"));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_), std::filesystem::directory_iterator()), 1)
+      << "the temporary stayed behind";
 }
 
 }  // namespace
