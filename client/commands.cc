@@ -73,6 +73,7 @@ int callAndPrint(Context& ctx, const std::string& method, json params,
     {
       Pager pager(paging == Paging::kYes && ctx.pager);
       human(*r);
+      if (!pager.finish()) return kExitRpcError;  // the output went nowhere: said on stderr
     }
     // Once the pager has exited: below what it showed on the terminal, not drawn over by it.
     printWarnings(ctx, *r);

@@ -595,6 +595,26 @@ TEST_F(CliTest, WarningsWrittenToAFileHaveNoColourWhileStdoutIsATerminal) {
   EXPECT_NE(r.out.find("created "), std::string::npos) << "stdout did not reach the terminal: " << r.out;
 }
 
+// On a terminal (under script(1)): a pager that cannot be run loses the output, so memq says so and exits 1; and
+// with no pager asked for and the default, less, not installed (a minimal system), the output goes straight to the
+// terminal instead of nowhere.
+TEST_F(CliTest, APagerThatCannotRunIsReportedAndAMissingLessMeansNoPager) {
+  saveId("'Use pnpm, not npm'");
+  const std::string env = "cd " + shellQuote(project_) + " && MEMQ_SOCKET=" + shellQuote(daemon_->socket()) + " ";
+  const std::string list = shellQuote(binDir() + "/memq") + " list";
+  CommandResult missing = runCommand(env + "MEMQ_PAGER=memq-no-such-pager /usr/bin/script -qec " + shellQuote(list) +
+                                     " /dev/null");
+  EXPECT_EQ(missing.exitCode, 1) << missing.out << missing.err;
+  EXPECT_NE(missing.out.find("the pager 'memq-no-such-pager' could not be run"), std::string::npos) << missing.out;
+
+  const fs::path emptyPath = dir_ / "no-less-here";
+  fs::create_directories(emptyPath);
+  CommandResult noLess = runCommand(env + "env -u PAGER -u MEMQ_PAGER PATH=" + shellQuote(emptyPath.string()) +
+                                    " /usr/bin/script -qec " + shellQuote(list) + " /dev/null");
+  EXPECT_EQ(noLess.exitCode, 0) << noLess.out << noLess.err;
+  EXPECT_NE(noLess.out.find("Use pnpm, not npm"), std::string::npos) << "the list went nowhere: " << noLess.out;
+}
+
 // A memqd that acknowledges daemon/shutdown and goes on answering (still finishing a long commit, say): `daemon stop`
 // must not say it stopped, or `daemon restart` would start a second daemon beside it.
 TEST(DaemonStop, ADaemonStillAnsweringAfterTheWaitIsReportedAndExitsNonZero) {
