@@ -17,8 +17,8 @@
 #include "client/commands.h"
 #include "client/render.h"
 #include "client/usage.h"
+#include "daemon/util/utf8.h"
 #include "protocol/error_code.h"
-#include "protocol/utf8_sequence.h"
 
 namespace {
 
@@ -112,22 +112,6 @@ bool takeCommonOption(const std::string& a, const std::vector<std::string>& args
   return true;
 }
 
-// Whether `text` is UTF-8 throughout. JSON carries nothing else, and a byte that is not would be sent as U+FFFD: a
-// file named in Latin-1 saved under another name, with success reported.
-bool isUtf8(const std::string& text) {
-  for (size_t i = 0; i < text.size();) {
-    if (static_cast<unsigned char>(text[i]) < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t bad = 0;
-    const size_t n = memq::wellFormedUtf8Length(text, i, bad);
-    if (n == 0) return false;
-    i += n;
-  }
-  return true;
-}
-
 // Whether the command line runs `memq hook`: its first word that is neither a global option nor an option's value.
 // A hook's usage errors must not block the agent (runHook), the global options' included.
 bool runsHook(const std::vector<std::string>& args) {
@@ -185,7 +169,7 @@ int main(int argc, char** argv) {
     if (const ValueOption* option = valueOption(a)) {
       std::string v;
       if (!value(v)) return usageError(a + " needs " + option->value);
-      if (a != "--socket" && !isUtf8(v)) return notUtf8(i);
+      if (a != "--socket" && !memq::isValidUtf8(v)) return notUtf8(i);
       // Given twice, one would be dropped without a word: refused, as a command's own options are.
       if (std::find(globalsGiven.begin(), globalsGiven.end(), a) != globalsGiven.end()) {
         return usageError(a + " given twice");
@@ -251,14 +235,14 @@ int main(int argc, char** argv) {
     }
     const bool sentAsJson = command != "import" && command != "bench" && command != "hook";
     if (afterDashes || command == "hook") {
-      if (sentAsJson && !isUtf8(w)) return notUtf8(j);
+      if (sentAsJson && !memq::isValidUtf8(w)) return notUtf8(j);
       words.push_back(w);
       continue;
     }
     std::string error;
     if (takeCommonOption(w, args, j, ctx, colorMode, error)) continue;
     if (!error.empty()) return usageError(error);
-    if (sentAsJson && !isUtf8(w)) return notUtf8(j);
+    if (sentAsJson && !memq::isValidUtf8(w)) return notUtf8(j);
     words.push_back(w);
   }
   ctx.options.project = absolutePath(projectGiven ? ctx.options.project : ".");

@@ -92,7 +92,11 @@ bool CopySources::refreshTree(const std::string& headTree) {
   std::unordered_map<std::string, std::unique_ptr<Signature>> kept;
   for (TreeFile& f : walk.files) {
     inTree_[f.path] = true;
-    if (auto it = signatures_.find(oidHex(f.blob)); it != signatures_.end()) kept.insert(signatures_.extract(it));
+    if (signatures_.empty()) {
+      // Nothing to keep (the first tree): no blob id spelled out per file.
+    } else if (auto it = signatures_.find(oidHex(f.blob)); it != signatures_.end()) {
+      kept.insert(signatures_.extract(it));
+    }
     byExtension_[extensionOf(f.path)].push_back(std::move(f));
   }
   signatures_ = std::move(kept);
