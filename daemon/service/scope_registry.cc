@@ -248,9 +248,11 @@ Result<std::shared_ptr<Scope>> ScopeRegistry::project(const std::string& dir) {
   }
 }
 
-bool ScopeRegistry::isLocated(const std::string& dir) {
+std::optional<ProjectLocation> ScopeRegistry::locatedAlready(const std::string& dir) {
   MutexLock lock(mutex_);
-  return locations_.count(dir) != 0;
+  auto it = locations_.find(dir);
+  if (it == locations_.end()) return std::nullopt;
+  return it->second;
 }
 
 bool ScopeRegistry::globalIsOpen() {

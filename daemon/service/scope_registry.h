@@ -110,10 +110,11 @@ class ScopeRegistry {
   Result<std::shared_ptr<Scope>> project(const std::string& dir) EXCLUDES(mutex_);
   Result<ProjectLocation> locate(const std::string& dir) EXCLUDES(mutex_);
 
-  // Whether a request could use these without locating a project or opening a database: `dir`'s location is known
-  // (locate found it before); the global scope is open; the project of `dir` is located and its root's scope open.
-  // Never blocks on anything but the registry's lock, which no open holds: for the server's choice of thread.
-  bool isLocated(const std::string& dir) EXCLUDES(mutex_);
+  // Whether a request could use these without locating a project or opening a database: `dir`'s location as
+  // locate found it before (nullopt when it has not: this never locates); the global scope is open; the project of
+  // `dir` is located and its root's scope open. Never blocks on anything but the registry's lock, which no open
+  // holds: for the server's choice of thread.
+  std::optional<ProjectLocation> locatedAlready(const std::string& dir) EXCLUDES(mutex_);
   bool globalIsOpen() EXCLUDES(mutex_);
   bool projectIsOpen(const std::string& dir) EXCLUDES(mutex_);
 

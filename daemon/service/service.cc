@@ -339,12 +339,14 @@ bool Service::scopesOpenFor(ClientState& client, const CommonParams& params, Sco
       MutexLock lock(client.mutex);
       root = client.projectRoot;
     }
-    return root.empty() || registry_.isLocated(root);
+    return root.empty() || registry_.locatedAlready(root).has_value();
   }
   auto ctx = context(client, params);
   if (!ctx) return false;
   // Every method below normalises its files against the project's root, located even when no project scope is read.
-  if (!ctx->projectRoot.empty() && !registry_.isLocated(ctx->projectRoot)) return false;
+  // Taken once from the registry's cache, never located here: locating walks the file system.
+  std::optional<ProjectLocation> located;
+  if (!ctx->projectRoot.empty() && !(located = registry_.locatedAlready(ctx->projectRoot))) return false;
   if (ctx->scopeOverride == ScopeKind::kTeam) return false;
   // What readScopes and writeScope resolve, asked of the registry instead of opened; a request they refuse (no
   // project, a scope not readable here) opens nothing and is answered at once.
@@ -368,10 +370,7 @@ bool Service::scopesOpenFor(ClientState& client, const CommonParams& params, Sco
   if (project && !ctx->projectRoot.empty() && !registry_.projectIsOpen(ctx->projectRoot)) return false;
   if (global && !registry_.globalIsOpen()) return false;
   // An `all` read of a project also reads its team scope (readScopes), whose replica is opened on first use.
-  if (use == ScopeUse::kRead && project && global) {
-    auto loc = registry_.locate(ctx->projectRoot);  // located already (checked above): the registry's cache
-    if (!loc || !teams_->isOpenFor(*loc)) return false;
-  }
+  if (use == ScopeUse::kRead && project && global && (!located || !teams_->isOpenFor(*located))) return false;
   return true;
 }
 

@@ -98,7 +98,7 @@ class Service {
   // open and its project located already, so that running it opens no database and locates no project (both can
   // take seconds). Cheap: it takes the connection's and the registry's locks for a moment, and never blocks on an
   // open in progress. False when unsure: a request the context refuses, one naming the team scope (`scope` team).
-  // The team scope an `all` read of a project adds is not checked: TeamScopes opens it apart from the registry.
+  // The team scope an `all` read of a project adds must have its replica open too (TeamScopes::isOpenFor).
   // The server answers a request on its I/O thread only when this holds.
   bool scopesOpenFor(ClientState& client, const CommonParams& params, ScopeUse use);
   // True when a save since the last commitPendingSaves() left saves in an open batch.

@@ -205,17 +205,16 @@ struct PendingImport {
   ScopeKind scope = ScopeKind::kProject;  // the scope it writes, and that scope's database file: later requests
                                          // must name the same
   std::string dbPath;
-  ImportStaging staging;
-  // What its lines hold in memory as read (ImportStaging::bytes, as charged line by line), counted in `stagedTotal`
+  // Its lines as read; what they hold in memory (staging.bytes, charged line by line) is counted in `stagedTotal`
   // as well until this import is written or dropped.
-  size_t bytes = 0;
+  ImportStaging staging;
   std::shared_ptr<std::atomic<size_t>> stagedTotal;
 
   PendingImport() = default;
   PendingImport(const PendingImport&) = delete;
   PendingImport& operator=(const PendingImport&) = delete;
   ~PendingImport() {
-    if (stagedTotal) stagedTotal->fetch_sub(bytes);
+    if (stagedTotal) stagedTotal->fetch_sub(staging.bytes);
   }
 };
 
@@ -253,10 +252,10 @@ Result<ImportCounts> Service::importJsonl(const CallContext& ctx, const ImportRe
   // InvalidParams, whatever the others hold: a retry could never fit it. With the default bounds the two are equal,
   // so this comes first; a smaller --max-staged-import-bytes bounds one import as well.
   const size_t importBound = std::min(kMaxImportBytes, options_.maxStagedImportBytes);
+  // stageImportLines has added `held` to staging.bytes before it calls this.
   auto charge = [&](size_t held) -> Status {
-    pending->bytes += held;
     const size_t stagedEverywhere = stagedImportBytes_->fetch_add(held) + held;
-    if (pending->bytes > importBound) {
+    if (pending->staging.bytes > importBound) {
       return Status::invalidField(
           "jsonl", "an import may hold at most " + sizeText(importBound) +
                        " in memory before its last request (its lines as read, a memory taking far more than its "
