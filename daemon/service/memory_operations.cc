@@ -125,7 +125,7 @@ Result<GetResult> Service::get(const CallContext& ctx, const MemoryRef& request)
   // elsewhere, as in resolve. What no scope holds exactly goes through resolve: a prefix, or NotFound naming `id`.
   Result<Memory> m = [&]() -> Result<Memory> {
     if (!id.empty()) {
-      std::vector<std::string> leftOut;  // an exact id is unique: found elsewhere, it is not the global scope's
+      LeftOutScope leftOut;  // an exact id is unique: found elsewhere, it is not the global scope's
       auto scopes = idScopes(ctx, &leftOut);
       if (!scopes) return scopes.status();
       for (auto& scope : *scopes) {
@@ -207,8 +207,10 @@ Result<UpdateOutcome> Service::update(const CallContext& ctx, const UpdateReques
 
 Result<ListResult> Service::list(const CallContext& ctx, const ListFilter& filter) {
   ListResult out;
-  auto scopes = readScopes(ctx, &out.warnings);
+  LeftOutScope leftOut;
+  auto scopes = readScopes(ctx, &leftOut);
   if (!scopes) return scopes.status();
+  if (leftOut.global) out.warnings.push_back(leftOut.warning());
   ListFilter f = filter;
   // One scope pages itself; across scopes, enough is fetched from each to merge them, then cut.
   const bool merged = scopes->size() > 1;
@@ -288,8 +290,10 @@ Result<RecallHits> Service::recall(const CallContext& ctx, const RecallParams& p
     MEMQ_RETURN_IF_ERROR(checkQueryFiles(ctx, request.files, request.lines));
     return out;
   }
-  auto scopes = readScopes(ctx, &out.warnings);
+  LeftOutScope leftOut;
+  auto scopes = readScopes(ctx, &leftOut);
   if (!scopes) return scopes.status();
+  if (leftOut.global) out.warnings.push_back(leftOut.warning());
   if (request.query.empty() && request.files.empty()) return out;
   std::shared_ptr<Scope> project;
   for (auto& s : *scopes) {

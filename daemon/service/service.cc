@@ -374,8 +374,7 @@ bool Service::scopesOpenFor(ClientState& client, const CommonParams& params, Sco
   return true;
 }
 
-Result<std::vector<std::shared_ptr<Scope>>> Service::readScopes(const CallContext& ctx,
-                                                                std::vector<std::string>* leftOut) {
+Result<std::vector<std::shared_ptr<Scope>>> Service::readScopes(const CallContext& ctx, LeftOutScope* leftOut) {
   std::vector<std::shared_ptr<Scope>> out;
   ReadScope r = ctx.readScope;
   if (ctx.scopeOverride == ScopeKind::kTeam) {
@@ -408,7 +407,7 @@ Result<std::vector<std::shared_ptr<Scope>>> Service::readScopes(const CallContex
     if (g) {
       out.push_back(*g);
     } else if (leftOut && r == ReadScope::kAll && !out.empty()) {
-      leftOut->push_back("the global scope was left out of this answer: " + g.status().message());
+      leftOut->global = g.status();
     } else {
       return g.status();
     }
@@ -437,8 +436,7 @@ Result<std::shared_ptr<Scope>> Service::writeScope(const CallContext& ctx) {
   return projectScope(ctx);
 }
 
-Result<std::vector<std::shared_ptr<Scope>>> Service::idScopes(const CallContext& ctx,
-                                                              std::vector<std::string>* leftOut) {
+Result<std::vector<std::shared_ptr<Scope>>> Service::idScopes(const CallContext& ctx, LeftOutScope* leftOut) {
   // An id is looked up where the request may read, and nowhere else: a connection narrowed to its project neither
   // reads nor changes a global or team memory by id, nor learns of one from an ambiguous prefix's candidates.
   if (ctx.readScope == ReadScope::kNone) {
@@ -453,14 +451,10 @@ Result<Service::Resolved> Service::resolve(const CallContext& ctx, const std::st
   if (idOrPrefix.empty()) return Status::invalidField(field, field + " must not be empty");
   // A global scope that cannot be opened is left out, and an exact id found elsewhere is still that memory (ids are
   // unique); but a prefix, or an id found nowhere, could be the global scope's: then its error is the answer.
-  std::vector<std::string> leftOut;
+  LeftOutScope leftOut;
   auto scopes = idScopes(ctx, &leftOut);
   if (!scopes) return scopes.status();
-  auto unlessLeftOut = [&](Status answer) -> Status {
-    if (leftOut.empty()) return answer;
-    auto global = registry_.global();
-    return global ? answer : global.status();
-  };
+  auto unlessLeftOut = [&](Status answer) -> Status { return leftOut.global ? *leftOut.global : answer; };
   std::vector<Resolved> found;
   nlohmann::json candidates = nlohmann::json::array();
   for (auto& scope : *scopes) {
@@ -555,7 +549,7 @@ Result<HintResult> Service::hintsForTool(const CallContext& ctx, const HintsRequ
     MEMQ_RETURN_IF_ERROR(checkQueryFiles(ctx, request.files, request.lines));
     return HintResult{};
   }
-  std::vector<std::string> leftOut;  // a hint line has no room for it: the recall and list of the tab say it
+  LeftOutScope leftOut;  // a hint line has no room for it: the recall and list of the tab say it
   auto scopes = readScopes(ctx, &leftOut);
   if (!scopes) return scopes.status();
   std::shared_ptr<Scope> project;

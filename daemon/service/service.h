@@ -116,16 +116,19 @@ class Service {
   // Readable scopes in order (project first). A project Scope carries the database of the repository and the
   // signals of the work tree `project_root` names.
   // With `leftOut`, an `all` read of a project leaves out a global scope that cannot be opened (a damaged
-  // global.db, one of a newer memq) and adds why to `leftOut`, instead of failing: the project's memories are still
-  // answered, with a warning. Reads that must be whole (an export, the review methods) pass none and fail.
-  Result<std::vector<std::shared_ptr<Scope>>> readScopes(const CallContext& ctx,
-                                                         std::vector<std::string>* leftOut = nullptr);
+  // global.db, one of a newer memq) and keeps its error in `leftOut`, instead of failing: the project's memories are
+  // still answered, with a warning (LeftOutScope::warning). Reads that must be whole (an export, the review
+  // methods) pass none and fail.
+  struct LeftOutScope {
+    std::optional<Status> global;  // why the global scope was left out; nullopt when it was not
+    std::string warning() const { return "the global scope was left out of this answer: " + global->message(); }
+  };
+  Result<std::vector<std::shared_ptr<Scope>>> readScopes(const CallContext& ctx, LeftOutScope* leftOut = nullptr);
   Result<std::shared_ptr<Scope>> writeScope(const CallContext& ctx);
   Result<std::shared_ptr<Scope>> projectScope(const CallContext& ctx);
   // The scopes an id may name, in lookup order: those the request may read (readScopes, `leftOut` as there);
   // ScopeUnavailable under read_scope none.
-  Result<std::vector<std::shared_ptr<Scope>>> idScopes(const CallContext& ctx,
-                                                       std::vector<std::string>* leftOut = nullptr);
+  Result<std::vector<std::shared_ptr<Scope>>> idScopes(const CallContext& ctx, LeftOutScope* leftOut = nullptr);
   // Finds the memory an id or prefix names, across the scopes the request may touch.
   Result<Resolved> resolve(const CallContext& ctx, const std::string& idOrPrefix, const std::string& field = "id");
   std::vector<FileRef> withBlobIds(Scope& scope, const std::vector<std::string>& paths);
