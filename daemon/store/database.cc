@@ -4,6 +4,7 @@
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -260,10 +261,16 @@ Status settleForeignKeys(SQLite::Database& db, const std::string& what) {
 // Status; the transaction, held here, rolls back when the backend goes out of scope without a commit.
 class SqliteMigrationBackend final : public MigrationBackend {
  public:
-  SqliteMigrationBackend(SQLite::Database& db, std::string what) : db_(db), what_(std::move(what)) {}
+  SqliteMigrationBackend(SQLite::Database& db, std::string what, std::string writerLockPath)
+      : db_(db), what_(std::move(what)), writerLockPath_(std::move(writerLockPath)) {}
+  ~SqliteMigrationBackend() override {
+    tx_.reset();  // rolled back (when not committed) before the writer's lock goes
+    if (writerLock_ >= 0) ::close(writerLock_);
+  }
 
   Result<int> recordedVersion() override { return schemaVersion(db_); }
   Status begin() override {
+    MEMQ_RETURN_IF_ERROR(takeWriterLock());
     tx_.emplace(db_, SQLite::TransactionBehavior::IMMEDIATE);
     return Status::ok();
   }
@@ -283,8 +290,30 @@ class SqliteMigrationBackend final : public MigrationBackend {
   void rollback() override { tx_.reset(); }
 
  private:
+  // Another memqd with this database open holds its save journal's lock, and its statements, its in-memory indexes
+  // and the rows it writes follow the schema it opened: upgrading under it would leave it writing rows the newer
+  // schema's invariants do not allow. No journal: no process writes the file through one.
+  Status takeWriterLock() {
+    if (writerLockPath_.empty()) return Status::ok();
+    const int fd = ::open(writerLockPath_.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return Status::ok();  // missing, or refused by the journal's own checks once the store opens it
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      writerLock_ = fd;
+      return Status::ok();
+    }
+    const int err = errno;
+    ::close(fd);
+    if (err != EWOULDBLOCK) return Status::ok();
+    return Status(ErrorCode::kConflict,
+                  "cannot upgrade " + what_ + " to this memqd's schema: another process has it open (its save journal " +
+                      writerLockPath_ + " is locked) and writes it by the schema it opened; stop that process (another "
+                      "memqd: `memq daemon stop` with its socket) and try again; the database was left as it was");
+  }
+
   SQLite::Database& db_;
   std::string what_;
+  std::string writerLockPath_;
+  int writerLock_ = -1;
   std::optional<SQLite::Transaction> tx_;
 };
 
@@ -292,10 +321,12 @@ class SqliteMigrationBackend final : public MigrationBackend {
 // rename) would otherwise cascade-delete the rows that reference it, and a row already orphaned would fail its copy
 // and with it the whole upgrade. A script cannot turn them off itself: inside a transaction the pragma does nothing,
 // so it is set here, before BEGIN, and the orphans are settled before COMMIT (settleForeignKeys).
-Status migrate(SQLite::Database& db, const std::string& path, int maxVersion) {
+Status migrate(SQLite::Database& db, const DatabaseOptions& options) {
+  const std::string& path = options.path;
+  const int maxVersion = options.maxSchemaVersion;
   db.exec("PRAGMA foreign_keys = OFF");
   db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)");
-  SqliteMigrationBackend backend(db, "database " + path);
+  SqliteMigrationBackend backend(db, "database " + path, options.writerLockPath);
   MEMQ_RETURN_IF_ERROR(runMigrations(backend, embeddedMigrations(), maxVersion, "database " + path));
   // Outside any transaction now (committed, or nothing to do), where the pragma takes effect.
   db.exec("PRAGMA foreign_keys = ON");
@@ -360,7 +391,7 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const DatabaseOptions& op
     // memories a 256 MiB map held about 240 MiB of it, a third of memqd's peak), while saves and recalls were as
     // fast without it (docs/performance.md, "Settings").
     db->exec("PRAGMA mmap_size = 0");
-    MEMQ_RETURN_IF_ERROR(migrate(*db, options.path, options.maxSchemaVersion));
+    MEMQ_RETURN_IF_ERROR(migrate(*db, options));
     if (!inMemory) {
       // SQLite opened the path after the claim: the file there must still be the one claimed.
       if (fileIdentityAt(options.path) != opened) {

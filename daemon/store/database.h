@@ -21,6 +21,10 @@ struct DatabaseOptions {
   std::string path;           // file path, or ":memory:"
   int maxSchemaVersion = -1;  // apply migrations up to this version only (tests of upgrades); -1 = all
   FileIdentity* identity = nullptr;  // when set (a file database): receives the identity of the file opened
+  // When set: a file on which a process holding an exclusive flock is the database's writer (the save journal). An
+  // upgrade holds that lock while it migrates, and is refused with Conflict, the file left as it was, while another
+  // process holds it: that process reads and writes by the schema it opened.
+  std::string writerLockPath;
 };
 
 // Opens (creating when missing) and migrates, with foreign keys off during the migrations and on afterwards. Before

@@ -78,7 +78,8 @@ Result<std::unique_ptr<MemoryStore>> MemoryStore::open(StoreOptions options) {
   const StoreOptions& o = store->options_;
   store->embedModel_ = std::string(o.embedder->model());
   FileIdentity identity;
-  auto db = openDatabase({o.path, o.maxSchemaVersion, &identity});
+  const std::string writerLock = o.path == ":memory:" ? std::string() : journalPath(o.path);
+  auto db = openDatabase({o.path, o.maxSchemaVersion, &identity, writerLock});
   if (!db) return db.status();
   if (o.path != ":memory:") store->databaseIdentity_ = identity;
   installCheckpointGuard(**db, kCheckpointGuardFrames);

@@ -657,6 +657,35 @@ TEST_F(StoreTest, OlderSchemaUpgradesKeepingMemories) {
   EXPECT_TRUE(store_->get(a.id).isOk());
 }
 
+// A memqd still running the previous schema holds the database's save journal: a newer one opening the same file
+// must not upgrade it under it (the older one would go on writing rows by its schema), and upgrades once it is gone.
+TEST_F(StoreTest, AnUpgradeWaitsForTheProcessWritingTheDatabaseByTheOlderSchema) {
+  if (latestSchemaVersion() < 2) GTEST_SKIP() << "only one migration so far";
+  store_.reset();
+  fs::remove_all(dir_ / "data");
+  StoreOptions older = optionsAt(dir_ / "data");
+  older.maxSchemaVersion = latestSchemaVersion() - 1;
+  older.saveBatch = 8;  // the journal is kept, and locked, while the store is open
+  auto running = MemoryStore::open(older);
+  ASSERT_TRUE(running.isOk()) << running.status().toString();
+  SaveInput in;
+  in.summary = "Saved by the memqd of the previous schema";
+  auto kept = saveInput(**running, in);
+  ASSERT_TRUE(kept.isOk()) << kept.status().toString();
+
+  auto newer = MemoryStore::open(optionsAt(dir_ / "data"));
+  ASSERT_FALSE(newer.isOk());
+  EXPECT_EQ(newer.status().code(), ErrorCode::kConflict) << newer.status().toString();
+  EXPECT_NE(newer.status().message().find("memory.db-saves"), std::string::npos) << newer.status().message();
+  EXPECT_EQ(schemaVersion(MemoryStoreTestAccess::database(**running)), latestSchemaVersion() - 1);
+  EXPECT_TRUE((*running)->get(kept->id).isOk());
+
+  running->reset();  // the older memqd stops
+  open();
+  EXPECT_EQ(schemaVersion(MemoryStoreTestAccess::database(*store_)), latestSchemaVersion());
+  EXPECT_TRUE(store_->get(kept->id).isOk());
+}
+
 TEST_F(StoreTest, UpgradeToLeanWritesKeepsVectorsAndEdges) {
   // 0003 rebuilds memory_embeddings and drops the edges' dst index; rows written before must come through intact.
   if (latestSchemaVersion() < 3) GTEST_SKIP() << "no migration 0003";
