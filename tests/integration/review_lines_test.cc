@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,10 +27,18 @@ std::string numberedLines(int n, const std::string& tag) {
   return out;
 }
 
-// Runs the memq binary with `args` in `cwd` on a pseudo-terminal (memq review refuses without one), typing `input`,
-// and returns what it wrote there (CRs dropped). Killed after 20 s, so a prompt left waiting fails the test.
+// What a user does at the terminal: once `waitFor` has been printed (at once when empty), `before` runs (when set)
+// and `type` is typed.
+struct TerminalStep {
+  std::string waitFor;
+  std::function<void()> before;
+  std::string type;
+};
+
+// Runs the memq binary with `args` in `cwd` on a pseudo-terminal (memq review refuses without one), taking `steps`
+// in order, and returns what it wrote there (CRs dropped). Killed after 20 s, so a prompt left waiting fails the test.
 CommandResult memqOnTerminal(const Memqd& daemon, const std::vector<std::string>& args, const std::string& cwd,
-                             const std::string& input) {
+                             std::vector<TerminalStep> steps) {
   const std::string bin = binDir() + "/memq";
   int master = -1;
   const pid_t pid = ::forkpty(&master, nullptr, nullptr, nullptr);
@@ -45,7 +54,22 @@ CommandResult memqOnTerminal(const Memqd& daemon, const std::vector<std::string>
   }
   CommandResult r;
   if (pid < 0) return r;
-  if (::write(master, input.data(), input.size()) != static_cast<ssize_t>(input.size())) r.err = "short write";
+  size_t nextStep = 0;
+  size_t searchedFrom = 0;  // each step waits for text printed after the previous step's
+  auto takeReadySteps = [&] {
+    while (nextStep < steps.size()) {
+      const TerminalStep& step = steps[nextStep];
+      const size_t at = step.waitFor.empty() ? searchedFrom : r.out.find(step.waitFor, searchedFrom);
+      if (at == std::string::npos) return;
+      searchedFrom = at + step.waitFor.size();
+      if (step.before) step.before();
+      if (::write(master, step.type.data(), step.type.size()) != static_cast<ssize_t>(step.type.size())) {
+        r.err += "short write";
+      }
+      ++nextStep;
+    }
+  };
+  takeReadySteps();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   char buf[4096];
   for (;;) {
@@ -62,12 +86,18 @@ CommandResult memqOnTerminal(const Memqd& daemon, const std::vector<std::string>
     for (ssize_t i = 0; i < n; ++i) {
       if (buf[i] != '\r') r.out += buf[i];
     }
+    takeReadySteps();
   }
   ::close(master);
   int status = 0;
   ::waitpid(pid, &status, 0);
   r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+CommandResult memqOnTerminal(const Memqd& daemon, const std::vector<std::string>& args, const std::string& cwd,
+                             const std::string& input) {
+  return memqOnTerminal(daemon, args, cwd, std::vector<TerminalStep>{{"", nullptr, input}});
 }
 
 class ReviewLinesIntegrationTest : public MemqdTest {
@@ -134,6 +164,24 @@ TEST_F(ReviewLinesIntegrationTest, ReviewStaleShowsTheAnchoredLinesThenAndNow) {
       EXPECT_EQ(a["now"]["text"], json({"rewritten 151"}));
     }
   }
+}
+
+// memqd going away in the middle of a review ends it with exit 3 and the error, instead of asking about every item
+// left with each answer failing the same way; nothing is applied.
+TEST_F(ReviewLinesIntegrationTest, AReviewWhoseDaemonGoesAwayEndsWithExit3) {
+  ASSERT_FALSE(saveWithCli("'the reader rewinds here' --file src/a.c:4-6").empty());
+  ASSERT_FALSE(saveWithCli("'the header is parsed last' --file src/a.c:9-10").empty());
+  writeTextFile(fs::path(project_) / "src/a.c", numberedLines(3, "a") + "changed 4\nchanged 5\nchanged 6\n" +
+                                                    "a 7\na 8\nchanged 9\nchanged 10\n");
+  const std::string prompt = "keep, hide, pin, reject";
+  CommandResult review = memqOnTerminal(*daemon_, {"--color", "never", "review", "stale"}, project_,
+                                        {{"(1/2)", nullptr, ""},
+                                         {prompt, [&] { daemon_->kill9(); }, "h\n"},
+                                         {prompt, nullptr, "k\n"}});
+  EXPECT_EQ(review.exitCode, 3) << review.out << review.err;
+  EXPECT_EQ(review.out.find("(2/2)"), std::string::npos) << "the review went on\n" << review.out;
+  EXPECT_NE(review.out.find("memqd"), std::string::npos) << review.out;
+  EXPECT_EQ(review.out.find("done"), std::string::npos) << review.out;
 }
 
 }  // namespace
