@@ -144,11 +144,9 @@ ScoreBreakdown defaultScore(const Signals& s, const RankContext& c, bool withTer
     b.score = 0;
     return b;
   }
-  double blast = 0;
-  if (s.blastRadius > 0) {
-    double scale = c.blastP95 > 0 ? std::log1p(c.blastP95) : std::log1p(20.0);
-    blast = std::min(1.0, std::log1p(s.blastRadius) / scale);
-  }
+  // A file with 20 or more dependents gets the whole tie-break: past that a hub is a hub, and a log scale keeps a
+  // thousand dependents from mattering more than twenty.
+  const double blast = s.blastRadius > 0 ? std::min(1.0, std::log1p(s.blastRadius) / std::log1p(20.0)) : 0.0;
   double tie = term("pinned", s.pinned ? 0.03 : 0) +
                term("use_count", 0.02 * std::min(1.0, std::log1p(static_cast<double>(s.useCount)) / std::log(50.0))) +
                term("recency", -0.02 * (1 - std::exp(-s.ageDays / 30))) + term("blast_radius", 0.02 * blast);

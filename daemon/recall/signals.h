@@ -63,7 +63,6 @@ struct RankContext {
   double bestSubjectBm25 = 0;
   double maxCochange = 0;      // strongest co-change strength among candidates
   size_t queriedFiles = 0;
-  double blastP95 = 0;         // a repository's typical hub size, for damping (0 = unknown)
   uint32_t bestLinesOriginated = 0;  // the most query lines any candidate originated
   uint32_t bestLinesOwned = 0;   // the most query lines any candidate owns
   uint32_t bestLinesPrior = 0;   // the most query lines any candidate held before their owner
