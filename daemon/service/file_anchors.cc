@@ -16,6 +16,7 @@
 #include "daemon/anchors/line_ranges.h"
 #include "daemon/git/libgit2.h"
 #include "daemon/model/file_path.h"
+#include "daemon/secrets/secret_scanner.h"
 #include "daemon/util/file_stamp.h"
 #include "daemon/util/read_file.h"
 #include "daemon/util/thread_annotations.h"
@@ -221,8 +222,14 @@ bool isStoredBlobId(const std::string& text) {
          });
 }
 
+std::optional<std::string> credentialInKeptVersion(const std::string& content) {
+  std::vector<SecretFinding> found = findSecrets(content);
+  if (found.empty()) return std::nullopt;
+  return std::move(found.front().kind);
+}
+
 Status anchorFileRefs(const std::vector<FileEntry>& entries, const std::string& field, const AnchorSource& source,
-                      std::vector<FileRef>& refs) {
+                      std::vector<FileRef>& refs, std::vector<std::string>* warnings) {
   for (size_t i = 0; i < entries.size(); ++i) {
     const FileEntry& entry = entries[i];
     if (!entry.lines) continue;
@@ -254,7 +261,15 @@ Status anchorFileRefs(const std::vector<FileEntry>& entries, const std::string& 
       continue;
     }
     FileAnchor anchor{std::move(lines), version->blob, nullptr};
-    if (!version->inRepository) anchor.keptContent = version->content;
+    if (!version->inRepository) {
+      if (std::optional<std::string> kind = credentialInKeptVersion(*version->content); !kind) {
+        anchor.keptContent = version->content;
+      } else if (warnings != nullptr) {
+        warnings->push_back(entryField + ": " + *path + " is not in the repository and holds a credential (" +
+                            *kind + "), so memq keeps no copy of it: its lines are anchored, and are no longer " +
+                            "carried once the file changes");
+      }
+    }
     ref->anchor = std::move(anchor);
   }
   return Status::ok();

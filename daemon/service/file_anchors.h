@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,13 +51,20 @@ Result<std::shared_ptr<const WorkTreeFile>> readWorkTreeVersion(const std::strin
 // Whether `text` is a blob id as memq stores them: 40 lowercase hexadecimal digits.
 bool isStoredBlobId(const std::string& text);
 
+// The kind of the first credential in `content`, a file version memq would keep itself because the repository does
+// not hold it (often a file git ignores, such as .env), or nullopt. Such a version is not kept: a kept version is
+// stored, exported and synced byte for byte (its bytes must stay its blob's, so they cannot be redacted), so its
+// anchor keeps its lines and blob id without the content, and its lines are no longer carried once the file changes.
+std::optional<std::string> credentialInKeptVersion(const std::string& content);
+
 // Sets the anchor of each ref of `refs` (a request's files, normalised and de-duplicated, with their blob ids) that
 // an entry of `entries` (the request's files as sent, named `field`) gives lines for. Errors name the entry:
 // `files[2].lines[0]` (a bad range, validateRangesInContent), `files[2].lines` (a binary file, more than 64 ranges),
 // `files[2].blob` (not a blob id, or not in the repository), `files[2]` (no such file in the work tree, too large,
 // or anchors in the global scope); all InvalidParams. Two entries of one path merge their lines when they name the
-// same version, and are refused when they do not.
+// same version, and are refused when they do not. A version not kept for a credential in it
+// (credentialInKeptVersion) adds a warning naming the entry to `warnings`, when given.
 Status anchorFileRefs(const std::vector<FileEntry>& entries, const std::string& field, const AnchorSource& source,
-                      std::vector<FileRef>& refs);
+                      std::vector<FileRef>& refs, std::vector<std::string>* warnings = nullptr);
 
 }  // namespace memq

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
+
+#include <spdlog/spdlog.h>
 
 #include "daemon/anchors/line_ranges.h"
 #include "daemon/model/memory_input.h"
@@ -602,6 +605,36 @@ Status stageImportLines(std::string_view jsonl, const ImportLineOptions& options
   return Status::ok();
 }
 
+namespace {
+
+// An imported version memq would keep is not kept when it holds a credential, as a save would not keep it
+// (credentialInKeptVersion): an export written before that rule, or by hand, may carry one. Each version is scanned
+// once, however many anchors share it.
+void dropKeptVersionsHoldingCredentials(ImportBatch& batch) {
+  std::unordered_map<const std::string*, bool> holdsCredential;
+  size_t dropped = 0;
+  for (ImportedMemory& item : batch.memories) {
+    for (FileRef& file : item.memory.files) {
+      if (!file.anchor || !file.anchor->keptContent) continue;
+      const std::string* content = file.anchor->keptContent.get();
+      auto known = holdsCredential.find(content);
+      if (known == holdsCredential.end()) {
+        known = holdsCredential.emplace(content, credentialInKeptVersion(*content).has_value()).first;
+      }
+      if (!known->second) continue;
+      file.anchor->keptContent = nullptr;
+      ++dropped;
+    }
+  }
+  if (dropped > 0) {
+    spdlog::warn("import: {} anchor(s) name a file version holding a credential; memq keeps no copy of such a "
+                 "version (their lines and blob ids are kept)",
+                 dropped);
+  }
+}
+
+}  // namespace
+
 Status finishImportLines(ImportStaging& staging) {
   // A version left partial that no memory of the import needs is let go: an export whose page ended inside a
   // version, with that memory changed before the next page (hidden, purged, re-based), writes part of a version that
@@ -636,6 +669,7 @@ Status finishImportLines(ImportStaging& staging) {
     }
     file.anchor->keptContent = version->second;
   }
+  dropKeptVersionsHoldingCredentials(staging.batch);
   return Status::ok();
 }
 

@@ -143,6 +143,7 @@ Status stageImportLines(std::string_view jsonl, const ImportLineOptions& options
 // Once the import's last line came, before it is written: gives each `"kept": true` anchor its version, checking
 // its lines against it. A line error for an anchor whose version no line carried (`files[i].kept`), whose lines the
 // version does not have (`files[i].lines…`), or a version whose parts stopped short (`part`, on its last part's line).
+// A version holding a credential is then let go, as a save keeps no copy of one (credentialInKeptVersion).
 Status finishImportLines(ImportStaging& staging);
 
 // Where the next page of an export starts: in scope `scope`, its memories after (createdAt, id) in export order,

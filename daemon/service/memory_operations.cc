@@ -67,7 +67,8 @@ Result<SaveResult> Service::save(const CallContext& ctx, const SaveInput& rawInp
   auto normalized = normalizeSave(input, inProject ? (*scope)->location.root : "");
   if (!normalized) return normalized.status();
   auto files = withBlobIds(**scope, normalized->files);
-  MEMQ_RETURN_IF_ERROR(anchorFileRefs(input.files, "files", anchorSource(**scope), files));
+  std::vector<std::string> anchorWarnings;
+  MEMQ_RETURN_IF_ERROR(anchorFileRefs(input.files, "files", anchorSource(**scope), files, &anchorWarnings));
   WorkingSetAnchors tabAnchors;
   if (input.anchorToWorkingSet && ctx.client != nullptr) {
     tabAnchors = anchorToWorkingSet(hintsOf(*ctx.client)->workingSet, anchorSource(**scope), normalized->files, files);
@@ -91,6 +92,7 @@ Result<SaveResult> Service::save(const CallContext& ctx, const SaveInput& rawInp
   result.status = *status;
   result.similar = std::move(outcome->similar);
   result.warnings = std::move(outcome->warnings);
+  for (auto& w : anchorWarnings) result.warnings.push_back(std::move(w));
   for (auto& w : tabAnchors.warnings) result.warnings.push_back(std::move(w));
   // What was written: all of it for a new memory; for a dedup, the refs it added (a path the memory had keeps its
   // ref as it was); nothing for a save that wrote nothing (the text exists hidden or superseded, or was rejected).
@@ -186,15 +188,15 @@ Result<UpdateOutcome> Service::update(const CallContext& ctx, const UpdateReques
   MEMQ_RETURN_IF_ERROR(scrub.scrub(in.details, "details"));
   if (in.topics) MEMQ_RETURN_IF_ERROR(scrub.scrubEach(*in.topics, "topics"));
   in.pinned = request.pinned;
+  std::vector<std::string> warnings;
   if (request.files) {
     auto paths = normalizePaths(ctx, r->scope.get(), filePaths(*request.files), "files");
     if (!paths) return paths.status();
     in.files = withBlobIds(*r->scope, *paths);
-    MEMQ_RETURN_IF_ERROR(anchorFileRefs(*request.files, "files", anchorSource(*r->scope), *in.files));
+    MEMQ_RETURN_IF_ERROR(anchorFileRefs(*request.files, "files", anchorSource(*r->scope), *in.files, &warnings));
   }
   Result<Memory> out = Status::internal("unreached");
   std::optional<Memory> before;
-  std::vector<std::string> warnings;
   {
     CommittedLock lock(*r->scope->db);
     if (auto m = r->scope->db->store().get(r->id)) before = std::move(*m);

@@ -3,6 +3,10 @@
 // modes the secret reaches neither the daemon's log, nor the audit journal, nor any byte of the data directory.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
+#include "daemon/service/file_anchors.h"
+#include "daemon/util/base64.h"
 #include "memqd_fixture.h"
 #include "protocol/error_code.h"
 
@@ -128,6 +132,68 @@ TEST_F(SecretsTest, ASaveIsRedactedBeforeItIsStoredAndTheResultListsTheRedaction
   ASSERT_TRUE(daemon_->start());
   RpcClient after = daemon_->client(project_);
   expectNowhere(*daemon_, project_, after, allSecrets(), "key [REDACTED:aws_access_key] from the vault", "redact, after a restart");
+}
+
+// The files of the scopes' data only: the data dir and the project's .memq (not the project's own files, which hold
+// the credential the test put there), every byte of each.
+std::string scopeDataBytes(const Memqd& daemon, const std::string& project) {
+  std::string all;
+  for (const auto& dir : {fs::path(daemon.dataDir()), fs::path(project) / ".memq"}) {
+    for (const auto& e : fs::recursive_directory_iterator(dir)) {
+      if (e.is_regular_file()) all += readTextFile(e.path());
+    }
+  }
+  return all;
+}
+
+// Lines anchored in a file the repository does not hold are kept by memq itself, byte for byte, so they cannot be
+// redacted: a version holding a credential (an .env) is not kept, saved or imported. The anchor keeps its lines.
+TEST_F(SecretsTest, AFileVersionHoldingACredentialIsNotKeptByASaveOrAnImport) {
+  start({});
+  RpcClient c = daemon_->client(project_);
+  writeTextFile(fs::path(project_) / ".env", "APP_ENV=production\nDB_PASSWORD=" + kDbPassword + "\n");
+  writeTextFile(fs::path(project_) / "src/settings.c", "int port = 8080;\nint workers = 4;\n");
+  auto r = c.call("memory/save", {{"summary", "production settings live in .env and src/settings.c"},
+                                  {"files", {{{"path", ".env"}, {"lines", {{1, 1}}}},
+                                             {{"path", "src/settings.c"}, {"lines", {{2, 2}}}}}}});
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  ASSERT_EQ((*r)["status"], "created");
+  const std::string warnings = (*r)["warnings"].dump();
+  EXPECT_NE(warnings.find("files[0]: .env is not in the repository and holds a credential (password)"),
+            std::string::npos)
+      << warnings;
+  EXPECT_EQ(warnings.find("settings.c"), std::string::npos) << warnings;
+  EXPECT_EQ(r->dump().find(kDbPassword), std::string::npos);
+  auto m = c.call("memory/get", {{"id", (*r)["id"]}});
+  ASSERT_TRUE(m.isOk()) << m.status().toString();
+  EXPECT_EQ((*m)["files"].size(), 2u) << m->dump();
+
+  // An import of a line that carries such a version (an export written by hand, or before this rule).
+  const std::string oldEnv = "DB_PASSWORD=" + kConnPassword + "\n";
+  json line = {{"type", "memory"},
+               {"summary", "the staging settings were in the old .env"},
+               {"files", {{{"path", ".env.staging"}, {"lines", {{1, 1}}}, {"blob", gitBlobId(oldEnv)},
+                           {"kept", base64Encode(oldEnv)}}}}};
+  auto imp = c.call("import", {{"jsonl", line.dump() + "\n"}});
+  ASSERT_TRUE(imp.isOk()) << imp.status().toString();
+  EXPECT_EQ((*imp)["created"], 1);
+
+  // Neither version is in any byte of the scopes' data, nor in an export; the version without one is.
+  const std::string stored = scopeDataBytes(*daemon_, project_);
+  EXPECT_NE(stored.find("int workers = 4;"), std::string::npos) << "the version without a credential is kept";
+  EXPECT_EQ(stored.find(kDbPassword), std::string::npos);
+  EXPECT_EQ(stored.find(kConnPassword), std::string::npos);
+  auto exported = c.call("export", json::object());
+  ASSERT_TRUE(exported.isOk()) << exported.status().toString();
+  std::istringstream in((*exported)["jsonl"].get<std::string>());
+  size_t versions = 0;
+  for (std::string text; std::getline(in, text);) {
+    const json j = json::parse(text);
+    if (j["type"] != "version") continue;
+    ++versions;
+    EXPECT_EQ(j["blob"], gitBlobId("int port = 8080;\nint workers = 4;\n")) << text.substr(0, 200);
+  }
+  EXPECT_EQ(versions, 1u);
 }
 
 TEST_F(SecretsTest, OrdinaryTextIsStoredUnchangedWithNoRedactions) {
