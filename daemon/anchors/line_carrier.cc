@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "daemon/model/memory_input.h"
+
 namespace memq {
 
 namespace {
@@ -163,8 +165,31 @@ struct Content {
   std::string_view bytes;
 };
 
+// A version larger than the largest file whose lines are anchored is refused as a binary one is: no anchor can be
+// in it, and diffing it (a generated file of tens of MiB) would hold the repository lock, which every carry of the
+// scope needs, for as long as the diff runs.
+Status refuseTooLarge(size_t bytes, const FileVersion& version) {
+  if (bytes <= kMaxAnchoredFileBytes) return Status::ok();
+  return Status::invalidField("version", "version " + version.id() + " is " + std::to_string(bytes) +
+                                             " bytes, more than the " + std::to_string(kMaxAnchoredFileBytes >> 20) +
+                                             " MiB of the largest file anchored; its lines are not carried");
+}
+
+// The size of blob `oid` from its object header, without inflating it; nullopt when the header cannot be read
+// (git_blob_lookup then reports why).
+std::optional<size_t> blobSize(git_repository* repository, const git_oid& oid) {
+  git_odb* raw = nullptr;
+  if (git_repository_odb(&raw, repository) != 0) return std::nullopt;
+  GitPtr<git_odb, git_odb_free> odb(raw);
+  size_t size = 0;
+  git_object_t type = GIT_OBJECT_INVALID;
+  if (git_odb_read_header(&size, &type, odb.get(), &oid) != 0) return std::nullopt;
+  return size;
+}
+
 Status loadContent(git_repository* repository, const FileVersion& version, Content& out) {
   if (version.isBuffer()) {
+    MEMQ_RETURN_IF_ERROR(refuseTooLarge(version.content()->size(), version));
     out.bytes = *version.content();
     return Status::ok();
   }
@@ -175,12 +200,15 @@ Status loadContent(git_repository* repository, const FileVersion& version, Conte
   if (version.id().size() != GIT_OID_HEXSZ || git_oid_fromstr(&oid, version.id().c_str()) != 0) {
     return Status::invalidField("version", "'" + version.id() + "' is not a 40-hex-digit blob id");
   }
+  if (const std::optional<size_t> size = blobSize(repository, oid)) {
+    MEMQ_RETURN_IF_ERROR(refuseTooLarge(*size, version));
+  }
   git_blob* raw = nullptr;
   MEMQ_RETURN_IF_ERROR(gitStatus(git_blob_lookup(&raw, repository, &oid), "read blob " + version.id()));
   out.blob.reset(raw);
   out.bytes = std::string_view(static_cast<const char*>(git_blob_rawcontent(raw)),
                                static_cast<size_t>(git_blob_rawsize(raw)));
-  return Status::ok();
+  return refuseTooLarge(out.bytes.size(), version);
 }
 
 Status refuseBinary(const Content& c, const FileVersion& version) {
@@ -216,6 +244,7 @@ int collectHunk(const git_diff_delta*, const git_diff_hunk* hunk, void* payload)
 }  // namespace
 
 Result<LineCarrier::DiffPtr> LineCarrier::computeDiff(const FileVersion& from, const FileVersion& to) {
+  if (options_.beforeComputingDiff) options_.beforeComputingDiff(from, to);
   // Blob lookups go through the repository, which one thread at a time may use; buffers alone need no lock.
   std::unique_lock<Mutex> lock(repositoryMutex_, std::defer_lock);
   if (!from.isBuffer() || !to.isBuffer()) lock.lock();
@@ -390,6 +419,11 @@ size_t LineCarrier::pin(const std::vector<std::pair<FileVersion, FileVersion>>& 
 std::string LineCarrier::pinnedTag() const {
   MutexLock lock(cacheMutex_);
   return pinnedTag_;
+}
+
+LineCarrier::PinningClaim LineCarrier::claimPinning() {
+  const bool claimedAlready = pinningClaimed_.exchange(true, std::memory_order_acquire);
+  return PinningClaim(claimedAlready ? nullptr : &pinningClaimed_);
 }
 
 size_t LineCarrier::pinnedCount() const {

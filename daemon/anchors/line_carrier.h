@@ -4,17 +4,21 @@
 // and keeps recent hunk lists in a bounded LRU cache keyed by the (from, to) pair, and a pinned set of them (each
 // anchor's version to HEAD's) that the LRU never evicts.
 // Thread-safety: the free functions are pure. A LineCarrier may be shared by threads: the repository is used under
-// one mutex (libgit2 objects must not be used by two threads at once), the cache under another.
+// one mutex (libgit2 objects must not be used by two threads at once), the cache under another; the pinned set is
+// remade by one holder of its claim at a time (claimPinning).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "daemon/anchors/line_ranges.h"
@@ -116,6 +120,9 @@ class LineCarrier {
     // Slide ambiguous hunks to indentation boundaries, as `git diff` does by default, so hunks agree with what a
     // user sees in git.
     bool indentHeuristic = true;
+    // For tests, may be empty: called on the thread about to compute a diff (one neither the cache nor the pinned
+    // set holds), before the repository lock is taken; a test blocks in it to hold that computation in progress.
+    std::function<void(const FileVersion& from, const FileVersion& to)> beforeComputingDiff;
   };
   struct CacheStats {
     uint64_t hits = 0;
@@ -130,7 +137,8 @@ class LineCarrier {
   static Result<std::unique_ptr<LineCarrier>> open(const std::string& path, Options options);
 
   // `lines` of `from` carried to `to`. Refused: a line 0, a backwards range or a line past the end of `from`
-  // (validateLineNumbers, field "lines"), a version the repository does not have (NotFound), a binary version.
+  // (validateLineNumbers, field "lines"), a version the repository does not have (NotFound), a binary version or
+  // one larger than kMaxAnchoredFileBytes (field "version").
   Result<CarriedLines> carry(const LineRanges& lines, const FileVersion& from, const FileVersion& to);
   // `lines` of versions.front() carried through every version in turn to versions.back().
   Result<CarriedLines> carryAlong(const LineRanges& lines, const std::vector<FileVersion>& versions);
@@ -153,10 +161,31 @@ class LineCarrier {
   // Holds the diffs of `pairs` (an anchor's version → HEAD's version of its file) apart from the LRU, so that no
   // other carry evicts them, until the next call replaces the set; computes only those it does not hold already.
   // `tag` names the set (the HEAD it was made for; pinnedTag). Returns how many diffs it computed; a pair that
-  // cannot be diffed (binary, gone) is left out.
+  // cannot be diffed (binary, larger than kMaxAnchoredFileBytes, gone) is left out.
   size_t pin(const std::vector<std::pair<FileVersion, FileVersion>>& pairs, const std::string& tag);
   std::string pinnedTag() const;
   size_t pinnedCount() const;
+
+  // The right to remake the pinned set (rebaseAnchorsToHead), held by one caller at a time, so that a re-base asked
+  // while another runs can give up at once instead of reading every anchor and diffing every pair again. Given back
+  // when destroyed; false when another caller holds it.
+  class PinningClaim {
+   public:
+    PinningClaim(PinningClaim&& other) noexcept : held_(std::exchange(other.held_, nullptr)) {}
+    PinningClaim(const PinningClaim&) = delete;
+    PinningClaim& operator=(const PinningClaim&) = delete;
+    PinningClaim& operator=(PinningClaim&&) = delete;
+    ~PinningClaim() {
+      if (held_ != nullptr) held_->store(false, std::memory_order_release);
+    }
+    explicit operator bool() const { return held_ != nullptr; }
+
+   private:
+    friend class LineCarrier;
+    explicit PinningClaim(std::atomic<bool>* held) : held_(held) {}
+    std::atomic<bool>* held_;
+  };
+  PinningClaim claimPinning();
 
  private:
   using DiffPtr = std::shared_ptr<const VersionDiff>;
@@ -179,6 +208,7 @@ class LineCarrier {
       GUARDED_BY(cacheMutex_);
   std::unordered_map<std::string, DiffPtr> pinned_ GUARDED_BY(cacheMutex_);
   std::string pinnedTag_ GUARDED_BY(cacheMutex_);
+  std::atomic<bool> pinningClaimed_{false};  // a PinningClaim is out
   uint64_t hits_ GUARDED_BY(cacheMutex_) = 0;
   uint64_t misses_ GUARDED_BY(cacheMutex_) = 0;
 };

@@ -13,13 +13,22 @@ AnchorRebase rebaseAnchorsToHead(Scope& scope, bool force) {
   AnchorRebase out;
   if (scope.kind != ScopeKind::kProject || !scope.carrier || !scope.db) return out;
   LineCarrier& carrier = *scope.carrier;
+  // Held to the end: a second re-base would read the anchors and diff every pair this one is diffing, since the set
+  // and its tag are stored only when this one is done, and both would hold workers that serve requests meanwhile.
+  const LineCarrier::PinningClaim claim = carrier.claimPinning();
+  if (!claim) {
+    out.alreadyRunning = true;
+    return out;
+  }
   out.head = carrier.head();
   if (out.head.empty() || (!force && carrier.pinnedTag() == out.head)) return out;
   const auto start = std::chrono::steady_clock::now();
   Result<std::vector<AnchoredRef>> refs = std::vector<AnchoredRef>{};
   {
     CommittedLock lock(*scope.db);
-    refs = scope.db->store().activeAnchoredRefs();
+    // Anchors in a version memq keeps are not re-based (a recall carries them by one diff, recall_lines.cc), so
+    // neither they nor their content are read here.
+    refs = scope.db->store().activeAnchoredRefsOutsideKeptVersions();
   }
   if (!refs) {
     spdlog::warn("memq: anchors of {} not re-based: {}", scope.location.root, refs.status().message());
@@ -32,7 +41,6 @@ AnchorRebase rebaseAnchorsToHead(Scope& scope, bool force) {
   for (const AnchoredRef& ref : *refs) {
     auto atHead = carrier.blobAtHead(prefix.empty() ? ref.path : prefix + "/" + ref.path);
     if (!atHead || *atHead == ref.anchor.blob) continue;  // nothing to hold: the file is gone, or that version
-    if (ref.anchor.keptContent) continue;  // uncommitted lines: a recall carries them by one diff (recall_lines.cc)
     pairs.emplace_back(FileVersion::blob(ref.anchor.blob), FileVersion::blob(*atHead));
   }
   out.computed = carrier.pin(pairs, out.head);

@@ -291,6 +291,15 @@ Result<std::vector<AnchoredRef>> MemoryStore::activeAnchoredRefs() {
   }
 }
 
+Result<std::vector<AnchoredRef>> MemoryStore::activeAnchoredRefsOutsideKeptVersions() {
+  takeDatabase();  // saves handed to the background applier are written first
+  try {
+    return sql_->activeAnchoredRefsOutsideKeptVersions();
+  } catch (const std::exception& e) {
+    return storageError(e, "anchors");
+  }
+}
+
 Result<std::vector<Memory>> MemoryStore::memoriesWithFiles(int limit) {
   takeDatabase();  // saves handed to the background applier are written first
   if (!pendingUsage_.empty()) MEMQ_RETURN_IF_ERROR(flushUsage());  // the rows are picked by last use

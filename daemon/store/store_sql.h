@@ -155,6 +155,9 @@ class StoreSql {
   std::vector<AnchoredRef> activeAnchoredRefsOn(const std::string& path);
   // Every anchored ref of an active row, by path then pk, without kept content.
   std::vector<AnchoredRef> activeAnchoredRefs();
+  // Those of them whose version memq does not keep (a blob of the repository, as a rule), by path then pk; none
+  // before the schema had anchors.
+  std::vector<AnchoredRef> activeAnchoredRefsOutsideKeptVersions();
   int64_t keptVersionCount();
 
   // --- audit journal ---

@@ -407,6 +407,17 @@ std::vector<AnchoredRef> StoreSql::activeAnchoredRefs() {
   return readAnchoredRefs(*q);
 }
 
+std::vector<AnchoredRef> StoreSql::activeAnchoredRefsOutsideKeptVersions() {
+  if (!hasAnchors_) return {};
+  // Whether memq keeps a version is answered by anchor_versions' key alone: no kept content is read.
+  auto q = statement("SELECT mf.memory_pk, mf.path, mf.blob_id, mf.anchor_lines, mf.anchor_blob "
+                     "FROM memory_files mf CROSS JOIN memories m ON m.pk = mf.memory_pk "
+                     "WHERE mf.anchor_blob IS NOT NULL AND m.state = 'active' "
+                     "AND NOT EXISTS (SELECT 1 FROM anchor_versions av WHERE av.blob_id = mf.anchor_blob) "
+                     "ORDER BY mf.path, mf.memory_pk");
+  return readAnchoredRefs(*q);
+}
+
 int64_t StoreSql::keptVersionCount() {
   auto q = statement("SELECT COUNT(*) FROM anchor_versions");
   q->executeStep();

@@ -5,13 +5,19 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <future>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../unit/git/git_fixture.h"
 #include "daemon/embed/hashbag.h"
 #include "tests/service/git_service.h"
+#include "daemon/anchors/line_carrier.h"
 #include "daemon/git/git_repo_signals.h"
+#include "daemon/model/memory_input.h"
 #include "daemon/service/anchor_rebase.h"
 #include "daemon/service/service.h"
 
@@ -865,6 +871,97 @@ TEST_F(AnchorRebaseTest, EachMoveOfHeadReBasesAgainAndTheLinesAgreeWithOneDiff) 
       EXPECT_EQ(h.anchoredLines[0].lines, (LineRanges{{21, 31}}));
     }
   }
+}
+
+TEST_F(AnchorRebaseTest, AReBaseAskedWhileAnotherRunsReturnsAtOnceAndEachPairIsDiffedOnce) {
+  auto onA = save("lexer tables are sized here", {FileEntry("src/a.c", LineRanges{{2, 4}})});
+  ASSERT_TRUE(onA.isOk()) << onA.status().toString();
+  // HEAD moves both files: two distinct pairs to diff (src/a.c's version and src/b.c's, each to HEAD's).
+  repo_->commit({{"src/a.c", "top\n" + numberedLines(10)},
+                 {"src/b.c", numberedLines(10, "head") + numberedLines(200, "b")}},
+                "head moves");
+  auto s = scope();
+  ASSERT_NE(s, nullptr);
+  // The scope's carrier again, with a hook holding the first diff computed until the second re-base has been asked,
+  // so that the two overlap whatever the threads' timing. Every diff computed is counted. The hook's state is shared
+  // with the carrier, which the scope keeps past this test's body.
+  struct Overlap {
+    std::atomic<int> diffsComputed{0};
+    std::atomic<bool> holdNextDiff{true};
+    std::promise<void> firstHeld;
+    std::promise<void> secondAsked;
+  };
+  const auto overlap = std::make_shared<Overlap>();
+  std::future<void> firstHeld = overlap->firstHeld.get_future();
+  const std::shared_future<void> secondAsked = overlap->secondAsked.get_future().share();
+  LineCarrier::Options options;
+  options.beforeComputingDiff = [overlap, secondAsked](const FileVersion&, const FileVersion&) {
+    ++overlap->diffsComputed;
+    if (overlap->holdNextDiff.exchange(false)) {
+      overlap->firstHeld.set_value();
+      secondAsked.wait();
+    }
+  };
+  auto carrier = LineCarrier::open(root_, options);
+  ASSERT_TRUE(carrier.isOk()) << carrier.status().toString();
+  s->carrier = std::move(carrier.value());
+
+  AnchorRebase first;
+  std::thread running([&] {
+    first = rebaseAnchorsToHead(*s);
+    // It diffed nothing (the expectations below say so): the test goes on all the same.
+    if (overlap->holdNextDiff.exchange(false)) overlap->firstHeld.set_value();
+  });
+  firstHeld.wait();
+  const AnchorRebase second = rebaseAnchorsToHead(*s);
+  overlap->secondAsked.set_value();
+  running.join();
+
+  EXPECT_TRUE(second.alreadyRunning);
+  EXPECT_FALSE(second.ran);
+  EXPECT_EQ(second.computed, 0u);
+  EXPECT_FALSE(first.alreadyRunning);
+  EXPECT_TRUE(first.ran);
+  EXPECT_EQ(first.anchors, 3u);
+  EXPECT_EQ(first.pinned, 2u);
+  EXPECT_EQ(first.computed, 2u);
+  EXPECT_EQ(overlap->diffsComputed.load(), 2);  // each distinct pair once, by the re-base that ran
+  // The claim went with the first: a re-base asked now runs, and computes nothing it holds already.
+  const AnchorRebase third = rebaseAnchorsToHead(*s, /*force=*/true);
+  EXPECT_FALSE(third.alreadyRunning);
+  EXPECT_TRUE(third.ran);
+  EXPECT_EQ(third.computed, 0u);
+  EXPECT_EQ(overlap->diffsComputed.load(), 2);
+}
+
+TEST_F(AnchorRebaseTest, AHeadVersionLargerThanTheLargestAnchoredFileIsNotDiffed) {
+  // HEAD's src/b.c grows past the bound, in two long lines (a diff of it, were one run, would be quick).
+  const std::string half(kMaxAnchoredFileBytes / 2, 'x');
+  repo_->commit({{"src/b.c", half + "\n" + half + "\n"}}, "b.c past the bound");
+  auto s = scope();
+  ASSERT_NE(s, nullptr);
+  const AnchorRebase rebase = rebaseAnchorsToHead(*s);
+  EXPECT_TRUE(rebase.ran);
+  EXPECT_EQ(rebase.anchors, 2u);
+  EXPECT_EQ(rebase.computed, 0u);  // refused, as a version that became binary is: nothing to carry through
+  EXPECT_EQ(rebase.pinned, 0u);
+  EXPECT_EQ(s->carrier->pinnedTag(), rebase.head);  // and not tried again until HEAD moves
+}
+
+TEST_F(AnchorRebaseTest, AnchorsInVersionsMemqKeepsAreNeitherReadNorReBased) {
+  // An anchor on uncommitted lines of src/a.c (a version memq keeps); the work tree is then put back as committed,
+  // and HEAD moves src/b.c.
+  repo_->write("src/a.c", numberedLines(12, "edited"));
+  auto kept = save("lexer tables are sized in the edit", {FileEntry("src/a.c", LineRanges{{11, 12}})});
+  ASSERT_TRUE(kept.isOk()) << kept.status().toString();
+  repo_->write("src/a.c", numberedLines(10));
+  repo_->commit({{"src/b.c", numberedLines(10, "head") + numberedLines(200, "b")}}, "head moves");
+  auto s = scope();
+  ASSERT_NE(s, nullptr);
+  const AnchorRebase rebase = rebaseAnchorsToHead(*s);
+  EXPECT_TRUE(rebase.ran);
+  EXPECT_EQ(rebase.anchors, 2u);  // src/b.c's two; the kept version's anchor is not read
+  EXPECT_EQ(rebase.pinned, 1u);
 }
 
 }  // namespace

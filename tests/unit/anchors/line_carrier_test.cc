@@ -1,12 +1,16 @@
 // Unit tests of carrying: the pure step through hand-written hunks, and LineCarrier over real repositories made
-// with the git command line in temporary directories (blob versions, buffer versions, chains, binary, the cache).
+// with the git command line in temporary directories (blob versions, buffer versions, chains, binary and oversized
+// versions, the cache, the pinned set and its claim).
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "daemon/anchors/line_carrier.h"
+#include "daemon/model/memory_input.h"
 #include "unit/git/git_fixture.h"
 
 namespace memq {
@@ -343,6 +347,40 @@ TEST_F(LineCarrierTest, BinaryVersionsAreRefused) {
   EXPECT_NE(c.status().message().find("binary"), std::string::npos) << c.status().message();
 }
 
+TEST_F(LineCarrierTest, AVersionLargerThanTheLargestAnchoredFileIsRefusedLikeABinaryOne) {
+  // Two long lines, so that a diff, were one run, would be quick whatever the size.
+  const auto twoLines = [](size_t bytes) {
+    const size_t first = bytes / 2;
+    return std::string(first - 1, 'x') + "\n" + std::string(bytes - first - 1, 'y') + "\n";
+  };
+  const std::string small = commitFile("f.c", numbered(1, 10));
+  const std::string atBound = commitFile("f.c", twoLines(kMaxAnchoredFileBytes));
+  const std::string pastBound = commitFile("f.c", twoLines(kMaxAnchoredFileBytes + 1));
+  auto carrier = open();
+  Result<CarriedLines> largest = carrier->carry({{1, 1}}, FileVersion::blob(small), FileVersion::blob(atBound));
+  ASSERT_TRUE(largest.isOk()) << largest.status().toString();
+  EXPECT_EQ(largest->counts, (CarryCounts{0, 1, 0}));
+  for (const FileVersion& tooLarge :
+       {FileVersion::blob(pastBound), FileVersion::buffer(twoLines(kMaxAnchoredFileBytes + 1))}) {
+    SCOPED_TRACE(tooLarge.isBuffer() ? "buffer" : "blob");
+    Result<CarriedLines> into = carrier->carry({{1, 1}}, FileVersion::blob(small), tooLarge);
+    ASSERT_FALSE(into.isOk());
+    EXPECT_EQ(into.status().code(), ErrorCode::kInvalidParams);
+    EXPECT_EQ(into.status().data().value("field", ""), "version");
+    EXPECT_NE(into.status().message().find(tooLarge.id()), std::string::npos) << into.status().message();
+    Result<CarriedLines> from = carrier->carry({{1, 1}}, tooLarge, FileVersion::blob(small));
+    ASSERT_FALSE(from.isOk());
+    EXPECT_EQ(from.status().data().value("field", ""), "version");
+  }
+  // A re-base's pair into it is left out of the pinned set, as a binary version's is; the other pair's diff is held
+  // already, from the carry above.
+  EXPECT_EQ(carrier->pin({{FileVersion::blob(small), FileVersion::blob(pastBound)},
+                          {FileVersion::blob(small), FileVersion::blob(atBound)}},
+                         "head"),
+            0u);
+  EXPECT_EQ(carrier->pinnedCount(), 1u);
+}
+
 TEST_F(LineCarrierTest, UnknownBlobsAndLinesPastTheEndAreRefused) {
   const std::string a = commitFile("f.c", numbered(1, 10));
   auto carrier = open();
@@ -457,6 +495,28 @@ TEST_F(LineCarrierTest, PinnedDiffsAreNeverEvictedAndAreReplacedAsAWhole) {
   // A pair that cannot be diffed is left out.
   EXPECT_EQ(carrier->pin({{FileVersion::blob(std::string(40, 'e')), FileVersion::blob(c)}}, "head 3"), 0u);
   EXPECT_EQ(carrier->pinnedCount(), 0u);
+}
+
+TEST_F(LineCarrierTest, ThePinningClaimIsHeldByOneCallerAtATime) {
+  commitFile("f.c", numbered(1, 10));
+  auto carrier = open();
+  std::optional<LineCarrier::PinningClaim> next;
+  {
+    LineCarrier::PinningClaim first = carrier->claimPinning();
+    ASSERT_TRUE(first);
+    EXPECT_FALSE(carrier->claimPinning());
+    EXPECT_FALSE(carrier->claimPinning());  // a refused claim gives back nothing when it goes
+    {
+      const LineCarrier::PinningClaim moved(std::move(first));
+      EXPECT_TRUE(moved);
+      EXPECT_FALSE(carrier->claimPinning());
+    }
+    next.emplace(carrier->claimPinning());  // given back by the claim it was moved to, when that went
+    EXPECT_TRUE(*next);
+  }
+  EXPECT_FALSE(carrier->claimPinning());  // the moved-from claim gave back nothing when it went
+  next.reset();
+  EXPECT_TRUE(carrier->claimPinning());
 }
 
 }  // namespace
