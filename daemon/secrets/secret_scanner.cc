@@ -196,7 +196,11 @@ void findJwts(std::string_view text, std::vector<SecretFinding>& out) {
   }
 }
 
-// scheme://user:password@host — only the password is reported.
+// scheme://user:password@host — only the password is reported. The authority runs to the first `/` after `://`, and
+// its last `@` ends the user information: a password may hold `#`, `?` or `@` unescaped
+// (`mysql://root:Xk9#mQ2@db/app`), so none of them ends it. What a `?` or `#` really starts (a query, a fragment) is
+// told apart by where it stands: in the user name (`host?to=a:b@c`), or right after a port
+// (`localhost:8080?to=bob@example.com`), it is not a login.
 void findConnectionStrings(std::string_view text, std::vector<SecretFinding>& out) {
   std::size_t pos = 0;
   while ((pos = text.find("://", pos)) != std::string_view::npos) {
@@ -209,8 +213,7 @@ void findConnectionStrings(std::string_view text, std::vector<SecretFinding>& ou
     std::size_t authEnd = authStart;
     while (authEnd < text.size()) {
       char c = text[authEnd];
-      if (isSpace(c) || c == '/' || c == '?' || c == '#' || c == '"' || c == '\'' || c == '`' || c == '<' || c == '>')
-        break;
+      if (isSpace(c) || c == '/' || c == '"' || c == '\'' || c == '`' || c == '<' || c == '>') break;
       ++authEnd;
     }
     std::string_view authority = text.substr(authStart, authEnd - authStart);
@@ -218,7 +221,11 @@ void findConnectionStrings(std::string_view text, std::vector<SecretFinding>& ou
     if (at == std::string_view::npos) continue;
     std::size_t colon = authority.find(':');
     if (colon == std::string_view::npos || colon > at) continue;
+    if (authority.substr(0, colon).find_first_of("?#") != std::string_view::npos) continue;
     std::string_view password = authority.substr(colon + 1, at - colon - 1);
+    std::size_t mark = password.find_first_of("?#");
+    if (mark != std::string_view::npos && mark > 0 && std::all_of(password.begin(), password.begin() + mark, isDigit))
+      continue;
     if (password.empty() || isPlaceholderSecret(password)) continue;
     add(out, "connection_string", authStart + colon + 1, authStart + at);
     pos = authEnd;
@@ -228,6 +235,7 @@ void findConnectionStrings(std::string_view text, std::vector<SecretFinding>& ou
 // The generic kind a setting's name announces, or nullptr.
 const char* assignmentKind(std::string_view name) {
   std::string n = toLower(name);
+  if (n == "oldpwd") return nullptr;  // the shell's previous working directory (PWD: see findAssignments)
   for (const char* suffix : {"password", "passwd", "passphrase", "pwd"}) {
     if (endsWith(n, suffix)) return "password";
   }
@@ -239,8 +247,23 @@ const char* assignmentKind(std::string_view name) {
   return nullptr;
 }
 
+// A file-system path: `/`, `./`, `../` or `~/` followed by nothing but path segments — letters, digits and `._-`
+// separated by `/` (`/etc/passwd`, `./certs/server.key`). It says where a credential is kept, not what it is. A value
+// with any other byte (`/x9#Lq!vR7`) is judged like any other, however it starts.
+bool isPathValue(std::string_view value) {
+  std::size_t root = 0;
+  for (std::string_view prefix : {std::string_view("/"), std::string_view("./"), std::string_view("../"),
+                                  std::string_view("~/")}) {
+    if (startsWith(value, prefix)) root = prefix.size();
+  }
+  if (root == 0) return false;
+  std::string_view segments = value.substr(root);
+  return std::all_of(segments.begin(), segments.end(),
+                     [](char c) { return isAlnum(c) || c == '.' || c == '_' || c == '-' || c == '/'; });
+}
+
 bool looksSecret(std::string_view value) {
-  if (value.size() < 8 || isPlaceholderSecret(value)) return false;
+  if (value.size() < 8 || isPlaceholderSecret(value) || isPathValue(value)) return false;
   bool symbolOrDigit = std::any_of(value.begin(), value.end(), [](char c) { return !isAlpha(c); });
   if (!symbolOrDigit) return false;  // a plain word ("required", "configuration") is prose, not a credential
   double threshold = std::min(3.0, 0.85 * std::log2(static_cast<double>(value.size())));
@@ -249,8 +272,11 @@ bool looksSecret(std::string_view value) {
 
 // `--password X`, `--password=X`, `--api-key "X"`: an option that announces a credential takes the next word as its
 // value. The option name says what follows, so the value need not look random; it must only not be prose: at least
-// 6 bytes, not a placeholder, not the next option, and not a plain word ("the --password flag is required").
-// A value is read for at most kMaxOptionValue bytes, so that text full of unclosed quotes stays linear.
+// 6 bytes, not a placeholder, not a path, not the next option, and not a plain word ("the --password flag is
+// required").
+// A quoted value is read for at most kMaxOptionValue bytes, so that text full of unclosed quotes stays linear and an
+// unclosed quote does not take the rest of the text with it. An unquoted value is read to the end of its word, however
+// long: a cut would leave the rest of the credential in clear text, and could split a UTF-8 character.
 constexpr std::size_t kMaxOptionValue = 512;
 
 void findOptionValues(std::string_view text, std::vector<SecretFinding>& out) {
@@ -285,15 +311,18 @@ void findOptionValues(std::string_view text, std::vector<SecretFinding>& out) {
       while (vEnd < text.size() && vEnd - vBegin < kMaxOptionValue && text[vEnd] != q && text[vEnd] != '\n') ++vEnd;
       if (vEnd - vBegin >= kMaxOptionValue) continue;  // no closing quote in reach: not a value
     } else {
-      vEnd = vBegin + runLength(text.substr(0, std::min(text.size(), vBegin + kMaxOptionValue)), vBegin,
-                                [](char c) { return !isSpace(c) && c != '"' && c != '\'' && c != '`'; });
+      // The next option, not a value. Decided before the word is read: in "(--password=-(--password=-…" the word runs
+      // to the end of the text, and reading it from every option would be quadratic.
+      if (q == '-') continue;
+      vEnd = vBegin + runLength(text, vBegin, [](char c) { return !isSpace(c) && c != '"' && c != '\'' && c != '`'; });
       while (vEnd > vBegin && (text[vEnd - 1] == '.' || text[vEnd - 1] == ',' || text[vEnd - 1] == ';' ||
                                text[vEnd - 1] == ')')) {
         --vEnd;  // the end of a sentence or a list, not the value
       }
+      pos = vEnd;  // a word read once is not read again from an option inside it, whatever is decided about it
     }
     std::string_view value = text.substr(vBegin, vEnd - vBegin);
-    if (value.size() < 6 || value.front() == '-' || isPlaceholderSecret(value)) continue;
+    if (value.size() < 6 || value.front() == '-' || isPlaceholderSecret(value) || isPathValue(value)) continue;
     if (std::all_of(value.begin(), value.end(), isAlpha)) continue;
     // `--secret id=npmrc,src=.npmrc` (docker build): a list of settings, not a credential.
     std::size_t key = runLength(value, 0, isIdent);
@@ -301,6 +330,64 @@ void findOptionValues(std::string_view text, std::vector<SecretFinding>& out) {
     add(out, kind, vBegin, vEnd);
     pos = vEnd;
   }
+}
+
+// True where text[at…] starts the next setting of a list, `name=` or `name:` (`Password=…;Database=prod`,
+// `{password:!0,image:!0}`, `(key:THandle;flags:dword)`, `A := 1,B := 2`).
+bool startsNextSetting(std::string_view text, std::size_t at) {
+  std::size_t n = runLength(text, at, isIdent);
+  if (n == 0) return false;
+  std::size_t k = at + n;
+  while (k < text.size() && (text[k] == ' ' || text[k] == '\t')) ++k;
+  return k < text.size() && (text[k] == '=' || text[k] == ':');
+}
+
+bool isArgumentByte(char c) {
+  return isAlnum(c) || c == '_' || c == '.' || c == ',' || c == '=' || c == '+' || c == '-' || c == '*' || c == ':' ||
+         c == '(' || c == '[';
+}
+
+// Code or prose, not a literal:
+//  - a parenthesised expression or a list: `(SEC_ERROR_BASE + 65)`, `(optional)`, `[x, y]`;
+//  - a call or an index: names joined by `+-*/`, the last directly followed by `(` or `[` (`getpass()`,
+//    `cfg["password"]`, `Token+Expr[I]`, `hash(salt+pw)`, `b16encode(raw[8:])`), then either simple arguments
+//    (names, numbers, `,=+-*:` and further calls) or a closing bracket right where the value ends; when the name is
+//    qualified (`token.replace(/^\s+/`, `std::string(`) its arguments may be anything.
+// A bracket after symbols no expression holds there, or one followed by symbols no argument list holds, is part of a
+// literal (`Xk9(f#2Lq!vR7`).
+bool looksLikeCode(std::string_view text, std::size_t vBegin, std::size_t vEnd) {
+  std::string_view value = text.substr(vBegin, vEnd - vBegin);
+  if (value.empty()) return false;
+  if (value[0] == '(' || value[0] == '[') return true;
+  if (!(isAlpha(value[0]) || value[0] == '_')) return false;
+  auto isNameByte = [](char c) { return isAlnum(c) || c == '_' || c == '.' || c == ':'; };
+  std::size_t n =
+      runLength(value, 0, [&](char c) { return isNameByte(c) || c == '+' || c == '-' || c == '*' || c == '/'; });
+  if (n == value.size() || (value[n] != '(' && value[n] != '[') || !isNameByte(value[n - 1])) return false;
+  if (vEnd < text.size() && (text[vEnd] == ')' || text[vEnd] == ']')) return true;
+  if (value.substr(0, n).find_first_of(".:") != std::string_view::npos) return true;
+  std::string_view arguments = value.substr(n + 1);
+  return std::all_of(arguments.begin(), arguments.end(), isArgumentByte);
+}
+
+// Where a value read up to rawEnd really ends: a `.` `:` `,` `;` at its end closes a sentence or a list.
+std::size_t trimValueEnd(std::string_view text, std::size_t vBegin, std::size_t rawEnd) {
+  while (rawEnd > vBegin && (text[rawEnd - 1] == '.' || text[rawEnd - 1] == ':' || text[rawEnd - 1] == ',' ||
+                             text[rawEnd - 1] == ';')) {
+    --rawEnd;
+  }
+  return rawEnd;
+}
+
+// Start of the last word of text[vBegin, rawEnd), with the `=`, `:`, `=>` or `:=` that may follow it.
+std::size_t lastWordStart(std::string_view text, std::size_t vBegin, std::size_t rawEnd) {
+  std::size_t k = rawEnd;
+  for (int separator = 0; separator < 2 && k > vBegin; ++separator) {
+    if (text[k - 1] != '=' && text[k - 1] != ':' && text[k - 1] != '>') break;
+    --k;
+  }
+  while (k > vBegin && isIdent(text[k - 1])) --k;
+  return k;
 }
 
 void findAssignments(std::string_view text, std::vector<SecretFinding>& out) {
@@ -343,38 +430,64 @@ void findAssignments(std::string_view text, std::vector<SecretFinding>& out) {
       }
     }
     if (j >= text.size()) break;
-    std::size_t vBegin = j, vEnd = j;
-    char q = text[j];
-    if (q == '"' || q == '\'' || q == '`') {
-      vBegin = j + 1;
-      vEnd = vBegin;
+    const char q = text[j];
+    const bool quoted = q == '"' || q == '\'' || q == '`';
+    const std::size_t vBegin = quoted ? j + 1 : j;
+    // PWD is an ODBC connection string's password (`UID=sa;PWD=…`) and the shell's working directory, which is
+    // always absolute (`PWD=/home/alice/My Projects`, spaces and all).
+    const bool shellDirectory = toLower(name) == "pwd" && vBegin < text.size() && text[vBegin] == '/';
+    std::size_t vEnd = vBegin;
+    if (quoted) {
+      // A refused quoted value is scanned again for settings inside it ("password": "<none>; token=…"). That stays
+      // linear: values opened by the same quote byte end at the next one, so they never overlap.
       while (vEnd < text.size() && text[vEnd] != q && text[vEnd] != '\n') ++vEnd;
-    } else {
-      while (vEnd < text.size()) {
-        char c = text[vEnd];
-        if (isSpace(c) || c == ',' || c == ';' || c == ')' || c == ']' || c == '}' || c == '"' || c == '\'' ||
-            c == '`' || c == '<' || c == '>')
-          break;
-        if (c == '&') {  // ?api_key=…&page=2 ends the value; a bare & belongs to it (Tr0ub4dor&3)
-          std::size_t n = runLength(text, vEnd + 1, isIdent);
-          if (n > 0 && vEnd + 1 + n < text.size() && text[vEnd + 1 + n] == '=') break;
-        }
-        ++vEnd;
+      if (!shellDirectory && looksSecret(text.substr(vBegin, vEnd - vBegin))) {
+        add(out, kind, vBegin, vEnd);
+        i = vEnd;
       }
-      while (vEnd > vBegin && (text[vEnd - 1] == '.' || text[vEnd - 1] == ':')) --vEnd;  // end of a sentence
-      // Code, not a literal: a call, an index, a reference to something else.
-      std::string_view v = text.substr(vBegin, vEnd - vBegin);
-      if (v.find('(') != std::string_view::npos || v.find('[') != std::string_view::npos) {
-        if (!startsWith(v, "[REDACTED")) {
-          i = vEnd;
-          continue;
-        }
-      }
+      continue;
     }
-    if (looksSecret(text.substr(vBegin, vEnd - vBegin))) {
+    std::size_t rawEnd = vBegin;
+    while (rawEnd < text.size()) {
+      char c = text[rawEnd];
+      if (isSpace(c) || c == ')' || c == ']' || c == '}' || c == '"' || c == '\'' || c == '`' || c == '<' || c == '>')
+        break;
+      // `&`, `;` and `,` end the value only before the next setting; elsewhere they belong to it (Tr0ub4dor&3,
+      // hT7;kQ2!xZ9pW4), and before white space or the end of the text they are trimmed below.
+      if (c == '&') {  // ?api_key=…&page=2
+        std::size_t n = runLength(text, rawEnd + 1, isIdent);
+        if (n > 0 && rawEnd + 1 + n < text.size() && text[rawEnd + 1 + n] == '=') break;
+      }
+      if ((c == ';' || c == ',') && startsNextSetting(text, rawEnd + 1)) break;
+      ++rawEnd;
+    }
+    vEnd = trimValueEnd(text, vBegin, rawEnd);
+    if (looksLikeCode(text, vBegin, vEnd)) {
+      i = vEnd;
+      continue;
+    }
+    const std::string_view value = text.substr(vBegin, vEnd - vBegin);
+    // Plain words listed (`TJWTIDToken;override`, `tsqlUser,TSQLUserGrantee`) are code or prose, as one plain word is.
+    const bool wordList =
+        std::all_of(value.begin(), value.end(), [](char c) { return isAlpha(c) || c == ',' || c == ';'; });
+    if (!shellDirectory && !wordList && looksSecret(value)) {
       add(out, kind, vBegin, vEnd);
       i = vEnd;
+      continue;
     }
+    // Refused whole. Its first item may still be a credential on its own (`Xk9#mQ2vL7w;changeme`): that is how far
+    // a value ran when `;` and `,` always ended it.
+    std::size_t listEnd = value.find_first_of(",;");
+    if (!shellDirectory && listEnd != std::string_view::npos) {
+      std::size_t itemEnd = trimValueEnd(text, vBegin, vBegin + listEnd);
+      if (!looksLikeCode(text, vBegin, itemEnd) && looksSecret(text.substr(vBegin, itemEnd - vBegin))) {
+        add(out, kind, vBegin, itemEnd);
+      }
+    }
+    // Every setting inside the value ("pwd=pwd=pwd=…") would have a value ending where this one ends, and reading
+    // each of them to that end would be quadratic; so the scan goes on from the value's last word, the one name in it
+    // whose own value may lie beyond it (`password=token="…"`, `{token: …}`).
+    i = std::max(i, lastWordStart(text, vBegin, rawEnd));
   }
 }
 
@@ -403,8 +516,10 @@ bool isPlaceholderSecret(std::string_view value) {
     return true;
   if (v.front() == '$' && v.size() > 1 && (isAlpha(v[1]) || v[1] == '_')) return true;  // $DB_PASSWORD
   if (v.find_first_not_of(v.front()) == std::string::npos) return true;                  // xxxxxxxx, ********
+  // `&lt;` and its numeric forms: a `<password>` in HTML-escaped text.
   for (const char* marker : {"xxxx", "****", "....", "changeme", "change_me", "change-me", "placeholder", "example",
-                             "dummy", "redacted", "your_", "your-", "yourpassword", "<", "..."}) {
+                             "dummy", "redacted", "your_", "your-", "yourpassword", "<", "...", "&lt;", "&#60;",
+                             "&#x3c;"}) {
     if (v.find(marker) != std::string::npos) return true;
   }
   for (const char* prefix : {"process.env", "os.environ", "os.getenv", "getenv", "env.", "secrets.", "vault:"}) {

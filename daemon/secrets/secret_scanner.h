@@ -19,14 +19,18 @@
 //   connection_string  scheme://user:password@host (only the password is replaced)
 //   password, secret, api_key, token
 //                      `name = value`, `name: value`, `"name": "value"` where name ends in one of those words and
-//                      the value is long enough, not a placeholder, and of high Shannon entropy (only the value is
-//                      replaced)
+//                      the value is long enough, not a placeholder, not code, and of high Shannon entropy (only the
+//                      value is replaced)
 //                      and the same words as a command-line option: `--password X`, `--db-password=X`, `--token 'X'`
 //                      where X is at least 6 bytes, not a placeholder, not another option and not a plain word
+//                      Neither takes a file-system path for a credential (`/`, `./`, `../` or `~/`, then only letters,
+//                      digits and `._-/`: `passwd: /etc/passwd`), nor the shell's OLDPWD, nor PWD set to an absolute
+//                      path (PWD is otherwise an ODBC password).
 //
 // Invariants:
 //  1. Linear in the input; no std::regex (no recursion, no backtracking blow-up on 1 MiB inputs).
-//  2. Byte-oriented: works on any bytes, valid UTF-8 or not; only ASCII bytes are ever part of a finding.
+//  2. Byte-oriented: works on any bytes, valid UTF-8 or not. Each edge of a finding has an ASCII byte on one side
+//     (or is an end of the text), so redacting valid UTF-8 leaves valid UTF-8.
 //  3. Findings never overlap; specific kinds win over the generic assignment kinds.
 //  4. Idempotent: redacting redacted text changes nothing (a `[REDACTED:…]` value is a placeholder).
 //  5. A Finding carries offsets and a kind, never a copy of the secret.
