@@ -95,7 +95,7 @@ class GitRepoSignals final : public RepoSignals {
   double blastDamped(int radius);
 
   // Blob id (40-hex) of `path` in the HEAD tree; nullopt when absent or not a file.
-  std::optional<std::string> blobIdAtHead(const std::string& path);
+  std::optional<std::string> blobIdAtHead(const std::string& path) override;
   // Blob id the file on disk would get if added now (git's filters applied when in a repository); nullopt when
   // there is no regular file or symlink at that path.
   std::optional<std::string> workTreeBlobId(const std::string& path);

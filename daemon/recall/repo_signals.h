@@ -51,8 +51,9 @@ class RepoSignals {
   virtual int blastRadius(const std::string& path) = 0;
   // Blob id (40-hex) of `path` as it is in the work tree; nullopt when the file is gone (a dead ref).
   virtual std::optional<std::string> currentBlobId(const std::string& path) = 0;
-  // Whether the repository's object database holds the blob `blobId` (40 lowercase hex): a line anchor's version
-  // that it lacks is kept by memq itself.
+  // Blob id (40-hex) of `path` (project-root relative) in HEAD's tree; nullopt when absent, or without a repository.
+  virtual std::optional<std::string> blobIdAtHead(const std::string& /*path*/) { return std::nullopt; }
+  // Whether the repository's object database holds the blob `blobId` (40 lowercase hex).
   virtual bool hasBlob(const std::string& blobId) { return blobContent(blobId).has_value(); }
   // For each of `paths` (project-root relative) renamed from earlier paths, committed or not, those paths; paths
   // that were never renamed are left out.

@@ -79,7 +79,10 @@ Result<Version> resolveVersion(const FileEntry& entry, const std::string& path, 
   v.blob = (*file)->blobId;
   v.lines = (*file)->lines;
   v.binary = (*file)->binary;
-  v.inRepository = source.repo != nullptr && source.repo->hasBlob(v.blob);
+  // In the repository for good only when HEAD holds it at this path. A blob the object database merely has (staged
+  // and then edited again, or of a commit later amended or rebased away) is unreachable, and `git gc` prunes it:
+  // the anchor could never be carried again. So such a version is kept like an uncommitted one.
+  v.inRepository = source.repo != nullptr && source.repo->blobIdAtHead(path) == v.blob;
   return v;
 }
 
@@ -260,6 +263,11 @@ Status anchorFileRefs(const std::vector<FileEntry>& entries, const std::string& 
       ref->anchor->lines = normalizeRanges(std::move(lines));
       continue;
     }
+    // The ref's blob id, which staleness compares with the file as it is, is the version the lines are in: an older
+    // blob named, or the file as read here (which may differ from the blob id read for the plain list a moment
+    // before, if the file was written in between). Compared with another version, the file would count as unchanged
+    // while the anchored lines were rewritten since, and the lines' state would never be asked.
+    ref->blobId = version->blob;
     FileAnchor anchor{std::move(lines), version->blob, nullptr};
     if (!version->inRepository) {
       if (std::optional<std::string> kind = credentialInKeptVersion(*version->content); !kind) {

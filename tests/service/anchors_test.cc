@@ -181,6 +181,36 @@ TEST_F(AnchorsTest, AnUncommittedVersionIsKeptOnceAndGoesWithTheLastRefNeedingIt
   EXPECT_EQ(keptVersions(), 0);
 }
 
+// A staged version is in the object database but in no commit: once edited again and collected (`git gc`), it is
+// gone, and an anchor in it could never be carried. memq keeps it as it keeps an uncommitted one.
+TEST_F(AnchorsTest, AStagedVersionIsKeptAsAnUncommittedOneIsAndOutlivesGitGc) {
+  repo_->write("src/a.c", numberedLines(12, "staged"));
+  repo_->git("add src/a.c");
+  auto r = save("about the staged lines", {FileEntry("src/a.c", LineRanges{{11, 12}})});
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(keptVersions(), 1) << "a version HEAD does not hold is kept";
+  // Edited again and committed, the staged blob unreachable and pruned: the anchor is still carried.
+  repo_->commit({{"src/a.c", numberedLines(2, "top") + numberedLines(12, "staged") + "tail\n"}}, "later");
+  repo_->git("reflog expire --expire-unreachable=now --all");
+  repo_->git("gc -q --prune=now");
+  RecallRequest request;
+  request.query = "about the staged lines";
+  request.files = {"src/a.c"};
+  request.lines = {{"src/a.c", LineRanges{{13, 14}}}};
+  request.threshold = 0;
+  auto hits = service_->recall(ctx(), RecallParams{request, /*markUsed=*/false});
+  ASSERT_TRUE(hits.isOk()) << hits.status().toString();
+  bool carried = false;
+  for (const auto& h : hits->hits) {
+    if (h.memory.id != r->id) continue;
+    ASSERT_EQ(h.anchoredLines.size(), 1u);
+    EXPECT_EQ(h.anchoredLines[0].state, AnchoredLinesState::kMoved);
+    EXPECT_EQ(h.anchoredLines[0].lines, (LineRanges{{13, 14}}));
+    carried = true;
+  }
+  EXPECT_TRUE(carried) << "the anchor in the pruned version was not carried";
+}
+
 TEST_F(AnchorsTest, DetachUpdateAndReanchoringReleaseKeptVersions) {
   repo_->write("src/a.c", numberedLines(12, "edited"));
   auto m = save("anchored in an edit", {FileEntry("src/a.c", LineRanges{{3, 4}})});
@@ -571,6 +601,32 @@ TEST_F(RecallLinesTest, StalenessSaysWhetherTheAnchoredLinesWereMovedRewrittenOr
   EXPECT_EQ(stateOf(hits, early_), "deleted stale");
   EXPECT_EQ(stateOf(hits, late_), "rewritten stale");
   for (const auto& h : hits.hits) EXPECT_EQ(h.changedFiles, std::vector<std::string>{"src/b.c"}) << h.memory.id;
+}
+
+// Lines anchored in an older version named by its blob, rewritten since: the memory is stale, as when the lines
+// were anchored in the file as it was then, although the file has not changed since the save.
+TEST_F(RecallLinesTest, LinesAnchoredInAnOlderBlobAndRewrittenSinceMakeTheMemoryStale) {
+  const std::string before = blobAtHead("src/b.c");
+  std::string rewritten;
+  for (int i = 1; i <= 200; ++i) rewritten += (i >= 40 && i <= 45 ? "rewritten " : "b ") + std::to_string(i) + "\n";
+  repo_->commit({{"src/b.c", rewritten}}, "rewrite lines 40-45");
+  auto older = save("parser state machine resets in the old lines", {FileEntry("src/b.c", LineRanges{{40, 45}}, before)});
+  ASSERT_TRUE(older.isOk()) << older.status().toString();
+  auto got = service_->get(ctx(), {older->id});
+  ASSERT_TRUE(got.isOk());
+  EXPECT_EQ(got->memory.files[0].blobId, before) << "the ref names the version its lines are in";
+  RecallHits hits;
+  recallOn({{1, 1}}, &hits);
+  bool found = false;
+  for (const auto& h : hits.hits) {
+    if (h.memory.id != older->id) continue;
+    found = true;
+    ASSERT_EQ(h.anchoredLines.size(), 1u);
+    EXPECT_EQ(h.anchoredLines[0].state, AnchoredLinesState::kRewritten);
+    EXPECT_TRUE(h.stale);
+    EXPECT_EQ(h.changedFiles, std::vector<std::string>{"src/b.c"});
+  }
+  EXPECT_TRUE(found) << "the memory was not recalled";
 }
 
 TEST_F(RecallLinesTest, HiddenSupersededAndRejectedMemoriesAreNeverSurfacedByTheirAnchors) {
