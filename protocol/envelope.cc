@@ -99,6 +99,12 @@ Result<nlohmann::json> parseJson(std::string_view text, int maxDepth) {
   // maxDepth; anything else, malformed input included, goes to nlohmann's parser, so acceptance and error messages
   // are nlohmann's. Only that parser needs the nesting counted first: the fast reader stops at the limit itself.
   if (json fast; readJsonFast(text, maxDepth, fast)) return fast;
+  // nlohmann's lexer takes a NUL byte for the end of its input, so `{...}` followed by a NUL and garbage would parse
+  // as `{...}` alone. A raw NUL is never valid JSON (inside a string it must be written \u0000), so a message that
+  // holds one is refused here. The fast reader above refuses it by itself: only text it did not take is searched.
+  if (text.find('\0') != std::string_view::npos) {
+    return Status(ErrorCode::kParseError, "invalid JSON: a raw NUL byte (a NUL inside a string is written \\u0000)");
+  }
   if (!nestingWithin(text, maxDepth)) {
     return Status(ErrorCode::kParseError,
                   "invalid JSON: nested deeper than " + std::to_string(maxDepth) + " levels");

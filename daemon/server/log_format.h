@@ -1,7 +1,7 @@
 // Log hygiene for memqd: the formatter that escapes control characters in every log message (so no value a client
-// sent — a project_root, a client_name, a method name, an id — can start a forged line or drive the reader's
-// terminal), and the rate limit that keeps a repeated failure (accept at the descriptor limit, refused connections)
-// to one line a second with a count of what it left out.
+// sent — a project_root, a client_name, a method name, an id — can start a forged line, reorder how a line displays
+// or drive the reader's terminal), and the rate limit that keeps a repeated failure (accept at the descriptor limit,
+// refused connections) to one line a second with a count of what it left out.
 // Thread-safety: EscapingFormatter is used under the sink's lock, as any spdlog formatter; LogRateLimit is
 // thread-safe.
 #pragma once
@@ -21,7 +21,10 @@
 namespace memq {
 
 // `text` with each C0 control character (newline, CR, tab, ESC, ...), DEL and C1 control (U+0080..U+009F, as UTF-8)
-// written as a visible escape: \n, \r, \t, else \xNN (\u00NN for C1). Every other byte is kept as it is.
+// written as a visible escape: \n, \r, \t, else \xNN (\u00NN for C1). So are the invisible characters that change how
+// a line displays: the line and paragraph separators U+2028 and U+2029, and the bidirectional controls U+061C,
+// U+200E, U+200F, U+202A..U+202E and U+2066..U+2069 (\u2028, \u202e, ...): a client's text could otherwise break a
+// line in a viewer, or reorder it to read as another. Every other byte is kept as it is.
 std::string escapeControlCharacters(std::string_view text);
 // True when escapeControlCharacters would change `text`.
 bool needsEscaping(std::string_view text);

@@ -191,23 +191,31 @@ void Server::enforceReplyBudgetSoon() {
 }
 
 void Server::enforceReplyBudget() {
+  // The connection closed is the one whose client has gone longest without reading, not the one holding the most
+  // bytes: a large reply (an export page of 4 MiB) is mostly unread for the moment after it is queued, however
+  // steadily its client reads, while connections that never read can each hold a little less. Among equally stalled
+  // ones, the most bytes go first.
   while (queuedReplyBytes_.load() > options_.maxQueuedReplyBytes) {
     std::shared_ptr<Session> worst;
-    size_t worstBytes = 0;
+    Session::UnreadReplies worstUnread;
     for (const auto& s : sessions_) {
-      const size_t bytes = s->queuedBytes();
-      if (bytes > worstBytes) {
+      const Session::UnreadReplies unread = s->unreadReplies();
+      if (unread.bytes == 0) continue;
+      if (!worst || unread.waitingSince < worstUnread.waitingSince ||
+          (unread.waitingSince == worstUnread.waitingSince && unread.bytes > worstUnread.bytes)) {
         worst = s;
-        worstBytes = bytes;
+        worstUnread = unread;
       }
     }
     if (!worst) return;
     uint64_t suppressed = 0;
     if (budgetDisconnects_.admit(&suppressed)) {
-      spdlog::warn("connection {}: {} bytes of replies unread, the most of any connection, while all hold {} "
-                   "(--max-queued-reply-bytes {}); disconnecting it{}",
-                   worst->number(), worstBytes, queuedReplyBytes_.load(), options_.maxQueuedReplyBytes,
-                   suppressedNote(suppressed));
+      const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                                worstUnread.waitingSince);
+      spdlog::warn("connection {}: {} bytes of replies unread, its client reading none for {} ms, the longest of any "
+                   "connection, while all hold {} (--max-queued-reply-bytes {}); disconnecting it{}",
+                   worst->number(), worstUnread.bytes, waited.count(), queuedReplyBytes_.load(),
+                   options_.maxQueuedReplyBytes, suppressedNote(suppressed));
     }
     worst->close("over the bound of reply bytes queued for all connections");
   }
@@ -242,6 +250,13 @@ constexpr QuickMethod kQuickMethods[] = {
     {"hints/for_tool", Service::ScopeUse::kRead}, {"hints/turn", Service::ScopeUse::kNone},
     {"daemon/status", Service::ScopeUse::kNone},  {"initialize", Service::ScopeUse::kLocation},
 };
+
+// The longest message answered on the I/O thread. A quick method is quick for the requests agents send (a recall's
+// query of a sentence, a save of a paragraph naming a few files: far shorter than this), but its parse and its work
+// grow with its text: a recall of a 990 KB query took 80-150 ms there, and every other connection waited that long for
+// the I/O thread (daemon/status p50 1.3 -> 95 ms). A longer message goes to a worker, whose hand-off costs little
+// beside the work such a message brings.
+constexpr size_t kMaxInlineMessageBytes = size_t{16} << 10;
 
 // The quick method `method` names; nullptr for any other.
 const QuickMethod* quickMethod(std::string_view method) {
@@ -290,6 +305,17 @@ void Server::submit(std::shared_ptr<Session> session, std::string message) {
   ++queuedJobs_;
   asio::post(workers_, [this, session, message = std::move(message)] {
     --queuedJobs_;
+    if (session->closedNow()) {
+      // The connection closed while its message waited (the client hung up, or memqd dropped it): no one would read
+      // the reply, so nothing is run. The message still ends on the I/O thread, as any other.
+      spdlog::debug("connection {} closed before its message ran; not run", session->number());
+      asio::post(io_, [this, session] {
+        --inFlight_;
+        session->finished(std::nullopt);
+        finishIfDrained();
+      });
+      return;
+    }
     handle(session, parseEnvelope(message));
   });
 }
@@ -300,9 +326,13 @@ std::optional<Envelope> Server::answeredInline(ClientState& client, std::string_
   // the I/O thread itself, but only while nothing else runs: it is the only message in flight (counted in submit),
   // no job or broadcast waits, and no housekeeping job holds a scope. Then no other connection is waiting for the
   // I/O thread, and the request cannot wait behind a scope lock another request holds.
-  // The message's text is searched for its method only then, and only a message that looks quick is parsed here:
-  // the parse decides, so a batch, or a method named twice or in escapes, still goes to a worker.
-  if (!nothingElseRuns(1) || quickMethod(methodNamed(message)) == nullptr) return std::nullopt;
+  // Nor a long message: its size is checked first, before its text is searched or parsed here at all
+  // (kMaxInlineMessageBytes). The message's text is searched for its method only then, and only a message that looks
+  // quick is parsed here: the parse decides, so a batch, or a method named twice or in escapes, still goes to a
+  // worker.
+  if (message.size() > kMaxInlineMessageBytes || !nothingElseRuns(1) || quickMethod(methodNamed(message)) == nullptr) {
+    return std::nullopt;
+  }
   Envelope envelope = parseEnvelope(message);
   const QuickMethod* quick =
       envelope.batch || !envelope.items[0].call ? nullptr : quickMethod(envelope.items[0].call->method);

@@ -61,12 +61,15 @@ class Server {
   bool fromSystemd() const { return fromSystemd_; }
   // --- for sessions (I/O thread) ---
   asio::io_context& io() { return io_; }
-  // Runs one message on a worker and calls `done(reply)` back on the I/O thread.
-  // Quick requests are answered on the calling (I/O) thread itself while nothing else runs and their scopes are
-  // open (answeredInline).
+  // Runs one message on a worker and calls `done(reply)` back on the I/O thread. A message whose session has closed
+  // by the time a worker takes it is not run.
+  // Short quick requests are answered on the calling (I/O) thread itself while nothing else runs and their scopes
+  // are open (answeredInline).
   void submit(std::shared_ptr<Session> session, std::string message);
   void sessionClosed(Session* session);
   const std::string& socketPath() const { return options_.socketPath; }
+  // Connections open now (any thread), as daemon/status reports them.
+  size_t openConnections() const { return liveSessions_.load(); }
   // Reply bytes a session queued (any thread) or wrote or dropped (I/O thread): the total over all sessions.
   void replyBytesQueued(size_t n) { queuedReplyBytes_ += n; }
   void replyBytesGone(size_t n) { queuedReplyBytes_ -= n; }
@@ -87,9 +90,9 @@ class Server {
   void scheduleSaveCommit();
   // Runs a job of memqd's own (commits, checkpoints, closing idle scopes) on a worker, counted in backgroundJobs_.
   void postBackgroundJob(std::function<void()> job);
-  // The message (counted in inFlight_ already), parsed, when it is one call of a quick method that the I/O thread
-  // answers itself instead of a worker, every scope it uses being open on `client`'s terms already
-  // (Service::scopesOpenFor); nullopt when a worker answers it.
+  // The message (counted in inFlight_ already), parsed, when it is one short call (kMaxInlineMessageBytes) of a quick
+  // method that the I/O thread answers itself instead of a worker, every scope it uses being open on `client`'s terms
+  // already (Service::scopesOpenFor); nullopt when a worker answers it.
   std::optional<Envelope> answeredInline(ClientState& client, std::string_view message) const;
   // Whether memqd has nothing to do but the `messagesInFlight` messages it counts: no job queued or running, no
   // broadcast pending, no shutdown draining. Then the I/O thread may answer a request itself, or poll for the next.

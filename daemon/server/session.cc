@@ -1,11 +1,13 @@
 // One connection's I/O; see session.h.
 #include "daemon/server/session.h"
 
+#include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <string_view>
 
 #include "daemon/server/server.h"
 #include "protocol/envelope.h"
@@ -14,6 +16,16 @@ static_assert(memq::Dispatcher::kMaxReplyBytes + (64u << 10) <= memq::Session::k
               "a reply the dispatcher lets through, framed, must fit what a connection may queue");
 
 namespace memq {
+namespace {
+
+// Whether `bytes` hold a byte other than the whitespace framing skips between messages (protocol/framing.cc): only
+// such a byte can begin a message, so only it ends a connection's silence.
+bool holdsMoreThanWhitespace(std::string_view bytes) {
+  return std::any_of(bytes.begin(), bytes.end(),
+                     [](char c) { return c != ' ' && c != '\t' && c != '\r' && c != '\n'; });
+}
+
+}  // namespace
 
 Session::Session(Server& server, asio::local::stream_protocol::socket socket, size_t maxMessageBytes, uint64_t number,
                  std::chrono::milliseconds partialTimeout, std::chrono::milliseconds silentTimeout)
@@ -86,6 +98,12 @@ void Session::readMore() {
   socket_.async_read_some(asio::buffer(readBuffer_), [self = shared_from_this()](const asio::error_code& ec, size_t n) {
     self->reading_ = false;
     if (ec == asio::error::eof) {
+      if (self->peerHungUp()) {
+        // Nobody will read a reply: what the client sent and memqd has not begun is dropped, not run. A client that
+        // connects, sends and closes in a loop would otherwise fill the workers' queue with work for no one.
+        self->close("the client closed the connection");
+        return;
+      }
       // The client half-closed (`printf ... | socat`): answer what it sent, then close.
       self->inputEnded_ = true;
       self->pump();
@@ -96,12 +114,30 @@ void Session::readMore() {
       self->close(ec.message());
       return;
     }
-    if (!self->sawBytes_ || !self->decoder_.midMessage()) self->partialSince_ = std::chrono::steady_clock::now();
-    self->sawBytes_ = true;
-    self->decoder_.feed(std::string_view(self->readBuffer_.data(), n));
+    const std::string_view bytes(self->readBuffer_.data(), n);
+    // A message begins: the partial-message clock starts. Before the first byte that is not whitespace, the clock
+    // is the silent connection's, counting from accept: whitespace alone (a single space) does not restart it, or a
+    // connection sending nothing else would never be closed as silent.
+    if (self->sawBytes_ ? !self->decoder_.midMessage() : holdsMoreThanWhitespace(bytes)) {
+      self->partialSince_ = std::chrono::steady_clock::now();
+      self->sawBytes_ = true;
+    }
+    self->decoder_.feed(bytes);
     self->pump();
     self->readMore();
   });
+}
+
+bool Session::peerHungUp() {
+  // End of input alone cannot tell: a client that shut down only its sending side (shutdown(SHUT_WR), as socat and
+  // nc do) still reads the replies. On a Unix socket the kernel reports POLLHUP only once the peer has shut down both
+  // directions or closed the socket.
+  pollfd hangUp{socket_.native_handle(), 0, 0};
+  int ready = 0;
+  do {
+    ready = ::poll(&hangUp, 1, 0);
+  } while (ready < 0 && errno == EINTR);
+  return ready > 0 && (hangUp.revents & POLLHUP) != 0;
 }
 
 void Session::pump() {
@@ -149,6 +185,7 @@ void Session::enqueue(std::string text) {
     MutexLock lock(writeMutex_);
     queued = queuedBytes_ + framed.size();
     if (queued <= kMaxQueuedBytes) {
+      if (writeQueue_.empty()) writeWaitingSince_ = std::chrono::steady_clock::now();
       queuedBytes_ = queued;
       server_.replyBytesQueued(framed.size());
       writeQueue_.push_back(std::move(framed));
@@ -187,6 +224,7 @@ Session::DirectWrite Session::writeReplyNow(const std::string& reply) {
     }
   }
   if (sent == framed.size()) return DirectWrite::kWhole;
+  writeWaitingSince_ = std::chrono::steady_clock::now();  // the queue was empty
   queuedBytes_ += framed.size() - sent;
   server_.replyBytesQueued(framed.size() - sent);
   writeQueue_.push_back(framed.substr(sent));
@@ -223,6 +261,7 @@ void Session::writeMore() {
             }
             self->queuedBytes_ -= written;
             self->server_.replyBytesGone(written);
+            self->writeWaitingSince_ = std::chrono::steady_clock::now();  // the client read: what is left waits anew
           }
         }
         if (ec) {

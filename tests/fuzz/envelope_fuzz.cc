@@ -82,7 +82,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string_view text(reinterpret_cast<const char*>(data), size);
 
   DepthCounter counter;
-  bool wellFormed = json::sax_parse(text.begin(), text.end(), &counter);
+  // nlohmann's lexer takes a NUL byte for the end of its input; a raw NUL is never valid JSON.
+  bool wellFormed = text.find('\0') == std::string_view::npos && json::sax_parse(text.begin(), text.end(), &counter);
   memq::Result<json> parsed = memq::parseJson(text);
   MEMQ_FUZZ_CHECK(parsed.isOk() == (wellFormed && counter.maxDepth <= memq::kMaxJsonDepth),
                   "parseJson accepts exactly the well-formed JSON nested at most kMaxJsonDepth deep");

@@ -19,6 +19,7 @@
 #include "daemon/embed/vector_index.h"
 #include "daemon/server/listener.h"
 #include "memqd_fixture.h"
+#include "raw_conn.h"
 
 namespace memq::testing {
 namespace {
@@ -670,6 +671,26 @@ TEST_F(DaemonTest, OnlyAQuickCallItselfIsAnsweredOnTheIoThread) {
     quickInline = inlineCount() == before + 2;
   }
   EXPECT_TRUE(quickInline) << "a plain memory/search was never answered on the I/O thread";
+
+  // A quick method's request is answered there only while it is short: a recall of a long query (its parse and its
+  // work grow with it) goes to a worker, so that other connections do not wait for it. Its scope is open, as the
+  // short recall answered inline shows, so only its length sends it there.
+  bool shortRecallInline = false;
+  for (int attempt = 0; attempt < 10 && !shortRecallInline; ++attempt) {
+    const uint64_t before = inlineCount();
+    ASSERT_TRUE(c.call("memory/recall", {{"query", "how are migrations run"}}).isOk());
+    shortRecallInline = inlineCount() == before + 2;
+  }
+  ASSERT_TRUE(shortRecallInline) << "a short memory/recall was never answered on the I/O thread";
+  std::string longQuery;
+  while (longQuery.size() < (size_t{64} << 10)) longQuery += "how are migrations run ";  // 4 x the inline bound
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const uint64_t before = inlineCount();
+    auto recalled = c.call("memory/recall", {{"query", longQuery}});
+    ASSERT_TRUE(recalled.isOk()) << recalled.status().toString();
+    EXPECT_LE(inlineCount(), before + 1) << "a recall of a " << longQuery.size() << "-byte query was answered on the "
+                                         << "I/O thread";
+  }
 }
 
 TEST_F(DaemonTest, RestoreRecordsItsReasonInTheJournalAsHideDoes) {
@@ -938,6 +959,7 @@ class MemqdInTempDir : public ::testing::Test {
 
 class MemqdHotPoll : public MemqdInTempDir {};
 class MemqdStatus : public MemqdInTempDir {};
+class MemqdSilentConnections : public MemqdInTempDir {};
 
 // The widest window memqd takes (--hot-poll-us 100000), where a test needs the window to be open when the next
 // request comes: a client's 0.2 ms pause between requests stretches to several ms when `ctest -j` or a sanitizer
@@ -1163,6 +1185,38 @@ TEST_F(MemqdStatus, AsksForHugePagesForItsHeapWhereTheKernelGivesThemOnRequestUn
   const Seen again = startWith({{"MEMQD_HEAP_REEXECUTED", "1"}}, 0);
   EXPECT_FALSE(hasHugetlbOne(again));
   EXPECT_EQ(again.reported, mode == "always");
+}
+
+// Whitespace is what framing skips between messages: a connection that sends nothing else has sent nothing, and the
+// silent-connection timeout closes it as it closes one that sends nothing at all, however often a space comes (the
+// timeout counts from accept). A connection that has sent a request is never closed for silence.
+TEST_F(MemqdSilentConnections, AConnectionSendingOnlyWhitespaceIsClosedAsASilentOneIs) {
+  const int silentTimeoutMs = 500;
+  Memqd daemon(dir_, {"--silent-timeout-ms", std::to_string(silentTimeoutMs)});
+  ASSERT_TRUE(daemon.start()) << daemon.log();
+  const std::string status = R"({"jsonrpc":"2.0","id":1,"method":"daemon/status"})" "\n";
+  RawConn served(daemon.socket());
+  ASSERT_TRUE(served.connected());
+  ASSERT_TRUE(served.send(" \n\t" + status));
+  auto reply = served.readJson();
+  ASSERT_TRUE(reply && reply->contains("result")) << (reply ? reply->dump() : "no reply");
+
+  RawConn silent(daemon.socket());
+  RawConn blank(daemon.socket());
+  ASSERT_TRUE(silent.connected() && blank.connected());
+  bool blankClosed = false;
+  for (auto deadline = std::chrono::steady_clock::now() + kLivenessDeadline;
+       !blankClosed && std::chrono::steady_clock::now() < deadline;) {
+    blankClosed = !blank.send(" ") || blank.closedWithin(std::chrono::milliseconds(silentTimeoutMs / 5)) ||
+                  !blank.send("\r\n\t") || blank.closedWithin(std::chrono::milliseconds(silentTimeoutMs / 5));
+  }
+  EXPECT_TRUE(blankClosed) << "a connection that sent only whitespace was never closed as silent";
+  EXPECT_TRUE(silent.closedWithin(kLivenessDeadline)) << "a silent connection was never closed";
+
+  // `served` was accepted before `silent`, whose timeout has passed: so has its own, and it is still served.
+  ASSERT_TRUE(served.send(status));
+  reply = served.readJson();
+  EXPECT_TRUE(reply && reply->contains("result")) << "a connection that had sent a request was closed as silent";
 }
 
 TEST(MemqdFlags, AHotPollOutsideItsRangeIsAUsageErrorNamingTheOption) {

@@ -527,11 +527,62 @@ TEST_F(HostileServerTest, FortyClientsThatNeverReadCostABoundedTotalAndTheWorstI
   EXPECT_LT(growthKib, 160 * 1024) << "forty clients that never read cost " << growthKib / 1024 << " MiB";
 #endif
   const std::string log = d.log();
-  EXPECT_NE(log.find("the most of any connection"), std::string::npos) << "the total bound never acted";
+  EXPECT_NE(log.find("the longest of any connection"), std::string::npos) << "the total bound never acted";
   // Each stuck client finds EOF or a reset after what the kernel buffered.
   for (auto& c : stuck) EXPECT_TRUE(c->closedWithin(milliseconds(10000)));
   // And the daemon goes on serving.
   EXPECT_TRUE(watcher->call("stats", json::object()).isOk());
+}
+
+// Past the bound over all connections, the connection closed is the one whose client has read nothing the longest,
+// not the one holding the most bytes: a client reading a large reply steadily holds most of it queued for a moment,
+// and connections that never read, each holding less, must not make it the one cut off.
+TEST_F(HostileServerTest, PastTheBoundOverAllConnectionsTheClientReadingNothingIsCutNotTheOneReadingALargeReply) {
+  const std::string project = (dir_ / "proj").string();
+  fs::create_directories(project);
+  constexpr size_t kBudget = size_t{2} << 20;
+  auto& d = daemon((dir_ / "memqd.sock").string(), {"--max-queued-reply-bytes", std::to_string(kBudget)});
+  ASSERT_TRUE(d.start()) << d.stderrText() << d.log();
+  // 600 memories of about 2 KB: a memory/list page of all of them is about 1.4 MB, one of 250 about 0.6 MB.
+  constexpr int kMemories = 600, kStuckPage = 250;
+  {
+    auto c = RpcClient::connect(d.socket(), std::chrono::seconds(5));
+    ASSERT_TRUE(c.isOk());
+    ASSERT_TRUE(c->call("initialize", {{"client_name", "filler"}, {"project_root", project}}).isOk());
+    for (int i = 0; i < kMemories; ++i) {
+      std::string details;
+      while (details.size() < 1900) details += "line " + std::to_string(details.size()) + " of memory " + std::to_string(i) + "; ";
+      auto r = c->call("memory/save", {{"summary", "bulky memory " + std::to_string(i)}, {"details", details}});
+      ASSERT_TRUE(r.isOk()) << r.status().toString();
+    }
+  }
+  // Three clients ask for a page of 250 each and read none of it: together under the bound (each reply less what
+  // the kernel buffers for its socket).
+  std::vector<std::unique_ptr<RawConn>> stuck;
+  for (int i = 0; i < 3; ++i) {
+    stuck.push_back(std::make_unique<RawConn>(d.socket()));
+    ASSERT_TRUE(stuck.back()->connected());
+    ASSERT_TRUE(stuck.back()->send(request(0, "initialize", {{"client_name", "stuck"}, {"project_root", project}}) + "\n"));
+    ASSERT_TRUE(stuck.back()->readJson());
+    ASSERT_TRUE(stuck.back()->send(request(1, "memory/list", {{"limit", kStuckPage}}) + "\n"));
+    ASSERT_TRUE(stuck.back()->readableWithin(milliseconds(30000))) << "no reply began";
+  }
+  // Then a client asks for all 600 and, once its reply has begun (most of it queued: the total passes the bound),
+  // reads it to the end.
+  RawConn reader(d.socket());
+  ASSERT_TRUE(reader.connected());
+  ASSERT_TRUE(reader.send(request(0, "initialize", {{"client_name", "reader"}, {"project_root", project}}) + "\n"));
+  ASSERT_TRUE(reader.readJson());
+  ASSERT_TRUE(reader.send(request(1, "memory/list", {{"limit", kMemories}}) + "\n"));
+  ASSERT_TRUE(reader.readableWithin(milliseconds(30000))) << "no reply began";
+  auto page = reader.readJson(milliseconds(30000));
+  ASSERT_TRUE(page.has_value()) << "the client reading its reply was cut off\n" << d.log();
+  EXPECT_EQ((*page)["result"]["memories"].size(), static_cast<size_t>(kMemories));
+  EXPECT_NE(d.log().find("the longest of any connection"), std::string::npos) << "the bound never acted\n" << d.log();
+  // The first stuck client, whose reply has waited longest, is the one cut off.
+  EXPECT_TRUE(stuck.front()->closedWithin(milliseconds(10000)));
+  ASSERT_TRUE(reader.send(request(2, "stats", json::object()) + "\n"));
+  EXPECT_TRUE(reader.readJson());
 }
 
 TEST_F(HostileServerTest, ABatchPastTheCapIsRefusedWholeAndABatchIsLoggedAsOneLine) {

@@ -89,6 +89,14 @@ class RawConn {
     }
   }
 
+  // True when bytes arrive within `timeout`, none of them read: a reply has begun.
+  bool readableWithin(milliseconds timeout) {
+    if (!buffer_.empty()) return true;
+    if (fd_ < 0) return false;
+    pollfd p{fd_, POLLIN, 0};
+    return ::poll(&p, 1, static_cast<int>(timeout.count())) > 0;
+  }
+
   // True when the daemon closes the connection within `timeout`. What it sent first is read and discarded;
   // *received counts those bytes (with any left unread before the call).
   bool closedWithin(milliseconds timeout, size_t* received = nullptr) {

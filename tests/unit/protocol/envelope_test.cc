@@ -182,6 +182,24 @@ TEST(Envelope, EmptyAndTrailingGarbageAreParseErrors) {
   }
 }
 
+TEST(Envelope, ARawNulByteAnywhereIsAParseErrorNotTheEndOfTheMessage) {
+  using namespace std::string_literals;
+  // nlohmann's parser stops at a NUL as at the end of its input: the request before it would be run, and the
+  // garbage after it never looked at.
+  for (const std::string& text : {R"({"jsonrpc":"2.0","id":1,"method":"x"})"s + '\0' + " garbage ]]]",
+                                  R"({"jsonrpc":"2.0","id":1,"method":"x"})"s + '\0',
+                                  R"([{"jsonrpc":"2.0","id":1,"method":"x"}])"s + '\0' + "]",
+                                  R"({"jsonrpc":"2.0","id":1,"method":"x)"s + '\0' + R"("})",
+                                  "\0"s + R"({"jsonrpc":"2.0","id":1,"method":"x"})"}) {
+    SCOPED_TRACE(::testing::PrintToString(text));
+    expectError(single(parseEnvelope(text)), ErrorCode::kParseError, nullptr);
+  }
+  // A NUL escaped, as JSON writes it, is a character like any other.
+  EnvelopeItem escaped = single(parseEnvelope(R"({"jsonrpc":"2.0","id":1,"method":"x\u0000y"})"));
+  ASSERT_TRUE(escaped.call.has_value()) << escaped.error.toString();
+  EXPECT_EQ(escaped.call->method, "x\0y"s);
+}
+
 TEST(Envelope, DeepNestingIsRejectedWithoutRecursing) {
   std::string arrays = std::string(10000, '[') + std::string(10000, ']');
   expectError(single(parseEnvelope(arrays)), ErrorCode::kParseError, nullptr);
