@@ -2,6 +2,7 @@
 #include "daemon/anchors/line_carrier.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "daemon/model/memory_input.h"
 
@@ -277,6 +278,9 @@ Result<LineCarrier::DiffPtr> LineCarrier::computeDiff(const FileVersion& from, c
   const int rc = git_diff_buffers(aText.data(), aText.size(), nullptr, bText.data(), bText.size(), nullptr, &opts,
                                   nullptr, nullptr, collectHunk, nullptr, &result->hunks);
   MEMQ_RETURN_IF_ERROR(gitStatus(rc, "diff " + from.id() + " to " + to.id()));
+  // The list is held as long as the cache keeps it: without the room its growth left (up to as much again), so the
+  // byte bounds hold more diffs.
+  result->hunks.shrink_to_fit();
   return DiffPtr(std::move(result));
 }
 
@@ -293,22 +297,28 @@ LineCarrier::DiffPtr LineCarrier::cached(const std::string& key) {
   }
   ++hits_;
   lru_.splice(lru_.begin(), lru_, it->second);
-  return it->second->second;
+  return it->second->diff;
 }
 
 void LineCarrier::remember(const std::string& key, DiffPtr diff) {
+  const size_t bytes = diff->heldBytes();
   MutexLock lock(cacheMutex_);
-  if (options_.cacheEntries == 0) return;
+  // A diff larger than the whole bound would evict every other entry and then pass the bound itself: its caller has
+  // it, the cache does not.
+  if (options_.cacheEntries == 0 || bytes > options_.cacheBytes) return;
   auto it = index_.find(key);
   if (it != index_.end()) {
     // Another thread computed the same pair meanwhile; both answers are equal, keep the first.
     lru_.splice(lru_.begin(), lru_, it->second);
     return;
   }
-  lru_.emplace_front(key, std::move(diff));
+  lru_.push_front({key, std::move(diff), bytes});
   index_.emplace(key, lru_.begin());
-  while (lru_.size() > options_.cacheEntries) {
-    index_.erase(lru_.back().first);
+  lruBytes_ += bytes;
+  // The entry just added fits both bounds alone, so it is never the one evicted.
+  while (lru_.size() > options_.cacheEntries || lruBytes_ > options_.cacheBytes) {
+    lruBytes_ -= lru_.back().bytes;
+    index_.erase(lru_.back().key);
     lru_.pop_back();
   }
 }
@@ -350,14 +360,16 @@ Result<CarriedLines> LineCarrier::carryAlong(const LineRanges& lines, const std:
 
 LineCarrier::CacheStats LineCarrier::cacheStats() const {
   MutexLock lock(cacheMutex_);
-  return {hits_, misses_, lru_.size()};
+  return {hits_, misses_, lru_.size(), lruBytes_, pinnedBytes_};
 }
 
 void LineCarrier::clearCache() {
   MutexLock lock(cacheMutex_);
   lru_.clear();
   index_.clear();
+  lruBytes_ = 0;
   pinned_.clear();
+  pinnedBytes_ = 0;
   pinnedTag_.clear();
 }
 
@@ -391,27 +403,38 @@ std::optional<std::string> LineCarrier::blobAtCommit(const std::string& path, co
 
 size_t LineCarrier::pin(const std::vector<std::pair<FileVersion, FileVersion>>& pairs, const std::string& tag) {
   std::unordered_map<std::string, DiffPtr> next;
+  size_t nextBytes = 0;
+  // Every pair met so far, held or left out: a pair that comes again (anchors of one version) is not diffed again.
+  std::unordered_set<std::string> seen;
   size_t computed = 0;
   for (const auto& [from, to] : pairs) {
     const std::string key = from.id() + ">" + to.id();
-    if (next.count(key) != 0) continue;
+    if (!seen.insert(key).second) continue;
     DiffPtr held;
     {
       MutexLock lock(cacheMutex_);
       if (auto p = pinned_.find(key); p != pinned_.end()) held = p->second;
-      if (auto it = index_.find(key); !held && it != index_.end()) held = it->second->second;
+      if (auto it = index_.find(key); !held && it != index_.end()) held = it->second->diff;
     }
+    bool computedHere = false;
     if (!held) {
       // Computed without the cache lock, so carries for recall go on meanwhile (they share the repository lock).
       Result<DiffPtr> d = computeDiff(from, to);
       if (!d) continue;
       held = *d;
-      ++computed;
+      computedHere = true;
     }
+    // Past the bound the pair is left out: its anchors are carried through HEAD all the same, their first step
+    // diffed when a carry needs it.
+    const size_t bytes = held->heldBytes();
+    if (bytes > options_.pinnedBytes - nextBytes) continue;
+    nextBytes += bytes;
+    if (computedHere) ++computed;
     next.emplace(key, std::move(held));
   }
   MutexLock lock(cacheMutex_);
   pinned_ = std::move(next);
+  pinnedBytes_ = nextBytes;
   pinnedTag_ = tag;
   return computed;
 }

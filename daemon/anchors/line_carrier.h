@@ -1,8 +1,9 @@
 // Carrying line ranges from one version of a file to a later one: the pure step (ranges through the hunks of a
 // 0-context line diff, each line shifted, rewritten or deleted), its composition along a chain of versions, and
 // LineCarrier, which computes the hunks with libgit2 between versions held as blobs of a repository or as buffers,
-// and keeps recent hunk lists in a bounded LRU cache keyed by the (from, to) pair, and a pinned set of them (each
-// anchor's version to HEAD's) that the LRU never evicts.
+// and keeps recent hunk lists in an LRU cache keyed by the (from, to) pair, and a pinned set of them (each anchor's
+// version to HEAD's) that the LRU never evicts; both bounded by the bytes their hunk lists hold, the LRU by its
+// count of entries too.
 // Thread-safety: the free functions are pure. A LineCarrier may be shared by threads: the repository is used under
 // one mutex (libgit2 objects must not be used by two threads at once), the cache under another; the pinned set is
 // remade by one holder of its claim at a time (claimPinning).
@@ -47,7 +48,19 @@ struct VersionDiff {
   HunkList hunks;
   uint32_t fromLines = 0;
   uint32_t toLines = 0;
+
+  // The memory this diff holds, as the carrier's bounds count it: the object and its hunk list's allocation.
+  size_t heldBytes() const { return sizeof(VersionDiff) + hunks.capacity() * sizeof(DiffHunk); }
 };
+
+// The default bounds on the bytes of hunk lists a carrier holds (one carrier per open project scope), in its LRU and
+// in its pinned set each. A typical change's list is a few hundred bytes, so thousands of them fit in a few MiB and
+// the bound never bites; but the diff of a file of the largest anchored size (kMaxAnchoredFileBytes, 2 MiB) in which
+// every other line changed is up to half a million hunks of 16 bytes, 8 MiB, and a count bound alone would let a few
+// thousand of those take tens of GiB. 64 MiB still holds seven of those, so the diffs of a large file being worked
+// on stay cached while it is edited, and keeps what one scope's carrier holds to 128 MiB.
+inline constexpr size_t kHunkCacheBytes = size_t{64} << 20;
+inline constexpr size_t kPinnedHunkBytes = size_t{64} << 20;
 
 // What a diff did to an anchored line.
 enum class LineOutcome {
@@ -116,6 +129,11 @@ class LineCarrier {
  public:
   struct Options {
     size_t cacheEntries = 4096;  // hunk lists kept; a list is a few hundred bytes for a typical change
+    // The LRU's bound on the bytes its lists hold (VersionDiff::heldBytes): the least recently used go until both
+    // bounds hold, and a diff larger than this alone is given to its caller without being cached.
+    size_t cacheBytes = kHunkCacheBytes;
+    // The pinned set's bound on bytes: pin() leaves out the pairs whose diffs would pass it.
+    size_t pinnedBytes = kPinnedHunkBytes;
     DiffAlgorithm algorithm = DiffAlgorithm::kMyers;
     // Slide ambiguous hunks to indentation boundaries, as `git diff` does by default, so hunks agree with what a
     // user sees in git.
@@ -127,7 +145,9 @@ class LineCarrier {
   struct CacheStats {
     uint64_t hits = 0;
     uint64_t misses = 0;
-    size_t entries = 0;
+    size_t entries = 0;      // in the LRU
+    size_t bytes = 0;        // held by the LRU's entries (VersionDiff::heldBytes), at most Options::cacheBytes
+    size_t pinnedBytes = 0;  // held by the pinned set, at most Options::pinnedBytes
   };
 
   // `repository` may be null: then only buffer versions can be read.
@@ -160,8 +180,11 @@ class LineCarrier {
   std::optional<std::string> blobAtCommit(const std::string& path, const git_oid& oid);
   // Holds the diffs of `pairs` (an anchor's version → HEAD's version of its file) apart from the LRU, so that no
   // other carry evicts them, until the next call replaces the set; computes only those it does not hold already.
-  // `tag` names the set (the HEAD it was made for; pinnedTag). Returns how many diffs it computed; a pair that
-  // cannot be diffed (binary, larger than kMaxAnchoredFileBytes, gone) is left out.
+  // `tag` names the set (the HEAD it was made for; pinnedTag). Returns how many diffs it computed and holds. Left out:
+  // a pair that cannot be diffed (binary, larger than kMaxAnchoredFileBytes, gone), and a pair whose diff would take
+  // the set past Options::pinnedBytes (taken in order, so a smaller one later may still fit); a carry of a pair left
+  // out diffs it then, and the LRU holds it as any other diff. While the new set is made the old one is held too, so
+  // the two together hold at most twice the bound, and only for that time.
   size_t pin(const std::vector<std::pair<FileVersion, FileVersion>>& pairs, const std::string& tag);
   std::string pinnedTag() const;
   size_t pinnedCount() const;
@@ -194,6 +217,12 @@ class LineCarrier {
   DiffPtr cached(const std::string& key);
   void remember(const std::string& key, DiffPtr diff);
 
+  struct CachedDiff {
+    std::string key;
+    DiffPtr diff;
+    size_t bytes = 0;  // diff->heldBytes(), counted into lruBytes_
+  };
+
   // Held while the repository is read (blob lookups); only when a version is a blob, so the lock is taken
   // conditionally (std::unique_lock), which the analysis cannot follow: repository_ carries no annotation.
   Mutex repositoryMutex_;
@@ -203,10 +232,11 @@ class LineCarrier {
   const Options options_;
 
   mutable Mutex cacheMutex_;
-  std::list<std::pair<std::string, DiffPtr>> lru_ GUARDED_BY(cacheMutex_);  // most recently used first
-  std::unordered_map<std::string, std::list<std::pair<std::string, DiffPtr>>::iterator> index_
-      GUARDED_BY(cacheMutex_);
+  std::list<CachedDiff> lru_ GUARDED_BY(cacheMutex_);  // most recently used first
+  std::unordered_map<std::string, std::list<CachedDiff>::iterator> index_ GUARDED_BY(cacheMutex_);
+  size_t lruBytes_ GUARDED_BY(cacheMutex_) = 0;  // the sum of lru_'s bytes
   std::unordered_map<std::string, DiffPtr> pinned_ GUARDED_BY(cacheMutex_);
+  size_t pinnedBytes_ GUARDED_BY(cacheMutex_) = 0;  // the sum of pinned_'s heldBytes()
   std::string pinnedTag_ GUARDED_BY(cacheMutex_);
   std::atomic<bool> pinningClaimed_{false};  // a PinningClaim is out
   uint64_t hits_ GUARDED_BY(cacheMutex_) = 0;

@@ -90,12 +90,23 @@ class HeadBlobs {
   std::unordered_map<std::string, std::optional<std::string>> blobs_;
 };
 
+// HEAD's version of `path` for carrying `ref` into it (carryToWorkTree), or none when `path` is not the ref's own
+// path but a file it was renamed or copied to, which is then carried into by the one diff from the anchor's version.
+// Through HEAD's version of the new path, an edit committed with the rename and undone in the work tree would read
+// as a rewrite of lines that are as they were. Re-basing holds diffs into HEAD's version of a ref's own path only, so
+// no held diff would have served that chain's first step.
+std::optional<std::string> headVersionToCarryThrough(HeadBlobs& heads, const WorkTreeVersions& workTree,
+                                                     const AnchoredRef& ref, const std::string& path) {
+  if (path != ref.path) return std::nullopt;
+  return heads.of(workTree.repoPath(path));
+}
+
 // `ref`'s lines carried to `to`, or nullopt when they cannot be (a version the repository no longer has, a file
-// binary now): no signal, no error. Through HEAD's version of the file when it is neither end (`atHead`) and the
-// anchor's version is one the repository has: the step from the anchor to HEAD is the one re-basing holds
-// (anchor_rebase.h), the step from HEAD to the work tree is one diff for every anchor on the file. A version memq
-// keeps was saved on uncommitted lines, which HEAD may never have had: through HEAD they would read as deleted, so
-// it is carried by the one diff.
+// binary now): no signal, no error. Through HEAD's version of the file when it is neither end (`atHead`, unset for a
+// file the ref's path was renamed or copied to) and the anchor's version is one the repository has: the step from
+// the anchor to HEAD is the one re-basing holds (anchor_rebase.h), the step from HEAD to the work tree is one diff for
+// every anchor on the file. A version memq keeps was saved on uncommitted lines, which HEAD may never have had:
+// through HEAD they would read as deleted, so it is carried by the one diff.
 std::optional<CarriedLines> carryToWorkTree(LineCarrier& carrier, const AnchoredRef& ref, const FileVersion& to,
                                             const std::optional<std::string>& atHead) {
   const FileVersion from = ref.anchor.keptContent ? FileVersion::kept(ref.anchor.keptContent, ref.anchor.blob)
@@ -147,7 +158,7 @@ Status addLineSignals(RecallSource& source, LineCarrier& carrier, WorkTreeVersio
     for (const std::string& path : workTree.carriedInto(ref.path)) {
       const FileVersion* to = workTree.at(path);
       if (to == nullptr) continue;  // gone (or not a file): its anchors give no signal there
-      auto carried = carryToWorkTree(carrier, ref, *to, heads.of(workTree.repoPath(path)));
+      auto carried = carryToWorkTree(carrier, ref, *to, headVersionToCarryThrough(heads, workTree, ref, path));
       if (!carried) continue;
       if (carried->lines.empty()) continue;  // every anchored line was deleted
       lineCandidates[at->second].anchors.push_back({path, std::move(carried->lines), std::move(carried->unchanged)});
@@ -189,7 +200,8 @@ Status annotateAnchoredLines(RecallSource& source, LineCarrier& carrier, WorkTre
       for (const std::string& path : workTree.carriedInto(ref.path)) {
         const FileVersion* to = workTree.at(path);
         if (to == nullptr) continue;  // gone: missing_files says so (the file it was renamed to, if queried, is next)
-        auto carried = carryToWorkTree(carrier, ref, *to, heads.of(workTree.repoPath(path)));
+        auto carried =
+            carryToWorkTree(carrier, ref, *to, headVersionToCarryThrough(heads, workTree, ref, path));
         if (!carried) continue;
         AnchoredLinesNow now{path, AnchoredLinesState::kUnchanged, carried->lines, {}};
         if (now.path != ref.path) now.renamedFrom = ref.path;

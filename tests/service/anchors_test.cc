@@ -751,6 +751,23 @@ TEST_F(RecallRenamesTest, ARenameOnDiskWithAnEditIsFollowedAndCarried) {
   EXPECT_TRUE(early->missingFiles.empty());
 }
 
+// Carried into the file it was renamed to by one diff, from the anchor's version of the old path to the work tree:
+// not through HEAD's version of the new path, where an edit committed with the rename and undone in the work tree
+// would read as a rewrite of lines that are as they were.
+TEST_F(RecallRenamesTest, ARenamedAnchorIsCarriedByOneDiffNotThroughHeadsVersionOfTheNewPath) {
+  const auto parserWith = [](int line, const std::string& tag) {
+    std::string out;
+    for (int i = 1; i <= 120; ++i) out += (i == line ? tag : std::string("parse")) + " " + std::to_string(i) + "\n";
+    return out;
+  };
+  repo_->git("mv src/parser.c src/lexer.c");
+  repo_->commit({{"src/lexer.c", parserWith(95, "edited")}}, "rename, with line 95 of the late memory's edited");
+  // In the work tree line 95 is as it was again, and line 110, below the anchors, is changed instead.
+  repo_->write("src/lexer.c", parserWith(110, "changed"));
+  expectLateFollowed(recallOn("src/lexer.c", {{92, 95}}), "src/lexer.c", 4, AnchoredLinesState::kUnchanged,
+                     {{90, 100}});
+}
+
 TEST_F(RecallRenamesTest, AChainOfRenamesIsFollowed) {
   repo_->git("mv src/parser.c src/lexer.c");
   repo_->git("commit -qm one");

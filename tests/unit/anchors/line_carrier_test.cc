@@ -1,6 +1,6 @@
 // Unit tests of carrying: the pure step through hand-written hunks, and LineCarrier over real repositories made
 // with the git command line in temporary directories (blob versions, buffer versions, chains, binary and oversized
-// versions, the cache, the pinned set and its claim).
+// versions, the cache, the pinned set and its claim, and the bounds on the bytes of hunks the two hold).
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -24,6 +24,22 @@ std::string numbered(int from, int to, const std::string& tag = "line") {
   std::string out;
   for (int i = from; i <= to; ++i) out += tag + " " + std::to_string(i) + "\n";
   return out;
+}
+
+// Lines 1 .. n, the odd ones tagged `tag` and the even ones as numbered() has them: against numbered(1, n), a diff of
+// n / 2 one-line hunks, as many for every tag, so that every such diff holds the same bytes.
+std::string everyOtherLine(int n, const std::string& tag) {
+  std::string out;
+  for (int i = 1; i <= n; ++i) out += (i % 2 == 1 ? tag : std::string("line")) + " " + std::to_string(i) + "\n";
+  return out;
+}
+
+// The bytes the diff from `from` to `to` holds, diffed by a carrier of its own (the carriers under test see it anew).
+size_t heldBytesOfDiff(const FileVersion& from, const FileVersion& to) {
+  LineCarrier probe(nullptr);
+  Result<std::shared_ptr<const VersionDiff>> d = probe.diff(from, to);
+  EXPECT_TRUE(d.isOk()) << d.status().toString();
+  return d.isOk() ? (*d)->heldBytes() : 0;
 }
 
 TEST(CarrySegments, InsertionAtTheTopShiftsEveryLine) {
@@ -425,6 +441,58 @@ TEST_F(LineCarrierTest, TheCacheKeepsOnlyTheMostRecentPairs) {
   EXPECT_EQ(carrier->cacheStats().hits, 0u);
 }
 
+// Bounded by bytes as well as by count: diffs of a thousand hunks each, under a byte bound of two and a half of them
+// and the default count bound, leave the two newest cached however many are carried.
+TEST_F(LineCarrierTest, TheCacheKeepsItsBytesWithinTheBoundAndTheNewestDiffs) {
+  const FileVersion base = FileVersion::buffer(numbered(1, 2000));
+  const size_t diffBytes = heldBytesOfDiff(base, FileVersion::buffer(everyOtherLine(2000, "v0")));
+  ASSERT_GT(diffBytes, 1000 * sizeof(DiffHunk));
+  const size_t bound = 2 * diffBytes + diffBytes / 2;
+  LineCarrier carrier(nullptr, {.cacheBytes = bound});
+  std::vector<FileVersion> versions;
+  for (int k = 1; k <= 10; ++k) {
+    versions.push_back(FileVersion::buffer(everyOtherLine(2000, "v" + std::to_string(k))));
+    Result<CarriedLines> c = carrier.carry({{1, 4}}, base, versions.back());
+    ASSERT_TRUE(c.isOk()) << c.status().toString();
+    EXPECT_EQ(c->counts, (CarryCounts{2, 2, 0}));
+    EXPECT_LE(carrier.cacheStats().bytes, bound) << "after " << k << " diffs";
+  }
+  EXPECT_EQ(carrier.cacheStats().entries, 2u);
+  EXPECT_EQ(carrier.cacheStats().bytes, 2 * diffBytes);
+  const uint64_t misses = carrier.cacheStats().misses;
+  ASSERT_TRUE(carrier.diff(base, versions[9]).isOk());
+  ASSERT_TRUE(carrier.diff(base, versions[8]).isOk());
+  EXPECT_EQ(carrier.cacheStats().misses, misses);  // the two newest are cached
+  ASSERT_TRUE(carrier.diff(base, versions[0]).isOk());
+  EXPECT_EQ(carrier.cacheStats().misses, misses + 1);  // the oldest was evicted
+  EXPECT_LE(carrier.cacheStats().bytes, bound);
+}
+
+// A diff larger than the whole byte bound is its caller's answer, but the cache does not keep it (it would evict
+// every other entry and still pass the bound); a small diff is cached as before.
+TEST_F(LineCarrierTest, ADiffLargerThanTheByteBoundIsReturnedButNotCached) {
+  const FileVersion base = FileVersion::buffer(numbered(1, 2000));
+  const FileVersion rewritten = FileVersion::buffer(everyOtherLine(2000, "v1"));
+  const size_t diffBytes = heldBytesOfDiff(base, rewritten);
+  LineCarrier carrier(nullptr, {.cacheBytes = diffBytes - 1});
+  for (uint64_t round = 1; round <= 2; ++round) {
+    Result<std::shared_ptr<const VersionDiff>> d = carrier.diff(base, rewritten);
+    ASSERT_TRUE(d.isOk()) << d.status().toString();
+    EXPECT_EQ((*d)->hunks.size(), 1000u);
+    EXPECT_EQ((*d)->hunks.front(), (DiffHunk{1, 1, 1, 1}));
+    EXPECT_EQ((*d)->hunks.back(), (DiffHunk{1999, 1, 1999, 1}));
+    EXPECT_EQ(carrier.cacheStats().entries, 0u);
+    EXPECT_EQ(carrier.cacheStats().bytes, 0u);
+    EXPECT_EQ(carrier.cacheStats().misses, round);  // diffed again each time
+  }
+  Result<CarriedLines> c = carrier.carry({{1, 4}, {1999, 2000}}, base, rewritten);
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c->lines, (LineRanges{{1, 4}, {1999, 2000}}));
+  EXPECT_EQ(c->counts, (CarryCounts{3, 3, 0}));
+  ASSERT_TRUE(carrier.diff(base, FileVersion::buffer(numbered(1, 2001))).isOk());  // one hunk
+  EXPECT_EQ(carrier.cacheStats().entries, 1u);
+}
+
 TEST_F(LineCarrierTest, ThreadsSharingACarrierGetTheSameAnswers) {
   std::vector<std::string> blobs{commitFile("f.c", numbered(1, 40))};
   for (int v = 1; v <= 6; ++v) blobs.push_back(commitFile("f.c", numbered(1, v, "new") + numbered(1, 40)));
@@ -495,6 +563,35 @@ TEST_F(LineCarrierTest, PinnedDiffsAreNeverEvictedAndAreReplacedAsAWhole) {
   // A pair that cannot be diffed is left out.
   EXPECT_EQ(carrier->pin({{FileVersion::blob(std::string(40, 'e')), FileVersion::blob(c)}}, "head 3"), 0u);
   EXPECT_EQ(carrier->pinnedCount(), 0u);
+}
+
+// The pinned set is bounded by bytes: a pair whose diff would take it past the bound is left out (and carried by a
+// diff computed when the carry needs it), in the order the pairs come, so a smaller diff after it is still held.
+TEST_F(LineCarrierTest, PinningPastItsByteBoundLeavesPairsOut) {
+  const FileVersion base = FileVersion::buffer(numbered(1, 2000));
+  std::vector<FileVersion> large;
+  for (int k = 1; k <= 4; ++k) large.push_back(FileVersion::buffer(everyOtherLine(2000, "v" + std::to_string(k))));
+  const FileVersion small = FileVersion::buffer(numbered(1, 2001));  // one hunk
+  const size_t largeBytes = heldBytesOfDiff(base, large[0]);
+  const size_t smallBytes = heldBytesOfDiff(base, small);
+  ASSERT_LT(smallBytes, largeBytes / 2);
+  const size_t bound = 2 * largeBytes + largeBytes / 2;
+  LineCarrier carrier(nullptr, {.pinnedBytes = bound});
+  EXPECT_EQ(carrier.pin({{base, large[0]}, {base, large[1]}, {base, large[2]}, {base, large[3]}, {base, small}},
+                        "head"),
+            3u);
+  EXPECT_EQ(carrier.pinnedCount(), 3u);
+  EXPECT_EQ(carrier.cacheStats().pinnedBytes, 2 * largeBytes + smallBytes);
+  EXPECT_LE(carrier.cacheStats().pinnedBytes, bound);
+  const uint64_t misses = carrier.cacheStats().misses;
+  for (const FileVersion& held : {large[0], large[1], small}) {
+    ASSERT_TRUE(carrier.carry({{1, 4}}, base, held).isOk());
+  }
+  EXPECT_EQ(carrier.cacheStats().misses, misses);  // answered from the pinned set
+  Result<CarriedLines> leftOut = carrier.carry({{1, 4}}, base, large[2]);
+  ASSERT_TRUE(leftOut.isOk()) << leftOut.status().toString();
+  EXPECT_EQ(leftOut->counts, (CarryCounts{2, 2, 0}));
+  EXPECT_EQ(carrier.cacheStats().misses, misses + 1);  // diffed by the carry
 }
 
 TEST_F(LineCarrierTest, ThePinningClaimIsHeldByOneCallerAtATime) {
