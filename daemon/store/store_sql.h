@@ -181,7 +181,8 @@ class StoreSql {
   // --- embeddings and edges ---
   void storeEmbedding(int64_t pk, const std::string& model, const std::vector<float>& vec);
   std::optional<std::vector<float>> loadVector(int64_t pk, const std::string& model);
-  // Every active and rejected row's vector for `model` (null/short when it has none) with what embeds it.
+  // Every active and rejected row's vector for `model` with what embeds it; null (with the text) when it has none, one
+  // of another length, or one that is not a unit vector of finite components (embedded again by the caller).
   void forEachVectorRow(const std::string& model, size_t dim,
                         const std::function<void(int64_t pk, bool rejected, const float* vector,
                                                  const std::string& summary, const std::string& details,

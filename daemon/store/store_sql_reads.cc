@@ -1,9 +1,11 @@
 // StoreSql's reads: rows by id, pk and content, file refs, tombstones, the audit journal, the full-text lanes, what
 // the mirror loads, list and export pages, and statistics.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <unordered_map>
 
+#include <spdlog/spdlog.h>
 #include <sqlite3.h>
 
 #include "daemon/store/store_sql.h"
@@ -186,6 +188,22 @@ std::optional<std::vector<float>> StoreSql::loadVector(int64_t pk, const std::st
   return v;
 }
 
+namespace {
+
+// Whether a stored vector can stand for its row: every component finite, and of unit length as the embedder makes
+// them (or zero, an empty text's). One that is not (a damaged file, a row written by hand) would be left out of the
+// index (a NaN), or score inf or 0 against every query and break the scan's exactness.
+bool isUsableStoredVector(const std::vector<float>& v) {
+  double squares = 0;
+  for (const float x : v) {
+    if (!std::isfinite(x)) return false;
+    squares += static_cast<double>(x) * x;
+  }
+  return squares == 0 || std::abs(squares - 1.0) <= 1e-3;
+}
+
+}  // namespace
+
 void StoreSql::forEachVectorRow(const std::string& model, size_t dim,
                                 const std::function<void(int64_t, bool, const float*, const std::string&,
                                                          const std::string&, const std::vector<std::string>&)>& row) {
@@ -205,6 +223,14 @@ void StoreSql::forEachVectorRow(const std::string& model, size_t dim,
       continue;
     }
     std::memcpy(vec.data(), blob.getBlob(), dim * sizeof(float));
+    if (!isUsableStoredVector(vec)) {
+      spdlog::warn("memq: memory row {}: its stored vector is not a unit vector of finite components; embedding its "
+                   "text again",
+                   pk);
+      row(pk, rejected, nullptr, q.getColumn(3).getString(), q.getColumn(4).getString(),
+          sqlrows::parseTopics(q.getColumn(5).getString()));
+      continue;
+    }
     static const std::string kNone;
     static const std::vector<std::string> kNoTopics;
     row(pk, rejected, vec.data(), kNone, kNone, kNoTopics);

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <future>
@@ -595,6 +596,44 @@ TEST_F(StoreTest, OpeningEmbedsRowsWithoutAVectorAndKeepsOtherModelsVectorsApart
   auto score = store_->activeIndex().score(*store_->pkOf(b.id), expected);
   ASSERT_TRUE(score.has_value());
   EXPECT_NEAR(*score, 1.0f, 1e-5);
+}
+
+// A stored vector that is not a unit vector of finite components (a damaged file, a row written by hand) is embedded
+// again when the store opens: a NaN would leave the row out of semantic recall for good, and a huge or tiny one would
+// score inf or 0 against every query.
+TEST_F(StoreTest, OpeningEmbedsAgainAStoredVectorThatIsNotAFiniteUnitVector) {
+  const auto nan = save("The cache warms up after each deploy");
+  const auto huge = save("Fonts are vendored under assets/fonts");
+  const std::string model(HashbagEmbedder().model());
+  const size_t dim = HashbagEmbedder().dim();
+  auto overwrite = [&](const std::string& id, float value) {
+    std::vector<float> bad(dim, value);
+    SQLite::Statement q(MemoryStoreTestAccess::database(*store_),
+                        "UPDATE memory_embeddings SET vector = ? WHERE memory_pk = ? AND model = ?");
+    q.bind(1, bad.data(), static_cast<int>(bad.size() * sizeof(float)));
+    q.bind(2, *store_->pkOf(id));
+    q.bind(3, model);
+    ASSERT_EQ(q.exec(), 1);
+  };
+  overwrite(nan.id, std::nanf(""));
+  overwrite(huge.id, 1e30f);
+  open();
+  ASSERT_EQ(store_->activeIndex().size(), 2u) << "a row was left out of the index";
+  for (const auto& [id, text] : {std::pair{nan.id, "The cache warms up after each deploy"},
+                                 std::pair{huge.id, "Fonts are vendored under assets/fonts"}}) {
+    const auto expected = HashbagEmbedder().embed(memoryEmbedSource(text, "", {}));
+    auto score = store_->activeIndex().score(*store_->pkOf(id), expected);
+    ASSERT_TRUE(score.has_value()) << text;
+    EXPECT_NEAR(*score, 1.0f, 1e-5) << text;
+  }
+  // And stored again: the next open reads them as they are.
+  SQLite::Statement q(MemoryStoreTestAccess::database(*store_),
+                      "SELECT vector FROM memory_embeddings WHERE memory_pk = ? AND model = ?");
+  q.bind(1, *store_->pkOf(nan.id));
+  q.bind(2, model);
+  ASSERT_TRUE(q.executeStep());
+  const auto* stored = static_cast<const float*>(q.getColumn(0).getBlob());
+  EXPECT_TRUE(std::isfinite(stored[0]));
 }
 
 TEST_F(StoreTest, LoadManyReturnsTheAskedRowsInTheAskedOrderWithTheirFilesAcrossChunks) {
