@@ -43,13 +43,15 @@ class RenameMapTest : public ::testing::Test {
   }
 
   // Options whose stamps are trusted once 40 ms old, so that settle() (a wait past that) makes them so.
+  // A stamp settles 200 ms after it was made: the counts of reads below assume a lookup right after a move comes
+  // within that (on a machine busy with other tests a 40 ms window was sometimes missed), and settle() waits past it.
   static RenameOptions settlingQuickly(bool watched = true) {
     RenameOptions options;
-    options.settle = std::chrono::milliseconds(40);
+    options.settle = std::chrono::milliseconds(200);
     options.watchDirectories = watched;
     return options;
   }
-  static void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(100)); }
+  static void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(500)); }
   void move(const std::string& from, const std::string& to) {
     std::filesystem::rename(repo_.dir() + "/" + from, repo_.dir() + "/" + to);
   }
