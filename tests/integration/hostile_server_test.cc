@@ -467,6 +467,19 @@ TEST_F(HostileServerTest, AtTheDescriptorLimitAcceptBacksOffInsteadOfSpinningAnd
 
 // ---- 8. memory over all connections -------------------------------------------------------------------------------
 
+// Saves `count` memories of about 2 KB each into `project` through `d`: a memory/list page of 600 is about 1.4 MB.
+void saveBulkyMemories(Memqd& d, const std::string& project, int count) {
+  auto c = RpcClient::connect(d.socket(), std::chrono::seconds(5));
+  ASSERT_TRUE(c.isOk());
+  ASSERT_TRUE(c->call("initialize", {{"client_name", "filler"}, {"project_root", project}}).isOk());
+  for (int i = 0; i < count; ++i) {
+    std::string details;
+    while (details.size() < 1900) details += "line " + std::to_string(details.size()) + " of memory " + std::to_string(i) + "; ";
+    auto r = c->call("memory/save", {{"summary", "bulky memory " + std::to_string(i)}, {"details", details}});
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+  }
+}
+
 TEST_F(HostileServerTest, FortyClientsThatNeverReadCostABoundedTotalAndTheWorstIsCutFirst) {
   const std::string project = (dir_ / "proj").string();
   fs::create_directories(project);
@@ -475,16 +488,11 @@ TEST_F(HostileServerTest, FortyClientsThatNeverReadCostABoundedTotalAndTheWorstI
   ASSERT_TRUE(d.start()) << d.stderrText() << d.log();
   // 600 memories of about 2 KB: one memory/list page of all of them is about 1.4 MB of reply.
   constexpr int kMemories = 600;
+  ASSERT_NO_FATAL_FAILURE(saveBulkyMemories(d, project, kMemories));
   {
     auto c = RpcClient::connect(d.socket(), std::chrono::seconds(5));
     ASSERT_TRUE(c.isOk());
-    ASSERT_TRUE(c->call("initialize", {{"client_name", "filler"}, {"project_root", project}}).isOk());
-    for (int i = 0; i < kMemories; ++i) {
-      std::string details;
-      while (details.size() < 1900) details += "line " + std::to_string(details.size()) + " of memory " + std::to_string(i) + "; ";
-      auto r = c->call("memory/save", {{"summary", "bulky memory " + std::to_string(i)}, {"details", details}});
-      ASSERT_TRUE(r.isOk()) << r.status().toString();
-    }
+    ASSERT_TRUE(c->call("initialize", {{"client_name", "warm"}, {"project_root", project}}).isOk());
     ASSERT_TRUE(c->call("memory/list", {{"limit", kMemories}}).isOk());  // warm
   }
   const long baseline = procStatusKib(d.pid(), "VmRSS");
@@ -545,17 +553,7 @@ TEST_F(HostileServerTest, PastTheBoundOverAllConnectionsTheClientReadingNothingI
   ASSERT_TRUE(d.start()) << d.stderrText() << d.log();
   // 600 memories of about 2 KB: a memory/list page of all of them is about 1.4 MB.
   constexpr int kMemories = 600;
-  {
-    auto c = RpcClient::connect(d.socket(), std::chrono::seconds(5));
-    ASSERT_TRUE(c.isOk());
-    ASSERT_TRUE(c->call("initialize", {{"client_name", "filler"}, {"project_root", project}}).isOk());
-    for (int i = 0; i < kMemories; ++i) {
-      std::string details;
-      while (details.size() < 1900) details += "line " + std::to_string(details.size()) + " of memory " + std::to_string(i) + "; ";
-      auto r = c->call("memory/save", {{"summary", "bulky memory " + std::to_string(i)}, {"details", details}});
-      ASSERT_TRUE(r.isOk()) << r.status().toString();
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(saveBulkyMemories(d, project, kMemories));
   auto connect = [&](RawConn& c, const std::string& name) {
     ASSERT_TRUE(c.connected());
     ASSERT_TRUE(c.send(request(0, "initialize", {{"client_name", name}, {"project_root", project}}) + "\n"));

@@ -126,44 +126,65 @@ class HalfClosingConn {
   std::string buffer_;
 };
 
-TEST(LoadShedding, PastTheQueueBoundAMessageIsAnsweredBusyAndRunsNothing) {
-  TempDir tmp;
-  GitRepo held(tmp.path() + "/held");
-  held.commit({{"README.md", "a repository whose first open the test holds\n"}});
-  const std::string other = tmp.path() + "/other";
-  fs::create_directories(other);
-  fs::create_directories(tmp.path() + "/data");
-
-  Gate gate;
-  HashbagEmbedder embedder;
-  ServiceOptions so;
-  so.dataDir = tmp.path() + "/data";
-  so.embedder = &embedder;
-  so.saveBatch = 1;
-  so.repoFactory = [&gate](const ProjectLocation& loc) -> std::shared_ptr<RepoSignals> {
-    gate.hold();
-    return std::make_shared<GitRepoSignals>(loc);
-  };
-  Service service(so);
-  ServerOptions opts;
-  opts.socketPath = tmp.path() + "/memqd.sock";
-  opts.workerThreads = 1;
-  opts.maxQueuedJobs = 1;
-  Server server(opts, service);
-  ASSERT_TRUE(server.listen().isOk());
-  std::thread serving([&] { server.run(); });
-  struct StopOnExit {
-    Gate& gate;
-    Server& server;
-    std::thread& serving;
-    ~StopOnExit() {
-      gate.release();
-      server.requestShutdown();
-      serving.join();
+// A Server in the test's process with one worker, on a real socket and real SQLite files, whose worker the test can
+// hold inside the first open of the project `held` (gate), and a second project, `other`, that opens at once.
+class HeldWorkerServer {
+ public:
+  explicit HeldWorkerServer(size_t maxQueuedJobs) : held_(tmp_.path() + "/held"), other(tmp_.path() + "/other") {
+    held_.commit({{"README.md", "a repository whose first open the test holds\n"}});
+    fs::create_directories(other);
+    fs::create_directories(tmp_.path() + "/data");
+    ServiceOptions so;
+    so.dataDir = tmp_.path() + "/data";
+    so.embedder = &embedder_;
+    so.saveBatch = 1;
+    so.repoFactory = [this](const ProjectLocation& loc) -> std::shared_ptr<RepoSignals> {
+      gate.hold();
+      return std::make_shared<GitRepoSignals>(loc);
+    };
+    service_ = std::make_unique<Service>(so);
+    ServerOptions opts;
+    opts.socketPath = tmp_.path() + "/memqd.sock";
+    opts.workerThreads = 1;
+    if (maxQueuedJobs > 0) opts.maxQueuedJobs = maxQueuedJobs;
+    socketPath = opts.socketPath;
+    server_ = std::make_unique<Server>(opts, *service_);
+    listening = server_->listen().isOk();
+    if (listening) serving_ = std::thread([this] { server_->run(); });
+  }
+  ~HeldWorkerServer() {
+    gate.release();
+    if (serving_.joinable()) {
+      server_->requestShutdown();
+      serving_.join();
     }
-  } stop{gate, server, serving};
+  }
+  Server& server() { return *server_; }
+  const std::string& heldRoot() const { return held_.dir(); }
 
-  RawConn a(opts.socketPath), b(opts.socketPath), c(opts.socketPath);
+ private:
+  TempDir tmp_;
+  GitRepo held_;
+
+ public:
+  const std::string other;
+  Gate gate;
+  std::string socketPath;
+  bool listening = false;
+
+ private:
+  HashbagEmbedder embedder_;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<Server> server_;
+  std::thread serving_;
+};
+
+TEST(LoadShedding, PastTheQueueBoundAMessageIsAnsweredBusyAndRunsNothing) {
+  HeldWorkerServer memqd(/*maxQueuedJobs=*/1);
+  ASSERT_TRUE(memqd.listening);
+  Gate& gate = memqd.gate;
+  const std::string& other = memqd.other;
+  RawConn a(memqd.socketPath), b(memqd.socketPath), c(memqd.socketPath);
   ASSERT_TRUE(a.connected() && b.connected() && c.connected());
   for (RawConn* conn : {&a, &b, &c}) {
     ASSERT_TRUE(conn->send(request(1, "initialize", {{"client_name", "load-shedding-test"}, {"project_root", other}})));
@@ -173,7 +194,7 @@ TEST(LoadShedding, PastTheQueueBoundAMessageIsAnsweredBusyAndRunsNothing) {
 
   // The only worker opens the held repository's scope, and stays inside it.
   gate.arm();
-  ASSERT_TRUE(a.send(request(2, "memory/list", {{"project_root", held.dir()}})));
+  ASSERT_TRUE(a.send(request(2, "memory/list", {{"project_root", memqd.heldRoot()}})));
   ASSERT_TRUE(gate.awaitHeld()) << "the list never reached the repository's open";
   // Two saves: the first the I/O thread reads is queued (the bound's one place), the second is past the bound.
   ASSERT_TRUE(b.send(request(3, "memory/save", {{"summary", "Save from connection b"}})));
@@ -217,43 +238,13 @@ TEST(LoadShedding, PastTheQueueBoundAMessageIsAnsweredBusyAndRunsNothing) {
 // reply, and a loop of connect, send and close would fill the queue with such work, so the request is not run. A
 // client that shut down only its sending side still reads, and is answered.
 TEST(LoadShedding, ARequestWhoseClientHungUpBeforeAWorkerTookItIsNotRunButAHalfClosedClientIsAnswered) {
-  TempDir tmp;
-  GitRepo held(tmp.path() + "/held");
-  held.commit({{"README.md", "a repository whose first open the test holds\n"}});
-  const std::string other = tmp.path() + "/other";
-  fs::create_directories(other);
-  fs::create_directories(tmp.path() + "/data");
-
-  Gate gate;
-  HashbagEmbedder embedder;
-  ServiceOptions so;
-  so.dataDir = tmp.path() + "/data";
-  so.embedder = &embedder;
-  so.saveBatch = 1;
-  so.repoFactory = [&gate](const ProjectLocation& loc) -> std::shared_ptr<RepoSignals> {
-    gate.hold();
-    return std::make_shared<GitRepoSignals>(loc);
-  };
-  Service service(so);
-  ServerOptions opts;
-  opts.socketPath = tmp.path() + "/memqd.sock";
-  opts.workerThreads = 1;
-  Server server(opts, service);
-  ASSERT_TRUE(server.listen().isOk());
-  std::thread serving([&] { server.run(); });
-  struct StopOnExit {
-    Gate& gate;
-    Server& server;
-    std::thread& serving;
-    ~StopOnExit() {
-      gate.release();
-      server.requestShutdown();
-      serving.join();
-    }
-  } stop{gate, server, serving};
-
-  RawConn a(opts.socketPath), gone(opts.socketPath);
-  HalfClosingConn half(opts.socketPath);
+  HeldWorkerServer memqd(/*maxQueuedJobs=*/0);
+  ASSERT_TRUE(memqd.listening);
+  Gate& gate = memqd.gate;
+  Server& server = memqd.server();
+  const std::string& other = memqd.other;
+  RawConn a(memqd.socketPath), gone(memqd.socketPath);
+  HalfClosingConn half(memqd.socketPath);
   ASSERT_TRUE(a.connected() && gone.connected() && half.connected());
   const std::string initialize = request(1, "initialize", {{"client_name", "hang-up-test"}, {"project_root", other}});
   for (RawConn* conn : {&a, &gone}) {
@@ -268,7 +259,7 @@ TEST(LoadShedding, ARequestWhoseClientHungUpBeforeAWorkerTookItIsNotRunButAHalfC
 
   // The only worker opens the held repository's scope, and stays inside it: the saves below wait for it.
   gate.arm();
-  ASSERT_TRUE(a.send(request(2, "memory/list", {{"project_root", held.dir()}})));
+  ASSERT_TRUE(a.send(request(2, "memory/list", {{"project_root", memqd.heldRoot()}})));
   ASSERT_TRUE(gate.awaitHeld()) << "the list never reached the repository's open";
   ASSERT_TRUE(half.send(request(3, "memory/save", {{"summary", "Save from a client that half-closed"}})));
   ASSERT_TRUE(half.shutDownSending());
