@@ -250,6 +250,9 @@ const char* assignmentKind(std::string_view name) {
 // A file-system path: `/`, `./`, `../` or `~/` followed by nothing but path segments — letters, digits and `._-`
 // separated by `/` (`/etc/passwd`, `./certs/server.key`). It says where a credential is kept, not what it is. A value
 // with any other byte (`/x9#Lq!vR7`) is judged like any other, however it starts.
+// Base64 may start with `/` too (`/k9Xq2Lm7Tb0Vw3…`): a run of 12 or more letters and digits that mixes upper case,
+// lower case and digits is a random string, not a file name. File names join their words with `._-`
+// (`~/My-Docs_2024/notes.txt`), so that each run stays short or lacks one of the three.
 bool isPathValue(std::string_view value) {
   std::size_t root = 0;
   for (std::string_view prefix : {std::string_view("/"), std::string_view("./"), std::string_view("../"),
@@ -257,9 +260,23 @@ bool isPathValue(std::string_view value) {
     if (startsWith(value, prefix)) root = prefix.size();
   }
   if (root == 0) return false;
-  std::string_view segments = value.substr(root);
-  return std::all_of(segments.begin(), segments.end(),
-                     [](char c) { return isAlnum(c) || c == '.' || c == '_' || c == '-' || c == '/'; });
+  std::size_t i = root;
+  while (i < value.size()) {
+    const char c = value[i];
+    if (c == '.' || c == '_' || c == '-' || c == '/') {
+      ++i;
+      continue;
+    }
+    if (!isAlnum(c)) return false;
+    const std::size_t n = runLength(value, i, isAlnum);
+    const std::string_view run = value.substr(i, n);
+    if (n >= 12 && anyDigit(run) && std::any_of(run.begin(), run.end(), isUpper) &&
+        std::any_of(run.begin(), run.end(), isLower)) {
+      return false;
+    }
+    i += n;
+  }
+  return true;
 }
 
 bool looksSecret(std::string_view value) {
@@ -340,6 +357,15 @@ bool startsNextSetting(std::string_view text, std::size_t at) {
   std::size_t k = at + n;
   while (k < text.size() && (text[k] == ' ' || text[k] == '\t')) ++k;
   return k < text.size() && (text[k] == '=' || text[k] == ':');
+}
+
+// True where text[at…] starts a setting findAssignments reads: a name that announces a credential, at the start of a
+// word, directly followed by `=` or `:` (not `==` or `::`).
+bool startsCredentialSetting(std::string_view text, std::size_t at) {
+  if (!(isAlpha(text[at]) || text[at] == '_') || (at > 0 && isIdent(text[at - 1]))) return false;
+  const std::size_t k = at + runLength(text, at, isIdent);
+  if (k + 1 >= text.size() || (text[k] != '=' && text[k] != ':') || text[k + 1] == text[k]) return false;
+  return assignmentKind(text.substr(at, k - at)) != nullptr;
 }
 
 bool isArgumentByte(char c) {
@@ -448,10 +474,12 @@ void findAssignments(std::string_view text, std::vector<SecretFinding>& out) {
       continue;
     }
     std::size_t rawEnd = vBegin;
+    std::size_t innerSetting = std::string_view::npos;  // the rightmost credential setting inside the value
     while (rawEnd < text.size()) {
       char c = text[rawEnd];
       if (isSpace(c) || c == ')' || c == ']' || c == '}' || c == '"' || c == '\'' || c == '`' || c == '<' || c == '>')
         break;
+      if (startsCredentialSetting(text, rawEnd)) innerSetting = rawEnd;
       // `&`, `;` and `,` end the value only before the next setting; elsewhere they belong to it (Tr0ub4dor&3,
       // hT7;kQ2!xZ9pW4), and before white space or the end of the text they are trimmed below.
       if (c == '&') {  // ?api_key=…&page=2
@@ -485,9 +513,12 @@ void findAssignments(std::string_view text, std::vector<SecretFinding>& out) {
       }
     }
     // Every setting inside the value ("pwd=pwd=pwd=…") would have a value ending where this one ends, and reading
-    // each of them to that end would be quadratic; so the scan goes on from the value's last word, the one name in it
-    // whose own value may lie beyond it (`password=token="…"`, `{token: …}`).
-    i = std::max(i, lastWordStart(text, vBegin, rawEnd));
+    // each of them to that end would be quadratic. So the scan goes on from the rightmost credential setting inside
+    // the value (`password=$DB_PASS|api_token=…`, `password=token="…"`): its own value holds no further one, so when
+    // that is refused too the scan goes on past it, and every byte is read a bounded number of times. Without one, it
+    // goes on from the value's last word, the one name in it whose own value may lie beyond it
+    // (`password=$DB_PASS|token = …`).
+    i = std::max(i, innerSetting != std::string_view::npos ? innerSetting : lastWordStart(text, vBegin, rawEnd));
   }
 }
 
@@ -543,14 +574,28 @@ std::vector<SecretFinding> findSecrets(std::string_view text) {
   findSlackWebhooks(text, candidates);
   findConnectionStrings(text, candidates);
   findAzureKeys(text, candidates);
+  const std::size_t firstGeneric = candidates.size();
   findOptionValues(text, candidates);
   findAssignments(text, candidates);
   std::map<std::size_t, SecretFinding> accepted;  // by begin; never overlapping
-  for (auto& c : candidates) {
+  for (std::size_t k = 0; k < candidates.size(); ++k) {
+    auto& c = candidates[k];
     if (c.end <= c.begin) continue;
     auto next = accepted.lower_bound(c.begin);
-    if (next != accepted.end() && next->second.begin < c.end) continue;
     if (next != accepted.begin() && std::prev(next)->second.end > c.begin) continue;
+    if (next != accepted.end() && next->second.begin < c.end) {
+      // A generic value that runs on into a specific finding (`password=Xk9#mQ2vL7w,AKIA…`) is a list whose later
+      // item the specific kind reports; the items before that one are kept when they still look like a credential on
+      // their own, or they would stay in clear text. The cut falls on a `,` `;` or `&`, so that the value is never
+      // cut inside an item (`password=postgres://app:Zx9…@db`: `postgres://app:` is no credential).
+      if (k < firstGeneric) continue;
+      std::string_view before = text.substr(c.begin, next->second.begin - c.begin);
+      std::size_t cut = before.find_last_of(",;&");
+      if (cut == std::string_view::npos) continue;
+      cut = before.find_last_not_of(",;&", cut);
+      if (cut == std::string_view::npos || !looksSecret(before.substr(0, cut + 1))) continue;
+      c.end = c.begin + cut + 1;
+    }
     accepted.emplace(c.begin, std::move(c));
   }
   std::vector<SecretFinding> out;

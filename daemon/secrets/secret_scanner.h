@@ -24,14 +24,16 @@
 //                      and the same words as a command-line option: `--password X`, `--db-password=X`, `--token 'X'`
 //                      where X is at least 6 bytes, not a placeholder, not another option and not a plain word
 //                      Neither takes a file-system path for a credential (`/`, `./`, `../` or `~/`, then only letters,
-//                      digits and `._-/`: `passwd: /etc/passwd`), nor the shell's OLDPWD, nor PWD set to an absolute
-//                      path (PWD is otherwise an ODBC password).
+//                      digits and `._-/`: `passwd: /etc/passwd`, unless a run of 12 or more letters and digits mixes
+//                      upper case, lower case and digits, as base64 does), nor the shell's OLDPWD, nor PWD set to an
+//                      absolute path (PWD is otherwise an ODBC password).
 //
 // Invariants:
 //  1. Linear in the input; no std::regex (no recursion, no backtracking blow-up on 1 MiB inputs).
 //  2. Byte-oriented: works on any bytes, valid UTF-8 or not. Each edge of a finding has an ASCII byte on one side
 //     (or is an end of the text), so redacting valid UTF-8 leaves valid UTF-8.
-//  3. Findings never overlap; specific kinds win over the generic assignment kinds.
+//  3. Findings never overlap; specific kinds win over the generic assignment kinds. The list items of a generic value
+//     before a specific finding (`password=Xk9#mQ2vL7w,AKIA…`) are still reported when they look like a credential.
 //  4. Idempotent: redacting redacted text changes nothing (a `[REDACTED:…]` value is a placeholder).
 //  5. A Finding carries offsets and a kind, never a copy of the secret.
 // Thread-safety: pure functions; safe from any thread.

@@ -18,6 +18,7 @@ struct Positive {
   std::string secret;  // must be gone from the redacted text
   std::string kind;
   std::string expected;  // the whole redacted text, when given
+  std::string otherSecret = "";  // a second credential in the text, which must be gone too
 };
 
 std::vector<Positive> positives() {
@@ -138,6 +139,29 @@ std::vector<Positive> positives() {
        "mysql://root:[REDACTED:connection_string]@localhost/db"},
       {"conn_password_with_question_mark_and_at", "redis://app:Pq7?z@X2m@cache:6379/0", "Pq7?z@X2m",
        "connection_string", "redis://app:[REDACTED:connection_string]@cache:6379/0"},
+      // A list item that is a vendor key wins over the setting around it; the items before it are still judged.
+      {"password_item_before_an_aws_key", "password=Xk9#mQ2vL7w,AKIA1234567890ABCDEF", "Xk9#mQ2vL7w", "password",
+       "password=[REDACTED:password],[REDACTED:aws_access_key]", "AKIA1234567890ABCDEF"},
+      {"token_item_before_a_github_token", "token=Xk9#mQ2vL7w,ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+       "Xk9#mQ2vL7w", "token", "token=[REDACTED:token],[REDACTED:github_token]",
+       "ghp_16C7e42F292c6912E7710c838347Ae178B4a"},
+      {"pwd_item_before_a_jwt",
+       "pwd=Xk9#mQ2vL7w;eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ."
+       "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+       "Xk9#mQ2vL7w", "password", "pwd=[REDACTED:password];[REDACTED:jwt]",
+       "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"},
+      // Base64 may start with `/`; a long stretch mixing upper case, lower case and digits is no file name.
+      {"secret_base64_starting_with_a_slash", "aws_secret_access_key=/k9Xq2Lm7Tb0Vw3Rz8Yp1Nc4Hd6Jf5Gs2Ka9Eq",
+       "k9Xq2Lm7Tb0Vw3Rz8Yp1Nc4Hd6Jf5Gs2Ka9Eq", "secret", "aws_secret_access_key=[REDACTED:secret]"},
+      {"option_password_starting_with_a_slash", "mysql --password /Xk9mQ2vL7wzP -h db.internal", "Xk9mQ2vL7wzP",
+       "password", "mysql --password [REDACTED:password] -h db.internal"},
+      {"token_starting_with_dot_dot_slash", "token: ../Xk9mQ2vL7w8Pq", "Xk9mQ2vL7w8Pq", "token",
+       "token: [REDACTED:token]"},
+      // A refused value does not hide a setting inside it.
+      {"token_setting_inside_a_placeholder_value", "password=$DB_PASS|api_token=Xk9#mQ2vL7w!", "Xk9#mQ2vL7w!",
+       "token", "password=$DB_PASS|api_token=[REDACTED:token]"},
+      {"secret_setting_inside_an_example_value", "password=example|secret=Xk9#mQ2vL7w!", "Xk9#mQ2vL7w!", "secret",
+       "password=example|secret=[REDACTED:secret]"},
   };
 }
 
@@ -147,6 +171,9 @@ TEST(SecretScannerTest, EveryKindIsRedacted) {
     std::vector<std::string> kinds;
     std::string out = redactSecrets(p.text, &kinds);
     EXPECT_EQ(out.find(p.secret), std::string::npos) << out;
+    if (!p.otherSecret.empty()) {
+      EXPECT_EQ(out.find(p.otherSecret), std::string::npos) << out;
+    }
     if (kinds.empty()) {  // not an ASSERT: every text of the table that fails is reported, not only the first
       ADD_FAILURE() << "nothing found in " << out;
       continue;
@@ -213,6 +240,7 @@ TEST(SecretScannerTest, OrdinaryTextIsLeftAlone) {
       "private_key=./certs/server.key",
       "ssh_passphrase: ~/.config/memq/ssh-passphrase.txt and token_path=../secrets/ci-token",
       "gh auth login --token ~/.config/gh/ci-token",
+      "backup_passphrase: ~/My-Docs_2024/notes.txt and private_key=/home/alice/projects/memq/id_ed25519",
       // Code and lists, which a value's brackets, `;` and `,` no longer make obvious.
       "set a=1, b=2, token=none, password=changeme; then retry",
       "password=none,token=none",
@@ -386,9 +414,10 @@ std::string repeated(const std::string& unit, size_t bytes) {
 TEST(SecretScannerTest, SettingsInsideOneLongValueStayLinear) {
   // "pwd=pwd=pwd=…" is one unquoted value (it holds no blank), and each name in it starts a value that runs to the
   // same end. Read again from each name, the text costs the square of its length: 64 KB took seconds, on the
-  // daemon's I/O thread. The last units mix in a `;` list, a name right before a quote, and a call.
+  // daemon's I/O thread. The last units mix in a `;` list, a name right before a quote, a call, and a refused value
+  // with a setting inside it.
   for (const std::string unit : {"pwd=", "token:", "secret=", "password: ", "api_key=", "pwd=x;{pwd=",
-                                 "password=token=\"", "password=f(", "x:token=;"}) {
+                                 "password=token=\"", "password=f(", "x:token=;", "pwd=$x|"}) {
     SCOPED_TRACE(unit);
     expectLinearScan(repeated(unit, 32u << 10), repeated(unit, 256u << 10));
     if (HasFailure()) break;  // a quadratic scan of the larger text takes about a minute: one unit is proof enough
