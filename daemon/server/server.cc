@@ -31,7 +31,8 @@ Server::Server(ServerOptions options, Service& service)
       saveCommit_(io_),
       signals_(io_, SIGINT, SIGTERM),
       dispatcher_(service, ServerHooks{[this] { return status(); }, [this] { requestShutdown(); }}),
-      acceptBackoff_(io_) {
+      acceptBackoff_(io_),
+      replyBudgetRecheck_(io_) {
   started_ = lastActivity_ = std::chrono::steady_clock::now();
   spareFd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   service_.setChangeListener([this](const ChangeEvent& e) {
@@ -185,6 +186,10 @@ void Server::backOffAccept(const asio::error_code& ec) {
   });
 }
 
+// How long a client over the reply budget must have read nothing before it is the one cut off
+// (enforceReplyBudget): far longer than a reading client takes between two reads, far shorter than a stuck one waits.
+constexpr std::chrono::milliseconds kReplyBudgetGrace{100};
+
 void Server::enforceReplyBudgetSoon() {
   if (queuedReplyBytes_.load() <= options_.maxQueuedReplyBytes) return;
   asio::post(io_, [this] { enforceReplyBudget(); });
@@ -194,7 +199,10 @@ void Server::enforceReplyBudget() {
   // The connection closed is the one whose client has gone longest without reading, not the one holding the most
   // bytes: a large reply (an export page of 4 MiB) is mostly unread for the moment after it is queued, however
   // steadily its client reads, while connections that never read can each hold a little less. Among equally stalled
-  // ones, the most bytes go first.
+  // ones, the most bytes go first. And only a client that has read nothing for kReplyBudgetGrace: at the moment the
+  // bound is passed the replies that pass it are the newest, and a client reading steadily may have read its last
+  // bytes only a moment before; the grace tells the two apart. Meanwhile the total may pass the bound by what the
+  // connections queue in that time, each within its own bound (Session::kMaxQueuedBytes).
   while (queuedReplyBytes_.load() > options_.maxQueuedReplyBytes) {
     std::shared_ptr<Session> worst;
     Session::UnreadReplies worstUnread;
@@ -208,10 +216,21 @@ void Server::enforceReplyBudget() {
       }
     }
     if (!worst) return;
+    const auto stalled = std::chrono::steady_clock::now() - worstUnread.waitingSince;
+    if (stalled < kReplyBudgetGrace) {
+      if (!replyBudgetRecheckArmed_) {
+        replyBudgetRecheckArmed_ = true;
+        replyBudgetRecheck_.expires_after(kReplyBudgetGrace - stalled);
+        replyBudgetRecheck_.async_wait([this](const asio::error_code& ec) {
+          replyBudgetRecheckArmed_ = false;
+          if (!ec) enforceReplyBudget();
+        });
+      }
+      return;
+    }
     uint64_t suppressed = 0;
     if (budgetDisconnects_.admit(&suppressed)) {
-      const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                                                worstUnread.waitingSince);
+      const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(stalled);
       spdlog::warn("connection {}: {} bytes of replies unread, its client reading none for {} ms, the longest of any "
                    "connection, while all hold {} (--max-queued-reply-bytes {}); disconnecting it{}",
                    worst->number(), worstUnread.bytes, waited.count(), queuedReplyBytes_.load(),
@@ -417,6 +436,7 @@ void Server::requestShutdown() {
     asio::error_code ignored;
     if (acceptor_) acceptor_->close(ignored);
     acceptBackoff_.cancel();
+    replyBudgetRecheck_.cancel();
     if (!fromSystemd_) ::unlink(options_.socketPath.c_str());
     if (socketLockFd_ >= 0) {
       // The socket is gone: a memqd started now (a restart, a client's autostart) may take the path while this one

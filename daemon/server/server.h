@@ -73,7 +73,8 @@ class Server {
   // Reply bytes a session queued (any thread) or wrote or dropped (I/O thread): the total over all sessions.
   void replyBytesQueued(size_t n) { queuedReplyBytes_ += n; }
   void replyBytesGone(size_t n) { queuedReplyBytes_ -= n; }
-  // I/O thread: while the total is over its bound, closes the session with the most unread bytes.
+  // I/O thread: while the total is over its bound, closes the session whose client has read nothing the longest, once
+  // that is kReplyBudgetGrace or longer (until then it looks again when the grace has passed).
   void enforceReplyBudget();
   // Any thread: enforceReplyBudget on the I/O thread, if the total is over its bound.
   void enforceReplyBudgetSoon();
@@ -129,6 +130,8 @@ class Server {
   std::atomic<size_t> liveSessions_{0};  // sessions_.size(), readable from workers
   std::atomic<size_t> queuedReplyBytes_{0};
   asio::steady_timer acceptBackoff_;  // I/O thread only
+  asio::steady_timer replyBudgetRecheck_;  // I/O thread only
+  bool replyBudgetRecheckArmed_ = false;   // I/O thread only
   int spareFd_ = -1;  // /dev/null, given up at the descriptor limit to accept (and close) one connection
   LogRateLimit acceptFailures_;
   LogRateLimit refusedConnections_;

@@ -248,7 +248,20 @@ void Session::writeMore() {
       std::vector<asio::const_buffer> buffers;
       buffers.reserve(count);
       for (size_t i = 0; i < count; ++i) buffers.push_back(asio::buffer(writeQueue_[i]));
-      asio::async_write(socket_, buffers, [self = shared_from_this(), count](const asio::error_code& ec, size_t) {
+      // Each step that moves bytes counts as the client reading (unreadReplies): the reply budget cuts the client
+      // that reads nothing, not one in the middle of a large reply.
+      // The completion handler below holds the session, and with it this condition's operation.
+      auto noteProgress = [session = this, moved = size_t{0}](const asio::error_code& ec,
+                                                              size_t transferred) mutable -> size_t {
+        if (transferred > moved) {
+          moved = transferred;
+          session->lastPartialWrite_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+                                        std::memory_order_relaxed);
+        }
+        return asio::transfer_all()(ec, transferred);
+      };
+      asio::async_write(socket_, buffers, std::move(noteProgress),
+                        [self = shared_from_this(), count](const asio::error_code& ec, size_t) {
         {
           MutexLock lock(self->writeMutex_);
           self->writing_ = false;

@@ -22,6 +22,7 @@
 
 #include <asio.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -94,7 +95,9 @@ class Session : public std::enable_shared_from_this<Session> {
   };
   UnreadReplies unreadReplies() {
     MutexLock lock(writeMutex_);
-    return {queuedBytes_, writeWaitingSince_};
+    const std::chrono::steady_clock::time_point partly{
+        std::chrono::steady_clock::duration(lastPartialWrite_.load(std::memory_order_relaxed))};
+    return {queuedBytes_, std::max(writeWaitingSince_, partly)};
   }
   uint64_t number() const { return number_; }
   ClientState& client() { return *client_; }
@@ -127,6 +130,9 @@ class Session : public std::enable_shared_from_this<Session> {
   std::deque<std::string> writeQueue_ GUARDED_BY(writeMutex_);
   size_t queuedBytes_ GUARDED_BY(writeMutex_) = 0;
   std::chrono::steady_clock::time_point writeWaitingSince_ GUARDED_BY(writeMutex_);  // see unreadReplies()
+  // When the write in flight last moved bytes, before it completed (a reply of megabytes is written in many steps
+  // while its client reads). Atomic: asio may take the first step inside writeMore, which holds writeMutex_.
+  std::atomic<std::chrono::steady_clock::rep> lastPartialWrite_{0};
   bool writing_ GUARDED_BY(writeMutex_) = false;
   bool reading_ = false;
   static constexpr unsigned kHandling = 1;  // a message is with a worker

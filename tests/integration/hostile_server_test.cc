@@ -591,6 +591,66 @@ TEST_F(HostileServerTest, PastTheBoundOverAllConnectionsTheClientReadingNothingI
   EXPECT_TRUE(reader.readJson());
 }
 
+// A client in the middle of reading a large reply slowly, when clients that read nothing pass the bound: at that
+// moment their replies are the newest, so it is the grace (a client over the bound is cut only once it has read
+// nothing for a while) that tells the stuck clients from the reader.
+TEST_F(HostileServerTest, AClientReadingALargeReplySlowlyIsNotCutWhenClientsThatReadNothingPassTheBound) {
+  const std::string project = (dir_ / "proj").string();
+  fs::create_directories(project);
+  constexpr size_t kBudget = size_t{4} << 20;
+  auto& d = daemon((dir_ / "memqd.sock").string(), {"--max-queued-reply-bytes", std::to_string(kBudget)});
+  ASSERT_TRUE(d.start()) << d.stderrText() << d.log();
+  constexpr int kMemories = 600;
+  ASSERT_NO_FATAL_FAILURE(saveBulkyMemories(d, project, kMemories));
+
+  // The reader asks for two pages (about 2.8 MB) and reads 16 KB every 5 ms.
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", d.socket().c_str());
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string asked = request(0, "initialize", {{"client_name", "reader"}, {"project_root", project}}) + "\n" +
+                            request(1, "memory/list", {{"limit", kMemories}}) + "\n" +
+                            request(2, "memory/list", {{"limit", kMemories}}) + "\n";
+  ASSERT_EQ(::send(fd, asked.data(), asked.size(), MSG_NOSIGNAL), static_cast<ssize_t>(asked.size()));
+  std::atomic<bool> readerStarted{false};
+  std::string received;
+  std::thread reader([&] {
+    char buf[16384];
+    const auto deadline = Clock::now() + std::chrono::seconds(60);
+    while (std::count(received.begin(), received.end(), '\n') < 3 && Clock::now() < deadline) {
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      received.append(buf, static_cast<size_t>(n));
+      if (received.size() > (size_t{256} << 10)) readerStarted = true;
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+    readerStarted = true;
+  });
+  while (!readerStarted) std::this_thread::sleep_for(milliseconds(1));
+  // Then two clients ask for a page each and read none of it: with the reader's pages still queued, over the bound.
+  std::vector<std::unique_ptr<RawConn>> stuck;
+  for (int i = 0; i < 2; ++i) {
+    stuck.push_back(std::make_unique<RawConn>(d.socket()));
+    ASSERT_TRUE(stuck.back()->connected());
+    ASSERT_TRUE(stuck.back()->send(request(0, "initialize", {{"client_name", "stuck"}, {"project_root", project}}) +
+                                   "\n" + request(1, "memory/list", {{"limit", kMemories}}) + "\n"));
+  }
+  reader.join();
+  ::close(fd);
+  std::istringstream lines(received);
+  std::vector<json> replies;
+  for (std::string line; std::getline(lines, line);) replies.push_back(json::parse(line));
+  ASSERT_EQ(replies.size(), 3u) << "the reader was cut off after " << received.size() << " bytes\n" << d.log();
+  EXPECT_EQ(replies[1]["result"]["memories"].size(), static_cast<size_t>(kMemories));
+  EXPECT_EQ(replies[2]["result"]["memories"].size(), static_cast<size_t>(kMemories));
+  EXPECT_NE(d.log().find("the longest of any connection"), std::string::npos) << "the bound never acted\n" << d.log();
+  bool cut = false;
+  for (auto& c : stuck) cut |= c->closedWithin(milliseconds(10000));
+  EXPECT_TRUE(cut) << "no client that reads nothing was cut off";
+}
+
 TEST_F(HostileServerTest, ABatchPastTheCapIsRefusedWholeAndABatchIsLoggedAsOneLine) {
   const std::string project = (dir_ / "proj").string();
   fs::create_directories(project);
