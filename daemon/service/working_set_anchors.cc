@@ -7,16 +7,19 @@ namespace memq {
 
 namespace {
 
-// Anchors `ref` to `lines` of the file as it is now; the reason when they do not fit it.
-std::optional<std::string> tryAnchor(const AnchorSource& source, const LineRanges& lines, FileRef& ref) {
+// Anchors `ref` to `lines` of the file as it is now; the reason when they do not fit it. What anchoring warns of
+// (a version holding a credential, of which memq keeps no copy) goes to `warnings`.
+std::optional<std::string> tryAnchor(const AnchorSource& source, const LineRanges& lines, FileRef& ref,
+                                     std::vector<std::string>& warnings) {
   std::vector<FileRef> one{ref};
-  const Status st = anchorFileRefs({FileEntry(ref.path, lines)}, "files", source, one);
+  const Status st = anchorFileRefs({FileEntry(ref.path, lines)}, "files", source, one, &warnings);
   if (!st) {
     // The field names this one-entry request's entry, not the save's: keep the reason alone.
     const std::string& message = st.message();
     const size_t colon = message.find(": ");
     return colon == std::string::npos ? message : message.substr(colon + 2);
   }
+  ref.blobId = std::move(one.front().blobId);  // the version the lines are in (anchorFileRefs)
   ref.anchor = std::move(one.front().anchor);
   return std::nullopt;
 }
@@ -53,7 +56,7 @@ WorkingSetAnchors anchorToWorkingSet(const WorkingSet& workingSet, const AnchorS
     FileRef ref;
     ref.path = last->path;
     if (source.repo) ref.blobId = source.repo->currentBlobId(ref.path);
-    if (auto why = tryAnchor(source, last->lines, ref)) {
+    if (auto why = tryAnchor(source, last->lines, ref, out.warnings)) {
       out.warnings.push_back(notAnchored(last->path, last->lines, *why));
       return out;
     }
@@ -66,7 +69,7 @@ WorkingSetAnchors anchorToWorkingSet(const WorkingSet& workingSet, const AnchorS
     if (ref.anchor) continue;  // the save named its lines
     LineRanges edited = workingSet.editedLines(source.root, ref.path);
     if (edited.empty()) continue;
-    if (auto why = tryAnchor(source, edited, ref)) {
+    if (auto why = tryAnchor(source, edited, ref, out.warnings)) {
       out.warnings.push_back(notAnchored(ref.path, edited, *why));
       continue;
     }

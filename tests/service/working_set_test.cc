@@ -188,6 +188,24 @@ TEST_F(WorkingSetServiceTest, ASaveNamingAFileIsAnchoredToTheLinesTheTabEditedTh
   EXPECT_FALSE(a->anchor.has_value());  // the tab did not edit src/a.c
 }
 
+// Lines the tab edited in a file git does not track that holds a credential are anchored, but memq keeps no copy of
+// that version, and the save's warnings say so as they do for lines the save names itself.
+TEST_F(WorkingSetServiceTest, LinesEditedInAFileHoldingACredentialAreAnchoredWithAWarningAndNoCopyKept) {
+  // Assembled at run time so that this source file is not itself a credential a scanner would flag.
+  repo_->write(".env", "APP_ENV=production\nDB_PASSWORD=" + std::string("Wq7#vL2!") + "mZ9pK4xR\n");
+  toolUsed(agent_, "edit", ".env", {{2, 2}});
+  auto r = save(agent_, "production settings are in .env", {".env"});
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  ASSERT_EQ(r->anchored.size(), 1u);
+  const std::string warnings = ::testing::PrintToString(r->warnings);
+  EXPECT_NE(warnings.find(".env is not in the repository and holds a credential (password)"), std::string::npos)
+      << warnings;
+  auto env = storedRef(r->id, ".env");
+  ASSERT_TRUE(env && env->anchor) << ".env was stored without an anchor";
+  EXPECT_EQ(env->anchor->lines, (LineRanges{{2, 2}}));
+  EXPECT_EQ(env->blobId, std::optional<std::string>(env->anchor->blob)) << "the ref names the version its lines are in";
+}
+
 TEST_F(WorkingSetServiceTest, LinesTheSaveNamesAreKeptAndOtherTabsAreNotAnchored) {
   toolUsed(agent_, "edit", "src/b.c", {{150, 152}});
   auto own = save(agent_, "the header is parsed twice", {FileEntry("src/b.c", LineRanges{{5, 6}})});
