@@ -25,4 +25,10 @@ std::vector<std::string> checkDocsDrift(const std::set<std::string>& tableMethod
                                         const std::map<std::string, std::set<std::string>>& schemaParams,
                                         const std::filesystem::path& docsMethodsDir);
 
+// The tests the docs name as covering a guarantee (`Suite.TestName` in backticks, in every .md file directly under
+// docsDir) that no test source under testsDir defines (TEST, TEST_F or TEST_P of that suite and name; a parameterised
+// test's `Prefix/Suite.Name/Param` is named by its suite and name alone). One sentence per such name, naming the
+// file: a renamed or deleted test leaves no row pointing at nothing.
+std::vector<std::string> checkNamedTests(const std::filesystem::path& docsDir, const std::filesystem::path& testsDir);
+
 }  // namespace memq::docs

@@ -1,6 +1,6 @@
 // Docs drift: the daemon's method table (memq::methodTable()), the method schemas (memq::methodSchemas()) and the
 // method pages under docs/methods must agree, so a method cannot be added, renamed or given a new param on one
-// side only. The checker itself is shown to catch drift with a fake method table and fake pages.
+// side only; and every test the docs name (reliability.md's rows) must exist. The checker itself is shown to catch drift with a fake method table and fake pages.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -119,6 +119,24 @@ TEST_F(ScratchDocs, ReportsAPageOfNoMethod) {
   auto problems = checkDocsDrift({"memory/get"}, {{"memory/get", {"id"}}}, dir_);
   ASSERT_EQ(problems.size(), 1u) << joined(problems);
   EXPECT_TRUE(mentions(problems, "docs/methods/memory.old.md documents no method")) << joined(problems);
+}
+
+// Every test the docs name as covering a guarantee exists: a test renamed or deleted leaves no row naming nothing.
+TEST(DocsDrift, EveryTestTheDocsNameIsDefined) {
+  const auto problems = checkNamedTests(sourceDir() / "docs", sourceDir() / "tests");
+  EXPECT_TRUE(problems.empty()) << joined(problems);
+}
+
+TEST_F(ScratchDocs, ReportsATestTheDocsNameThatNoTestDefines) {
+  fs::create_directories(dir_ / "docs");
+  fs::create_directories(dir_ / "tests");
+  page("docs/reliability.md",
+       "| a row | `StoreTest.Kept`, `StoreTest.Gone`, `Suite.Param`, `memory.save`, `a.b`, `StoreTest.Gone` |\n");
+  page("tests/store_test.cc",
+       "TEST_F(StoreTest, Kept) {}\nTEST_P(Suite,\n       Param) {}\nTYPED_TEST(StoreTest, Gone) {}\n");
+  const auto problems = checkNamedTests(dir_ / "docs", dir_ / "tests");
+  ASSERT_EQ(problems.size(), 1u) << joined(problems);
+  EXPECT_EQ(problems[0], "reliability.md names test StoreTest.Gone, which no test defines");
 }
 
 TEST_F(ScratchDocs, CleanWhenEverythingAgrees) {
