@@ -1,6 +1,7 @@
 // Docs drift: the daemon's method table (memq::methodTable()), the method schemas (memq::methodSchemas()) and the
 // method pages under docs/methods must agree, so a method cannot be added, renamed or given a new param on one
-// side only; and every test the docs name (reliability.md's rows) must exist. The checker itself is shown to catch drift with a fake method table and fake pages.
+// side only; and every test the docs name (reliability.md's rows) must exist. The checker itself is shown to catch
+// drift with a fake method table and fake pages.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
