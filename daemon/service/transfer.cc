@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "daemon/service/file_anchors.h"
 #include "daemon/service/jsonl_transfer.h"
 #include "daemon/service/service.h"
 #include "daemon/util/clock.h"
@@ -90,6 +91,13 @@ Result<ExportPage> Service::exportJsonl(const CallContext& ctx, const ExportRequ
         auto bytes = store.keptVersionBytes(f.anchor->blob);
         if (!bytes) return bytes.status();
         known->second = *bytes;
+        // A version holding a credential is never kept now (credentialInKeptVersion); one kept before that rule
+        // is not exported either: the anchor goes with its lines and blob id, as an import would keep it.
+        if (known->second) {
+          auto content = store.keptVersion(f.anchor->blob);
+          if (!content) return content.status();
+          if (*content && credentialInKeptVersion(**content)) known->second = std::nullopt;
+        }
       }
       if (!known->second) continue;  // the repository's blob: memq keeps nothing
       const size_t contentBytes = *known->second;

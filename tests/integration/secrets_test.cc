@@ -1,6 +1,8 @@
 // Secrets over the wire: a save (or update, or import) holding credentials is stored redacted and says so in
 // `redactions`; with --secrets=refuse it is refused naming the field and the kind, and nothing is written. In both
 // modes the secret reaches neither the daemon's log, nor the audit journal, nor any byte of the data directory.
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Statement.h>
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -194,6 +196,26 @@ TEST_F(SecretsTest, AFileVersionHoldingACredentialIsNotKeptByASaveOrAnImport) {
     EXPECT_EQ(j["blob"], gitBlobId("int port = 8080;\nint workers = 4;\n")) << text.substr(0, 200);
   }
   EXPECT_EQ(versions, 1u);
+
+  // A version kept before memq refused to keep such versions (written here into the database by hand) is not
+  // exported: the memory's line names its anchor without `kept`, and no version line carries it.
+  daemon_->stop();
+  {
+    SQLite::Database db(project_ + "/.memq/memory.db", SQLite::OPEN_READWRITE);
+    SQLite::Statement q(db, "UPDATE anchor_versions SET content = ? WHERE blob_id = ?");
+    const std::string leaked = "int port = 8080;\nDB_PASSWORD=" + kUpdatePassword + "\n";
+    q.bind(1, leaked.data(), static_cast<int>(leaked.size()));
+    q.bind(2, gitBlobId("int port = 8080;\nint workers = 4;\n"));
+    ASSERT_EQ(q.exec(), 1);
+  }
+  ASSERT_TRUE(daemon_->start());
+  RpcClient after = daemon_->client(project_);
+  auto again = after.call("export", json::object());
+  ASSERT_TRUE(again.isOk()) << again.status().toString();
+  const std::string jsonl = (*again)["jsonl"].get<std::string>();
+  EXPECT_EQ(jsonl.find("\"type\":\"version\""), std::string::npos) << jsonl.substr(0, 400);
+  EXPECT_EQ(jsonl.find("\"kept\""), std::string::npos) << jsonl.substr(0, 400);
+  EXPECT_NE(jsonl.find("src/settings.c"), std::string::npos) << "the anchor is still exported";
 }
 
 TEST_F(SecretsTest, OrdinaryTextIsStoredUnchangedWithNoRedactions) {
