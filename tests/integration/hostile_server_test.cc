@@ -85,6 +85,9 @@ class HostileServerTest : public ::testing::Test {
     daemon_ = std::make_unique<Memqd>(dir_, MemqdLaunch{socket, std::move(extra), std::move(inChild), true, true});
     return *daemon_;
   }
+  // A memqd whose replies queued over all connections are bounded by `budget`, holding kMemories memories of about
+  // 2 KB each in `project` (created here).
+  void startWithBulkyMemories(const std::string& project, size_t budget);
   // A second user for ownership cases; 0 (and the test should skip) when that cannot be arranged.
   uid_t otherUid() {
     otherUser_.reset();
@@ -467,12 +470,18 @@ TEST_F(HostileServerTest, AtTheDescriptorLimitAcceptBacksOffInsteadOfSpinningAnd
 
 // ---- 8. memory over all connections -------------------------------------------------------------------------------
 
-// Saves `count` memories of about 2 KB each into `project` through `d`: a memory/list page of 600 is about 1.4 MB.
-void saveBulkyMemories(Memqd& d, const std::string& project, int count) {
+// The reply-budget tests' memqd: `--max-queued-reply-bytes` `budget`, and kMemories memories of about 2 KB each in
+// `project`, so that a memory/list page of all of them is about 1.4 MB of reply.
+constexpr int kMemories = 600;
+
+void HostileServerTest::startWithBulkyMemories(const std::string& project, size_t budget) {
+  fs::create_directories(project);
+  auto& d = daemon((dir_ / "memqd.sock").string(), {"--max-queued-reply-bytes", std::to_string(budget)});
+  ASSERT_TRUE(d.start()) << d.stderrText() << d.log();
   auto c = RpcClient::connect(d.socket(), std::chrono::seconds(5));
   ASSERT_TRUE(c.isOk());
   ASSERT_TRUE(c->call("initialize", {{"client_name", "filler"}, {"project_root", project}}).isOk());
-  for (int i = 0; i < count; ++i) {
+  for (int i = 0; i < kMemories; ++i) {
     std::string details;
     while (details.size() < 1900) details += "line " + std::to_string(details.size()) + " of memory " + std::to_string(i) + "; ";
     auto r = c->call("memory/save", {{"summary", "bulky memory " + std::to_string(i)}, {"details", details}});
@@ -482,13 +491,8 @@ void saveBulkyMemories(Memqd& d, const std::string& project, int count) {
 
 TEST_F(HostileServerTest, FortyClientsThatNeverReadCostABoundedTotalAndTheWorstIsCutFirst) {
   const std::string project = (dir_ / "proj").string();
-  fs::create_directories(project);
-  constexpr size_t kBudget = size_t{32} << 20;
-  auto& d = daemon((dir_ / "memqd.sock").string(), {"--max-queued-reply-bytes", std::to_string(kBudget)});
-  ASSERT_TRUE(d.start()) << d.stderrText() << d.log();
-  // 600 memories of about 2 KB: one memory/list page of all of them is about 1.4 MB of reply.
-  constexpr int kMemories = 600;
-  ASSERT_NO_FATAL_FAILURE(saveBulkyMemories(d, project, kMemories));
+  ASSERT_NO_FATAL_FAILURE(startWithBulkyMemories(project, size_t{32} << 20));
+  Memqd& d = *daemon_;
   {
     auto c = RpcClient::connect(d.socket(), std::chrono::seconds(5));
     ASSERT_TRUE(c.isOk());
@@ -547,13 +551,8 @@ TEST_F(HostileServerTest, FortyClientsThatNeverReadCostABoundedTotalAndTheWorstI
 // and connections that never read, each holding less, must not make it the one cut off.
 TEST_F(HostileServerTest, PastTheBoundOverAllConnectionsTheClientReadingNothingIsCutNotTheOneReadingALargeReply) {
   const std::string project = (dir_ / "proj").string();
-  fs::create_directories(project);
-  constexpr size_t kBudget = size_t{4} << 20;
-  auto& d = daemon((dir_ / "memqd.sock").string(), {"--max-queued-reply-bytes", std::to_string(kBudget)});
-  ASSERT_TRUE(d.start()) << d.stderrText() << d.log();
-  // 600 memories of about 2 KB: a memory/list page of all of them is about 1.4 MB.
-  constexpr int kMemories = 600;
-  ASSERT_NO_FATAL_FAILURE(saveBulkyMemories(d, project, kMemories));
+  ASSERT_NO_FATAL_FAILURE(startWithBulkyMemories(project, size_t{4} << 20));
+  Memqd& d = *daemon_;
   auto connect = [&](RawConn& c, const std::string& name) {
     ASSERT_TRUE(c.connected());
     ASSERT_TRUE(c.send(request(0, "initialize", {{"client_name", name}, {"project_root", project}}) + "\n"));
@@ -596,12 +595,8 @@ TEST_F(HostileServerTest, PastTheBoundOverAllConnectionsTheClientReadingNothingI
 // nothing for a while) that tells the stuck clients from the reader.
 TEST_F(HostileServerTest, AClientReadingALargeReplySlowlyIsNotCutWhenClientsThatReadNothingPassTheBound) {
   const std::string project = (dir_ / "proj").string();
-  fs::create_directories(project);
-  constexpr size_t kBudget = size_t{4} << 20;
-  auto& d = daemon((dir_ / "memqd.sock").string(), {"--max-queued-reply-bytes", std::to_string(kBudget)});
-  ASSERT_TRUE(d.start()) << d.stderrText() << d.log();
-  constexpr int kMemories = 600;
-  ASSERT_NO_FATAL_FAILURE(saveBulkyMemories(d, project, kMemories));
+  ASSERT_NO_FATAL_FAILURE(startWithBulkyMemories(project, size_t{4} << 20));
+  Memqd& d = *daemon_;
 
   // The reader asks for two pages (about 2.8 MB) and reads 16 KB every 5 ms.
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
