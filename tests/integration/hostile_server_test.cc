@@ -641,8 +641,11 @@ TEST_F(HostileServerTest, AClientReadingALargeReplySlowlyIsNotCutWhenClientsThat
   EXPECT_EQ(replies[1]["result"]["memories"].size(), static_cast<size_t>(kMemories));
   EXPECT_EQ(replies[2]["result"]["memories"].size(), static_cast<size_t>(kMemories));
   EXPECT_NE(d.log().find("the longest of any connection"), std::string::npos) << "the bound never acted\n" << d.log();
+  // The bound needed only one of them gone: the first found closed will do.
   bool cut = false;
-  for (auto& c : stuck) cut |= c->closedWithin(milliseconds(10000));
+  for (auto& c : stuck) {
+    if ((cut = c->closedWithin(milliseconds(10000)))) break;
+  }
   EXPECT_TRUE(cut) << "no client that reads nothing was cut off";
 }
 
