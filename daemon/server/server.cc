@@ -108,6 +108,9 @@ void Server::runLoop() {
 namespace {
 
 constexpr auto kAcceptBackoff = std::chrono::milliseconds(100);
+// How long a client over the reply budget must have read nothing before it is the one cut off
+// (enforceReplyBudget): far longer than a reading client takes between two reads, far shorter than a stuck one waits.
+constexpr auto kReplyBudgetGrace = std::chrono::milliseconds(100);
 
 bool outOfResources(const asio::error_code& ec) {
   return ec == asio::error::no_descriptors || ec == std::errc::too_many_files_open_in_system ||
@@ -185,10 +188,6 @@ void Server::backOffAccept(const asio::error_code& ec) {
     if (!waited) accept();
   });
 }
-
-// How long a client over the reply budget must have read nothing before it is the one cut off
-// (enforceReplyBudget): far longer than a reading client takes between two reads, far shorter than a stuck one waits.
-constexpr std::chrono::milliseconds kReplyBudgetGrace{100};
 
 void Server::enforceReplyBudgetSoon() {
   if (queuedReplyBytes_.load() <= options_.maxQueuedReplyBytes) return;

@@ -220,7 +220,8 @@ class MemoryStore : public RecallSource, private SaveTarget {
   std::optional<std::vector<const MirroredRow*>> mirroredRows(const std::vector<int64_t>& pks) override;
   Result<std::vector<AnchoredRef>> anchoredRefsOn(const std::vector<std::string>& paths,
                                                   const std::vector<int64_t>& pks) override;
-  // Every anchored ref of an active row, with the content of the versions memq keeps (each read once).
+  // Every anchored ref of an active row, read by SQL with the content of the versions memq keeps (each read once):
+  // what the tables hold, which the mirror's anchoredRefsOn must always equal.
   Result<std::vector<AnchoredRef>> activeAnchoredRefs();
   // Those of them in a version memq does not keep (a blob of the repository, as a rule), by path then pk, read
   // without any version's content: the anchors re-basing to HEAD diffs, which leaves those in kept versions to

@@ -278,7 +278,7 @@ Result<std::vector<AnchoredRef>> MemoryStore::anchoredRefsOn(const std::vector<s
 Result<std::vector<AnchoredRef>> MemoryStore::activeAnchoredRefs() {
   takeDatabase();  // saves handed to the background applier are written first
   try {
-    std::vector<AnchoredRef> out = sql_->activeAnchoredRefs();
+    std::vector<AnchoredRef> out = sql_->activeAnchoredRefs(StoreSql::KeptVersions::kIncluded);
     std::unordered_map<std::string, std::shared_ptr<const std::string>> kept;
     for (auto& ref : out) {
       auto [it, inserted] = kept.try_emplace(ref.anchor.blob);
@@ -294,7 +294,7 @@ Result<std::vector<AnchoredRef>> MemoryStore::activeAnchoredRefs() {
 Result<std::vector<AnchoredRef>> MemoryStore::activeAnchoredRefsOutsideKeptVersions() {
   takeDatabase();  // saves handed to the background applier are written first
   try {
-    return sql_->activeAnchoredRefsOutsideKeptVersions();
+    return sql_->activeAnchoredRefs(StoreSql::KeptVersions::kLeftOut);
   } catch (const std::exception& e) {
     return storageError(e, "anchors");
   }

@@ -153,11 +153,10 @@ class StoreSql {
   std::optional<size_t> keptVersionBytes(const std::string& blobId);
   // The anchored refs of active rows on `path`, by pk, without their kept content (keptVersion reads it).
   std::vector<AnchoredRef> activeAnchoredRefsOn(const std::string& path);
-  // Every anchored ref of an active row, by path then pk, without kept content.
-  std::vector<AnchoredRef> activeAnchoredRefs();
-  // Those of them whose version memq does not keep (a blob of the repository, as a rule), by path then pk; none
-  // before the schema had anchors.
-  std::vector<AnchoredRef> activeAnchoredRefsOutsideKeptVersions();
+  // Every anchored ref of an active row, by path then pk, without kept content; with kLeftOut, only those whose
+  // version memq does not keep (a blob of the repository, as a rule). None before the schema had anchors.
+  enum class KeptVersions { kIncluded, kLeftOut };
+  std::vector<AnchoredRef> activeAnchoredRefs(KeptVersions kept);
   int64_t keptVersionCount();
 
   // --- audit journal ---

@@ -426,21 +426,16 @@ std::vector<AnchoredRef> StoreSql::activeAnchoredRefsOn(const std::string& path)
   return readAnchoredRefs(*q);
 }
 
-std::vector<AnchoredRef> StoreSql::activeAnchoredRefs() {
-  auto q = statement("SELECT mf.memory_pk, mf.path, mf.blob_id, mf.anchor_lines, mf.anchor_blob "
-                     "FROM memory_files mf CROSS JOIN memories m ON m.pk = mf.memory_pk "
-                     "WHERE mf.anchor_blob IS NOT NULL AND m.state = 'active' ORDER BY mf.path, mf.memory_pk");
-  return readAnchoredRefs(*q);
-}
-
-std::vector<AnchoredRef> StoreSql::activeAnchoredRefsOutsideKeptVersions() {
+std::vector<AnchoredRef> StoreSql::activeAnchoredRefs(KeptVersions kept) {
   if (!hasAnchors_) return {};
   // Whether memq keeps a version is answered by anchor_versions' key alone: no kept content is read.
-  auto q = statement("SELECT mf.memory_pk, mf.path, mf.blob_id, mf.anchor_lines, mf.anchor_blob "
-                     "FROM memory_files mf CROSS JOIN memories m ON m.pk = mf.memory_pk "
-                     "WHERE mf.anchor_blob IS NOT NULL AND m.state = 'active' "
-                     "AND NOT EXISTS (SELECT 1 FROM anchor_versions av WHERE av.blob_id = mf.anchor_blob) "
-                     "ORDER BY mf.path, mf.memory_pk");
+  const char* outsideKept = kept == KeptVersions::kLeftOut
+                                ? "AND NOT EXISTS (SELECT 1 FROM anchor_versions av WHERE av.blob_id = mf.anchor_blob) "
+                                : "";
+  auto q = statement(std::string("SELECT mf.memory_pk, mf.path, mf.blob_id, mf.anchor_lines, mf.anchor_blob "
+                                 "FROM memory_files mf CROSS JOIN memories m ON m.pk = mf.memory_pk "
+                                 "WHERE mf.anchor_blob IS NOT NULL AND m.state = 'active' ") +
+                     outsideKept + "ORDER BY mf.path, mf.memory_pk");
   return readAnchoredRefs(*q);
 }
 
