@@ -225,10 +225,47 @@ bool isStoredBlobId(const std::string& text) {
          });
 }
 
-std::optional<std::string> credentialInKeptVersion(const std::string& content) {
-  std::vector<SecretFinding> found = findSecrets(content);
-  if (found.empty()) return std::nullopt;
-  return std::move(found.front().kind);
+namespace {
+
+// credentialInKeptVersion's answers by blob id ("" for none); past its bound it starts over.
+class CredentialVerdicts {
+ public:
+  static constexpr size_t kMaxEntries = 4096;
+
+  std::optional<std::optional<std::string>> find(const std::string& blob) {
+    MutexLock lock(mu_);
+    auto it = kinds_.find(blob);
+    if (it == kinds_.end()) return std::nullopt;
+    return it->second.empty() ? std::optional<std::string>() : std::optional<std::string>(it->second);
+  }
+  void remember(const std::string& blob, const std::optional<std::string>& kind) {
+    MutexLock lock(mu_);
+    if (kinds_.size() >= kMaxEntries) kinds_.clear();
+    kinds_[blob] = kind.value_or("");
+  }
+
+ private:
+  Mutex mu_;
+  std::unordered_map<std::string, std::string> kinds_ GUARDED_BY(mu_);
+};
+
+CredentialVerdicts& credentialVerdicts() {
+  static CredentialVerdicts verdicts;
+  return verdicts;
+}
+
+}  // namespace
+
+std::optional<std::string> credentialInKeptVersion(const std::string& blob,
+                                                   const std::function<std::shared_ptr<const std::string>()>& content) {
+  if (auto known = credentialVerdicts().find(blob)) return *known;
+  const std::shared_ptr<const std::string> bytes = content();
+  if (!bytes) return std::nullopt;  // nothing kept: nothing to scan, and nothing remembered
+  std::vector<SecretFinding> found = findSecrets(*bytes);
+  std::optional<std::string> kind;
+  if (!found.empty()) kind = std::move(found.front().kind);
+  credentialVerdicts().remember(blob, kind);
+  return kind;
 }
 
 Status anchorFileRefs(const std::vector<FileEntry>& entries, const std::string& field, const AnchorSource& source,
@@ -270,7 +307,8 @@ Status anchorFileRefs(const std::vector<FileEntry>& entries, const std::string& 
     ref->blobId = version->blob;
     FileAnchor anchor{std::move(lines), version->blob, nullptr};
     if (!version->inRepository) {
-      if (std::optional<std::string> kind = credentialInKeptVersion(*version->content); !kind) {
+      const std::shared_ptr<const std::string>& content = version->content;
+      if (std::optional<std::string> kind = credentialInKeptVersion(version->blob, [&] { return content; }); !kind) {
         anchor.keptContent = version->content;
       } else if (warnings != nullptr) {
         warnings->push_back(entryField + ": " + *path + " is not in the repository and holds a credential (" +

@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,11 +53,14 @@ Result<std::shared_ptr<const WorkTreeFile>> readWorkTreeVersion(const std::strin
 // Whether `text` is a blob id as memq stores them: 40 lowercase hexadecimal digits.
 bool isStoredBlobId(const std::string& text);
 
-// The kind of the first credential in `content`, a file version memq would keep itself because the repository does
-// not hold it (often a file git ignores, such as .env), or nullopt. Such a version is not kept: a kept version is
-// stored, exported and synced byte for byte (its bytes must stay its blob's, so they cannot be redacted), so its
-// anchor keeps its lines and blob id without the content, and its lines are no longer carried once the file changes.
-std::optional<std::string> credentialInKeptVersion(const std::string& content);
+// The kind of the first credential in the version `blob`, a file version memq would keep itself because the
+// repository does not hold it (often a file git ignores, such as .env), or nullopt. Such a version is not kept: a
+// kept version is stored, exported and synced byte for byte (its bytes must stay its blob's, so they cannot be
+// redacted), so its anchor keeps its lines and blob id without the content, and its lines are no longer carried once
+// the file changes. A blob id names its content, so the answer is remembered by blob (for the last 4,096 asked, in
+// the process): `content` is called, and the version scanned (up to 2 MiB), only for a blob not asked before.
+std::optional<std::string> credentialInKeptVersion(const std::string& blob,
+                                                   const std::function<std::shared_ptr<const std::string>()>& content);
 
 // Sets the anchor of each ref of `refs` (a request's files, normalised and de-duplicated, with their blob ids) that
 // an entry of `entries` (the request's files as sent, named `field`) gives lines for. Errors name the entry:

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
 
 #include <spdlog/spdlog.h>
 
@@ -608,20 +607,15 @@ Status stageImportLines(std::string_view jsonl, const ImportLineOptions& options
 namespace {
 
 // An imported version memq would keep is not kept when it holds a credential, as a save would not keep it
-// (credentialInKeptVersion): an export written before that rule, or by hand, may carry one. Each version is scanned
-// once, however many anchors share it.
+// (credentialInKeptVersion, which scans each version once, however many anchors share it): an export written
+// before that rule, or by hand, may carry one. The import checked each version is the blob it names.
 void dropKeptVersionsHoldingCredentials(ImportBatch& batch) {
-  std::unordered_map<const std::string*, bool> holdsCredential;
   size_t dropped = 0;
   for (ImportedMemory& item : batch.memories) {
     for (FileRef& file : item.memory.files) {
       if (!file.anchor || !file.anchor->keptContent) continue;
-      const std::string* content = file.anchor->keptContent.get();
-      auto known = holdsCredential.find(content);
-      if (known == holdsCredential.end()) {
-        known = holdsCredential.emplace(content, credentialInKeptVersion(*content).has_value()).first;
-      }
-      if (!known->second) continue;
+      const std::shared_ptr<const std::string>& content = file.anchor->keptContent;
+      if (!credentialInKeptVersion(file.anchor->blob, [&] { return content; })) continue;
       file.anchor->keptContent = nullptr;
       ++dropped;
     }

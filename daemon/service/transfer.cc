@@ -92,11 +92,20 @@ Result<ExportPage> Service::exportJsonl(const CallContext& ctx, const ExportRequ
         if (!bytes) return bytes.status();
         known->second = *bytes;
         // A version holding a credential is never kept now (credentialInKeptVersion); one kept before that rule
-        // is not exported either: the anchor goes with its lines and blob id, as an import would keep it.
+        // is not exported either: the anchor goes with its lines and blob id, as an import would keep it. Each
+        // version is read for it once (the answer is remembered by blob), not on every page its memory starts.
         if (known->second) {
-          auto content = store.keptVersion(f.anchor->blob);
-          if (!content) return content.status();
-          if (*content && credentialInKeptVersion(**content)) known->second = std::nullopt;
+          Status unread;
+          auto holds = credentialInKeptVersion(f.anchor->blob, [&]() -> std::shared_ptr<const std::string> {
+            auto content = store.keptVersion(f.anchor->blob);
+            if (!content) {
+              unread = content.status();
+              return nullptr;
+            }
+            return *content;
+          });
+          MEMQ_RETURN_IF_ERROR(unread);
+          if (holds) known->second = std::nullopt;
         }
       }
       if (!known->second) continue;  // the repository's blob: memq keeps nothing

@@ -19,6 +19,7 @@
 #include "daemon/git/git_repo_signals.h"
 #include "daemon/model/memory_input.h"
 #include "daemon/service/anchor_rebase.h"
+#include "daemon/service/file_anchors.h"
 #include "daemon/service/service.h"
 
 namespace memq {
@@ -209,6 +210,30 @@ TEST_F(AnchorsTest, AStagedVersionIsKeptAsAnUncommittedOneIsAndOutlivesGitGc) {
     carried = true;
   }
   EXPECT_TRUE(carried) << "the anchor in the pruned version was not carried";
+}
+
+// Whether a kept version holds a credential is asked by every save, import and export page that meets it; a blob id
+// names its content, so each version is read and scanned once.
+TEST(CredentialInKeptVersionTest, EachBlobIsReadAndScannedOnce) {
+  const std::string leaking = "DB_PASSWORD=" + std::string("Wq7#vL2!") + "mZ9pK4xR\n";
+  const std::string blob = std::string(39, 'c') + "1";
+  const std::string clean = std::string(39, 'c') + "2";
+  int reads = 0;
+  auto reading = [&](const std::string& text) {
+    return [&reads, text]() {
+      ++reads;
+      return std::make_shared<const std::string>(text);
+    };
+  };
+  EXPECT_EQ(credentialInKeptVersion(blob, reading(leaking)), std::optional<std::string>("password"));
+  EXPECT_EQ(credentialInKeptVersion(blob, reading(leaking)), std::optional<std::string>("password"));
+  EXPECT_EQ(credentialInKeptVersion(clean, reading("int port = 8080;\n")), std::nullopt);
+  EXPECT_EQ(credentialInKeptVersion(clean, reading("int port = 8080;\n")), std::nullopt);
+  EXPECT_EQ(reads, 2) << "a blob was read again";
+  // Nothing kept (a loader that finds no content) is not remembered.
+  const std::string missing = std::string(39, 'c') + "3";
+  EXPECT_EQ(credentialInKeptVersion(missing, [] { return std::shared_ptr<const std::string>(); }), std::nullopt);
+  EXPECT_EQ(credentialInKeptVersion(missing, reading(leaking)), std::optional<std::string>("password"));
 }
 
 TEST_F(AnchorsTest, DetachUpdateAndReanchoringReleaseKeptVersions) {
